@@ -1,0 +1,150 @@
+// Package provision declares what sortie asks of a cloud: launch a cluster of
+// nodes for a placement, report the nodes' states in batches, terminate, find
+// what sortie launched, and reach a node to run commands on it. Each backend
+// lives in its own folder (local, sim, aws, gcp) and passes one conformance
+// suite (provisiontest).
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"sortie/schema"
+)
+
+// Tag keys put on every cluster/instance sortie launches. Values are decimal ids.
+const (
+	TagManaged = "sortie-managed" // "true"
+	TagCluster = "sortie-cluster" // cluster name
+	TagJob     = "sortie-job"
+	TagTask    = "sortie-task"
+	TagAttempt = "sortie-attempt"
+	TagRank    = "sortie-node-rank"
+)
+
+// ClusterName is the deterministic name of one attempt's cluster.
+func ClusterName(job int64, task, attempt int) string {
+	return fmt.Sprintf("sortie-%d-%d-%d", job, task, attempt)
+}
+
+// ClusterSpec is what to launch. Launch with the same Name is idempotent.
+type ClusterSpec struct {
+	Name      string
+	Placement schema.Placement
+	NumNodes  int
+	Resources schema.Resources // instance type, cpus, memory, spot, disk, image
+	Tags      map[string]string
+}
+
+// NodeState is the cloud's view of one node.
+type NodeState string
+
+const (
+	NodePending    NodeState = "pending"    // booting
+	NodeRunning    NodeState = "running"    // up; the wrapper can be reached
+	NodePreempted  NodeState = "preempted"  // the cloud took it away (spot interruption)
+	NodeStopped    NodeState = "stopped"    // stopped by the cloud for another reason
+	NodeGone       NodeState = "gone"       // terminated or missing, not by sortie's asking
+	NodeTerminated NodeState = "terminated" // terminated because sortie asked
+)
+
+// Node is one VM (or process group) of a cluster, in rank order.
+type Node struct {
+	Rank       int
+	InstanceID string
+	IP         string // address the task's peers use (SORTIE_NODE_IPS)
+	State      NodeState
+	Reason     string // cloud-given reason, e.g. "Server.SpotInstanceTermination"
+}
+
+// Cluster is one attempt's set of nodes.
+type Cluster struct {
+	Name      string
+	Placement schema.Placement
+	Nodes     []Node
+	Tags      map[string]string
+}
+
+// Provider is one cloud backend.
+type Provider interface {
+	// Name is the cloud's name as written in resources.cloud ("local", "aws").
+	Name() string
+	// Placements lists the region/zones this provider offers that satisfy r's
+	// cloud/region/zone, in the provider's order of preference (cheapest first
+	// when it knows prices).
+	Placements(ctx context.Context, r schema.Resources) ([]schema.Placement, error)
+	// Launch creates the cluster and returns once every node is running. A
+	// cluster of that name that already exists is returned as it is, never
+	// launched twice. On error nothing of the cluster is left running. Errors
+	// are classified with Capacity/Prechecks (see Classify).
+	Launch(ctx context.Context, spec ClusterSpec) (*Cluster, error)
+	// Status reports the named clusters with as few cloud calls as possible
+	// (one per region, never one per cluster). A cluster absent from the map is
+	// gone altogether.
+	Status(ctx context.Context, names []string) (map[string]*Cluster, error)
+	// Terminate removes the cluster's nodes. Idempotent: no error when gone.
+	Terminate(ctx context.Context, name string) error
+	// List returns every cluster carrying sortie's tags, live or not terminated.
+	List(ctx context.Context) ([]*Cluster, error)
+	// Runner reaches one node of a cluster to run commands on it.
+	Runner(ctx context.Context, c *Cluster, rank int) (Runner, error)
+}
+
+// Runner runs short commands on a node. The node package builds the task
+// wrapper, its start, polling and log reading on top of it.
+type Runner interface {
+	// Exec runs script with bash on the node, feeding stdin (may be nil), and
+	// returns its stdout. A non-zero exit is an *ExitError.
+	Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error)
+	// Dir is the node's own directory for this cluster: the wrapper, its log,
+	// exit code and the task's workdir copy live under it.
+	Dir() string
+	Close() error
+}
+
+// ExitError is a command on a node that ran and exited non-zero.
+type ExitError struct {
+	Code   int
+	Stderr string
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d: %s", e.Code, e.Stderr) }
+
+// ErrorClass says what the controller may do about a failed provider call.
+type ErrorClass string
+
+const (
+	// ClassCapacity: no capacity or quota at this placement; try the next one.
+	ClassCapacity ErrorClass = "capacity"
+	// ClassPrechecks: no retry can fix it (credentials, unknown instance type
+	// or image, infeasible request); the job ends FAILED_PRECHECKS.
+	ClassPrechecks ErrorClass = "prechecks"
+	// ClassTransient: anything else; retry the same call later.
+	ClassTransient ErrorClass = "transient"
+)
+
+// Error is a classified provider error.
+type Error struct {
+	Class ErrorClass
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Capacity wraps err as a capacity error.
+func Capacity(err error) error { return &Error{Class: ClassCapacity, Err: err} }
+
+// Prechecks wraps err as an error no retry can fix.
+func Prechecks(err error) error { return &Error{Class: ClassPrechecks, Err: err} }
+
+// Classify returns err's class; unclassified errors are transient.
+func Classify(err error) ErrorClass {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return ClassTransient
+}

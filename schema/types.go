@@ -1,0 +1,82 @@
+// Package schema holds the task YAML types, their defaults and validation, and
+// the canonical input key of a task. It imports nothing else of sortie's.
+package schema
+
+// Pipeline is one task file: one or more tasks run in order as one job.
+type Pipeline struct {
+	// Name names the job; from a leading name-only document, else the first task's name.
+	Name  string  `json:"name,omitempty"`
+	Tasks []*Task `json:"tasks"`
+}
+
+// Task is one document of a task file. Field names and shapes follow SkyPilot's
+// task YAML for the subset sortie supports.
+type Task struct {
+	Name       string            `json:"name,omitempty"`
+	Resources  Resources         `json:"resources"`
+	NumNodes   int               `json:"num_nodes,omitempty"`
+	Workdir    string            `json:"workdir,omitempty"`
+	FileMounts map[string]string `json:"file_mounts,omitempty"`
+	Envs       map[string]string `json:"envs,omitempty"`
+	// Secrets maps a name to nil (taken from the environment at launch) or a value.
+	// Secret values are never stored nor part of the input key.
+	Secrets map[string]*string `json:"secrets,omitempty"`
+	Setup   string             `json:"setup,omitempty"`
+	Run     string             `json:"run,omitempty"`
+}
+
+// Resources is what a task asks of the cloud, and how its job recovers.
+type Resources struct {
+	Cloud        string `json:"cloud,omitempty"`
+	Infra        string `json:"infra,omitempty"`
+	Region       string `json:"region,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	InstanceType string `json:"instance_type,omitempty"`
+	// CPUs and Memory are "N" or "N+" (at least N); numbers in YAML become strings.
+	CPUs   string `json:"cpus,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	// Accelerators is normalised to name -> count from "A100:1", {A100: 1} or a list.
+	Accelerators map[string]int `json:"accelerators,omitempty"`
+	UseSpot      bool           `json:"use_spot,omitempty"`
+	DiskSize     int            `json:"disk_size,omitempty"`
+	ImageID      string         `json:"image_id,omitempty"`
+	// AnyOf and Ordered are candidate placements; each item overrides fields above.
+	AnyOf       []Resources  `json:"any_of,omitempty"`
+	Ordered     []Resources  `json:"ordered,omitempty"`
+	JobRecovery *JobRecovery `json:"job_recovery,omitempty"`
+}
+
+// Strategy names a placement strategy after a preemption.
+type Strategy string
+
+const (
+	Failover        Strategy = "FAILOVER"
+	EagerNextRegion Strategy = "EAGER_NEXT_REGION"
+)
+
+// JobRecovery is resources.job_recovery: a bare strategy string or this object.
+type JobRecovery struct {
+	// Strategy is upper-cased on parse; empty means EAGER_NEXT_REGION.
+	Strategy Strategy `json:"strategy,omitempty"`
+	// MaxRestartsOnErrors is how many failures with unlisted exit codes restart
+	// the task; zero means none do.
+	MaxRestartsOnErrors int `json:"max_restarts_on_errors"`
+	// RecoverOnExitCodes restart the task whenever any node exits with one of
+	// them, without touching MaxRestartsOnErrors. A scalar in YAML becomes a list.
+	RecoverOnExitCodes []int `json:"recover_on_exit_codes,omitempty"`
+}
+
+// Placement is where one attempt runs.
+type Placement struct {
+	Cloud  string `json:"cloud"`
+	Region string `json:"region"`
+	Zone   string `json:"zone,omitempty"`
+}
+
+func (p Placement) String() string {
+	s := p.Cloud + "/" + p.Region
+	if p.Zone != "" {
+		s += "/" + p.Zone
+	}
+	return s
+}
