@@ -1,0 +1,307 @@
+// Package strategy holds sortie's recovery decisions as pure functions: what
+// to do after an attempt ends (Decide), how long to wait before the next try
+// (Backoff), and where to launch next (Candidates, Order). Nothing here does
+// I/O or reads the clock; the controller passes in what it observed and
+// applies what comes back, so every rule is testable as a table.
+package strategy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sortie/schema"
+)
+
+// Outcome is the class of an ended attempt, as stored in the attempt row.
+type Outcome string
+
+const (
+	Succeeded    Outcome = "succeeded"
+	UserFailure  Outcome = "user_failure"  // the run step exited non-zero
+	SetupFailure Outcome = "setup_failure" // the setup step exited non-zero
+	Preempted    Outcome = "preempted"     // the cloud took a node away
+	NodeLost     Outcome = "node_lost"     // the cloud says a node is gone
+	LaunchFailed Outcome = "launch_failed" // no placement could be launched
+	Cancelled    Outcome = "cancelled"
+)
+
+// Action is what the controller does next.
+type Action string
+
+const (
+	// Recover launches a new cluster at a placement chosen by Order.
+	Recover Action = "recover"
+	// Restart runs the task again, on the same cluster when it is healthy.
+	Restart Action = "restart"
+	// NextTask starts the pipeline's next task.
+	NextTask Action = "next_task"
+	// Succeed, Fail and Cancel end the job with Decision.Status.
+	Succeed Action = "succeed"
+	Fail    Action = "fail"
+	Cancel  Action = "cancel"
+)
+
+// Job statuses a Decision can end a job with; the names are SkyPilot's.
+const (
+	StatusSucceeded        = "SUCCEEDED"
+	StatusCancelled        = "CANCELLED"
+	StatusFailed           = "FAILED"
+	StatusFailedSetup      = "FAILED_SETUP"
+	StatusFailedNoResource = "FAILED_NO_RESOURCE"
+	StatusFailedController = "FAILED_CONTROLLER"
+)
+
+// Rule names which rule made a decision: a stable, machine-readable companion
+// to the human Reason, for tests, metrics and `jobs show -o json`.
+type Rule string
+
+const (
+	RulePreempted       Rule = "Preempted"
+	RuleNodeLost        Rule = "NodeLost"
+	RuleExitCodeMatched Rule = "ExitCodeMatched"
+	RuleRestartOnError  Rule = "RestartOnError"
+	RuleNoRestartsLeft  Rule = "NoRestartsLeft"
+	RuleTaskSucceeded   Rule = "TaskSucceeded"
+	RuleJobSucceeded    Rule = "JobSucceeded"
+	RuleCancelled       Rule = "Cancelled"
+	RuleLaunchFailed    Rule = "LaunchFailed"
+	RuleUnknownOutcome  Rule = "UnknownOutcome"
+)
+
+// Reason texts. They are shown to users and matched by scripts, so they only
+// change on purpose.
+const (
+	reasonPreempted      = "spot preemption in %s"
+	reasonNodeLost       = "node lost in %s"
+	reasonMatched        = "%s matched recover_on_exit_codes %s"
+	reasonRestart        = "%s; restart %d/%d on errors"
+	reasonNoRestartsLeft = "%s; no restarts left (max_restarts_on_errors %d)"
+	reasonTaskSucceeded  = "task succeeded; starting the next task"
+	reasonJobSucceeded   = "succeeded"
+	reasonCancelled      = "cancelled"
+	reasonLaunchFailed   = "launch failed"
+	reasonUnknownOutcome = "attempt ended with unknown outcome %q"
+)
+
+// Policy is the part of resources.job_recovery that Decide applies.
+type Policy struct {
+	// MaxRestartsOnErrors is how many failures with unlisted (or unknown)
+	// exit codes restart the task. Zero means none do: the first such failure
+	// ends the job. Negative values are treated as zero.
+	MaxRestartsOnErrors int
+	// RecoverOnExitCodes restart the task, without limit and without touching
+	// the budget above, when any node exits with one of them. Empty means
+	// no code is special.
+	RecoverOnExitCodes []int
+}
+
+// PolicyFrom takes the decision policy out of a task's job_recovery.
+func PolicyFrom(r schema.JobRecovery) Policy {
+	return Policy{
+		MaxRestartsOnErrors: max(r.MaxRestartsOnErrors, 0),
+		RecoverOnExitCodes:  slices.Clone(r.RecoverOnExitCodes),
+	}
+}
+
+// Counters are a task's recovery counters. The controller persists them with
+// each decision so a controller restart does not reset a budget.
+type Counters struct {
+	// RecoveryCount counts recoveries from preemption or node loss and
+	// restarts on a listed exit code.
+	RecoveryCount int
+	// RestartsOnErrors counts failures that took the budgeted path, including
+	// the one that ended the job: a job with max_restarts_on_errors 2 that
+	// fails for good ends with 3.
+	RestartsOnErrors int
+}
+
+// Retries is the back-off step for the wait before the restart or recovery a
+// decision asks for: pass it to Backoff.Delay with the decision's Counters.
+// It is 1 for the first restart or recovery of a task and grows with both
+// kinds, so a task that alternates preemptions and failures still slows down.
+func (c Counters) Retries() int { return c.RecoveryCount + c.RestartsOnErrors }
+
+// Ended is what the controller observed about the attempt that just ended.
+type Ended struct {
+	Outcome Outcome
+	// ExitCodes has one entry per node in rank order; nil means that node's
+	// code is unknown.
+	ExitCodes []*int
+	// Placement is where the attempt ran.
+	Placement schema.Placement
+	// Detail is an optional provider- or controller-given detail
+	// ("Server.SpotInstanceTermination"), folded into the reason.
+	Detail string
+}
+
+// Decision is what to do after an attempt, and why.
+type Decision struct {
+	Action Action
+	// Counters are the task's counters after this decision; persist them.
+	Counters Counters
+	// Status is the job's final status when Action is Succeed, Fail or
+	// Cancel, and "" otherwise.
+	Status string
+	// Rule names the rule that matched.
+	Rule Rule
+	// Reason is shown to the user and stored with the attempt.
+	Reason string
+}
+
+// Decide applies the recovery rules, first match wins:
+//
+//  1. preempted or node_lost: Recover on a new cluster; RecoveryCount+1.
+//  2. user or setup failure where any node's known exit code is listed in
+//     RecoverOnExitCodes: Restart; RecoveryCount+1; the budget is untouched
+//     and there is no limit (the back-off keeps it from spinning hot).
+//  3. any other user or setup failure, including no exit code known:
+//     RestartsOnErrors+1; Restart while it is <= MaxRestartsOnErrors, else
+//     Fail with FAILED or FAILED_SETUP.
+//  4. succeeded: NextTask, or Succeed when it was the last task.
+//  5. cancelled: Cancel.
+//  6. launch_failed: Fail with FAILED_NO_RESOURCE. The placement logic
+//     (Order, NoResourceReason) has already spent every round of launch
+//     tries by the time an attempt ends this way; Detail should carry the
+//     NoResourceReason. Prechecks failures never reach Decide: they end the
+//     job as FAILED_PRECHECKS at the launch.
+//
+// An outcome outside these ends the job FAILED_CONTROLLER, never silently.
+func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
+	switch e.Outcome {
+	case Preempted:
+		c.RecoveryCount++
+		return Decision{Action: Recover, Counters: c, Rule: RulePreempted,
+			Reason: withDetail(fmt.Sprintf(reasonPreempted, where(e.Placement)), e.Detail)}
+	case NodeLost:
+		c.RecoveryCount++
+		return Decision{Action: Recover, Counters: c, Rule: RuleNodeLost,
+			Reason: withDetail(fmt.Sprintf(reasonNodeLost, where(e.Placement)), e.Detail)}
+	case UserFailure, SetupFailure:
+		return decideFailure(p, c, e)
+	case Succeeded:
+		if lastTask {
+			return Decision{Action: Succeed, Counters: c, Status: StatusSucceeded,
+				Rule: RuleJobSucceeded, Reason: withDetail(reasonJobSucceeded, e.Detail)}
+		}
+		return Decision{Action: NextTask, Counters: c, Rule: RuleTaskSucceeded,
+			Reason: withDetail(reasonTaskSucceeded, e.Detail)}
+	case Cancelled:
+		return Decision{Action: Cancel, Counters: c, Status: StatusCancelled,
+			Rule: RuleCancelled, Reason: withDetail(reasonCancelled, e.Detail)}
+	case LaunchFailed:
+		reason := reasonLaunchFailed
+		if e.Detail != "" {
+			reason += ": " + e.Detail
+		}
+		return Decision{Action: Fail, Counters: c, Status: StatusFailedNoResource,
+			Rule: RuleLaunchFailed, Reason: reason}
+	default:
+		return Decision{Action: Fail, Counters: c, Status: StatusFailedController,
+			Rule: RuleUnknownOutcome, Reason: withDetail(fmt.Sprintf(reasonUnknownOutcome, e.Outcome), e.Detail)}
+	}
+}
+
+// decideFailure is rules 2 and 3.
+func decideFailure(p Policy, c Counters, e Ended) Decision {
+	setup := e.Outcome == SetupFailure
+	if rank, code, ok := matchedExitCode(e.ExitCodes, p.RecoverOnExitCodes); ok {
+		c.RecoveryCount++
+		what := "exit code " + strconv.Itoa(code)
+		if len(e.ExitCodes) > 1 {
+			what += " on node " + strconv.Itoa(rank)
+		}
+		if setup {
+			what = "setup " + what
+		}
+		return Decision{Action: Restart, Counters: c, Rule: RuleExitCodeMatched,
+			Reason: fmt.Sprintf(reasonMatched, withDetail(what, e.Detail), formatCodes(p.RecoverOnExitCodes))}
+	}
+
+	c.RestartsOnErrors++
+	what := withDetail(describeExitCodes(e.ExitCodes, setup), e.Detail)
+	budget := max(p.MaxRestartsOnErrors, 0)
+	if c.RestartsOnErrors <= budget {
+		return Decision{Action: Restart, Counters: c, Rule: RuleRestartOnError,
+			Reason: fmt.Sprintf(reasonRestart, what, c.RestartsOnErrors, budget)}
+	}
+	status := StatusFailed
+	if setup {
+		status = StatusFailedSetup
+	}
+	return Decision{Action: Fail, Counters: c, Status: status, Rule: RuleNoRestartsLeft,
+		Reason: fmt.Sprintf(reasonNoRestartsLeft, what, budget)}
+}
+
+// matchedExitCode returns the first node, in rank order, whose known exit
+// code is listed.
+func matchedExitCode(codes []*int, listed []int) (rank, code int, ok bool) {
+	for i, c := range codes {
+		if c != nil && slices.Contains(listed, *c) {
+			return i, *c, true
+		}
+	}
+	return 0, 0, false
+}
+
+// describeExitCodes says how an attempt failed: "exit code 1",
+// "exit codes [0, ?]" for several nodes (? is unknown), or that none is known.
+func describeExitCodes(codes []*int, setup bool) string {
+	known := slices.IndexFunc(codes, func(c *int) bool { return c != nil }) >= 0
+	var s string
+	switch {
+	case !known && setup:
+		return "setup failed, no exit code known"
+	case !known:
+		return "failed, no exit code known"
+	case len(codes) == 1:
+		s = "exit code " + strconv.Itoa(*codes[0])
+	default:
+		parts := make([]string, len(codes))
+		for i, c := range codes {
+			parts[i] = "?"
+			if c != nil {
+				parts[i] = strconv.Itoa(*c)
+			}
+		}
+		s = "exit codes [" + strings.Join(parts, ", ") + "]"
+	}
+	if setup {
+		s = "setup " + s
+	}
+	return s
+}
+
+// formatCodes writes a code list the way the user wrote it in YAML.
+func formatCodes(codes []int) string {
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = strconv.Itoa(c)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func withDetail(s, detail string) string {
+	if detail == "" {
+		return s
+	}
+	return s + " (" + detail + ")"
+}
+
+// where names a placement the way users read it in reasons: region/zone
+// ("local/local-a", "us-east-1/us-east-1a"); region names already say which
+// cloud they belong to, so the cloud is only shown when there is no region.
+func where(p schema.Placement) string {
+	switch {
+	case p.Region == "" && p.Zone == "" && p.Cloud == "":
+		return "an unknown placement"
+	case p.Region == "" && p.Zone == "":
+		return p.Cloud
+	case p.Zone == "":
+		return p.Region
+	case p.Region == "":
+		return p.Zone
+	}
+	return p.Region + "/" + p.Zone
+}
