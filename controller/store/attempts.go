@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Task is one task (pipeline stage) of a job, with its persisted counters.
+type Task struct {
+	JobID            int64
+	Idx              int
+	Name             string
+	Status           string
+	RecoveryCount    int
+	RestartsOnErrors int
+	LaunchRound      int
+	PreemptedIn      string // JSON placement of the last preemption, "" if none
+	InputKey         string
+	StartedAt        *time.Time
+	EndedAt          *time.Time
+}
+
+// Attempt is one launch of a task on a cluster.
+type Attempt struct {
+	ID          int64
+	JobID       int64
+	TaskIdx     int
+	Attempt     int // 1-based, per task
+	Cluster     string
+	Cloud       string
+	Region      string
+	Zone        string
+	InstanceIDs []string
+	State       string
+	Outcome     string
+	ExitCodes   []*int
+	Reason      string
+	Action      string
+	Decision    string
+	Unreachable int
+	StartedAt   time.Time
+	EndedAt     *time.Time
+}
+
+// Tasks returns a job's tasks in order.
+func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT job_id, idx, name, status, recovery_count, restarts_on_errors,
+		launch_round, preempted_in, input_key, started_at, ended_at FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Task
+	for rows.Next() {
+		var t Task
+		var pre, key, started, ended sql.NullString
+		if err := rows.Scan(&t.JobID, &t.Idx, &t.Name, &t.Status, &t.RecoveryCount, &t.RestartsOnErrors,
+			&t.LaunchRound, &pre, &key, &started, &ended); err != nil {
+			return nil, err
+		}
+		t.PreemptedIn, t.InputKey = pre.String, key.String
+		t.StartedAt, t.EndedAt = parseTime(started), parseTime(ended)
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}
+
+const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
+	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at`
+
+// Attempts returns a job's attempts, task by task, in order.
+func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
+	return findAttempts(ctx, s.db, `WHERE job_id = ? ORDER BY task_idx, attempt`, jobID)
+}
+
+// OpenAttempts returns every attempt that has not ended, across all jobs.
+func (s *Store) OpenAttempts(ctx context.Context) ([]*Attempt, error) {
+	return findAttempts(ctx, s.db, `WHERE state <> 'ended' ORDER BY id`)
+}
+
+// LastAttempt returns the newest attempt of a job's task, or nil.
+func (s *Store) LastAttempt(ctx context.Context, jobID int64, task int) (*Attempt, error) {
+	as, err := findAttempts(ctx, s.db, `WHERE job_id = ? AND task_idx = ? ORDER BY attempt DESC LIMIT 1`, jobID, task)
+	if err != nil || len(as) == 0 {
+		return nil, err
+	}
+	return as[0], nil
+}
+
+func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*Attempt, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+attemptColumns+` FROM attempts `+tail, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Attempt
+	for rows.Next() {
+		var a Attempt
+		var ids, outcome, codes, ended sql.NullString
+		var started string
+		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
+			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended); err != nil {
+			return nil, err
+		}
+		if ids.Valid {
+			if err := json.Unmarshal([]byte(ids.String), &a.InstanceIDs); err != nil {
+				return nil, fmt.Errorf("attempt %d instance_ids: %w", a.ID, err)
+			}
+		}
+		if codes.Valid {
+			if err := json.Unmarshal([]byte(codes.String), &a.ExitCodes); err != nil {
+				return nil, fmt.Errorf("attempt %d exit_codes: %w", a.ID, err)
+			}
+		}
+		a.Outcome = outcome.String
+		if t := parseTime(sql.NullString{String: started, Valid: true}); t != nil {
+			a.StartedAt = *t
+		}
+		a.EndedAt = parseTime(ended)
+		out = append(out, &a)
+	}
+	return out, rows.Err()
+}
+
+// NewAttempt starts the next attempt of the job's current task and sets the
+// job's status (STARTING, or RECOVERING after a recovery). With reuse set,
+// the attempt runs on that ended attempt's cluster and starts in state
+// "starting"; otherwise it is "launching" on a new cluster named by
+// clusterName(attempt number).
+func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterName func(attempt int) string, reuse *Attempt, jobStatus string) (*Attempt, error) {
+	var out *Attempt
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		j, err := findJob(ctx, tx, jobID)
+		if err != nil {
+			return err
+		}
+		if IsTerminal(j.Status) {
+			return fmt.Errorf("job %d is %s: %w", jobID, j.Status, ErrTerminal)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM attempts WHERE job_id = ? AND task_idx = ?`, jobID, task).Scan(&n); err != nil {
+			return err
+		}
+		now := s.now()
+		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: AttemptLaunching, StartedAt: now}
+		a.Cluster = clusterName(a.Attempt)
+		if reuse != nil {
+			a.Cluster, a.Cloud, a.Region, a.Zone, a.InstanceIDs = reuse.Cluster, reuse.Cloud, reuse.Region, reuse.Zone, reuse.InstanceIDs
+			a.State = AttemptStarting
+		}
+		ids, _ := json.Marshal(a.InstanceIDs)
+		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now))
+		if err != nil {
+			return err
+		}
+		if a.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,
+			jobStatus, fmtTime(now), jobID, task); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', next_action_at = NULL WHERE id = ?`, jobStatus, jobID); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	return out, err
+}
+
+// SetPlacement records where an attempt is being launched, before the cloud
+// is asked, so a restarted controller looks for its cluster there.
+func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone string) error {
+	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND state <> 'ended'`, cloud, region, zone, attemptID)
+}
+
+// MarkLaunched records an attempt's cluster as up: its nodes' instance ids.
+func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region, zone string, instanceIDs []string) error {
+	ids, _ := json.Marshal(instanceIDs)
+	return s.exec(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ? AND state <> 'ended'`,
+		AttemptStarting, cloud, region, zone, string(ids), attemptID)
+}
+
+// MarkRunning records that the task runs on every node of the attempt and
+// the job is RUNNING.
+func (s *Store) MarkRunning(ctx context.Context, a *Attempt) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		now := fmtTime(s.now())
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ? AND state <> 'ended'`, AttemptRunning, a.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, Running, a.JobID, a.TaskIdx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', started_at = COALESCE(started_at, ?)
+			WHERE id = ? AND status NOT IN `+terminalSQL+` AND cancel_requested = 0`, Running, now, a.JobID)
+		return err
+	})
+}
+
+// SetUnreachable records how many checks of a running attempt's nodes failed
+// in a row, and shows why on the job.
+func (s *Store) SetUnreachable(ctx context.Context, a *Attempt, n int, reason string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET unreachable = ? WHERE id = ?`, n, a.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET status_reason = ? WHERE id = ? AND status NOT IN `+terminalSQL, reason, a.JobID)
+		return err
+	})
+}
+
+// SetWaiting puts a job in status (PENDING while no placement has capacity)
+// with a reason shown to the user and the time of its next try.
+func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, status, reason string, next *time.Time, launchRound int) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET launch_round = ? WHERE job_id = ? AND idx = ?`, launchRound, jobID, task); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, next_action_at = ?
+			WHERE id = ? AND status NOT IN `+terminalSQL+` AND cancel_requested = 0`, status, reason, fmtTimePtr(next), jobID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrTerminal
+		}
+		return nil
+	})
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) error {
+	_, err := s.db.ExecContext(ctx, q, args...)
+	return err
+}

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// Job is one row of jobs.
+type Job struct {
+	ID               int64
+	Name             string
+	Status           string
+	StatusReason     string
+	FailureReason    string
+	Spec             []byte
+	BaseDir          string
+	CurrentTask      int
+	CancelRequested  bool
+	NextActionAt     *time.Time
+	InputKey         string
+	RecoveryCount    int
+	RestartsOnErrors int
+	ExitCodes        []*int // the last ended attempt's
+	RetriedIn        *int64
+	RetryOf          *int64
+	RootID           int64
+	Trigger          string
+	RequestedBy      string
+	RetryReason      string
+	Overrides        []byte // JSON
+	SubmittedAt      time.Time
+	StartedAt        *time.Time
+	EndedAt          *time.Time
+}
+
+// NewTask is one task of a job being created.
+type NewTask struct {
+	Name     string
+	InputKey string
+}
+
+const jobColumns = `id, name, status, status_reason, failure_reason, spec, base_dir, current_task,
+	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
+	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
+	submitted_at, started_at, ended_at`
+
+// CreateJob stores a new PENDING job and its tasks and returns its id. When
+// j.RetryOf is set, the original must have ended; the new job joins the
+// original's chain (root_id) and the original gains retried_in, in the same
+// transaction.
+func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, error) {
+	var id int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		var root any
+		if j.RetryOf != nil {
+			orig, err := findJob(ctx, tx, *j.RetryOf)
+			if err != nil {
+				return fmt.Errorf("job %d: %w", *j.RetryOf, err)
+			}
+			if !IsTerminal(orig.Status) {
+				return fmt.Errorf("job %d is %s: %w", orig.ID, orig.Status, ErrNotTerminal)
+			}
+			root = orig.RootID
+		}
+		trigger := j.Trigger
+		if trigger == "" {
+			trigger = "user"
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (name, status, spec, base_dir, input_key,
+			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			j.Name, Pending, string(j.Spec), j.BaseDir, nullStr(j.InputKey),
+			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now))
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if root == nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET root_id = id WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		if j.RetryOf != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET retried_in = ? WHERE id = ?`, id, *j.RetryOf); err != nil {
+				return err
+			}
+		}
+		for i, t := range tasks {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key) VALUES (?, ?, ?, ?, ?)`,
+				id, i, t.Name, Pending, nullStr(t.InputKey)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return id, err
+}
+
+// ErrNotTerminal is returned when a retry names a job that has not ended.
+var ErrNotTerminal = fmt.Errorf("only ended jobs can be retried")
+
+// Job returns one job.
+func (s *Store) Job(ctx context.Context, id int64) (*Job, error) {
+	return findJob(ctx, s.db, id)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func findJob(ctx context.Context, q querier, id int64) (*Job, error) {
+	jobs, err := findJobs(ctx, q, `WHERE id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// JobFilter selects jobs. Zero fields select everything.
+type JobFilter struct {
+	IDs      []int64
+	Statuses []string
+	// NameGlob is a shell pattern matched against the job name.
+	NameGlob string
+	Since    *time.Time // submitted at or after
+	// Active selects only jobs that have not ended.
+	Active bool
+	// Limit caps the number of jobs returned, newest first; 0 means no limit.
+	Limit int
+	// Ascending orders by id ascending instead of newest first.
+	Ascending bool
+}
+
+// Jobs returns the jobs matching f, newest first unless f.Ascending.
+func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
+	var where []string
+	var args []any
+	if len(f.IDs) > 0 {
+		where = append(where, "id IN ("+placeholders(len(f.IDs))+")")
+		for _, id := range f.IDs {
+			args = append(args, id)
+		}
+	}
+	if len(f.Statuses) > 0 {
+		where = append(where, "status IN ("+placeholders(len(f.Statuses))+")")
+		for _, st := range f.Statuses {
+			args = append(args, st)
+		}
+	}
+	if f.Active {
+		where = append(where, "status NOT IN "+terminalSQL)
+	}
+	if f.NameGlob != "" {
+		// SQLite's GLOB has the shell's * ? [..] and is case sensitive, as path.Match is.
+		where = append(where, "name GLOB ?")
+		args = append(args, f.NameGlob)
+	}
+	if f.Since != nil {
+		where = append(where, "submitted_at >= ?")
+		args = append(args, fmtTime(*f.Since))
+	}
+	q := ""
+	if len(where) > 0 {
+		q = "WHERE " + strings.Join(where, " AND ")
+	}
+	if f.Ascending {
+		q += " ORDER BY id ASC"
+	} else {
+		q += " ORDER BY id DESC"
+	}
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	return findJobs(ctx, s.db, q, args...)
+}
+
+// ValidGlob reports whether pattern is a well-formed name pattern.
+func ValidGlob(pattern string) error {
+	_, err := path.Match(pattern, "")
+	return err
+}
+
+func findJobs(ctx context.Context, q querier, tail string, args ...any) ([]*Job, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+tail, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+func scanJob(rows *sql.Rows) (*Job, error) {
+	var j Job
+	var failure, inputKey, exitCodes, overrides, next, started, ended sql.NullString
+	var retriedIn, retryOf, root sql.NullInt64
+	var submitted string
+	var spec string
+	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask,
+		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
+		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
+		&submitted, &started, &ended); err != nil {
+		return nil, err
+	}
+	j.Spec = []byte(spec)
+	j.FailureReason = failure.String
+	j.InputKey = inputKey.String
+	j.NextActionAt = parseTime(next)
+	if exitCodes.Valid {
+		if err := json.Unmarshal([]byte(exitCodes.String), &j.ExitCodes); err != nil {
+			return nil, fmt.Errorf("job %d exit_codes: %w", j.ID, err)
+		}
+	}
+	if retriedIn.Valid {
+		j.RetriedIn = &retriedIn.Int64
+	}
+	if retryOf.Valid {
+		j.RetryOf = &retryOf.Int64
+	}
+	j.RootID = root.Int64
+	if overrides.Valid {
+		j.Overrides = []byte(overrides.String)
+	}
+	if t := parseTime(sql.NullString{String: submitted, Valid: true}); t != nil {
+		j.SubmittedAt = *t
+	}
+	j.StartedAt = parseTime(started)
+	j.EndedAt = parseTime(ended)
+	return &j, nil
+}
+
+// Retries returns the ids of the jobs that retry job id, oldest first.
+func (s *Store) Retries(ctx context.Context, id int64) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE retry_of = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		ids = append(ids, v)
+	}
+	return ids, rows.Err()
+}
+
+// Chain returns every job sharing root, oldest first: the original and all
+// its retries, retries of retries included.
+func (s *Store) Chain(ctx context.Context, root int64) ([]*Job, error) {
+	return findJobs(ctx, s.db, `WHERE root_id = ? ORDER BY id`, root)
+}
+
+// RequestCancel marks the given non-terminal jobs CANCELLING and returns the
+// ids it marked; jobs that have ended are left as they are.
+func (s *Store) RequestCancel(ctx context.Context, ids []int64) ([]int64, error) {
+	var marked []int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			res, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested'
+				WHERE id = ? AND status NOT IN `+terminalSQL, Cancelling, id)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				marked = append(marked, id)
+			}
+		}
+		return nil
+	})
+	return marked, err
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,144 @@
+// Package store keeps sortie's state in SQLite: jobs, their tasks, every
+// attempt with its per-node exit codes, failed launch tries and known
+// failures. Every state change is one transaction, so a controller killed at
+// any moment finds a consistent store when it starts again.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// ErrNotFound is returned for a job id that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrTerminal is returned when a change would touch a job that has ended:
+// a terminal status never changes.
+var ErrTerminal = errors.New("job has already ended")
+
+// ErrAttemptEnded is returned when an attempt is ended a second time: exit
+// codes are written exactly once.
+var ErrAttemptEnded = errors.New("attempt has already ended")
+
+// Store is the SQLite state of one SORTIE_HOME.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+}
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations. now is the clock for timestamps; nil means time.Now.
+func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	// _txlock=immediate takes the write lock at BEGIN, so two processes (the
+	// CLI and the daemon) never deadlock upgrading a read lock.
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=15000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db, now: now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := s.applyMigration(ctx, name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyMigration(ctx context.Context, name string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM migrations WHERE name = ?`, name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	body, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO migrations (name, applied_at) VALUES (?, ?)`, name, fmtTime(s.now())); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// tx runs fn in one write transaction.
+func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func fmtTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return fmtTime(*t)
+}
+
+func parseTime(s sql.NullString) *time.Time {
+	if !s.Valid || s.String == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s.String)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { c.t = c.t.Add(time.Second); return c.t }
+
+func openTest(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s, err := Open(context.Background(), path, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func code(n int) *int { return &n }
+
+func clusterName(job int64, task int) func(int) string {
+	return func(a int) string { return fmt.Sprintf("sortie-%d-%d-%d", job, task, a) }
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTest(t)
+	id, err := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("reopen (migrations must be idempotent): %v", err)
+	}
+	defer s2.Close()
+	j, err := s2.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Name != "a" || j.Status != Pending || j.RootID != id {
+		t.Fatalf("got %+v", j)
+	}
+}
+
+func TestAttemptLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, err := s.CreateJob(ctx, &Job{Name: "train", Spec: []byte(`{}`)}, []NewTask{{Name: "t0"}, {Name: "t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1.Attempt != 1 || a1.Cluster != fmt.Sprintf("sortie-%d-0-1", id) || a1.State != AttemptLaunching {
+		t.Fatalf("first attempt: %+v", a1)
+	}
+	if err := s.MarkLaunched(ctx, a1.ID, "local", "local", "local-a", []string{"n0", "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkRunning(ctx, a1); err != nil {
+		t.Fatal(err)
+	}
+	end := End{Attempt: a1, Outcome: "user_failure", ExitCodes: []*int{code(0), code(29)}, Reason: "node 1 exited 29",
+		Action: "restart", Decision: "exit code 29 matched recover_on_exit_codes [29]", RecoveryCount: 1,
+		TaskStatus: Recovering, JobStatus: Recovering}
+	if err := s.EndAttempt(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndAttempt(ctx, end); !errors.Is(err, ErrAttemptEnded) {
+		t.Fatalf("second end: got %v, want ErrAttemptEnded", err)
+	}
+	j, _ := s.Job(ctx, id)
+	if diff := cmp.Diff([]*int{code(0), code(29)}, j.ExitCodes); diff != "" {
+		t.Errorf("job exit codes (-want +got):\n%s", diff)
+	}
+	if j.RecoveryCount != 1 || j.Status != Recovering || j.StartedAt == nil {
+		t.Errorf("job after restart decision: %+v", j)
+	}
+	// A restart reuses the cluster.
+	prev, _ := s.LastAttempt(ctx, id, 0)
+	a2, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), prev, Recovering)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2.Attempt != 2 || a2.Cluster != a1.Cluster || a2.State != AttemptStarting || a2.Zone != "local-a" {
+		t.Fatalf("reused attempt: %+v", a2)
+	}
+	if err := s.EndAttempt(ctx, End{Attempt: a2, Outcome: "succeeded", ExitCodes: []*int{code(0), code(0)},
+		Action: "next_task", RecoveryCount: 1, TaskStatus: Succeeded, NextTask: true, JobStatus: Starting}); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = s.Job(ctx, id)
+	if j.CurrentTask != 1 {
+		t.Fatalf("current task = %d, want 1", j.CurrentTask)
+	}
+	a3, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, Starting)
+	if err != nil || a3.Attempt != 1 {
+		t.Fatalf("task 1 attempt: %+v %v", a3, err)
+	}
+	if err := s.EndAttempt(ctx, End{Attempt: a3, Outcome: "user_failure", ExitCodes: []*int{code(1)}, Action: "fail",
+		RestartsOnErrors: 1, TaskStatus: Failed, JobStatus: Failed, FailureReason: "exit code 1",
+		KnownFailure: &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: Failed, ExitCodes: []*int{code(1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = s.Job(ctx, id)
+	if j.Status != Failed || j.EndedAt == nil || j.RestartsOnErrors != 1 || j.RecoveryCount != 1 || j.FailureReason != "exit code 1" {
+		t.Fatalf("ended job: %+v", j)
+	}
+	// A terminal status never changes.
+	if err := s.FinishJob(ctx, id, Cancelled, "", Cancelled); !errors.Is(err, ErrTerminal) {
+		t.Fatalf("finish of an ended job: %v", err)
+	}
+	if _, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, Starting); !errors.Is(err, ErrTerminal) {
+		t.Fatalf("new attempt of an ended job: %v", err)
+	}
+	if marked, _ := s.RequestCancel(ctx, []int64{id}); len(marked) != 0 {
+		t.Fatalf("cancel marked an ended job")
+	}
+	f, err := s.KnownFailure(ctx, "abc123")
+	if err != nil || f == nil || f.JobID != id {
+		t.Fatalf("known failure: %+v %v", f, err)
+	}
+	as, _ := s.Attempts(ctx, id)
+	if len(as) != 3 {
+		t.Fatalf("attempts = %d", len(as))
+	}
+}
+
+func TestRetryChain(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	orig, _ := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`)}, []NewTask{{}})
+	if _, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig}, []NewTask{{}}); !errors.Is(err, ErrNotTerminal) {
+		t.Fatalf("retry of a pending job: %v", err)
+	}
+	if err := s.FinishJob(ctx, orig, Failed, "boom", Failed); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig, Trigger: "manual", RetryReason: "flaky"}, []NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishJob(ctx, r1, Failed, "", Failed); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &r1, Trigger: "manual"}, []NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2, _ := s.Job(ctx, r2)
+	if j2.RootID != orig || *j2.RetryOf != r1 || j2.Trigger != "manual" {
+		t.Fatalf("retry of retry: %+v", j2)
+	}
+	j0, _ := s.Job(ctx, orig)
+	if j0.RetriedIn == nil || *j0.RetriedIn != r1 || j0.Status != Failed {
+		t.Fatalf("original: %+v", j0)
+	}
+	chain, _ := s.Chain(ctx, orig)
+	if len(chain) != 3 {
+		t.Fatalf("chain length %d", len(chain))
+	}
+	got, _ := s.Jobs(ctx, JobFilter{NameGlob: "lab-*", Statuses: []string{Failed}})
+	if len(got) != 2 {
+		t.Fatalf("filter: %d jobs", len(got))
+	}
+}
+
+func TestForgetFailure(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}})
+	for _, k := range []string{"aa11", "aa22", "bb33"} {
+		a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
+		if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: Recovering, JobStatus: Recovering,
+			KnownFailure: &KnownFailure{InputKey: k, JobID: id, Status: Failed}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ForgetFailure(ctx, "aa"); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("ambiguous prefix: %v", err)
+	}
+	if k, err := s.ForgetFailure(ctx, "aa2"); err != nil || k != "aa22" {
+		t.Fatalf("forget: %q %v", k, err)
+	}
+	if _, err := s.ForgetFailure(ctx, "zz"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+	if n, _ := s.ForgetAllFailures(ctx); n != 2 {
+		t.Fatalf("forget all removed %d", n)
+	}
+}
