@@ -1,0 +1,123 @@
+package schema
+
+import (
+	"maps"
+	"slices"
+)
+
+// DefaultCloud is where a task runs when nothing in it names a place.
+const DefaultCloud = "local"
+
+// ApplyDefaults fills every task's defaults; see Task.ApplyDefaults.
+func (p *Pipeline) ApplyDefaults() {
+	for _, t := range p.Tasks {
+		t.ApplyDefaults()
+	}
+}
+
+// ApplyDefaults fills the fields a task file may leave out, in place, and is
+// safe to call again:
+//
+//   - num_nodes 1;
+//   - resources.cloud "local" when neither the resources nor any any_of /
+//     ordered candidate names a cloud, region or zone (infra included): a
+//     region without a cloud asks every enabled cloud for it;
+//   - resources.job_recovery {strategy: EAGER_NEXT_REGION,
+//     max_restarts_on_errors: 0}, and the strategy alone when only it is
+//     missing.
+//
+// Validation is separate (Parse): defaults never hide a problem.
+func (t *Task) ApplyDefaults() {
+	if t.NumNodes == 0 {
+		t.NumNodes = 1
+	}
+	if !t.Resources.namesPlace() {
+		t.Resources.Cloud = DefaultCloud
+	}
+	rec := t.Recovery()
+	t.Resources.JobRecovery = &rec
+}
+
+func (r Resources) namesPlace() bool {
+	place := func(c Resources) bool { return c.Cloud != "" || c.Region != "" || c.Zone != "" }
+	return place(r) || slices.ContainsFunc(r.AnyOf, place) || slices.ContainsFunc(r.Ordered, place)
+}
+
+// Recovery is the task's effective recovery policy, defaults included, whether
+// or not ApplyDefaults ran. The result is a copy: changing it changes nothing
+// in the task.
+func (t *Task) Recovery() JobRecovery {
+	var jr JobRecovery
+	if t.Resources.JobRecovery != nil {
+		jr = *t.Resources.JobRecovery
+		jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
+	}
+	if jr.Strategy == "" {
+		jr.Strategy = EagerNextRegion
+	}
+	return jr
+}
+
+// Clone is a deep copy of the pipeline.
+func (p *Pipeline) Clone() *Pipeline {
+	c := &Pipeline{Name: p.Name, Tasks: make([]*Task, len(p.Tasks))}
+	for i, t := range p.Tasks {
+		c.Tasks[i] = t.Clone()
+	}
+	return c
+}
+
+// Clone is a deep copy of the task.
+func (t *Task) Clone() *Task {
+	c := *t
+	c.Resources = t.Resources.clone()
+	c.FileMounts = maps.Clone(t.FileMounts)
+	c.Envs = maps.Clone(t.Envs)
+	if t.Secrets != nil {
+		c.Secrets = make(map[string]*string, len(t.Secrets))
+		for k, v := range t.Secrets {
+			if v != nil {
+				s := *v
+				v = &s
+			}
+			c.Secrets[k] = v
+		}
+	}
+	return &c
+}
+
+func (r Resources) clone() Resources {
+	c := r
+	c.Accelerators = maps.Clone(r.Accelerators)
+	cloneList := func(l []Resources) []Resources {
+		if l == nil {
+			return nil
+		}
+		out := make([]Resources, len(l))
+		for i, item := range l {
+			out[i] = item.clone()
+		}
+		return out
+	}
+	c.AnyOf = cloneList(r.AnyOf)
+	c.Ordered = cloneList(r.Ordered)
+	if r.JobRecovery != nil {
+		jr := *r.JobRecovery
+		jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
+		c.JobRecovery = &jr
+	}
+	return c
+}
+
+// WithoutSecretValues is a deep copy with every secret's value removed and
+// its name kept, fit to be stored or shown: at launch the value comes from
+// the environment again.
+func (p *Pipeline) WithoutSecretValues() *Pipeline {
+	c := p.Clone()
+	for _, t := range c.Tasks {
+		for k := range t.Secrets {
+			t.Secrets[k] = nil
+		}
+	}
+	return c
+}
