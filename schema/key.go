@@ -1,0 +1,273 @@
+package schema
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// InputKey is the hex SHA-256 that identifies what a task would run: its
+// spec after defaults, and the content of its workdir and local file_mounts
+// sources. Two launches with the same key run the same inputs, which is what
+// lets a known failure be refused. baseDir is the task file's directory;
+// relative local paths are taken from there.
+//
+// The spec is hashed as canonical JSON (encoding/json sorts map keys, so key
+// order, YAML formatting and comments do not count). Left out: secret values
+// (names stay), the task's name (renaming a job does not change what it
+// runs) and infra, which is already folded into cloud/region/zone.
+//
+// Directories are walked in a fixed order, hashing each file's relative
+// path, executable bits and content; a symlink counts by its target. .git
+// and what the root's .sortieignore (else .gitignore) ignores are skipped.
+// Bucket URLs (s3://, gs://...) count by their text only.
+func InputKey(t *Task, baseDir string) (string, error) {
+	spec, err := canonicalSpec(t)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "sortie input key v1\nspec %d\n", len(spec))
+	h.Write(spec)
+	if t.Workdir != "" {
+		fmt.Fprintf(h, "\nworkdir\n")
+		if err := hashSource(h, localPath(baseDir, t.Workdir)); err != nil {
+			return "", fmt.Errorf("hash workdir %s: %w", t.Workdir, err)
+		}
+	}
+	for _, dst := range sortedKeys(t.FileMounts) {
+		src := t.FileMounts[dst]
+		if isURL(src) {
+			continue
+		}
+		fmt.Fprintf(h, "\nmount %s\n", strconv.Quote(dst))
+		if err := hashSource(h, localPath(baseDir, src)); err != nil {
+			return "", fmt.Errorf("hash file_mounts %s source %s: %w", dst, src, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// PipelineKey combines the tasks' input keys in order. A pipeline of one
+// task has that task's key, so either can be looked up.
+func PipelineKey(p *Pipeline, baseDir string) (string, error) {
+	keys := make([]string, len(p.Tasks))
+	for i, t := range p.Tasks {
+		k, err := InputKey(t, baseDir)
+		if err != nil {
+			return "", fmt.Errorf("task %d: %w", i, err)
+		}
+		keys[i] = k
+	}
+	if len(keys) == 1 {
+		return keys[0], nil
+	}
+	h := sha256.New()
+	io.WriteString(h, "sortie pipeline key v1\n")
+	for _, k := range keys {
+		io.WriteString(h, k+"\n")
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func canonicalSpec(t *Task) ([]byte, error) {
+	c := t.Clone()
+	c.ApplyDefaults()
+	c.Name = ""
+	for k := range c.Secrets {
+		c.Secrets[k] = nil
+	}
+	clearInfra := func(r *Resources) { r.Infra = "" }
+	clearInfra(&c.Resources)
+	for i := range c.Resources.AnyOf {
+		clearInfra(&c.Resources.AnyOf[i])
+	}
+	for i := range c.Resources.Ordered {
+		clearInfra(&c.Resources.Ordered[i])
+	}
+	// "./data" and "data/" name the same directory.
+	if c.Workdir != "" {
+		c.Workdir = filepath.Clean(c.Workdir)
+	}
+	for dst, src := range c.FileMounts {
+		if !isURL(src) {
+			c.FileMounts[dst] = filepath.Clean(src)
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode task spec: %w", err)
+	}
+	return b, nil
+}
+
+func isURL(src string) bool { return strings.Contains(src, "://") }
+
+// localPath resolves a path from a task file: "~" is the user's home and
+// relative paths start at baseDir.
+func localPath(baseDir, p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}
+
+// entry is one file of a walked source, in walk order.
+type entry struct {
+	rel    string
+	abs    string
+	mode   fs.FileMode
+	link   string // a symlink's target
+	digest [sha256.Size]byte
+}
+
+// hashSource writes one line per file under root (or for root itself when
+// it is a file) into h.
+func hashSource(h hash.Hash, root string) error {
+	info, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	var entries []*entry
+	if info.IsDir() {
+		if entries, err = walk(root); err != nil {
+			return err
+		}
+	} else {
+		entries = []*entry{{rel: ".", abs: root, mode: info.Mode()}}
+	}
+	if err := digestAll(entries); err != nil {
+		return err
+	}
+	fmt.Fprintf(h, "files %d\n", len(entries))
+	for _, e := range entries {
+		// Only the executable bits of a mode: umask differences between
+		// checkouts must not make the same inputs look new.
+		mode := e.mode&fs.ModeType | e.mode&0o111
+		if e.mode&fs.ModeSymlink != 0 {
+			fmt.Fprintf(h, "%s %o link %s\n", strconv.Quote(e.rel), uint32(mode), strconv.Quote(e.link))
+			continue
+		}
+		fmt.Fprintf(h, "%s %o %x\n", strconv.Quote(e.rel), uint32(mode), e.digest)
+	}
+	return nil
+}
+
+// walk lists the regular files and symlinks under root in lexical order,
+// skipping .git and ignored paths. Sockets, devices and pipes are skipped:
+// they are not inputs, and reading a pipe would block.
+func walk(root string) ([]*entry, error) {
+	ign, err := loadIgnore(root)
+	if err != nil {
+		return nil, fmt.Errorf("read ignore file: %w", err)
+	}
+	var entries []*entry
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if d.Name() == ".git" || ign.ignored(rel, true) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ign.ignored(rel, false) {
+			return nil
+		}
+		e := &entry{rel: rel, abs: p, mode: d.Type()}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			if e.link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			e.mode = info.Mode()
+		default:
+			return nil
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	return entries, err
+}
+
+// digestAll hashes the regular files among entries on a bounded pool of
+// workers, streaming each file so a large one never sits in memory.
+func digestAll(entries []*entry) error {
+	work := make(chan *entry)
+	workers := min(max(4, 2*runtime.GOMAXPROCS(0)), 16, len(entries))
+	var (
+		wg       sync.WaitGroup
+		failed   atomic.Bool
+		firstErr error
+		errOnce  sync.Once
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for e := range work {
+				if failed.Load() {
+					continue
+				}
+				if err := digestFile(e, buf); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	for _, e := range entries {
+		if e.mode.IsRegular() {
+			work <- e
+		}
+	}
+	close(work)
+	wg.Wait()
+	return firstErr
+}
+
+func digestFile(e *entry, buf []byte) error {
+	f, err := os.Open(e.abs)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	// Hide f's WriterTo so the copy uses buf rather than allocating.
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
+		return fmt.Errorf("read %s: %w", e.rel, err)
+	}
+	h.Sum(e.digest[:0])
+	return nil
+}
