@@ -1,0 +1,140 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"sortie/provision"
+)
+
+const pollBody = `
+[ -d "$D" ] || exit 0
+cd "$D" || exit 1
+[ -d started ] && echo started=1
+[ -f phase ] && echo "phase=$(cat phase)"
+[ -f exit_code ] && echo "exit=$(cat exit_code)"
+wrapper_alive && echo alive=1
+exit 0
+`
+
+// Poll reports the task's state on the node behind r, in one Exec.
+func Poll(ctx context.Context, r provision.Runner) (Status, error) {
+	out, err := r.Exec(ctx, script(pollBody, "D", r.Dir()), nil)
+	if err != nil {
+		return Status{}, fmt.Errorf("poll task in %s: %w", r.Dir(), err)
+	}
+	st, err := parseStatus(out)
+	if err != nil {
+		return Status{}, fmt.Errorf("poll task in %s: %w", r.Dir(), err)
+	}
+	return st, nil
+}
+
+func parseStatus(out []byte) (Status, error) {
+	var st Status
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		key, val, _ := strings.Cut(sc.Text(), "=")
+		switch key {
+		case "started":
+			st.Started = true
+		case "alive":
+			st.WrapperAlive = true
+		case "phase":
+			if !st.Done {
+				st.Phase = val
+			}
+		case "exit":
+			phase, code, ok := strings.Cut(val, " ")
+			n, err := strconv.Atoi(code)
+			if !ok || err != nil || (phase != PhaseSetup && phase != PhaseRun) {
+				return Status{}, fmt.Errorf("exit_code holds %q, want \"<setup|run> <code>\"", val)
+			}
+			st.Done, st.Phase, st.ExitCode = true, phase, n
+		}
+	}
+	return st, sc.Err()
+}
+
+const readLogBody = `
+[ -f "$D/log" ] || exit 0
+tail -c "+$FROM" "$D/log" | head -c "$MAX"
+`
+
+// ReadLog returns the node's log from byte offset on, at most MaxLogChunk
+// bytes of it; nothing when the log does not exist yet or ends before offset.
+func ReadLog(ctx context.Context, r provision.Runner, offset int64) ([]byte, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("read log in %s: offset %d is negative", r.Dir(), offset)
+	}
+	s := script(readLogBody, "D", r.Dir(), "FROM", strconv.FormatInt(offset+1, 10), "MAX", strconv.Itoa(MaxLogChunk))
+	out, err := r.Exec(ctx, s, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read log in %s: %w", r.Dir(), err)
+	}
+	return out, nil
+}
+
+const stopBody = `
+mkdir -p "$D" && D=$(cd "$D" && pwd -P) && cd "$D" || exit 1
+: >stop
+[ -d started ] || exit 0
+termed=" "
+i=0
+while :; do
+	live=0
+	for f in pgid.setup pgid.run; do
+		[ -f "$f" ] && read -r g <"$f" || continue
+		group_alive "$g" || continue
+		live=1
+		case $termed in *" $g "*) continue ;; esac
+		# Remembered only once delivered: the group may not exist yet.
+		kill -s TERM -- "-$g" 2>/dev/null && termed="$termed$g "
+	done
+	if [ $live = 0 ]; then
+		[ -e exit_code ] && exit 0
+		wrapper_alive || exit 0
+	fi
+	i=$((i + 1))
+	[ $i -ge "$TICKS" ] && break
+	sleep 0.05
+done
+for f in pgid.setup pgid.run; do
+	[ -f "$f" ] && read -r g <"$f" || continue
+	group_alive "$g" && kill -s KILL -- "-$g" 2>/dev/null
+done
+# The wrapper records the exit code as soon as its phase is gone.
+for i in $(seq 100); do
+	[ -e exit_code ] && exit 0
+	wrapper_alive || exit 0
+	sleep 0.02
+done
+exit 0
+`
+
+// Stop terminates the task's processes on the node behind r: SIGTERM to the
+// current phase's process group, SIGKILL after DefaultStopGrace. The wrapper
+// then records the phase's exit code (143 or 137) and begins no other phase.
+// Stopping a node whose task has not started keeps a later Start from
+// running anything.
+func Stop(ctx context.Context, r provision.Runner) error {
+	return StopWithin(ctx, r, DefaultStopGrace)
+}
+
+// StopWithin is Stop with the given grace between SIGTERM and SIGKILL.
+func StopWithin(ctx context.Context, r provision.Runner, grace time.Duration) error {
+	ticks := int(grace / (50 * time.Millisecond))
+	if ticks < 1 {
+		ticks = 1
+	}
+	s := script(stopBody, "D", r.Dir(), "TICKS", strconv.Itoa(ticks))
+	if _, err := r.Exec(ctx, s, nil); err != nil {
+		return fmt.Errorf("stop task in %s: %w", r.Dir(), err)
+	}
+	return nil
+}

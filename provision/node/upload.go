@@ -1,0 +1,183 @@
+package node
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"sortie/provision"
+)
+
+// reserved reports whether name is one of the node directory's own entries,
+// which an upload must not overwrite.
+func reserved(name string) bool {
+	switch name {
+	case "wrapper.sh", "env", "cwd", "setup.sh", "run.sh", "started", "pid", "phase",
+		"pgid.setup", "pgid.run", "log", "exit_code", "stop":
+		return true
+	}
+	return strings.HasPrefix(name, ".start.") || strings.HasSuffix(name, ".tmp")
+}
+
+// uploadBody unpacks a tar stream into $T. Once the task has started the
+// upload is skipped: a controller that restarted repeats upload and start, and
+// must not rewrite files under a running task.
+const uploadBody = `
+if [ -d "$D/started" ]; then
+	cat >/dev/null
+	exit 0
+fi
+case $T in /*) ;; *) T=$D/$T ;; esac
+mkdir -p "$T"
+tar -x -f - -C "$T" --no-same-owner
+`
+
+// uploadFileBody writes stdin to the file $T.
+const uploadFileBody = `
+if [ -d "$D/started" ]; then
+	cat >/dev/null
+	exit 0
+fi
+case $T in /*) ;; *) T=$D/$T ;; esac
+mkdir -p "$(dirname "$T")"
+cat >"$T.sortie-upload"
+chmod "$MODE" "$T.sortie-upload"
+mv -f "$T.sortie-upload" "$T"
+`
+
+// Upload copies localDir, skipping .git, into remoteSubdir on the node behind
+// r: a path relative to r.Dir(), or an absolute one (a file mount). When
+// localDir is a regular file, remoteSubdir is the file's remote path. It does
+// nothing once the task has started.
+func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir string) error {
+	if err := checkRemote(remoteSubdir); err != nil {
+		return fmt.Errorf("upload %s: %w", localDir, err)
+	}
+	info, err := os.Stat(localDir)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", localDir, err)
+	}
+	if info.Mode().IsRegular() {
+		f, err := os.Open(localDir)
+		if err != nil {
+			return fmt.Errorf("upload %s: %w", localDir, err)
+		}
+		defer f.Close()
+		mode := fmt.Sprintf("%o", info.Mode().Perm())
+		s := script(uploadFileBody, "D", r.Dir(), "T", remoteSubdir, "MODE", mode)
+		if _, err := r.Exec(ctx, s, f); err != nil {
+			return fmt.Errorf("upload %s to %s: %w", localDir, remoteSubdir, err)
+		}
+		return nil
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("upload %s: neither a directory nor a regular file", localDir)
+	}
+
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := writeTar(pw, localDir)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	_, err = r.Exec(ctx, script(uploadBody, "D", r.Dir(), "T", remoteSubdir), pr)
+	// Unblock the writer if the remote side stopped reading early.
+	pr.CloseWithError(errors.New("upload ended"))
+	werr := <-done
+	if werr != nil && !errors.Is(werr, io.ErrClosedPipe) && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("upload %s to %s: %w", localDir, remoteSubdir, err)
+	}
+	return nil
+}
+
+func checkRemote(p string) error {
+	if p == "" {
+		return errors.New(`remote path is empty; give a directory such as "workdir"`)
+	}
+	if path.IsAbs(p) {
+		return nil
+	}
+	clean := path.Clean(p)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return fmt.Errorf("remote path %q leaves the node directory; give a path inside it or an absolute one", p)
+	}
+	first, _, _ := strings.Cut(clean, "/")
+	if reserved(first) {
+		return fmt.Errorf("remote path %q would overwrite the task wrapper's own %q; choose another name", p, first)
+	}
+	return nil
+}
+
+// writeTar streams dir's tree to w, without .git entries, sockets or devices.
+func writeTar(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case info.IsDir(), info.Mode().IsRegular():
+		default:
+			return nil
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname = "", ""
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}

@@ -1,0 +1,52 @@
+# sortie task wrapper: runs one task's setup and run phases on this node,
+# detached from whoever started it, and records the outcome exactly once.
+# Usage: bash wrapper.sh NODE_DIR (absolute). Start writes env, cwd, run.sh
+# and, when the task has one, setup.sh beside this file before starting it.
+D=$1
+cd "$D" || exit 1
+
+# put writes a small file so that readers see the old content or the new,
+# never a part of it, and the new content survives a crash of the node.
+put() {
+	printf '%s\n' "$2" >"$D/$1.tmp" || return 1
+	sync "$D/$1.tmp" 2>/dev/null
+	mv -f "$D/$1.tmp" "$D/$1"
+}
+
+put pid "$$"
+W=$(cat "$D/cwd")
+
+# phase runs setup.sh or run.sh in a session and process group of its own, so
+# Stop and the local provider can signal the whole phase without reaching
+# this wrapper, which must live on to record the exit code.
+phase() {
+	put phase "$1"
+	# A stop requested before the phase began: do not begin it.
+	if [ -e "$D/stop" ]; then
+		return 143
+	fi
+	# Positional arguments carry the paths: the task's env file cannot change them.
+	setsid "$BASH" -c 'cd -- "$1" || exit 1; . "$0/env" || exit 1; exec "$3" "$0/$2.sh"' \
+		"$D" "$W" "$1" "$BASH" >>"$D/log" 2>&1 </dev/null &
+	local pg=$!
+	put "pgid.$1" "$pg"
+	wait "$pg"
+}
+
+finish() {
+	if [ ! -e "$D/exit_code" ]; then
+		put exit_code "$1 $2"
+		sync "$D" 2>/dev/null
+	fi
+	exit 0
+}
+
+if [ -e "$D/setup.sh" ]; then
+	phase setup
+	code=$?
+	if [ "$code" -ne 0 ]; then
+		finish setup "$code"
+	fi
+fi
+phase run
+finish run $?
