@@ -133,7 +133,7 @@ func (d *decoder) infra(path string, r *Resources) {
 	}
 }
 
-var quantityRE = regexp.MustCompile(`^(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*(\+?)$`)
+var quantityRE = regexp.MustCompile(`^(-?(?:\d+(?:\.\d*)?|\.\d+))\s*([A-Za-z]*)\s*(\+?)$`)
 
 // memoryUnits are SkyPilot's size suffixes, as a factor to GB.
 func memoryUnits() map[string]float64 {
