@@ -1,0 +1,133 @@
+// Package testenv starts what the cloud backends' tests run against: the moto
+// EC2 emulator, a fault-injecting proxy in front of it, and a private sshd
+// that plays every instance's SSH endpoint. Everything binds to 127.0.0.1 and
+// is stopped by t.Cleanup.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Moto is a running moto_server.
+type Moto struct {
+	// URL is the endpoint, http://127.0.0.1:PORT.
+	URL string
+}
+
+// StartMoto starts moto_server on a free port and waits until it answers.
+// A machine without moto fails the test with how to install it: skipping
+// would let the AWS backend go untested without anyone noticing.
+func StartMoto(t testing.TB) *Moto {
+	t.Helper()
+	if out, err := exec.Command("python3", "-c", "import moto").CombinedOutput(); err != nil {
+		t.Fatalf("the AWS tests need the moto EC2 emulator: python3 -c 'import moto' failed (%v: %s); install it with: pip install 'moto[server]'",
+			err, strings.TrimSpace(string(out)))
+	}
+	port := FreePort(t)
+	args := []string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)}
+	var cmd *exec.Cmd
+	if path, err := exec.LookPath("moto_server"); err == nil {
+		cmd = exec.Command(path, args...)
+	} else {
+		cmd = exec.Command("python3", append([]string{"-m", "moto.server"}, args...)...)
+	}
+	logPath := filepath.Join(t.TempDir(), "moto.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// moto must not pick up the developer's real AWS settings.
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start moto_server: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	m := &Moto{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("moto_server exited before answering: %s", log)
+		default:
+		}
+		if m.ready() {
+			return m
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("moto_server did not answer on %s within 60s: %s", m.URL, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (m *Moto) ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := Call(ctx, m.URL, "us-east-1", "DescribeRegions", nil)
+	return err == nil
+}
+
+// Call sends one EC2 query-protocol request straight to url, bypassing any
+// SDK; tests use it to act as "the cloud" (e.g. take an instance away). moto
+// takes the region from the credential scope and ignores the signature.
+func Call(ctx context.Context, endpoint, region, action string, params map[string]string) ([]byte, error) {
+	form := url.Values{"Action": {action}, "Version": {"2016-11-15"}}
+	for k, v := range params {
+		form.Set(k, v)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	req.Header.Set("Authorization", fmt.Sprintf(
+		"AWS4-HMAC-SHA256 Credential=testing/20260101/%s/ec2/aws4_request, SignedHeaders=host, Signature=0", region))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return body.Bytes(), fmt.Errorf("%s in %s: HTTP %d: %s", action, region, resp.StatusCode, body.String())
+	}
+	return body.Bytes(), nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

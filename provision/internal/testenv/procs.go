@@ -1,0 +1,116 @@
+package testenv
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// nodeDirEnv is the variable the node wrapper sets, to its node directory,
+// in the environment of every process of the task.
+const nodeDirEnv = "SORTIE_NODE_DIR"
+
+// KillNodeProcesses does to a node directory what losing the VM does to a
+// task: every process of it dies at once, without a chance to write an exit
+// code. It kills the process groups the wrapper recorded in dir (pid,
+// pgid.setup, pgid.run) and any process whose environment names dir under
+// SORTIE_NODE_DIR (one that left its group). It returns how many it signalled.
+func KillNodeProcesses(dir string) int {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	n := 0
+	self := syscall.Getpgrp()
+	names, _ := filepath.Glob(filepath.Join(dir, "pgid.*"))
+	names = append(names, filepath.Join(dir, "pid"))
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		pg, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pg <= 1 || pg == self {
+			continue
+		}
+		if syscall.Kill(-pg, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	want := []byte(nodeDirEnv + "=" + dir)
+	for _, pid := range pids() {
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) || bytes.HasPrefix(kv, append(want, '/')) {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
+}
+
+// KillNodeProcessesUnder runs KillNodeProcesses on every directory directly
+// under root: a test's cleanup for all the nodes it started.
+func KillNodeProcessesUnder(root string) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.IsDir() {
+			KillNodeProcesses(filepath.Join(root, e.Name()))
+		}
+	}
+}
+
+// pids lists the live process ids.
+func pids() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	for _, p := range pids() {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which is in parentheses and may hold spaces.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// killDescendants kills pid's descendants deepest first, each while its
+// parent is alive to reap it: this machine's init may not reap orphans,
+// which would then stay zombies for good.
+func killDescendants(pid int) {
+	for _, c := range childrenOf(pid) {
+		killDescendants(c)
+		syscall.Kill(c, syscall.SIGKILL)
+	}
+	for i := 0; i < 100 && len(childrenOf(pid)) > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,243 @@
+// Package sshrun is a provision.Runner over SSH: each Exec is one session
+// running bash on the node, reached directly or through an OpenSSH-style
+// proxy command, with the host key pinned on first contact.
+package sshrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"sortie/provision"
+)
+
+// Config says how to reach one node.
+type Config struct {
+	// Addr is host or host:port (port 22 when absent).
+	Addr string
+	// User to log in as.
+	User string
+	// Signer is sortie's key (LoadOrCreateKey).
+	Signer ssh.Signer
+	// HostKeyStore pins the node's host key under HostID.
+	HostKeyStore HostKeyStore
+	// HostID names the host for pinning, e.g. the instance id, so that a new
+	// instance reusing an address is not mistaken for the old one. Empty
+	// means Addr.
+	HostID string
+	// ProxyCommand, when set, is run with bash and its stdin/stdout carry the
+	// connection; %h, %p and %r are replaced as in OpenSSH.
+	ProxyCommand string
+	// Dir is the node's directory for this cluster on the remote side.
+	Dir string
+	// Timeout bounds connecting and the SSH handshake; zero means 30s.
+	Timeout time.Duration
+}
+
+// Runner runs commands on one node over one SSH connection, redialling once
+// when the connection has dropped since the last command.
+type Runner struct {
+	cfg    Config
+	host   string
+	port   string
+	mu     sync.Mutex
+	client *ssh.Client
+	closed bool
+}
+
+var _ provision.Runner = (*Runner)(nil)
+
+// Dial connects to the node and checks its host key.
+func Dial(ctx context.Context, cfg Config) (*Runner, error) {
+	if cfg.Addr == "" || cfg.User == "" || cfg.Signer == nil || cfg.HostKeyStore == nil {
+		return nil, errors.New("ssh dial: Addr, User, Signer and HostKeyStore are required")
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		host, port = cfg.Addr, "22"
+	}
+	if cfg.HostID == "" {
+		cfg.HostID = net.JoinHostPort(host, port)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	r := &Runner{cfg: cfg, host: host, port: port}
+	client, err := r.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.client = client
+	return r, nil
+}
+
+func (r *Runner) dial(ctx context.Context) (*ssh.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	where := fmt.Sprintf("%s@%s (%s)", r.cfg.User, net.JoinHostPort(r.host, r.port), r.cfg.HostID)
+	conn, err := dialTransport(ctx, r.cfg, r.host, r.port)
+	if err != nil {
+		return nil, fmt.Errorf("ssh %s: %w", where, err)
+	}
+	var hostKeyErr error
+	config := &ssh.ClientConfig{
+		User: r.cfg.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(r.cfg.Signer)},
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			hostKeyErr = r.cfg.HostKeyStore.Pin(r.cfg.HostID, key)
+			return hostKeyErr
+		},
+	}
+	type result struct {
+		c     ssh.Conn
+		chans <-chan ssh.NewChannel
+		reqs  <-chan *ssh.Request
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, chans, reqs, err := ssh.NewClientConn(conn, net.JoinHostPort(r.host, r.port), config)
+		done <- result{c, chans, reqs, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			conn.Close()
+			if hostKeyErr != nil {
+				return nil, fmt.Errorf("ssh %s: %w", where, hostKeyErr)
+			}
+			return nil, fmt.Errorf("ssh %s: %w", where, res.err)
+		}
+		return ssh.NewClient(res.c, res.chans, res.reqs), nil
+	case <-ctx.Done():
+		conn.Close()
+		<-done
+		return nil, fmt.Errorf("ssh %s: %w", where, ctx.Err())
+	}
+}
+
+// Dir implements provision.Runner.
+func (r *Runner) Dir() string { return r.cfg.Dir }
+
+// Close implements provision.Runner.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.client == nil {
+		return nil
+	}
+	err := r.client.Close()
+	r.client = nil
+	return err
+}
+
+// session opens a session, redialling once if the connection has died.
+func (r *Runner) session(ctx context.Context) (*ssh.Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errClosed
+	}
+	if r.client != nil {
+		s, err := r.client.NewSession()
+		if err == nil {
+			return s, nil
+		}
+		r.client.Close()
+		r.client = nil
+	}
+	client, err := r.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.client = client
+	return client.NewSession()
+}
+
+// Exec implements provision.Runner: script runs under bash -c on the node.
+func (r *Runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	s, err := r.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var stdout bytes.Buffer
+	stderr := &tailBuffer{max: 64 * 1024}
+	s.Stdout = &stdout
+	s.Stderr = stderr
+	if stdin != nil {
+		s.Stdin = stdin
+	}
+	if err := s.Start("bash -c " + ShellQuote(script)); err != nil {
+		return nil, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		s.Signal(ssh.SIGKILL)
+		s.Close()
+		return nil, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
+	}
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	var exitErr *ssh.ExitError
+	if errors.As(err, &exitErr) {
+		code := exitErr.ExitStatus()
+		if sig := exitErr.Signal(); sig != "" {
+			code = 128 + signalNumber(sig)
+		}
+		return stdout.Bytes(), &provision.ExitError{Code: code, Stderr: stderr.String()}
+	}
+	return stdout.Bytes(), fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+}
+
+// ShellQuote quotes s as one word for a POSIX shell.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// signalNumber maps the SSH protocol's signal names to Linux numbers, for the
+// shell's 128+n exit code convention.
+func signalNumber(name string) int {
+	switch ssh.Signal(name) {
+	case ssh.SIGHUP:
+		return 1
+	case ssh.SIGINT:
+		return 2
+	case ssh.SIGQUIT:
+		return 3
+	case ssh.SIGILL:
+		return 4
+	case ssh.SIGABRT:
+		return 6
+	case ssh.SIGFPE:
+		return 8
+	case ssh.SIGKILL:
+		return 9
+	case ssh.SIGUSR1:
+		return 10
+	case ssh.SIGSEGV:
+		return 11
+	case ssh.SIGUSR2:
+		return 12
+	case ssh.SIGPIPE:
+		return 13
+	case ssh.SIGALRM:
+		return 14
+	case ssh.SIGTERM:
+		return 15
+	}
+	return 0
+}
