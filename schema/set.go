@@ -44,6 +44,12 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Old values come from the input, not from after earlier assignments:
+	// the diff is against the pipeline the retry started from.
+	orig, err := toRaw(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	ps := &problems{}
 	var overrides []Override
 	seen := map[string]int{}
@@ -72,9 +78,9 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 		var old any
 		var had bool
 		if task < 0 {
-			old, had = rp.name, rp.hasName
+			old, had = orig.name, orig.hasName
 		} else {
-			old, had = lookup(rp.tasks[task], steps)
+			old, had = lookup(orig.tasks[task], steps)
 		}
 		val, del, problem := parseValue(steps, value)
 		if problem != "" {
