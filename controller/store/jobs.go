@@ -20,6 +20,7 @@ type Job struct {
 	Spec             []byte
 	BaseDir          string
 	CurrentTask      int
+	NumTasks         int
 	CancelRequested  bool
 	NextActionAt     *time.Time
 	InputKey         string
@@ -44,7 +45,7 @@ type NewTask struct {
 	InputKey string
 }
 
-const jobColumns = `id, name, status, status_reason, failure_reason, spec, base_dir, current_task,
+const jobColumns = `id, name, status, status_reason, failure_reason, spec, base_dir, current_task, num_tasks,
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
 	submitted_at, started_at, ended_at`
@@ -72,10 +73,10 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, 
 		if trigger == "" {
 			trigger = "user"
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (name, status, spec, base_dir, input_key,
+		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
 			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			j.Name, Pending, string(j.Spec), j.BaseDir, nullStr(j.InputKey),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			j.Name, Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
 			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now))
 		if err != nil {
 			return err
@@ -215,7 +216,7 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 	var retriedIn, retryOf, root sql.NullInt64
 	var submitted string
 	var spec string
-	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask,
+	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
 		&submitted, &started, &ended); err != nil {

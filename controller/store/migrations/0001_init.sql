@@ -9,6 +9,7 @@ CREATE TABLE jobs (
 	spec             TEXT NOT NULL,          -- the pipeline as JSON, without secret values
 	base_dir         TEXT NOT NULL DEFAULT '', -- directory of the task file (workdir, file_mounts)
 	current_task     INTEGER NOT NULL DEFAULT 0,
+	num_tasks        INTEGER NOT NULL DEFAULT 1,
 	cancel_requested INTEGER NOT NULL DEFAULT 0,
 	next_action_at   TEXT,                   -- back-off: nothing happens before this time
 	input_key        TEXT,

@@ -1,0 +1,42 @@
+# sortie — build, test, demo. Everything a test needs is installed or
+# started from here or by the test itself.
+GO      ?= go
+BIN     := bin/sortie
+TIMEOUT ?= 75m
+
+.PHONY: all build test unit smoke demo deps vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sortie
+
+# deps makes sure the programs tests drive are on this machine: an sshd to
+# play the clouds' nodes, and the moto EC2 emulator.
+deps:
+	@if [ ! -x /usr/sbin/sshd ]; then \
+		echo "installing openssh-server (for the SSH node tests)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null) || \
+		{ echo "could not install openssh-server; install it and run make test again" >&2; exit 1; }; \
+	fi
+	@python3 -c 'import moto' 2>/dev/null || { echo "moto (the EC2 emulator) is missing: pip install 'moto[server]'" >&2; exit 1; }
+
+vet:
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -count=1 -timeout $(TIMEOUT) ./...
+
+unit:
+	$(GO) test -count=1 -short ./schema/... ./strategy/... ./controller/... ./provision/...
+
+smoke:
+	$(GO) test -count=1 -v ./smoke_tests/...
+
+# demo runs a job on the local provider that fails with a listed exit code
+# twice, recovers, succeeds, and prints the queue.
+demo: build
+	@SORTIE=$(CURDIR)/$(BIN) bash smoke_tests/demo/demo.sh
+
+clean:
+	rm -rf bin

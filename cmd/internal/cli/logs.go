@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller"
+)
+
+// LogsOptions are `jobs logs`'s flags.
+type LogsOptions struct {
+	ID      int64
+	Attempt int
+	Task    int
+	Follow  bool
+}
+
+// NewCmdLogs builds `jobs logs`.
+func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cobra.Command {
+	opts := &LogsOptions{}
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Print a job's logs (the newest attempt unless --attempt); kept after the cluster is gone",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			if opts.Attempt < 0 {
+				return usageErrorf("--attempt: %d is not an attempt number (1 is the first)", opts.Attempt)
+			}
+			opts.ID = ids[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return withService(cmd.Context(), f, func(svc Service) error {
+				return svc.Logs(cmd.Context(), controller.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task, Follow: opts.Follow}, f.Out)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Attempt, "attempt", 0, "attempt number (1-based) of the task; default the newest")
+	fl.IntVar(&opts.Task, "task", 0, "task index within a pipeline, with --attempt")
+	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing until the job ends")
+	return cmd
+}

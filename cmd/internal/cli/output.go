@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// outputFlag validates -o.
+func outputFlag(o string) error {
+	if o != "table" && o != "json" {
+		return usageErrorf("-o: %q is not an output format (table or json)", o)
+	}
+	return nil
+}
+
+// printJSON writes v as indented JSON: the one place -o json is written.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, headers ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(headers...)
+	return t
+}
+
+func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t")) }
+func (t *table) flush() error       { return t.tw.Flush() }
+
+func codesString(codes []*int) string {
+	if len(codes) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		if c == nil {
+			parts[i] = "?"
+		} else {
+			parts[i] = strconv.Itoa(*c)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d secs ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d mins ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d hrs ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+func duration(start, end *time.Time, now time.Time) string {
+	if start == nil {
+		return "-"
+	}
+	stop := now
+	if end != nil {
+		stop = *end
+	}
+	d := stop.Sub(*start).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh %dm %ds", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm %ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+func orDash(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	return *s
+}
+
+func idOrDash(id *int64) string {
+	if id == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*id, 10)
+}
+
+func parseIDs(args []string) ([]int64, error) {
+	ids := make([]int64, 0, len(args))
+	for _, a := range args {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, usageErrorf("%q is not a job id (a positive number, as `sortie jobs queue` shows)", a)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

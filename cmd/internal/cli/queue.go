@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller"
+)
+
+// QueueOptions are `jobs queue`'s flags.
+type QueueOptions struct {
+	All      bool
+	Output   string
+	Statuses []string
+	Name     string
+	Limit    int
+}
+
+// NewCmdQueue builds `jobs queue`.
+func NewCmdQueue(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
+	opts := &QueueOptions{}
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "List jobs: every unfinished job and the newest finished ones (-a: all)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFlag(opts.Output); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runQueue(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.All, "all", "a", false, "show every job")
+	fl.StringVarP(&opts.Output, "output", "o", "table", "output format: table or json")
+	fl.StringSliceVar(&opts.Statuses, "status", nil, "only jobs with these statuses (comma-separated)")
+	fl.StringVar(&opts.Name, "name", "", "only jobs whose name matches this pattern (e.g. 'lab-*')")
+	fl.IntVar(&opts.Limit, "limit", 50, "how many finished jobs the default view shows")
+	return cmd
+}
+
+func upper(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToUpper(strings.TrimSpace(s))
+	}
+	return out
+}
+
+func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
+	return withService(ctx, f, func(svc Service) error {
+		jobs, err := svc.Queue(ctx, controller.QueueRequest{All: opts.All, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit})
+		if err != nil {
+			return err
+		}
+		if opts.Output == "json" {
+			if jobs == nil {
+				jobs = []controller.JobView{}
+			}
+			return printJSON(f.Out, jobs)
+		}
+		return printQueue(f, jobs)
+	})
+}
+
+func printQueue(f *Factory, jobs []controller.JobView) error {
+	if len(jobs) == 0 {
+		fmt.Fprintln(f.Err, "No jobs.")
+		return nil
+	}
+	now := f.Now()
+	t := newTable(f.Out, "ID", "NAME", "TASK", "SUBMITTED", "DURATION", "#RECOVERIES", "STATUS", "EXIT CODES", "RETRY OF")
+	for _, j := range jobs {
+		task := "-"
+		if j.NumTasks > 1 {
+			task = fmt.Sprintf("%d/%d", j.CurrentTask+1, j.NumTasks)
+		}
+		t.row(strconv.FormatInt(j.ID, 10), j.Name, task, ago(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now),
+			strconv.Itoa(j.RecoveryCount), j.Status, codesString(j.ExitCodes), idOrDash(j.RetryOf))
+	}
+	return t.flush()
+}

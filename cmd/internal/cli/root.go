@@ -1,0 +1,172 @@
+// Package cli is sortie's command tree: one file per verb, each with an
+// options struct, a constructor and a run function. Every verb goes through
+// the Service interface, so the same commands work against a remote
+// controller.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller"
+	"sortie/schema"
+)
+
+// Service is what the verbs need of a controller.
+type Service interface {
+	Launch(ctx context.Context, req controller.LaunchRequest) (*controller.JobView, error)
+	Queue(ctx context.Context, req controller.QueueRequest) ([]controller.JobView, error)
+	Show(ctx context.Context, id int64) (*controller.JobDetail, error)
+	Logs(ctx context.Context, req controller.LogsRequest, w io.Writer) error
+	Cancel(ctx context.Context, req controller.CancelRequest) ([]int64, error)
+	Close() error
+}
+
+// Factory carries what every command needs.
+type Factory struct {
+	In       io.Reader
+	Out, Err io.Writer
+	Getenv   func(string) string
+	Now      func() time.Time
+	// Service opens the controller's service.
+	Service func(ctx context.Context) (Service, error)
+	// Local opens the local service for commands that only make sense on
+	// this machine (controller, local).
+	Local func(ctx context.Context) (*controller.Service, error)
+}
+
+// Home is $SORTIE_HOME, default ~/.sortie.
+func (f *Factory) Home() string {
+	if h := f.Getenv("SORTIE_HOME"); h != "" {
+		if abs, err := filepath.Abs(h); err == nil {
+			return abs
+		}
+		return h
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	return filepath.Join(home, ".sortie")
+}
+
+// Exit statuses.
+const (
+	ExitOK           = 0
+	ExitFailed       = 1
+	ExitUsage        = 2
+	ExitKnownFailure = 3
+)
+
+// exitError carries an exit status without a message of its own.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the command line and returns the process's exit status.
+func Main(args []string, in io.Reader, out, errw io.Writer) int {
+	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, Now: time.Now}
+	f.Local = func(ctx context.Context) (*controller.Service, error) {
+		return controller.OpenService(ctx, f.Home())
+	}
+	f.Service = func(ctx context.Context) (Service, error) { return f.Local(ctx) }
+	return Execute(f, args)
+}
+
+// Execute runs args against f and maps the outcome to an exit status.
+func Execute(f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(f.In)
+	root.SetOut(f.Out)
+	root.SetErr(f.Err)
+	err := root.ExecuteContext(context.Background())
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		fmt.Fprintln(f.Err, "error:", err)
+	}
+	return code
+}
+
+func exitCode(err error) int {
+	var ee *exitError
+	var ve *schema.ValidationError
+	var ue *controller.UsageError
+	var kf *controller.KnownFailureError
+	var fe *flagError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &kf):
+		return ExitKnownFailure
+	case errors.As(err, &ve), errors.As(err, &ue), errors.As(err, &fe):
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
+// flagError is a command-line usage mistake.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+
+func usageErrorf(format string, args ...any) error {
+	return &flagError{err: fmt.Errorf(format, args...)}
+}
+
+// NewCmdRoot builds the whole command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sortie",
+		Short:         "Managed jobs on cloud clusters: launch, recover, retry, and remember what failed",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &flagError{err: fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath())}
+	})
+	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
+	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f))
+	for _, c := range root.Commands() {
+		markArgs(c)
+	}
+	return root
+}
+
+// markArgs makes wrong positional arguments a usage error (exit status 2).
+func markArgs(c *cobra.Command) {
+	if c.Args != nil {
+		orig := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				return &flagError{err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markArgs(sub)
+	}
+}
+
+// withService opens the service for one command and closes it after.
+func withService(ctx context.Context, f *Factory, fn func(Service) error) error {
+	svc, err := f.Service(ctx)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	return fn(svc)
+}

@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller"
+)
+
+// ShowOptions are `jobs show`'s flags.
+type ShowOptions struct {
+	ID     int64
+	Output string
+}
+
+// NewCmdShow builds `jobs show`.
+func NewCmdShow(f *Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a job: its tasks, attempts with exit codes and decisions, launch tries and retry links",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			if err := outputFlag(opts.Output); err != nil {
+				return err
+			}
+			opts.ID = ids[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runShow(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
+	return withService(ctx, f, func(svc Service) error {
+		d, err := svc.Show(ctx, opts.ID)
+		if err != nil {
+			return err
+		}
+		if opts.Output == "json" {
+			return printJSON(f.Out, d)
+		}
+		return printShow(f, d)
+	})
+}
+
+func printShow(f *Factory, d *controller.JobDetail) error {
+	w := f.Out
+	now := f.Now()
+	fmt.Fprintf(w, "Job %d: %s\n", d.ID, d.Name)
+	fmt.Fprintf(w, "Status:        %s\n", d.Status)
+	if d.StatusReason != nil {
+		fmt.Fprintf(w, "Status reason: %s\n", *d.StatusReason)
+	}
+	if d.FailureReason != nil {
+		fmt.Fprintf(w, "Failure:       %s\n", *d.FailureReason)
+	}
+	fmt.Fprintf(w, "Submitted:     %s (%s)\n", d.SubmittedAt.Local().Format("2006-01-02 15:04:05"), ago(now, d.SubmittedAt))
+	fmt.Fprintf(w, "Duration:      %s\n", duration(d.StartedAt, d.EndedAt, now))
+	fmt.Fprintf(w, "Recoveries:    %d   Restarts on errors: %d   Exit codes: %s\n", d.RecoveryCount, d.RestartsOnErrors, codesString(d.ExitCodes))
+	if d.InputKey != nil {
+		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
+	}
+	printChain(f, d)
+	if len(d.Tasks) > 1 {
+		fmt.Fprintln(w, "\nTasks:")
+		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "RESTARTS")
+		for _, task := range d.Tasks {
+			t.row("  "+strconv.Itoa(task.Task), task.Name, task.Status, strconv.Itoa(task.RecoveryCount), strconv.Itoa(task.RestartsOnErrors))
+		}
+		t.flush()
+	}
+	fmt.Fprintln(w, "\nAttempts:")
+	if len(d.Attempts) == 0 {
+		fmt.Fprintln(w, "  none yet")
+	} else {
+		t := newTable(w, "  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION")
+		for _, a := range d.Attempts {
+			where := "-"
+			if a.Cloud != nil {
+				where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
+			}
+			outcome := a.State
+			if a.Outcome != nil {
+				outcome = *a.Outcome
+			}
+			decision := orDash(a.Decision)
+			if a.Reason != nil && *a.Reason != "" {
+				decision = *a.Reason + " → " + decision
+			}
+			start := a.StartedAt
+			t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
+				duration(&start, a.EndedAt, now), outcome, codesString(a.ExitCodes), decision)
+		}
+		t.flush()
+	}
+	if len(d.LaunchTries) > 0 {
+		fmt.Fprintln(w, "\nFailed launch tries:")
+		t := newTable(w, "  TASK", "ATTEMPT", "ROUND", "WHERE", "CLASS", "ERROR")
+		for _, lt := range d.LaunchTries {
+			t.row("  "+strconv.Itoa(lt.Task), strconv.Itoa(lt.Attempt), strconv.Itoa(lt.Round+1),
+				strings.Join(nonEmpty(lt.Cloud, lt.Region, lt.Zone), "/"), lt.Class, lt.Message)
+		}
+		t.flush()
+	}
+	return nil
+}
+
+// printChain shows the retry chain from the first job to the newest.
+func printChain(f *Factory, d *controller.JobDetail) {
+	if len(d.Chain) <= 1 {
+		return
+	}
+	fmt.Fprintln(f.Out, "\nRetry chain:")
+	for _, j := range d.Chain {
+		mark := "  "
+		if j.ID == d.ID {
+			mark = "▶ "
+		}
+		line := fmt.Sprintf("%s%d  %s", mark, j.ID, j.Status)
+		if j.RetryOf != nil {
+			line += fmt.Sprintf("  retry of %d", *j.RetryOf)
+			if j.RequestedBy != nil {
+				line += " by " + *j.RequestedBy
+			}
+			if j.RetryReason != nil {
+				line += fmt.Sprintf(": %q", *j.RetryReason)
+			}
+			for _, o := range j.Overrides {
+				line += fmt.Sprintf("  [%s: %s → %s]", o.Path, o.Old, o.New)
+			}
+		} else {
+			line += "  original"
+		}
+		fmt.Fprintln(f.Out, line)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

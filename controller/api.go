@@ -1,0 +1,140 @@
+package controller
+
+import (
+	"encoding/json"
+	"time"
+
+	"sortie/controller/store"
+)
+
+// JobView is a job as `jobs queue -o json` prints it. Absent values are
+// null, never omitted: the shape is stable and documented in the README.
+type JobView struct {
+	ID               int64      `json:"id"`
+	Name             string     `json:"name"`
+	Status           string     `json:"status"`
+	StatusReason     *string    `json:"status_reason"`
+	CurrentTask      int        `json:"current_task"`
+	NumTasks         int        `json:"num_tasks"`
+	RecoveryCount    int        `json:"recovery_count"`
+	RestartsOnErrors int        `json:"restarts_on_errors"`
+	ExitCodes        []*int     `json:"exit_codes"`
+	RetryOf          *int64     `json:"retry_of"`
+	RetriedIn        *int64     `json:"retried_in"`
+	RootID           int64      `json:"root_id"`
+	Trigger          string     `json:"trigger"`
+	RequestedBy      *string    `json:"requested_by"`
+	RetryReason      *string    `json:"retry_reason"`
+	Overrides        []Override `json:"overrides"`
+	InputKey         *string    `json:"input_key"`
+	FailureReason    *string    `json:"failure_reason"`
+	SubmittedAt      time.Time  `json:"submitted_at"`
+	StartedAt        *time.Time `json:"started_at"`
+	EndedAt          *time.Time `json:"ended_at"`
+}
+
+// Override is one --set of a manual retry: the field, its old and new value.
+type Override struct {
+	Path string `json:"path"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+}
+
+// JobDetail is a job as `jobs show -o json` prints it.
+type JobDetail struct {
+	JobView
+	Tasks       []TaskView      `json:"tasks"`
+	Attempts    []AttemptView   `json:"attempts"`
+	LaunchTries []LaunchTryView `json:"launch_tries"`
+	// Retries are the jobs that retry this one, oldest first.
+	Retries []int64 `json:"retries"`
+	// Chain is every job from the first of the retry chain to the newest.
+	Chain []JobView `json:"chain"`
+}
+
+// TaskView is one task of a job.
+type TaskView struct {
+	Task             int        `json:"task"`
+	Name             string     `json:"name"`
+	Status           string     `json:"status"`
+	RecoveryCount    int        `json:"recovery_count"`
+	RestartsOnErrors int        `json:"restarts_on_errors"`
+	StartedAt        *time.Time `json:"started_at"`
+	EndedAt          *time.Time `json:"ended_at"`
+}
+
+// AttemptView is one attempt of a task.
+type AttemptView struct {
+	Task        int        `json:"task"`
+	Attempt     int        `json:"attempt"`
+	State       string     `json:"state"`
+	Outcome     *string    `json:"outcome"`
+	ExitCodes   []*int     `json:"exit_codes"`
+	Cluster     string     `json:"cluster"`
+	Cloud       *string    `json:"cloud"`
+	Region      *string    `json:"region"`
+	Zone        *string    `json:"zone"`
+	InstanceIDs []string   `json:"instance_ids"`
+	Reason      *string    `json:"reason"`
+	Action      *string    `json:"action"`
+	Decision    *string    `json:"decision"`
+	StartedAt   time.Time  `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+}
+
+// LaunchTryView is one failed launch try.
+type LaunchTryView struct {
+	Task    int       `json:"task"`
+	Attempt int       `json:"attempt"`
+	Round   int       `json:"round"`
+	Cloud   string    `json:"cloud"`
+	Region  string    `json:"region"`
+	Zone    string    `json:"zone"`
+	Class   string    `json:"class"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func viewJob(j *store.Job) JobView {
+	numTasks := j.NumTasks
+	v := JobView{
+		ID: j.ID, Name: j.Name, Status: j.Status, StatusReason: strPtr(j.StatusReason),
+		CurrentTask: j.CurrentTask, NumTasks: numTasks,
+		RecoveryCount: j.RecoveryCount, RestartsOnErrors: j.RestartsOnErrors, ExitCodes: j.ExitCodes,
+		RetryOf: j.RetryOf, RetriedIn: j.RetriedIn, RootID: j.RootID, Trigger: j.Trigger,
+		RequestedBy: strPtr(j.RequestedBy), RetryReason: strPtr(j.RetryReason),
+		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
+		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
+	}
+	if len(j.Overrides) > 0 {
+		_ = json.Unmarshal(j.Overrides, &v.Overrides)
+	}
+	if v.CurrentTask >= numTasks && numTasks > 0 {
+		v.CurrentTask = numTasks - 1
+	}
+	return v
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func viewAttempt(a *store.Attempt) AttemptView {
+	return AttemptView{
+		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
+		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
+		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
+		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt),
+	}
+}

@@ -1,0 +1,201 @@
+package controller
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"sortie/strategy"
+)
+
+// Config is $SORTIE_HOME/config.yaml; every key is optional and most can be
+// overridden by an environment variable (tests use those).
+type Config struct {
+	Home       string       `json:"-"`
+	Controller ControllerCf `json:"controller"`
+	Local      LocalCf      `json:"local"`
+	AWS        AWSCf        `json:"aws"`
+	GCP        GCPCf        `json:"gcp"`
+	SSH        SSHCf        `json:"ssh"`
+}
+
+// ControllerCf is the controller: section.
+type ControllerCf struct {
+	// PollInterval is how often every job is reconciled (SORTIE_POLL_INTERVAL).
+	PollInterval Duration `json:"poll_interval"`
+	// MaxParallelLaunches bounds concurrent cluster launches.
+	MaxParallelLaunches int `json:"max_parallel_launches"`
+	// RestartBackoff is the wait before each restart or recovery
+	// (SORTIE_RESTART_BACKOFF_INITIAL / _MAX).
+	RestartBackoffInitial Duration `json:"restart_backoff_initial"`
+	RestartBackoffMax     Duration `json:"restart_backoff_max"`
+	// LaunchBackoff is the wait between rounds of launch tries when no
+	// placement has capacity (SORTIE_LAUNCH_BACKOFF_INITIAL / _MAX).
+	LaunchBackoffInitial Duration `json:"launch_backoff_initial"`
+	LaunchBackoffMax     Duration `json:"launch_backoff_max"`
+	// LaunchRounds is how many rounds over every placement are tried before
+	// FAILED_NO_RESOURCE (SORTIE_LAUNCH_ROUNDS).
+	LaunchRounds int `json:"launch_rounds"`
+	// UnreachableChecks is how many checks in a row may fail to reach a node
+	// that its provider says is running before the attempt counts as
+	// node_lost (SORTIE_UNREACHABLE_CHECKS).
+	UnreachableChecks int `json:"unreachable_checks"`
+}
+
+// LocalCf is the local: section.
+type LocalCf struct {
+	Regions []LocalRegion `json:"regions"`
+}
+
+// LocalRegion is one region of the local provider.
+type LocalRegion struct {
+	Name  string   `json:"name"`
+	Zones []string `json:"zones"`
+}
+
+// AWSCf is the aws: section.
+type AWSCf struct {
+	Profile  string   `json:"profile"`
+	Regions  []string `json:"regions"`
+	Endpoint string   `json:"endpoint"` // an EC2-compatible endpoint, for tests
+	SSHUser  string   `json:"ssh_user"`
+}
+
+// GCPCf is the gcp: section.
+type GCPCf struct {
+	Project  string   `json:"project"`
+	Regions  []string `json:"regions"`
+	Endpoint string   `json:"endpoint"`
+	SSHUser  string   `json:"ssh_user"`
+}
+
+// SSHCf is the ssh: section.
+type SSHCf struct {
+	// ProxyCommand reaches nodes through a bastion, OpenSSH style (%h, %p).
+	ProxyCommand string `json:"proxy_command"`
+}
+
+// Duration reads "5s" style durations from YAML.
+type Duration time.Duration
+
+// UnmarshalJSON accepts a Go duration string or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if u, err := strconv.Unquote(s); err == nil {
+		s = u
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		*d = Duration(time.Duration(f * float64(time.Second)))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (e.g. 5s, 1m30s)", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// LoadConfig reads home/config.yaml (absent is fine), applies environment
+// overrides from getenv, then fills defaults.
+func LoadConfig(home string, getenv func(string) string) (Config, error) {
+	cfg := Config{Home: home}
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+			return cfg, fmt.Errorf("%s: %w", path, err)
+		}
+	case !os.IsNotExist(err):
+		return cfg, err
+	}
+	cfg.Home = home
+	c := &cfg.Controller
+	durations := []struct {
+		env string
+		dst *Duration
+	}{
+		{"SORTIE_POLL_INTERVAL", &c.PollInterval},
+		{"SORTIE_RESTART_BACKOFF_INITIAL", &c.RestartBackoffInitial},
+		{"SORTIE_RESTART_BACKOFF_MAX", &c.RestartBackoffMax},
+		{"SORTIE_LAUNCH_BACKOFF_INITIAL", &c.LaunchBackoffInitial},
+		{"SORTIE_LAUNCH_BACKOFF_MAX", &c.LaunchBackoffMax},
+	}
+	for _, d := range durations {
+		if v := getenv(d.env); v != "" {
+			if err := d.dst.UnmarshalJSON([]byte(strconv.Quote(v))); err != nil {
+				return cfg, fmt.Errorf("%s: %w", d.env, err)
+			}
+		}
+	}
+	ints := []struct {
+		env string
+		dst *int
+	}{
+		{"SORTIE_LAUNCH_ROUNDS", &c.LaunchRounds},
+		{"SORTIE_UNREACHABLE_CHECKS", &c.UnreachableChecks},
+		{"SORTIE_MAX_PARALLEL_LAUNCHES", &c.MaxParallelLaunches},
+	}
+	for _, n := range ints {
+		if v := getenv(n.env); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return cfg, fmt.Errorf("%s: %q is not a whole number >= 0", n.env, v)
+			}
+			*n.dst = i
+		}
+	}
+	cfg.fillDefaults()
+	return cfg, nil
+}
+
+func (cfg *Config) fillDefaults() {
+	c := &cfg.Controller
+	if c.PollInterval <= 0 {
+		c.PollInterval = Duration(5 * time.Second)
+	}
+	if c.MaxParallelLaunches <= 0 {
+		c.MaxParallelLaunches = 16
+	}
+	rb, lb := strategy.DefaultRestartBackoff(), strategy.DefaultLaunchBackoff()
+	if c.RestartBackoffInitial <= 0 {
+		c.RestartBackoffInitial = Duration(rb.Initial)
+	}
+	if c.RestartBackoffMax <= 0 {
+		c.RestartBackoffMax = Duration(rb.Max)
+	}
+	if c.LaunchBackoffInitial <= 0 {
+		c.LaunchBackoffInitial = Duration(lb.Initial)
+	}
+	if c.LaunchBackoffMax <= 0 {
+		c.LaunchBackoffMax = Duration(lb.Max)
+	}
+	if c.LaunchRounds <= 0 {
+		c.LaunchRounds = 5
+	}
+	if c.UnreachableChecks <= 0 {
+		c.UnreachableChecks = 12
+	}
+}
+
+// RestartBackoff is the back-off before restarts and recoveries.
+func (cfg Config) RestartBackoff() strategy.Backoff {
+	b := strategy.DefaultRestartBackoff()
+	b.Initial, b.Max = cfg.Controller.RestartBackoffInitial.D(), cfg.Controller.RestartBackoffMax.D()
+	return b
+}
+
+// LaunchBackoff is the back-off between rounds of launch tries.
+func (cfg Config) LaunchBackoff() strategy.Backoff {
+	b := strategy.DefaultLaunchBackoff()
+	b.Initial, b.Max = cfg.Controller.LaunchBackoffInitial.D(), cfg.Controller.LaunchBackoffMax.D()
+	return b
+}

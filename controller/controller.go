@@ -1,0 +1,238 @@
+// Package controller runs managed jobs: one daemon per SORTIE_HOME
+// reconciles every job that has not ended, launching clusters, watching
+// their nodes, applying the strategy's decisions and keeping every attempt's
+// logs. The store is the only state; the daemon can be killed at any moment
+// and picks up where it was when started again.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/schema"
+)
+
+// Providers returns the provider for a cloud name.
+type Providers interface {
+	Provider(ctx context.Context, cloud string) (provision.Provider, error)
+	// Clouds lists the clouds whose providers are already open, for the
+	// orphan sweep.
+	Clouds() []string
+}
+
+// Controller reconciles jobs.
+type Controller struct {
+	Store     *store.Store
+	Config    Config
+	Providers Providers
+	Log       *slog.Logger
+	Now       func() time.Time
+	Rand      func() float64
+
+	mu      sync.Mutex
+	busy    map[int64]bool
+	workers sync.WaitGroup
+	launch  chan struct{} // launch slots
+	wake    chan struct{}
+}
+
+// New returns a controller; nil clock, rand and logger get real ones.
+func New(st *store.Store, cfg Config, provs Providers, log *slog.Logger) *Controller {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Controller{
+		Store: st, Config: cfg, Providers: provs, Log: log,
+		Now:    time.Now,
+		Rand:   rand.Float64,
+		busy:   map[int64]bool{},
+		launch: make(chan struct{}, cfg.Controller.MaxParallelLaunches),
+		wake:   make(chan struct{}, 1),
+	}
+}
+
+// Wake makes the loop run a tick now (a job was submitted or cancelled).
+func (c *Controller) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run reconciles until ctx ends, then waits for in-flight work.
+func (c *Controller) Run(ctx context.Context) error {
+	if err := c.SweepOrphans(ctx); err != nil {
+		c.Log.Warn("orphan sweep", "err", err)
+	}
+	t := time.NewTicker(c.Config.Controller.PollInterval.D())
+	defer t.Stop()
+	for {
+		if err := c.Tick(ctx); err != nil && ctx.Err() == nil {
+			c.Log.Error("tick", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			c.workers.Wait()
+			return nil
+		case <-t.C:
+		case <-c.wake:
+		}
+	}
+}
+
+// Tick reconciles every job that has not ended, each in its own goroutine,
+// with one status call per provider for all running clusters.
+func (c *Controller) Tick(ctx context.Context) error {
+	jobs, err := c.Store.Jobs(ctx, store.JobFilter{Active: true, Ascending: true})
+	if err != nil {
+		return fmt.Errorf("list jobs: %w", err)
+	}
+	open, err := c.Store.OpenAttempts(ctx)
+	if err != nil {
+		return fmt.Errorf("list attempts: %w", err)
+	}
+	byJob := map[int64]*store.Attempt{}
+	for _, a := range open {
+		byJob[a.JobID] = a
+	}
+	snap := c.snapshot(ctx, open)
+	for _, j := range jobs {
+		if !c.claim(j.ID) {
+			continue
+		}
+		j, a := j, byJob[j.ID]
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			defer c.release(j.ID)
+			if err := c.reconcile(ctx, j, a, snap); err != nil && ctx.Err() == nil {
+				c.Log.Error("reconcile", "job", j.ID, "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// Wait blocks until every reconcile started by Tick has returned.
+func (c *Controller) Wait() { c.workers.Wait() }
+
+func (c *Controller) claim(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy[id] {
+		return false
+	}
+	c.busy[id] = true
+	return true
+}
+
+func (c *Controller) release(id int64) {
+	c.mu.Lock()
+	delete(c.busy, id)
+	c.mu.Unlock()
+}
+
+// snapshot is the providers' view of every open attempt's cluster, taken
+// once per tick.
+type snapshot struct {
+	clusters map[string]*provision.Cluster
+	// failed holds clouds whose status call failed this tick: their
+	// clusters' state is unknown, which is not the same as gone.
+	failed map[string]error
+}
+
+func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapshot {
+	s := snapshot{clusters: map[string]*provision.Cluster{}, failed: map[string]error{}}
+	names := map[string][]string{}
+	for _, a := range open {
+		if a.State == store.AttemptStarting || a.State == store.AttemptRunning {
+			names[a.Cloud] = append(names[a.Cloud], a.Cluster)
+		}
+	}
+	for cloud, ns := range names {
+		p, err := c.Providers.Provider(ctx, cloud)
+		if err == nil {
+			var got map[string]*provision.Cluster
+			if got, err = p.Status(ctx, ns); err == nil {
+				for k, v := range got {
+					s.clusters[k] = v
+				}
+				continue
+			}
+		}
+		s.failed[cloud] = err
+		c.Log.Warn("status", "cloud", cloud, "err", err)
+	}
+	return s
+}
+
+// SweepOrphans terminates clusters tagged by sortie that belong to no open
+// attempt: left by a controller killed between deciding and tearing down.
+func (c *Controller) SweepOrphans(ctx context.Context) error {
+	open, err := c.Store.OpenAttempts(ctx)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, a := range open {
+		live[a.Cluster] = true
+	}
+	for _, cloud := range c.Providers.Clouds() {
+		p, err := c.Providers.Provider(ctx, cloud)
+		if err != nil {
+			continue
+		}
+		cls, err := p.List(ctx)
+		if err != nil {
+			c.Log.Warn("list clusters", "cloud", cloud, "err", err)
+			continue
+		}
+		for _, cl := range cls {
+			if live[cl.Name] || allTerminated(cl) {
+				continue
+			}
+			c.Log.Info("terminating orphan cluster", "cloud", cloud, "cluster", cl.Name)
+			if err := p.Terminate(ctx, cl.Name); err != nil {
+				c.Log.Warn("terminate orphan", "cluster", cl.Name, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+func allTerminated(cl *provision.Cluster) bool {
+	for _, n := range cl.Nodes {
+		if n.State != provision.NodeTerminated {
+			return false
+		}
+	}
+	return true
+}
+
+// spec decodes a job's stored pipeline.
+func spec(j *store.Job) (*schema.Pipeline, error) {
+	p, err := schema.Unmarshal(j.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("job %d spec: %w", j.ID, err)
+	}
+	if j.CurrentTask >= len(p.Tasks) {
+		return nil, fmt.Errorf("job %d: current task %d of %d", j.ID, j.CurrentTask, len(p.Tasks))
+	}
+	return p, nil
+}
+
+func placementJSON(p schema.Placement) string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+func attemptPlacement(a *store.Attempt) schema.Placement {
+	return schema.Placement{Cloud: a.Cloud, Region: a.Region, Zone: a.Zone}
+}

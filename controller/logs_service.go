@@ -1,0 +1,235 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"sortie/controller/store"
+	"sortie/provision/node"
+)
+
+// LogsRequest is `jobs logs`.
+type LogsRequest struct {
+	ID int64
+	// Attempt picks one attempt of the task (Task); 0 means the newest.
+	Attempt int
+	Task    int
+	// Follow keeps printing as the job runs, attempt after attempt, until it ends.
+	Follow bool
+	// FromStart follows from the first attempt rather than the newest.
+	FromStart bool
+	// Poll is how often a followed log is read; 0 means 500ms.
+	Poll time.Duration
+	// Banner, when set, is told each time a new attempt's log begins.
+	Banner func(a AttemptView)
+}
+
+// ErrNoAttempt is returned when the job has no attempt to show logs of.
+var ErrNoAttempt = fmt.Errorf("no such attempt")
+
+// Logs writes a job's logs to w: kept copies for ended attempts, the node's
+// live log for a running one. Lines of a multi-node task are prefixed with
+// their node's rank.
+func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error {
+	j, err := s.job(ctx, req.ID)
+	if err != nil {
+		return err
+	}
+	poll := req.Poll
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	as, err := s.Store.Attempts(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	start, err := pickAttempt(as, req)
+	if err != nil {
+		return err
+	}
+	if !req.Follow {
+		if start < 0 {
+			return nil
+		}
+		_, err := s.emit(ctx, as[start], newCursor(), w)
+		return err
+	}
+	// Follow: print attempt after attempt until the job has ended and its
+	// last attempt is printed whole.
+	shown := 0 // attempts fully printed, by id order position
+	if start > 0 {
+		shown = start
+	}
+	cur := newCursor()
+	for {
+		as, err = s.Store.Attempts(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if shown < len(as) {
+			a := as[shown]
+			if cur.fresh && req.Banner != nil {
+				req.Banner(viewAttempt(a))
+			}
+			cur.fresh = false
+			done, err := s.emit(ctx, a, cur, w)
+			if err != nil {
+				return err
+			}
+			if done {
+				shown++
+				cur = newCursor()
+				continue
+			}
+		} else if j, err = s.Store.Job(ctx, req.ID); err != nil {
+			return err
+		} else if store.IsTerminal(j.Status) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+func pickAttempt(as []*store.Attempt, req LogsRequest) (int, error) {
+	if req.Attempt == 0 {
+		if req.FromStart || len(as) == 0 {
+			if len(as) == 0 && !req.Follow {
+				return -1, nil
+			}
+			return 0, nil
+		}
+		return len(as) - 1, nil
+	}
+	for i, a := range as {
+		if a.TaskIdx == req.Task && a.Attempt == req.Attempt {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("attempt %d of task %d: %w", req.Attempt, req.Task, ErrNoAttempt)
+}
+
+// cursor is how far each node's log of one attempt has been printed.
+type cursor struct {
+	offsets []int64
+	partial [][]byte
+	fresh   bool
+}
+
+func newCursor() *cursor { return &cursor{fresh: true} }
+
+func (c *cursor) grow(n int) {
+	for len(c.offsets) < n {
+		c.offsets = append(c.offsets, 0)
+		c.partial = append(c.partial, nil)
+	}
+}
+
+// emit prints what is new in attempt a's logs and says whether a has ended
+// and been printed whole.
+func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.Writer) (bool, error) {
+	n := len(a.InstanceIDs)
+	if a.State == store.AttemptEnded {
+		n = max(n, countKept(s.Home, a))
+		cur.grow(n)
+		for rank := 0; rank < n; rank++ {
+			b, err := readFrom(NodeLogPath(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
+			if err != nil {
+				return false, err
+			}
+			cur.offsets[rank] += int64(len(b))
+			if err := cur.write(w, rank, n, b, true); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	if a.State != store.AttemptRunning || a.Cloud == "" {
+		return false, nil
+	}
+	prov, err := s.Providers.Provider(ctx, a.Cloud)
+	if err != nil {
+		return false, err
+	}
+	got, err := prov.Status(ctx, []string{a.Cluster})
+	cl := got[a.Cluster]
+	if err != nil || cl == nil {
+		return false, nil // gone or unknown: the kept copy will follow
+	}
+	n = len(cl.Nodes)
+	cur.grow(n)
+	for rank := range cl.Nodes {
+		r, err := nodeRunner(ctx, prov, cl, rank, a)
+		if err != nil {
+			continue
+		}
+		b, err := node.ReadLog(ctx, r, cur.offsets[rank])
+		r.Close()
+		if err != nil {
+			continue
+		}
+		cur.offsets[rank] += int64(len(b))
+		if err := cur.write(w, rank, n, b, false); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// write prints b of node rank; with several nodes, each line gets the
+// node's prefix and only whole lines are printed until flush.
+func (c *cursor) write(w io.Writer, rank, nodes int, b []byte, flush bool) error {
+	if nodes <= 1 {
+		_, err := w.Write(b)
+		return err
+	}
+	buf := append(c.partial[rank], b...)
+	var out bytes.Buffer
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(&out, "(node %d) %s\n", rank, buf[:i])
+		buf = buf[i+1:]
+	}
+	if flush && len(buf) > 0 {
+		fmt.Fprintf(&out, "(node %d) %s\n", rank, buf)
+		buf = nil
+	}
+	c.partial[rank] = append([]byte(nil), buf...)
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+func countKept(home string, a *store.Attempt) int {
+	n := 0
+	for {
+		if _, err := os.Stat(NodeLogPath(home, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}

@@ -1,0 +1,415 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sortie/controller/store"
+	"sortie/schema"
+)
+
+// Service carries out the CLI's verbs over the local store and daemon. A
+// remote controller would implement the same verbs over HTTP.
+type Service struct {
+	Home      string
+	Store     *store.Store
+	Config    Config
+	Providers *ProviderSet
+	Now       func() time.Time
+	Getenv    func(string) string
+	// StartDaemon starts the controller if it is not running; tests replace it.
+	StartDaemon func(ctx context.Context, home string) error
+}
+
+// OpenService opens home's store for the CLI.
+func OpenService(ctx context.Context, home string) (*Service, error) {
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(home, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, StatePath(home), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Home: home, Store: st, Config: cfg, Providers: NewProviderSet(cfg), Now: time.Now, Getenv: os.Getenv, StartDaemon: EnsureDaemon}, nil
+}
+
+// Close closes the store.
+func (s *Service) Close() error { return s.Store.Close() }
+
+// LaunchRequest is `jobs launch`.
+type LaunchRequest struct {
+	// File is the task file's path; its directory anchors workdir and file_mounts.
+	File string
+	Name string
+	Envs map[string]string
+	// Resource overrides from the command line.
+	Cloud, Region, Zone string
+	UseSpot             *bool
+	RetryFailed         bool
+}
+
+// Launch validates the task file, refuses inputs that are a known failure
+// (unless RetryFailed), stores the job and makes sure the controller runs.
+func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, error) {
+	data, err := os.ReadFile(req.File)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+	}
+	p, err := schema.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	applyLaunchOverrides(p, req)
+	base, err := filepath.Abs(filepath.Dir(req.File))
+	if err != nil {
+		return nil, err
+	}
+	name := req.Name
+	if name == "" {
+		name = p.Name
+	}
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
+	}
+	return s.submit(ctx, p, submission{name: name, baseDir: base, retryFailed: req.RetryFailed})
+}
+
+func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) {
+	for _, t := range p.Tasks {
+		for k, v := range req.Envs {
+			if t.Envs == nil {
+				t.Envs = map[string]string{}
+			}
+			t.Envs[k] = v
+		}
+		if req.Cloud != "" {
+			t.Resources.Cloud = req.Cloud
+		}
+		if req.Region != "" {
+			t.Resources.Region = req.Region
+		}
+		if req.Zone != "" {
+			t.Resources.Zone = req.Zone
+		}
+		if req.UseSpot != nil {
+			t.Resources.UseSpot = *req.UseSpot
+		}
+	}
+}
+
+type submission struct {
+	name        string
+	baseDir     string
+	retryFailed bool
+	retry       *store.Job // set for a manual retry
+	reason      string
+	overrides   []byte
+	requestedBy string
+}
+
+// submit stores a validated pipeline as a new job.
+func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission) (*JobView, error) {
+	secrets, err := s.resolveSecrets(p)
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.inputKey(p, sub.baseDir)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" && !sub.retryFailed && sub.retry == nil {
+		f, err := s.Store.KnownFailure(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			return nil, &KnownFailureError{Failure: f, Now: s.Now()}
+		}
+	}
+	stored, err := p.WithoutSecretValues().Marshal()
+	if err != nil {
+		return nil, err
+	}
+	j := &store.Job{Name: sub.name, Spec: stored, BaseDir: sub.baseDir, InputKey: key,
+		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides}
+	if sub.retry != nil {
+		j.RetryOf, j.Trigger = &sub.retry.ID, "manual"
+	}
+	tasks := make([]store.NewTask, len(p.Tasks))
+	for i, t := range p.Tasks {
+		tasks[i] = store.NewTask{Name: t.Name}
+	}
+	id, err := s.Store.CreateJob(ctx, j, tasks)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteSecrets(s.Home, id, secrets); err != nil {
+		return nil, err
+	}
+	if err := s.StartDaemon(ctx, s.Home); err != nil {
+		return nil, err
+	}
+	got, err := s.Store.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v := viewJob(got)
+	return &v, nil
+}
+
+// resolveSecrets takes each secret without a value from the environment.
+func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) {
+	out := map[string]string{}
+	var missing []string
+	for _, t := range p.Tasks {
+		for k, v := range t.Secrets {
+			switch {
+			case v != nil:
+				out[k] = *v
+			case s.Getenv(k) != "":
+				out[k] = s.Getenv(k)
+			default:
+				missing = append(missing, k)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &UsageError{Err: fmt.Errorf("secrets %s have no value: set them in the environment before launching", strings.Join(missing, ", "))}
+	}
+	return out, nil
+}
+
+// UsageError is bad input from the user: exit status 2, nothing stored.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// KnownFailureError refuses inputs that already failed: exit status 3.
+type KnownFailureError struct {
+	Failure *store.KnownFailure
+	Now     time.Time
+}
+
+func (e *KnownFailureError) Error() string {
+	f := e.Failure
+	return fmt.Sprintf("These inputs already failed in job %d (%s, %s ago); nothing has changed since. "+
+		"See `sortie jobs logs %d`. To run it anyway: --retry-failed.",
+		f.JobID, describeCodes(f.Status, f.ExitCodes), humanAge(e.Now.Sub(f.RecordedAt)), f.JobID)
+}
+
+func describeCodes(status string, codes []*int) string {
+	var known []string
+	for _, c := range codes {
+		if c != nil && *c != 0 {
+			known = append(known, fmt.Sprint(*c))
+		}
+	}
+	what := "exit code"
+	if status == store.FailedSetup {
+		what = "setup exit code"
+	}
+	switch len(known) {
+	case 0:
+		return strings.ToLower(status)
+	case 1:
+		return what + " " + known[0]
+	}
+	return what + "s " + strings.Join(known, ", ")
+}
+
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d seconds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d hours", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+// QueueRequest is `jobs queue`.
+type QueueRequest struct {
+	All      bool
+	Statuses []string
+	NameGlob string
+	// Finished is how many of the newest finished jobs the default view
+	// shows besides every unfinished one.
+	Finished int
+}
+
+// Queue lists jobs: every job with All, else the unfinished ones and the
+// newest finished ones.
+func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error) {
+	for _, st := range req.Statuses {
+		if !store.ValidStatus(st) {
+			return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, strings.Join(store.Statuses, ", "))}
+		}
+	}
+	if err := store.ValidGlob(req.NameGlob); err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
+	}
+	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob}
+	var jobs []*store.Job
+	var err error
+	if req.All || len(req.Statuses) > 0 {
+		jobs, err = s.Store.Jobs(ctx, f)
+	} else {
+		f.Active = true
+		jobs, err = s.Store.Jobs(ctx, f)
+		if err == nil {
+			var done []*store.Job
+			done, err = s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: terminal(), Limit: req.Finished})
+			jobs = mergeNewestFirst(jobs, done)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JobView, len(jobs))
+	for i, j := range jobs {
+		out[i] = viewJob(j)
+	}
+	return out, nil
+}
+
+func terminal() []string {
+	var out []string
+	for _, st := range store.Statuses {
+		if store.IsTerminal(st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func mergeNewestFirst(a, b []*store.Job) []*store.Job {
+	out := make([]*store.Job, 0, len(a)+len(b))
+	i, k := 0, 0
+	for i < len(a) || k < len(b) {
+		if k >= len(b) || (i < len(a) && a[i].ID > b[k].ID) {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[k])
+			k++
+		}
+	}
+	return out
+}
+
+// ErrNoSuchJob is returned for an id that names no job.
+var ErrNoSuchJob = errors.New("no such job")
+
+// Show returns a job with its tasks, attempts, launch tries and retry chain.
+func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
+	j, err := s.job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{}}
+	tasks, err := s.Store.Tasks(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
+			RestartsOnErrors: t.RestartsOnErrors, StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt)})
+	}
+	as, err := s.Store.Attempts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range as {
+		d.Attempts = append(d.Attempts, viewAttempt(a))
+	}
+	tries, err := s.Store.LaunchTries(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tries {
+		d.LaunchTries = append(d.LaunchTries, LaunchTryView{Task: t.TaskIdx, Attempt: t.Attempt, Round: t.Round, Cloud: t.Cloud,
+			Region: t.Region, Zone: t.Zone, Class: t.Class, Message: t.Message, At: t.At.UTC()})
+	}
+	if d.Retries, err = s.Store.Retries(ctx, id); err != nil {
+		return nil, err
+	}
+	if d.Retries == nil {
+		d.Retries = []int64{}
+	}
+	chain, err := s.Store.Chain(ctx, j.RootID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range chain {
+		d.Chain = append(d.Chain, viewJob(c))
+	}
+	return d, nil
+}
+
+func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
+	j, err := s.Store.Job(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("job %d: %w", id, ErrNoSuchJob)
+	}
+	return j, err
+}
+
+// CancelRequest is `jobs cancel`: ids, a name, or every unfinished job.
+type CancelRequest struct {
+	IDs  []int64
+	Name string
+	All  bool
+}
+
+// Cancel marks jobs CANCELLING; the controller stops their attempts. It
+// returns the ids it marked.
+func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error) {
+	ids := req.IDs
+	if req.All || req.Name != "" {
+		jobs, err := s.Store.Jobs(ctx, store.JobFilter{Active: true, NameGlob: req.Name})
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			ids = append(ids, j.ID)
+		}
+	} else {
+		for _, id := range ids {
+			if _, err := s.job(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	marked, err := s.Store.RequestCancel(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(marked) > 0 {
+		if err := s.StartDaemon(ctx, s.Home); err != nil {
+			return marked, err
+		}
+	}
+	return marked, nil
+}
+
+// inputKey is the job's input key: the pipeline's spec, workdir and local
+// file_mounts. A workdir that cannot be read is the user's to fix.
+func (s *Service) inputKey(p *schema.Pipeline, baseDir string) (string, error) {
+	key, err := schema.PipelineKey(p, baseDir)
+	if err != nil {
+		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
+	}
+	return key, nil
+}
