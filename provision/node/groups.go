@@ -7,19 +7,34 @@ import (
 	"strings"
 )
 
+// WrapperPID returns the pid the wrapper recorded in a node directory on this
+// machine; 0 before it started. The wrapper leads its own session and process
+// group, so this is also its group id.
+func WrapperPID(dir string) int {
+	return readPID(filepath.Join(dir, "pid"))
+}
+
 // Groups returns the process groups the wrapper recorded in a node directory
-// on this machine: the wrapper's own (its pid) and each phase's that began.
-// A provider that runs nodes locally uses it to signal a node's processes.
+// on this machine: its own, then each phase's that began. A provider running
+// nodes locally uses them to signal a node's processes.
 func Groups(dir string) []int {
 	var out []int
 	for _, name := range []string{"pid", "pgid." + PhaseSetup, "pgid." + PhaseRun} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 1 {
+		if n := readPID(filepath.Join(dir, name)); n > 0 {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 1 {
+		return 0
+	}
+	return n
 }

@@ -1,0 +1,271 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"sortie/provision"
+)
+
+// terminateGrace is how long Terminate lets a node's processes handle
+// SIGTERM before SIGKILL.
+const terminateGrace = 2 * time.Second
+
+// PreemptReason is the Reason of a node taken away by Preempt.
+const PreemptReason = "local spot interruption"
+
+// Launch creates the cluster's record and node directories in one rename, so
+// that a crash leaves either the whole cluster or nothing. A cluster of the
+// same name is returned as it is.
+func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*provision.Cluster, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := checkName(spec.Name); err != nil {
+		return nil, err
+	}
+	n := spec.NumNodes
+	if n == 0 {
+		n = 1
+	}
+	if n < 0 {
+		return nil, provision.Prechecks(fmt.Errorf("launch %s: num_nodes %d is negative; use 1 or more", spec.Name, n))
+	}
+	at := spec.Placement
+	if at.Cloud == "" {
+		at.Cloud = CloudName
+	}
+	if at.Cloud != CloudName || !p.offers(at) {
+		return nil, provision.Prechecks(fmt.Errorf("launch %s: placement %s is not offered by the local provider; offered: %s", spec.Name, at, p.offered()))
+	}
+
+	unlock, err := lock(p.home)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	c, _, err := p.load(spec.Name)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	off, err := Capacity(p.home)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	if o, ok := blocked(off, at); ok {
+		return nil, provision.Capacity(fmt.Errorf("launch %s in %s: no capacity (turned off for %s; `sortie local capacity %s on` turns it back on)",
+			spec.Name, at, o, capacityArg(o)))
+	}
+	ids, err := p.nextIDs(n)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	rec := &record{Name: spec.Name, Placement: at, Tags: map[string]string{}}
+	for k, v := range spec.Tags {
+		rec.Tags[k] = v
+	}
+	for i, id := range ids {
+		rec.Nodes = append(rec.Nodes, nodeRecord{Rank: i, InstanceID: id, State: provision.NodeRunning})
+	}
+	if err := p.create(rec); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	c, _, err = p.load(spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	return c, nil
+}
+
+// create builds the cluster in a hidden directory and renames it into place.
+func (p *Provider) create(rec *record) error {
+	tmp := filepath.Join(p.clustersDir(), ".new-"+rec.Name)
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	for _, n := range rec.Nodes {
+		if err := os.MkdirAll(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeJSON(filepath.Join(tmp, "cluster.json"), rec); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, p.clusterDir(rec.Name)); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	return nil
+}
+
+// Status reads the named clusters after one scan of the clusters directory.
+func (p *Provider) Status(ctx context.Context, names []string) (map[string]*provision.Cluster, error) {
+	out := map[string]*provision.Cluster{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	present, err := p.clusterNames()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if !present[name] {
+			continue
+		}
+		c, _, err := p.load(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // terminated since the scan
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of %s: %w", name, err)
+		}
+		out[name] = c
+	}
+	return out, nil
+}
+
+// clusterNames scans the clusters directory, leaving out clusters being built.
+func (p *Provider) clusterNames() (map[string]bool, error) {
+	entries, err := os.ReadDir(p.clustersDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan local clusters: %w", err)
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names[e.Name()] = true
+		}
+	}
+	return names, nil
+}
+
+// List returns every cluster tagged as sortie's, by name.
+func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	names, err := p.clusterNames()
+	if err != nil {
+		return nil, err
+	}
+	var out []*provision.Cluster
+	for name := range names {
+		c, _, err := p.load(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list local clusters: %w", err)
+		}
+		if c.Tags[provision.TagManaged] == "true" {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Terminate kills every process of every node (SIGTERM, then SIGKILL), then
+// removes the cluster's directory. The processes die before the record goes,
+// so a crash in between leaves a cluster that List still finds.
+func (p *Provider) Terminate(ctx context.Context, name string) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if err := checkName(name); err != nil {
+		return err
+	}
+	dir := p.clusterDir(name)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := killNodes(ctx, p.nodeDirs(name), terminateGrace); err != nil {
+		return fmt.Errorf("terminate %s: %w", name, err)
+	}
+	unlock, err := lock(p.home)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("terminate %s: %w", name, err)
+	}
+	return nil
+}
+
+// nodeDirs lists the cluster's node directories, whatever its record says.
+func (p *Provider) nodeDirs(name string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(p.clusterDir(name), "node-*"))
+	return dirs
+}
+
+// Preempt takes node rank of cluster away as a spot interruption would: it is
+// marked preempted first, so that the controller never sees its processes end
+// without the cause, then every process of the node is killed at once.
+func (p *Provider) Preempt(ctx context.Context, cluster string, rank int) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	unlock, err := lock(p.home)
+	if err != nil {
+		return err
+	}
+	rec, err := p.read(cluster)
+	if errors.Is(err, fs.ErrNotExist) {
+		unlock()
+		return fmt.Errorf("preempt %s: no such local cluster", cluster)
+	}
+	if err != nil {
+		unlock()
+		return fmt.Errorf("preempt %s: %w", cluster, err)
+	}
+	if rank < 0 || rank >= len(rec.Nodes) {
+		unlock()
+		return fmt.Errorf("preempt %s: node rank %d out of range; the cluster has ranks 0-%d", cluster, rank, len(rec.Nodes)-1)
+	}
+	rec.Nodes[rank].State, rec.Nodes[rank].Reason = provision.NodePreempted, PreemptReason
+	err = p.write(rec)
+	unlock()
+	if err != nil {
+		return fmt.Errorf("preempt %s: %w", cluster, err)
+	}
+	if err := killNodes(ctx, []string{p.nodeDir(cluster, rank)}, 0); err != nil {
+		return fmt.Errorf("preempt %s node %d: %w", cluster, rank, err)
+	}
+	return nil
+}
+
+// Runner reaches node rank of c: bash in the node's directory.
+func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if c == nil || checkName(c.Name) != nil {
+		return nil, errors.New("runner: no cluster given")
+	}
+	if rank < 0 || rank >= len(c.Nodes) {
+		return nil, fmt.Errorf("runner for %s: node rank %d out of range; the cluster has %d nodes", c.Name, rank, len(c.Nodes))
+	}
+	dir := p.nodeDir(c.Name, rank)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("runner for %s node %d: the node is gone: %w", c.Name, rank, err)
+	}
+	return &runner{dir: dir}, nil
+}

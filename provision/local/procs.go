@@ -1,0 +1,182 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sortie/provision/node"
+)
+
+// proc is one live process of a node.
+type proc struct{ pid, pgid int }
+
+// nodeProcs returns the live processes, zombies aside, whose environment
+// carries node.DirEnv set to one of dirs: the wrapper and everything the task
+// started, including processes that left its process group.
+func nodeProcs(dirs []string) ([]proc, error) {
+	markers := make([][]byte, 0, len(dirs))
+	for _, d := range dirs {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		markers = append(markers, []byte(node.DirEnv+"="+d))
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("scan processes: %w", err)
+	}
+	self := os.Getpid()
+	var out []proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		state, pgid, ok := procStat(pid)
+		if !ok || state == "Z" || state == "X" {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or another user's
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if matchAny(kv, markers) {
+				out = append(out, proc{pid: pid, pgid: pgid})
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func matchAny(kv []byte, markers [][]byte) bool {
+	for _, m := range markers {
+		if bytes.Equal(kv, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads a process's state and process group from /proc/PID/stat.
+func procStat(pid int) (state string, pgid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	// The command name, in parentheses, may hold spaces and parentheses.
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 3 {
+		return "", 0, false
+	}
+	pgid, err = strconv.Atoi(fields[2])
+	return fields[0], pgid, err == nil
+}
+
+// groupAlive reports whether a live process, zombies aside, is in group pgid.
+func groupAlive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, g, ok := procStat(pid); ok && g == pgid && state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// signal sends sig to each process and its group, never to this process's
+// own group.
+func signal(procs []proc, sig syscall.Signal) {
+	own := syscall.Getpgrp()
+	for _, p := range procs {
+		if p.pgid > 1 && p.pgid != own {
+			syscall.Kill(-p.pgid, sig)
+		}
+		syscall.Kill(p.pid, sig)
+	}
+}
+
+// wrappersFirst orders procs so that the nodes' wrappers are signalled
+// first: a wrapper killed before its task cannot record an exit code for a
+// task the cloud took away.
+func wrappersFirst(procs []proc, dirs []string) []proc {
+	wrappers := map[int]bool{}
+	for _, d := range dirs {
+		wrappers[node.WrapperPID(d)] = true
+	}
+	out := make([]proc, 0, len(procs))
+	for _, p := range procs {
+		if wrappers[p.pid] {
+			out = append(out, p)
+		}
+	}
+	for _, p := range procs {
+		if !wrappers[p.pid] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// killNodes ends every process of the node directories: SIGTERM and up to
+// grace to exit, then SIGKILL (at once when grace is zero). It returns once
+// none is left, or with an error naming the survivors.
+func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
+	procs, err := nodeProcs(dirs)
+	if err != nil || len(procs) == 0 {
+		return err
+	}
+	if grace > 0 {
+		signal(wrappersFirst(procs, dirs), syscall.SIGTERM)
+		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil || len(procs) == 0 {
+			return err
+		}
+	}
+	signal(wrappersFirst(procs, dirs), syscall.SIGKILL)
+	procs, err = waitGone(ctx, dirs, 5*time.Second, syscall.SIGKILL)
+	if err != nil {
+		return err
+	}
+	if len(procs) > 0 {
+		return fmt.Errorf("processes %v survived SIGKILL", procs)
+	}
+	return nil
+}
+
+// waitGone polls every 10ms, for up to d, until no process of dirs is left,
+// and returns those that are. A non-zero resend is sent to each survivor on
+// every poll: a process forked into a new group after the first signal
+// escaped it.
+func waitGone(ctx context.Context, dirs []string, d time.Duration, resend syscall.Signal) ([]proc, error) {
+	deadline := time.Now().Add(d)
+	for {
+		procs, err := nodeProcs(dirs)
+		if err != nil || len(procs) == 0 || time.Now().After(deadline) {
+			return procs, err
+		}
+		if resend != 0 {
+			signal(procs, resend)
+		}
+		select {
+		case <-ctx.Done():
+			return procs, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

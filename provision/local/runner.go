@@ -1,0 +1,51 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"sortie/provision"
+)
+
+// runner runs commands on a local node: bash in the node's directory.
+type runner struct{ dir string }
+
+// Exec runs script with bash -c in the node directory. The command gets a
+// process group of its own so that cancelling ctx ends all of it; what it
+// detaches on purpose (the task wrapper) leaves that group and lives on.
+func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = r.dir
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A background child that keeps stdout open must not hold Exec forever.
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ctx.Err() == nil {
+		code := ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		return stdout.Bytes(), &provision.ExitError{Code: code, Stderr: stderr.String()}
+	}
+	if err != nil {
+		return stdout.Bytes(), fmt.Errorf("run bash in %s: %w", r.dir, err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// Dir is the node's directory.
+func (r *runner) Dir() string { return r.dir }
+
+// Close releases nothing: a local runner holds no connection.
+func (r *runner) Close() error { return nil }

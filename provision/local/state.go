@@ -1,0 +1,196 @@
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"sortie/provision"
+	"sortie/schema"
+)
+
+// Layout under Home/local:
+//
+//	lock                         flock held around every read-modify-write
+//	seq                          the last instance number handed out
+//	capacity.json                placements whose capacity is off
+//	clusters/<name>/cluster.json the cluster's record
+//	clusters/<name>/node-<rank>/ each node's directory (its Runner's Dir)
+
+// record is a cluster's cluster.json.
+type record struct {
+	Name      string            `json:"name"`
+	Placement schema.Placement  `json:"placement"`
+	Tags      map[string]string `json:"tags"`
+	Nodes     []nodeRecord      `json:"nodes"`
+}
+
+type nodeRecord struct {
+	Rank       int                 `json:"rank"`
+	InstanceID string              `json:"instance_id"`
+	State      provision.NodeState `json:"state"`
+	Reason     string              `json:"reason,omitempty"`
+}
+
+func root(home string) string                  { return filepath.Join(home, "local") }
+func (p *Provider) clustersDir() string        { return filepath.Join(root(p.home), "clusters") }
+func (p *Provider) clusterDir(n string) string { return filepath.Join(p.clustersDir(), n) }
+
+func (p *Provider) nodeDir(name string, rank int) string {
+	return filepath.Join(p.clusterDir(name), "node-"+strconv.Itoa(rank))
+}
+
+func (p *Provider) check() error {
+	if p.home == "" {
+		return provision.Prechecks(errors.New("local provider: Config.Home is empty; set SORTIE_HOME"))
+	}
+	return nil
+}
+
+// checkName keeps a cluster name to one plain directory name.
+func checkName(name string) error {
+	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") || len(name) > 200 {
+		return provision.Prechecks(fmt.Errorf("cluster name %q: want a plain name such as sortie-12-0-1", name))
+	}
+	return nil
+}
+
+// lock takes the exclusive lock on home's state. Locks are per open file, so
+// it also excludes other goroutines of this process.
+func lock(home string) (unlock func(), err error) {
+	if err := os.MkdirAll(root(home), 0o755); err != nil {
+		return nil, fmt.Errorf("lock local state: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(root(home), "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock local state: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// writeAtomic replaces path with data: readers see the old file or the new,
+// never a part, and the new one survives a crash.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// read loads a cluster's record; fs.ErrNotExist when there is none.
+func (p *Provider) read(name string) (*record, error) {
+	b, err := os.ReadFile(filepath.Join(p.clusterDir(name), "cluster.json"))
+	if err != nil {
+		return nil, err
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(p.clusterDir(name), "cluster.json"), err)
+	}
+	return &rec, nil
+}
+
+func (p *Provider) write(rec *record) error {
+	return writeJSON(filepath.Join(p.clusterDir(rec.Name), "cluster.json"), rec)
+}
+
+// nextIDs hands out n instance ids, never the same twice for one Home.
+// Callers hold the lock.
+func (p *Provider) nextIDs(n int) ([]string, error) {
+	path := filepath.Join(root(p.home), "seq")
+	last := 0
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if last, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+			return nil, fmt.Errorf("read %s: %w; remove it to restart numbering", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		last++
+		ids[i] = fmt.Sprintf("local-%06d", last)
+	}
+	if err := writeAtomic(path, []byte(strconv.Itoa(last)+"\n")); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// view is the cluster as Status reports it: a node whose directory is gone
+// (removed behind sortie's back) is NodeGone.
+func view(rec *record, present map[string]bool) *provision.Cluster {
+	c := &provision.Cluster{Name: rec.Name, Placement: rec.Placement, Tags: map[string]string{}}
+	for k, v := range rec.Tags {
+		c.Tags[k] = v
+	}
+	for _, n := range rec.Nodes {
+		node := provision.Node{Rank: n.Rank, InstanceID: n.InstanceID, IP: "127.0.0.1", State: n.State, Reason: n.Reason}
+		if !present["node-"+strconv.Itoa(n.Rank)] {
+			node.State, node.Reason = provision.NodeGone, "node directory removed"
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	return c
+}
+
+// load reads a cluster's record and which node directories exist.
+func (p *Provider) load(name string) (*provision.Cluster, *record, error) {
+	rec, err := p.read(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := os.ReadDir(p.clusterDir(name))
+	if err != nil {
+		return nil, nil, err
+	}
+	present := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() {
+			present[e.Name()] = true
+		}
+	}
+	return view(rec, present), rec, nil
+}
