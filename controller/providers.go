@@ -56,14 +56,20 @@ func (s *ProviderSet) Provider(ctx context.Context, cloud string) (provision.Pro
 
 // Local returns a local provider over the configured regions.
 func (s *ProviderSet) Local() *local.Provider {
-	regions := local.DefaultRegions()
-	if len(s.cfg.Local.Regions) > 0 {
-		regions = nil
-		for _, r := range s.cfg.Local.Regions {
-			regions = append(regions, local.Region{Name: r.Name, Zones: r.Zones})
-		}
+	return local.New(local.Config{Home: s.cfg.Home, Regions: s.LocalRegions()})
+}
+
+// LocalRegions are the local provider's regions: local.regions from the
+// config, else the default region with two zones.
+func (s *ProviderSet) LocalRegions() []local.Region {
+	if len(s.cfg.Local.Regions) == 0 {
+		return local.DefaultRegions()
 	}
-	return local.New(local.Config{Home: s.cfg.Home, Regions: regions})
+	var regions []local.Region
+	for _, r := range s.cfg.Local.Regions {
+		regions = append(regions, local.Region{Name: r.Name, Zones: r.Zones})
+	}
+	return regions
 }
 
 func (s *ProviderSet) names() []string {

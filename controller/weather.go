@@ -35,7 +35,7 @@ func (s *Service) Preempt(ctx context.Context, id int64, rank int) (string, erro
 // SetCapacity turns capacity at a local placement on or off.
 func (s *Service) SetCapacity(p schema.Placement, on bool) error {
 	known := false
-	for _, r := range s.Providers.Local().Regions() {
+	for _, r := range s.Providers.LocalRegions() {
 		if r.Name != p.Region {
 			continue
 		}
