@@ -26,6 +26,11 @@ type Service interface {
 	Show(ctx context.Context, id int64) (*controller.JobDetail, error)
 	Logs(ctx context.Context, req controller.LogsRequest, w io.Writer) error
 	Cancel(ctx context.Context, req controller.CancelRequest) ([]int64, error)
+	RetryTargets(ctx context.Context, req controller.RetryRequest) ([]controller.JobView, error)
+	Retry(ctx context.Context, req controller.RetryRequest) ([]controller.RetryResult, error)
+	Failures(ctx context.Context) ([]controller.FailureView, error)
+	ForgetFailure(ctx context.Context, prefix string) (string, error)
+	ForgetAllFailures(ctx context.Context) (int64, error)
 	Close() error
 }
 
@@ -137,7 +142,8 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		return &flagError{err: fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath())}
 	})
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
-	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil))
+	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
+		NewCmdRetry(f, nil), NewCmdFailures(f))
 	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
