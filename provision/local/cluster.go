@@ -9,14 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"sortie/provision"
 )
-
-// terminateGrace is how long Terminate lets a node's processes handle
-// SIGTERM before SIGKILL.
-const terminateGrace = 2 * time.Second
 
 // PreemptReason is the Reason of a node taken away by Preempt.
 const PreemptReason = "local spot interruption"
@@ -196,7 +191,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := killNodes(ctx, p.nodeDirs(name), terminateGrace); err != nil {
+	if err := killNodes(ctx, p.nodeDirs(name), p.grace); err != nil {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}
 	unlock, err := lock(p.home)

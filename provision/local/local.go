@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -48,7 +49,12 @@ func DefaultRegions() []Region {
 type Provider struct {
 	home    string
 	regions []Region
+	grace   time.Duration // Terminate's wait between SIGTERM and SIGKILL
 }
+
+// terminateGrace is how long Terminate lets a node's processes handle
+// SIGTERM before SIGKILL.
+const terminateGrace = 2 * time.Second
 
 var _ provision.Provider = (*Provider)(nil)
 
@@ -66,7 +72,7 @@ func New(cfg Config) *Provider {
 	if len(regions) == 0 {
 		regions = DefaultRegions()
 	}
-	return &Provider{home: home, regions: regions}
+	return &Provider{home: home, regions: regions, grace: terminateGrace}
 }
 
 // Name is "local".

@@ -14,25 +14,32 @@ import (
 	"sortie/provision/node"
 )
 
-// proc is one live process of a node.
-type proc struct{ pid, pgid int }
+// proc is one live process of a node: dir is the node directory in its
+// environment, which may be a subdirectory of the provider's node directory
+// (a restart on the same cluster runs in one of its own).
+type proc struct {
+	pid, pgid int
+	dir       string
+}
 
 // nodeProcs returns the live processes, zombies aside, whose environment
-// carries node.DirEnv set to one of dirs: the wrapper and everything the task
-// started, including processes that left its process group.
+// carries node.DirEnv set to one of dirs or a directory below one: the
+// wrapper and everything the task started, including processes that left its
+// process group.
 func nodeProcs(dirs []string) ([]proc, error) {
-	markers := make([][]byte, 0, len(dirs))
+	prefixes := make([]string, 0, len(dirs))
 	for _, d := range dirs {
 		if r, err := filepath.EvalSymlinks(d); err == nil {
 			d = r
 		}
-		markers = append(markers, []byte(node.DirEnv+"="+d))
+		prefixes = append(prefixes, filepath.Clean(d))
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("scan processes: %w", err)
 	}
 	self := os.Getpid()
+	key := []byte(node.DirEnv + "=")
 	var out []proc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -48,18 +55,22 @@ func nodeProcs(dirs []string) ([]proc, error) {
 			continue // gone, or another user's
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
-			if matchAny(kv, markers) {
-				out = append(out, proc{pid: pid, pgid: pgid})
-				break
+			if !bytes.HasPrefix(kv, key) {
+				continue
 			}
+			if d := string(kv[len(key):]); under(d, prefixes) {
+				out = append(out, proc{pid: pid, pgid: pgid, dir: d})
+			}
+			break
 		}
 	}
 	return out, nil
 }
 
-func matchAny(kv []byte, markers [][]byte) bool {
-	for _, m := range markers {
-		if bytes.Equal(kv, m) {
+// under reports whether dir is one of roots or below one.
+func under(dir string, roots []string) bool {
+	for _, r := range roots {
+		if dir == r || strings.HasPrefix(dir, r+"/") {
 			return true
 		}
 	}
@@ -115,10 +126,10 @@ func signal(procs []proc, sig syscall.Signal) {
 // wrappersFirst orders procs so that the nodes' wrappers are signalled
 // first: a wrapper killed before its task cannot record an exit code for a
 // task the cloud took away.
-func wrappersFirst(procs []proc, dirs []string) []proc {
+func wrappersFirst(procs []proc) []proc {
 	wrappers := map[int]bool{}
-	for _, d := range dirs {
-		wrappers[node.WrapperPID(d)] = true
+	for _, p := range procs {
+		wrappers[node.WrapperPID(p.dir)] = true
 	}
 	out := make([]proc, 0, len(procs))
 	for _, p := range procs {
@@ -143,12 +154,12 @@ func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
 		return err
 	}
 	if grace > 0 {
-		signal(wrappersFirst(procs, dirs), syscall.SIGTERM)
+		signal(wrappersFirst(procs), syscall.SIGTERM)
 		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil || len(procs) == 0 {
 			return err
 		}
 	}
-	signal(wrappersFirst(procs, dirs), syscall.SIGKILL)
+	signal(wrappersFirst(procs), syscall.SIGKILL)
 	procs, err = waitGone(ctx, dirs, 5*time.Second, syscall.SIGKILL)
 	if err != nil {
 		return err

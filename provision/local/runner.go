@@ -30,8 +30,11 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	// A background child that keeps stdout open must not hold Exec forever.
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
+	if err != nil && ctx.Err() != nil {
+		return stdout.Bytes(), fmt.Errorf("run bash in %s: %w", r.dir, ctx.Err())
+	}
 	var ee *exec.ExitError
-	if errors.As(err, &ee) && ctx.Err() == nil {
+	if errors.As(err, &ee) {
 		code := ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())

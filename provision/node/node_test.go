@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,12 +47,42 @@ func (r bashRunner) Close() error { return nil }
 func newNode(t *testing.T) bashRunner {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "node-0")
-	t.Cleanup(func() {
-		for _, g := range node.Groups(dir) {
-			syscall.Kill(-g, syscall.SIGKILL)
-		}
-	})
+	t.Cleanup(func() { killMarked(t, dir) })
 	return bashRunner{dir: dir}
+}
+
+// killMarked kills every process carrying dir as its node directory, with
+// its group, until none is left. The recorded groups are not enough: a test
+// may end between the wrapper starting a phase and recording its group.
+func killMarked(t *testing.T, dir string) {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	marker := []byte(node.DirEnv + "=" + dir)
+	for range 500 {
+		found := false
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, marker) }) {
+				continue
+			}
+			found = true
+			if pg, err := syscall.Getpgid(pid); err == nil && pg != syscall.Getpgrp() {
+				syscall.Kill(-pg, syscall.SIGKILL)
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if !found {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("processes of %s survived SIGKILL", dir)
 }
 
 // waitDone polls the node every 10ms until its task has an exit code.

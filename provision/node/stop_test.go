@@ -46,6 +46,8 @@ func startSleeping(t *testing.T, r bashRunner, run string) int {
 		t.Fatal(err)
 	}
 	waitFile(t, filepath.Join(r.dir, "workdir", "ready"))
+	// The wrapper records the group just after starting it.
+	waitFile(t, filepath.Join(r.dir, "pgid.run"))
 	b, err := os.ReadFile(filepath.Join(r.dir, "pgid.run"))
 	if err != nil {
 		t.Fatal(err)

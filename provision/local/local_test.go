@@ -1,0 +1,252 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"sortie/provision"
+	"sortie/schema"
+)
+
+func pl(region, zone string) schema.Placement {
+	return schema.Placement{Cloud: CloudName, Region: region, Zone: zone}
+}
+
+func TestPlacements(t *testing.T) {
+	p := New(Config{Home: t.TempDir(), Regions: []Region{
+		{Name: "west", Zones: []string{"west-b", "west-a"}},
+		{Name: "east"},
+		{Name: "north", Zones: []string{"north-a"}},
+	}})
+	tests := []struct {
+		name    string
+		r       schema.Resources
+		want    []schema.Placement
+		wantErr string
+	}{
+		{"all, in config order", schema.Resources{}, []schema.Placement{pl("west", "west-b"), pl("west", "west-a"), pl("east", ""), pl("north", "north-a")}, ""},
+		{"cloud named", schema.Resources{Cloud: "local"}, []schema.Placement{pl("west", "west-b"), pl("west", "west-a"), pl("east", ""), pl("north", "north-a")}, ""},
+		{"region pinned", schema.Resources{Region: "west"}, []schema.Placement{pl("west", "west-b"), pl("west", "west-a")}, ""},
+		{"zone pinned", schema.Resources{Region: "west", Zone: "west-a"}, []schema.Placement{pl("west", "west-a")}, ""},
+		{"zone pinned without region", schema.Resources{Zone: "north-a"}, []schema.Placement{pl("north", "north-a")}, ""},
+		{"zoneless region", schema.Resources{Region: "east"}, []schema.Placement{pl("east", "")}, ""},
+		{"other cloud", schema.Resources{Cloud: "aws"}, nil, `resources.cloud "aws"`},
+		{"unknown region", schema.Resources{Region: "mars"}, nil, `resources.region "mars": not a local region; offered: west/west-b, west/west-a, east, north/north-a`},
+		{"zone of another region", schema.Resources{Region: "west", Zone: "north-a"}, nil, `resources.zone "north-a": not a local zone in region west`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := p.Placements(context.Background(), tt.r)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || provision.Classify(err) != provision.ClassPrechecks {
+					t.Fatalf("err = %v (%s), want a prechecks error containing %q", err, provision.Classify(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("placements (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultRegions(t *testing.T) {
+	got, err := New(Config{Home: t.TempDir()}).Placements(context.Background(), schema.Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]schema.Placement{pl("local", "local-a"), pl("local", "local-b")}, got); diff != "" {
+		t.Errorf("default placements (-want +got):\n%s", diff)
+	}
+}
+
+func spec(name string, at schema.Placement, nodes int) provision.ClusterSpec {
+	return provision.ClusterSpec{Name: name, Placement: at, NumNodes: nodes,
+		Tags: map[string]string{provision.TagManaged: "true", provision.TagCluster: name}}
+}
+
+func TestCapacityIsSharedThroughFiles(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	if err := SetCapacity(p.home, schema.Placement{Region: "local", Zone: "local-a"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// Turning it off twice records it once.
+	if err := SetCapacity(p.home, pl("local", "local-a"), false); err != nil {
+		t.Fatal(err)
+	}
+	off, err := Capacity(p.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]schema.Placement{pl("local", "local-a")}, off); diff != "" {
+		t.Errorf("capacity off (-want +got):\n%s", diff)
+	}
+
+	// A provider built by another process sees it.
+	other := New(Config{Home: p.home})
+	_, err = other.Launch(ctx, spec("sortie-1-0-1", pl("local", "local-a"), 1))
+	if provision.Classify(err) != provision.ClassCapacity || !strings.Contains(err.Error(), "sortie local capacity local/local-a on") {
+		t.Errorf("launch in local-a: %v (%s), want a capacity error saying how to turn it on", err, provision.Classify(err))
+	}
+	if _, err := other.Launch(ctx, spec("sortie-1-0-2", pl("local", "local-b"), 1)); err != nil {
+		t.Errorf("launch in local-b: %v", err)
+	}
+
+	// A region entry covers all its zones.
+	if err := SetCapacity(p.home, pl("local", ""), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Launch(ctx, spec("sortie-1-0-3", pl("local", "local-b"), 1)); provision.Classify(err) != provision.ClassCapacity {
+		t.Errorf("launch in local-b with region local off: %v", err)
+	}
+
+	for _, at := range []schema.Placement{pl("local", "local-a"), pl("local", "")} {
+		if err := SetCapacity(p.home, at, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, _ := Capacity(p.home); len(off) != 0 {
+		t.Errorf("capacity off after turning all on: %v", off)
+	}
+	if _, err := p.Launch(ctx, spec("sortie-1-0-1", pl("local", "local-a"), 1)); err != nil {
+		t.Errorf("launch in local-a after turning it on: %v", err)
+	}
+	if err := SetCapacity(p.home, schema.Placement{Cloud: "aws", Region: "us-east-1"}, false); err == nil {
+		t.Error("SetCapacity accepted an aws placement")
+	}
+}
+
+func TestLaunchRejectsWhatNoRetryFixes(t *testing.T) {
+	p := newProvider(t)
+	for _, s := range []provision.ClusterSpec{
+		spec("", pl("local", "local-a"), 1),
+		spec("../escape", pl("local", "local-a"), 1),
+		spec(".hidden", pl("local", "local-a"), 1),
+		spec("sortie-1-0-1", pl("local", "local-z"), 1),
+		spec("sortie-1-0-1", pl("mars", ""), 1),
+		spec("sortie-1-0-1", schema.Placement{Cloud: "aws", Region: "local", Zone: "local-a"}, 1),
+		spec("sortie-1-0-1", pl("local", "local-a"), -1),
+	} {
+		if _, err := p.Launch(context.Background(), s); provision.Classify(err) != provision.ClassPrechecks {
+			t.Errorf("Launch %q at %s with %d nodes: %v, want a prechecks error", s.Name, s.Placement, s.NumNodes, err)
+		}
+	}
+	if names, _ := p.clusterNames(); len(names) != 0 {
+		t.Errorf("rejected launches left clusters: %v", names)
+	}
+}
+
+func TestConcurrentLaunchesOfOneNameMakeOneCluster(t *testing.T) {
+	p := newProvider(t)
+	s := spec("sortie-2-0-1", pl("local", "local-a"), 3)
+	got := make([][]string, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each goroutine stands for its own process: a provider of its own.
+			c, err := New(Config{Home: p.home}).Launch(context.Background(), s)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, n := range c.Nodes {
+				got[i] = append(got[i], n.InstanceID)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if diff := cmp.Diff(got[0], got[i]); diff != "" {
+			t.Errorf("launch %d returned other instances (-first +this):\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff([]string{"local-000001", "local-000002", "local-000003"}, got[0]); diff != "" {
+		t.Errorf("instance ids (-want +got):\n%s", diff)
+	}
+}
+
+func TestInterruptedLaunchLeavesNothing(t *testing.T) {
+	p := newProvider(t)
+	s := spec("sortie-3-0-1", pl("local", "local-a"), 1)
+	// A crash in the middle of create leaves its hidden directory behind.
+	if err := os.MkdirAll(filepath.Join(p.clustersDir(), ".new-"+s.Name, "node-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := p.Status(context.Background(), []string{s.Name}); err != nil || len(m) != 0 {
+		t.Errorf("Status of a half-created cluster = %v, %v; want absent", m, err)
+	}
+	if all, err := p.List(context.Background()); err != nil || len(all) != 0 {
+		t.Errorf("List with a half-created cluster = %v, %v; want none", all, err)
+	}
+	c, err := p.Launch(context.Background(), s)
+	if err != nil || len(c.Nodes) != 1 || c.Nodes[0].State != provision.NodeRunning {
+		t.Fatalf("Launch after a crash = %+v, %v", c, err)
+	}
+	if _, err := os.Stat(filepath.Join(p.clustersDir(), ".new-"+s.Name)); err == nil {
+		t.Error("the half-created directory is still there")
+	}
+}
+
+func TestRemovedNodeDirectoryIsGone(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	s := spec("sortie-4-0-1", pl("local", "local-b"), 2)
+	if _, err := p.Launch(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(p.nodeDir(s.Name, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c := mustStatus(t, p, s.Name)
+	if c.Nodes[0].State != provision.NodeRunning || c.Nodes[1].State != provision.NodeGone {
+		t.Errorf("states = %s, %s; want running, gone", c.Nodes[0].State, c.Nodes[1].State)
+	}
+	if _, err := p.Runner(ctx, c, 1); err == nil {
+		t.Error("Runner reached a node whose directory is gone")
+	}
+}
+
+func TestListSkipsUntaggedClusters(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	tagged := spec("sortie-5-0-1", pl("local", "local-a"), 1)
+	untagged := spec("someone-else", pl("local", "local-a"), 1)
+	untagged.Tags = nil
+	for _, s := range []provision.ClusterSpec{untagged, tagged} {
+		if _, err := p.Launch(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := p.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Name != tagged.Name {
+		t.Errorf("List = %v, want only %s", all, tagged.Name)
+	}
+}
+
+func mustStatus(t *testing.T, p *Provider, name string) *provision.Cluster {
+	t.Helper()
+	m, err := p.Status(context.Background(), []string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m[name]
+	if c == nil {
+		t.Fatalf("Status lacks %s", name)
+	}
+	return c
+}
