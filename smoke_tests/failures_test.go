@@ -155,6 +155,9 @@ run: |
 	if len(d.Attempts) != 2 {
 		t.Fatalf("attempts: %d", len(d.Attempts))
 	}
+	if _, err := os.Stat(e.home + "/local"); err != nil {
+		t.Fatalf("the local provider's state is not where this test looks: %v", err)
+	}
 	if ents, _ := os.ReadDir(e.home + "/local/clusters"); len(ents) != 0 {
 		t.Errorf("clusters left after the job ended: %v", ents)
 	}
