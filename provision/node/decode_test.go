@@ -1,0 +1,138 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// recorder is a runner that runs nothing and keeps what it was asked.
+type recorder struct {
+	dir     string
+	scripts []string
+	stdins  [][]byte
+	answer  []byte
+}
+
+func (r *recorder) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	r.scripts = append(r.scripts, script)
+	var in []byte
+	if stdin != nil {
+		in, _ = io.ReadAll(stdin)
+	}
+	r.stdins = append(r.stdins, in)
+	return r.answer, nil
+}
+func (r *recorder) Dir() string  { return r.dir }
+func (r *recorder) Close() error { return nil }
+
+func TestDecodeEveryOperation(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f.txt"), []byte("x"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	dir := "/nodes/it's a\nnode"
+	tests := []struct {
+		name string
+		call func(r *recorder) error
+		want Request
+	}{
+		{"start", func(r *recorder) error {
+			return Start(ctx, r, StartSpec{Run: "true", Workdir: "w d"})
+		}, Request{Op: OpStart, Dir: dir, Vars: map[string]string{"W": "w d"}}},
+		{"poll", func(r *recorder) error { _, err := Poll(ctx, r); return err },
+			Request{Op: OpPoll, Dir: dir, Vars: map[string]string{}}},
+		{"read log", func(r *recorder) error { _, err := ReadLog(ctx, r, 41); return err },
+			Request{Op: OpReadLog, Dir: dir, Vars: map[string]string{"FROM": "42", "MAX": "4194304"}}},
+		{"stop", func(r *recorder) error { return StopWithin(ctx, r, 0) },
+			Request{Op: OpStop, Dir: dir, Vars: map[string]string{"TICKS": "1"}}},
+		{"upload dir", func(r *recorder) error { return Upload(ctx, r, src, "workdir") },
+			Request{Op: OpUpload, Dir: dir, Vars: map[string]string{"T": "workdir"}}},
+		{"upload file", func(r *recorder) error { return Upload(ctx, r, filepath.Join(src, "f.txt"), "/etc/f") },
+			Request{Op: OpUploadFile, Dir: dir, Vars: map[string]string{"T": "/etc/f", "MODE": "640"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{dir: dir}
+			if err := tt.call(r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.scripts) != 1 {
+				t.Fatalf("%d scripts run, want 1", len(r.scripts))
+			}
+			got, ok := Decode(r.scripts[0])
+			if !ok {
+				t.Fatalf("Decode did not recognise the script:\n%s", r.scripts[0])
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decode (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeRefusesOtherScripts(t *testing.T) {
+	for _, s := range []string{
+		"echo hello",
+		"",
+		script(pollBody, "D", "/x") + "rm -rf /\n",                // a known body with more after it
+		"D=/x\n" + prelude + pollBody,                             // an unquoted value
+		script(pollBody, "X", "/x"),                               // no node directory
+		"D='/x\n" + prelude + pollBody,                            // an unterminated quote
+		"echo hi\n" + script(pollBody, "D", "/x")[len("D='/x'"):], // not an assignment
+	} {
+		if req, ok := Decode(s); ok {
+			t.Errorf("Decode(%q) = %+v, want not recognised", s, req)
+		}
+	}
+}
+
+func TestFormatStatusParsesBack(t *testing.T) {
+	for _, st := range []Status{
+		{},
+		{Started: true, Phase: PhaseSetup, WrapperAlive: true},
+		{Started: true, Phase: PhaseRun, WrapperAlive: true},
+		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 29},
+		{Started: true, Phase: PhaseSetup, Done: true, ExitCode: 143, WrapperAlive: true},
+		{Started: true, Phase: PhaseRun},
+	} {
+		got, err := parseStatus(FormatStatus(st))
+		if err != nil {
+			t.Fatalf("parse %+v: %v", st, err)
+		}
+		if got != st {
+			t.Errorf("FormatStatus(%+v) parses back as %+v", st, got)
+		}
+	}
+}
+
+func TestStartFilesAndEnv(t *testing.T) {
+	env := map[string]string{"A": "plain", "B": `it's "$quoted"`, "C": "two\nlines", "EMPTY": ""}
+	r := &recorder{dir: "/n"}
+	if err := Start(context.Background(), r, StartSpec{Setup: "echo s", Run: "echo r", Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := StartFiles(bytes.NewReader(r.stdins[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(files["run.sh"]) != "echo r" || string(files["setup.sh"]) != "echo s" || len(files["wrapper.sh"]) == 0 {
+		t.Errorf("start files: run %q setup %q wrapper %d bytes", files["run.sh"], files["setup.sh"], len(files["wrapper.sh"]))
+	}
+	got, err := ParseEnv(files["env"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(env, got); diff != "" {
+		t.Errorf("ParseEnv (-want +got):\n%s", diff)
+	}
+	if _, err := ParseEnv([]byte("A=1\n")); err == nil {
+		t.Error("ParseEnv of a line without export: no error")
+	}
+}
