@@ -1,0 +1,249 @@
+// Package aws is sortie's EC2 backend: it launches on-demand and spot
+// instances through aws-sdk-go-v2, reports their states in one
+// DescribeInstances per region, and reaches them over SSH.
+package aws
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"golang.org/x/crypto/ssh"
+
+	"sortie/provision"
+	"sortie/provision/sshrun"
+)
+
+// CloudName is the name of this backend in resources.cloud.
+const CloudName = "aws"
+
+// DefaultRegions are the regions considered when the config names none.
+func DefaultRegions() []string { return []string{"us-east-1", "us-west-2"} }
+
+// Config configures the EC2 backend. Only Home is required.
+type Config struct {
+	// Home is SORTIE_HOME: the SSH key and pinned host keys live in Home/keys.
+	Home string
+	// Regions are the regions sortie may launch in, in order of preference;
+	// empty means DefaultRegions. Status and List look in exactly these.
+	Regions []string
+	// Endpoint overrides the EC2 endpoint URL (an emulator, a VPC endpoint).
+	Endpoint string
+	// Profile is the shared-config profile; empty means the standard chain
+	// (environment, AWS_PROFILE, default profile, SSO, instance role).
+	Profile string
+	// SSHUser logs in to the instances; empty means "ubuntu", the default
+	// image's user.
+	SSHUser string
+	// ProxyCommand, when set, reaches instances as OpenSSH's ProxyCommand
+	// does (%h, %p, %r), e.g. through a bastion.
+	ProxyCommand string
+	// NodeDirRoot is the directory on the instances under which each node's
+	// own directory (named after its instance id) lives; empty means
+	// /home/<SSHUser>/sortie (/root/sortie for root).
+	NodeDirRoot string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives launch and termination events; nil means slog.Default.
+	Logger *slog.Logger
+
+	// Credentials replaces the standard credential chain (tests).
+	Credentials awssdk.CredentialsProvider
+	// RetryMaxAttempts bounds the SDK's attempts per call; zero means 3.
+	// Capacity and prechecks errors are never retried by the SDK.
+	RetryMaxAttempts int
+	// PollInterval is how often Launch checks booting instances; zero means 5s.
+	PollInterval time.Duration
+	// LaunchTimeout bounds how long Launch waits for instances to run and
+	// answer SSH; zero means 10 minutes.
+	LaunchTimeout time.Duration
+}
+
+// Provider is the EC2 backend. It is safe for concurrent use.
+type Provider struct {
+	cfg     Config
+	aws     awssdk.Config
+	signer  ssh.Signer
+	pubLine string
+	hosts   *sshrun.KnownHosts
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	clients map[string]ec2API
+	cache   cache
+}
+
+var _ provision.Provider = (*Provider)(nil)
+
+// New loads the AWS configuration (credentials are only resolved by the first
+// call) and sortie's SSH key, creating the key on first use.
+func New(ctx context.Context, cfg Config) (*Provider, error) {
+	if cfg.Home == "" {
+		return nil, fmt.Errorf("aws provider: Config.Home is empty; set it to SORTIE_HOME")
+	}
+	cfg = withDefaults(cfg)
+	awsCfg, err := loadAWSConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	keys := filepath.Join(cfg.Home, "keys")
+	signer, line, err := sshrun.LoadOrCreateKey(keys)
+	if err != nil {
+		return nil, fmt.Errorf("aws provider: %w", err)
+	}
+	return &Provider{
+		cfg:     cfg,
+		aws:     awsCfg,
+		signer:  signer,
+		pubLine: line,
+		hosts:   sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile)),
+		log:     cfg.Logger,
+		clients: map[string]ec2API{},
+		cache:   newCache(),
+	}, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if len(cfg.Regions) == 0 {
+		cfg.Regions = DefaultRegions()
+	}
+	cfg.Regions = slices.Clone(cfg.Regions)
+	if cfg.SSHUser == "" {
+		cfg.SSHUser = "ubuntu"
+	}
+	if cfg.NodeDirRoot == "" {
+		if cfg.SSHUser == "root" {
+			cfg.NodeDirRoot = "/root/sortie"
+		} else {
+			cfg.NodeDirRoot = "/home/" + cfg.SSHUser + "/sortie"
+		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RetryMaxAttempts <= 0 {
+		cfg.RetryMaxAttempts = 3
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 5 * time.Second
+	}
+	if cfg.LaunchTimeout <= 0 {
+		cfg.LaunchTimeout = 10 * time.Minute
+	}
+	return cfg
+}
+
+func loadAWSConfig(ctx context.Context, cfg Config) (awssdk.Config, error) {
+	attempts := cfg.RetryMaxAttempts
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(cfg.Regions[0]),
+		config.WithRetryer(func() awssdk.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = attempts
+				o.MaxBackoff = 5 * time.Second
+				// A retry budget shared by every call would turn a burst of
+				// capacity errors into "quota exceeded" for unrelated calls.
+				o.RateLimiter = ratelimit.None
+				o.Retryables = append([]retry.IsErrorRetryable{noRetry()}, o.Retryables...)
+			})
+		}),
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	if cfg.Credentials != nil {
+		opts = append(opts, config.WithCredentialsProvider(cfg.Credentials))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return awssdk.Config{}, provision.Prechecks(fmt.Errorf("load AWS configuration (profile %q): %w", cfg.Profile, err))
+	}
+	return awsCfg, nil
+}
+
+// Name implements provision.Provider.
+func (p *Provider) Name() string { return CloudName }
+
+// client returns the EC2 client of a region.
+func (p *Provider) client(region string) ec2API {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[region]; ok {
+		return c
+	}
+	endpoint := p.cfg.Endpoint
+	c := ec2.NewFromConfig(p.aws, func(o *ec2.Options) {
+		o.Region = region
+		if endpoint != "" {
+			o.BaseEndpoint = awssdk.String(endpoint)
+		}
+	})
+	p.clients[region] = c
+	return c
+}
+
+// knownRegion reports whether region is one sortie is configured to use.
+func (p *Provider) knownRegion(region string) bool {
+	return slices.Contains(p.cfg.Regions, region)
+}
+
+// nodeDir is a node's own directory on its instance.
+func (p *Provider) nodeDir(instanceID string) string {
+	return path.Join(p.cfg.NodeDirRoot, instanceID)
+}
+
+// Runner implements provision.Provider: SSH to the node's public address
+// (else private), through the proxy command when one is set.
+func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
+	if c == nil || rank < 0 || rank >= len(c.Nodes) {
+		return nil, fmt.Errorf("runner: cluster has no node of rank %d", rank)
+	}
+	n := c.Nodes[rank]
+	addr, err := p.sshAddress(ctx, c.Placement.Region, n.InstanceID)
+	if err != nil {
+		return nil, fmt.Errorf("runner for %s node %d: %w", c.Name, rank, err)
+	}
+	return sshrun.Dial(ctx, sshrun.Config{
+		Addr:         addr,
+		User:         p.cfg.SSHUser,
+		Signer:       p.signer,
+		HostKeyStore: p.hosts,
+		HostID:       n.InstanceID,
+		ProxyCommand: p.cfg.ProxyCommand,
+		Dir:          p.nodeDir(n.InstanceID),
+	})
+}
+
+// sshAddress is the address SSH reaches an instance at, remembered from
+// the last describe, else looked up.
+func (p *Provider) sshAddress(ctx context.Context, region, instanceID string) (string, error) {
+	if addr, ok := p.cache.address(instanceID); ok {
+		return addr, nil
+	}
+	out, err := p.client(region).DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+	if err != nil {
+		return "", classify(fmt.Errorf("describe %s in %s: %w", instanceID, region, err))
+	}
+	for _, r := range out.Reservations {
+		for _, in := range r.Instances {
+			p.cache.remember(in)
+		}
+	}
+	if addr, ok := p.cache.address(instanceID); ok {
+		return addr, nil
+	}
+	return "", fmt.Errorf("instance %s in %s has no IP address", instanceID, region)
+}

@@ -1,0 +1,322 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"sortie/provision"
+	"sortie/schema"
+)
+
+// StateReason codes EC2 gives a spot instance it takes back.
+const (
+	ReasonSpotTermination = "Server.SpotInstanceTermination"
+	ReasonSpotShutdown    = "Server.SpotInstanceShutdown"
+	ReasonUserShutdown    = "Client.UserInitiatedShutdown"
+)
+
+// nodeState maps an instance's state and StateReason code to sortie's view.
+// A terminated or stopped instance with a cloud-side reason (Server.*) was
+// taken away: preempted. Terminated at a user's request (sortie's own
+// Terminate, or someone in the console) is terminated. Terminated for any
+// other reason, or none, is gone.
+func nodeState(state types.InstanceStateName, reasonCode string) provision.NodeState {
+	cloudSide := strings.HasPrefix(reasonCode, "Server.")
+	switch state {
+	case types.InstanceStateNamePending:
+		return provision.NodePending
+	case types.InstanceStateNameRunning:
+		return provision.NodeRunning
+	case types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated:
+		switch {
+		case cloudSide:
+			return provision.NodePreempted
+		case reasonCode == ReasonUserShutdown:
+			return provision.NodeTerminated
+		}
+		return provision.NodeGone
+	case types.InstanceStateNameStopping, types.InstanceStateNameStopped:
+		if reasonCode == ReasonSpotTermination || reasonCode == ReasonSpotShutdown {
+			return provision.NodePreempted
+		}
+		return provision.NodeStopped
+	}
+	return provision.NodeGone
+}
+
+// live reports whether an instance still exists in a form that costs money
+// or could come back.
+func live(in types.Instance) bool {
+	if in.State == nil {
+		return false
+	}
+	return in.State.Name != types.InstanceStateNameTerminated && in.State.Name != types.InstanceStateNameShuttingDown
+}
+
+func tagMap(tags []types.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[awssdk.ToString(t.Key)] = awssdk.ToString(t.Value)
+	}
+	return m
+}
+
+// rankOf is the node rank sortie tagged, else the launch index (the tag is
+// added right after RunInstances; a crash in between leaves only the index).
+func rankOf(in types.Instance) int {
+	if v, ok := tagMap(in.Tags)[provision.TagRank]; ok {
+		if r, err := strconv.Atoi(v); err == nil {
+			return r
+		}
+	}
+	return int(awssdk.ToInt32(in.AmiLaunchIndex))
+}
+
+// clustersFrom groups a region's sortie instances into clusters. When a
+// rank has several instances (a cluster name relaunched after a failed
+// launch was cleaned up), the newest one stands for it.
+func clustersFrom(region string, instances []types.Instance) map[string]*provision.Cluster {
+	byName := map[string]map[int]types.Instance{}
+	for _, in := range instances {
+		name := tagMap(in.Tags)[provision.TagCluster]
+		if name == "" {
+			continue
+		}
+		if byName[name] == nil {
+			byName[name] = map[int]types.Instance{}
+		}
+		rank := rankOf(in)
+		old, seen := byName[name][rank]
+		if !seen || newer(in, old) {
+			byName[name][rank] = in
+		}
+	}
+	out := map[string]*provision.Cluster{}
+	for name, ranks := range byName {
+		keys := make([]int, 0, len(ranks))
+		for r := range ranks {
+			keys = append(keys, r)
+		}
+		sort.Ints(keys)
+		c := &provision.Cluster{Name: name, Tags: map[string]string{}}
+		for i, r := range keys {
+			in := ranks[r]
+			if i == 0 {
+				c.Placement = schema.Placement{Cloud: CloudName, Region: region}
+				if in.Placement != nil {
+					c.Placement.Zone = awssdk.ToString(in.Placement.AvailabilityZone)
+				}
+				for k, v := range tagMap(in.Tags) {
+					if k != "Name" && k != provision.TagRank {
+						c.Tags[k] = v
+					}
+				}
+			}
+			c.Nodes = append(c.Nodes, nodeOf(r, in))
+		}
+		out[name] = c
+	}
+	return out
+}
+
+func newer(a, b types.Instance) bool {
+	ta, tb := awssdk.ToTime(a.LaunchTime), awssdk.ToTime(b.LaunchTime)
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return live(a) && !live(b)
+}
+
+func nodeOf(rank int, in types.Instance) provision.Node {
+	n := provision.Node{Rank: rank, InstanceID: awssdk.ToString(in.InstanceId)}
+	// Peers reach each other inside the VPC.
+	n.IP = awssdk.ToString(in.PrivateIpAddress)
+	if n.IP == "" {
+		n.IP = awssdk.ToString(in.PublicIpAddress)
+	}
+	var state types.InstanceStateName
+	if in.State != nil {
+		state = in.State.Name
+	}
+	code := ""
+	if in.StateReason != nil {
+		code = awssdk.ToString(in.StateReason.Code)
+	}
+	n.State = nodeState(state, code)
+	n.Reason = code
+	if n.Reason == "" && n.State != provision.NodeRunning && n.State != provision.NodePending {
+		n.Reason = awssdk.ToString(in.StateTransitionReason)
+	}
+	return n
+}
+
+// describe lists a region's instances matching filters, every page.
+func (p *Provider) describe(ctx context.Context, region string, filters ...types.Filter) ([]types.Instance, error) {
+	var out []types.Instance
+	pages := ec2.NewDescribeInstancesPaginator(p.client(region), &ec2.DescribeInstancesInput{
+		Filters:    filters,
+		MaxResults: awssdk.Int32(1000),
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, classify(fmt.Errorf("describe sortie's instances in %s: %w", region, err))
+		}
+		for _, r := range page.Reservations {
+			for _, in := range r.Instances {
+				p.cache.remember(in)
+				out = append(out, in)
+			}
+		}
+	}
+	return out, nil
+}
+
+func tagFilter(key string, values ...string) types.Filter {
+	return types.Filter{Name: awssdk.String("tag:" + key), Values: values}
+}
+
+// eachRegion runs fn for every configured region at once and merges the
+// clusters they find; the first error wins.
+func (p *Provider) eachRegion(ctx context.Context, fn func(ctx context.Context, region string) (map[string]*provision.Cluster, error)) (map[string]*provision.Cluster, error) {
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		all      = map[string]*provision.Cluster{}
+	)
+	for _, region := range p.cfg.Regions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found, err := fn(ctx, region)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			for name, c := range found {
+				// A name in two regions: prefer the one with a live node.
+				if old, ok := all[name]; !ok || (!anyLive(old) && anyLive(c)) {
+					all[name] = c
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return all, nil
+}
+
+func anyLive(c *provision.Cluster) bool {
+	for _, n := range c.Nodes {
+		switch n.State {
+		case provision.NodePending, provision.NodeRunning, provision.NodeStopped:
+			return true
+		}
+	}
+	return false
+}
+
+// Status implements provision.Provider with one paginated DescribeInstances
+// per region for all of sortie's instances there, whatever the number of
+// clusters asked about.
+func (p *Provider) Status(ctx context.Context, names []string) (map[string]*provision.Cluster, error) {
+	out := map[string]*provision.Cluster{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	all, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
+		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"))
+		if err != nil {
+			return nil, err
+		}
+		return clustersFrom(region, instances), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if c, ok := all[name]; ok {
+			out[name] = c
+		}
+	}
+	return out, nil
+}
+
+// List implements provision.Provider: every cluster sortie tagged that still
+// has an instance not terminated.
+func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
+	all, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
+		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"))
+		if err != nil {
+			return nil, err
+		}
+		var keep []types.Instance
+		names := map[string]bool{}
+		for _, in := range instances {
+			if live(in) {
+				names[tagMap(in.Tags)[provision.TagCluster]] = true
+			}
+		}
+		for _, in := range instances {
+			if names[tagMap(in.Tags)[provision.TagCluster]] {
+				keep = append(keep, in)
+			}
+		}
+		return clustersFrom(region, keep), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*provision.Cluster, 0, len(all))
+	for _, c := range all {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Terminate implements provision.Provider: every instance tagged with the
+// cluster's name, in every configured region, is terminated.
+func (p *Provider) Terminate(ctx context.Context, name string) error {
+	_, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
+		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, name))
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		for _, in := range instances {
+			if live(in) {
+				ids = append(ids, awssdk.ToString(in.InstanceId))
+			}
+		}
+		return nil, p.terminateIDs(ctx, region, name, ids)
+	})
+	return err
+}
+
+func (p *Provider) terminateIDs(ctx context.Context, region, name string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := p.client(region).TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids})
+	if err != nil && apiCode(err) != "InvalidInstanceID.NotFound" {
+		return classify(fmt.Errorf("terminate %s (%s) in %s: %w", name, strings.Join(ids, ", "), region, err))
+	}
+	p.log.Info("terminated instances", "cluster", name, "region", region, "instances", ids)
+	return nil
+}
