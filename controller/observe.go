@@ -33,15 +33,8 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 	if !ok {
 		return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, reason: fmt.Sprintf("cluster %s is gone", a.Cluster)})
 	}
-	for _, n := range cl.Nodes {
-		switch n.State {
-		case provision.NodePreempted, provision.NodeStopped:
-			return c.endAttempt(ctx, j, a, ended{outcome: strategy.Preempted, detail: n.Reason,
-				reason: fmt.Sprintf("node %d %s in %s", n.Rank, n.State, attemptPlacement(a))})
-		case provision.NodeGone, provision.NodeTerminated:
-			return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, detail: n.Reason,
-				reason: fmt.Sprintf("node %d is gone from %s", n.Rank, attemptPlacement(a))})
-		}
+	if e, ok := cloudEnded(cl, a); ok {
+		return c.endAttempt(ctx, j, a, e)
 	}
 	prov, err := c.Providers.Provider(ctx, a.Cloud)
 	if err != nil {
@@ -66,6 +59,35 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 	return c.judge(ctx, j, a, prov, cl, sts)
 }
 
+// cloudEnded says whether the cloud has taken a node of cl away.
+func cloudEnded(cl *provision.Cluster, a *store.Attempt) (ended, bool) {
+	for _, n := range cl.Nodes {
+		switch n.State {
+		case provision.NodePreempted, provision.NodeStopped:
+			return ended{outcome: strategy.Preempted, detail: n.Reason,
+				reason: fmt.Sprintf("node %d %s in %s", n.Rank, n.State, attemptPlacement(a))}, true
+		case provision.NodeGone, provision.NodeTerminated:
+			return ended{outcome: strategy.NodeLost, detail: n.Reason,
+				reason: fmt.Sprintf("node %d is gone from %s", n.Rank, attemptPlacement(a))}, true
+		}
+	}
+	return ended{}, false
+}
+
+// preemptedSince asks the provider afresh whether a's cluster lost a node
+// after this tick's snapshot was taken.
+func (c *Controller) preemptedSince(ctx context.Context, prov provision.Provider, a *store.Attempt) (ended, bool) {
+	got, err := prov.Status(ctx, []string{a.Cluster})
+	if err != nil {
+		return ended{}, false
+	}
+	cl, ok := got[a.Cluster]
+	if !ok {
+		return ended{outcome: strategy.NodeLost, reason: fmt.Sprintf("cluster %s is gone", a.Cluster)}, true
+	}
+	return cloudEnded(cl, a)
+}
+
 // judge ends the attempt once every node has an exit code. When one node
 // failed, the others are stopped so the attempt does not wait for them.
 func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
@@ -78,10 +100,21 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			codes[rank] = &code
 			failed = failed || code != 0
 		case !st.WrapperAlive:
+			if e, ok := c.preemptedSince(ctx, prov, a); ok {
+				return c.endAttempt(ctx, j, a, e)
+			}
 			return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, codes: codes,
 				reason: fmt.Sprintf("the task's wrapper on node %d died without an exit code", rank)})
 		default:
 			done = false
+		}
+	}
+	if done && failed {
+		// A spot interruption kills the task before the cloud reports the
+		// node gone: ask the cloud again before calling it the user's failure.
+		if e, ok := c.preemptedSince(ctx, prov, a); ok {
+			e.codes = codes
+			return c.endAttempt(ctx, j, a, e)
 		}
 	}
 	if !done {

@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/provision/node"
+	"sortie/schema"
+)
+
+// fakeCloud is a provider whose node states the test sets; its nodes
+// cannot be reached, which the controller must survive.
+type fakeCloud struct {
+	clusters   map[string]*provision.Cluster
+	terminated []string
+}
+
+func (f *fakeCloud) Name() string { return "fake" }
+func (f *fakeCloud) Placements(context.Context, schema.Resources) ([]schema.Placement, error) {
+	return []schema.Placement{{Cloud: "fake", Region: "r", Zone: "r-a"}}, nil
+}
+func (f *fakeCloud) Launch(_ context.Context, s provision.ClusterSpec) (*provision.Cluster, error) {
+	cl := &provision.Cluster{Name: s.Name, Placement: s.Placement, Nodes: []provision.Node{{Rank: 0, State: provision.NodeRunning}}}
+	f.clusters[s.Name] = cl
+	return cl, nil
+}
+func (f *fakeCloud) Status(_ context.Context, names []string) (map[string]*provision.Cluster, error) {
+	out := map[string]*provision.Cluster{}
+	for _, n := range names {
+		if cl, ok := f.clusters[n]; ok {
+			out[n] = cl
+		}
+	}
+	return out, nil
+}
+func (f *fakeCloud) Terminate(_ context.Context, name string) error {
+	f.terminated = append(f.terminated, name)
+	return nil
+}
+func (f *fakeCloud) List(context.Context) ([]*provision.Cluster, error) { return nil, nil }
+func (f *fakeCloud) Runner(context.Context, *provision.Cluster, int) (provision.Runner, error) {
+	return nil, errors.New("unreachable")
+}
+
+type oneCloud struct{ p provision.Provider }
+
+func (o oneCloud) Provider(context.Context, string) (provision.Provider, error) { return o.p, nil }
+func (o oneCloud) Clouds() []string                                            { return []string{"fake"} }
+
+func newTestController(t *testing.T, cloud *fakeCloud) *Controller {
+	t.Helper()
+	home := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(home, "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg, err := LoadConfig(home, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(st, cfg, oneCloud{cloud}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c.Now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	c.Rand = func() float64 { return 0 }
+	return c
+}
+
+// runningAttempt stores a job with one attempt running on the fake cloud.
+func runningAttempt(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) (*store.Job, *store.Attempt) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := schema.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.Marshal()
+	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Store.NewAttempt(ctx, id, 0, func(n int) string { return provision.ClusterName(id, 0, n) }, nil, store.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud.clusters[a.Cluster] = &provision.Cluster{Name: a.Cluster, Nodes: []provision.Node{{Rank: 0, State: provision.NodeRunning}}}
+	if err := c.Store.MarkLaunched(ctx, a.ID, "fake", "r", "r-a", []string{"i-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store.MarkRunning(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Cloud, a.Region, a.Zone, a.State = "fake", "r", "r-a", store.AttemptRunning
+	j, err := c.Store.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j, a
+}
+
+func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
+	code := func(n int) node.Status { return node.Status{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: n} }
+	for _, tc := range []struct {
+		name        string
+		statuses    []node.Status
+		preempted   bool
+		wantOutcome string
+		wantRestart int
+	}{
+		// The snapshot said running; by the time the node was polled the
+		// cloud had taken it, killing the wrapper.
+		{"wrapper dead, cloud took the node", []node.Status{{Started: true}}, true, "preempted", 0},
+		{"wrapper dead, node still up", []node.Status{{Started: true}}, false, "node_lost", 0},
+		// A spot interruption's SIGTERM reached the task before the cloud
+		// reported the node gone.
+		{"exit 143, cloud took the node", []node.Status{code(143)}, true, "preempted", 0},
+		{"exit 143, node still up", []node.Status{code(143)}, false, "user_failure", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+			c := newTestController(t, cloud)
+			j, a := runningAttempt(t, c, cloud, "resources: {job_recovery: {max_restarts_on_errors: 3}}\nrun: train\n")
+			snapshot := cloud.clusters[a.Cluster]
+			if tc.preempted {
+				cloud.clusters[a.Cluster] = &provision.Cluster{Name: a.Cluster, Nodes: []provision.Node{{Rank: 0, State: provision.NodePreempted}}}
+			}
+			if err := c.judge(context.Background(), j, a, cloud, snapshot, tc.statuses); err != nil {
+				t.Fatal(err)
+			}
+			as, _ := c.Store.Attempts(context.Background(), j.ID)
+			if got := as[0].Outcome; got != tc.wantOutcome {
+				t.Errorf("outcome %q, want %q", got, tc.wantOutcome)
+			}
+			got, _ := c.Store.Job(context.Background(), j.ID)
+			if got.RestartsOnErrors != tc.wantRestart || got.Status != store.Recovering {
+				t.Errorf("job %s restarts_on_errors %d, want RECOVERING and %d", got.Status, got.RestartsOnErrors, tc.wantRestart)
+			}
+		})
+	}
+}
