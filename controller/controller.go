@@ -184,7 +184,15 @@ func (c *Controller) SweepOrphans(ctx context.Context) error {
 	for _, a := range open {
 		live[a.Cluster] = true
 	}
-	for _, cloud := range c.Providers.Clouds() {
+	used, err := c.Store.Clouds(ctx)
+	if err != nil {
+		return err
+	}
+	clouds := map[string]bool{}
+	for _, cl := range append(c.Providers.Clouds(), used...) {
+		clouds[cl] = true
+	}
+	for cloud := range clouds {
 		p, err := c.Providers.Provider(ctx, cloud)
 		if err != nil {
 			continue

@@ -44,7 +44,13 @@ func (f *fakeCloud) Terminate(_ context.Context, name string) error {
 	f.terminated = append(f.terminated, name)
 	return nil
 }
-func (f *fakeCloud) List(context.Context) ([]*provision.Cluster, error) { return nil, nil }
+func (f *fakeCloud) List(context.Context) ([]*provision.Cluster, error) {
+	var out []*provision.Cluster
+	for _, cl := range f.clusters {
+		out = append(out, cl)
+	}
+	return out, nil
+}
 func (f *fakeCloud) Runner(context.Context, *provision.Cluster, int) (provision.Runner, error) {
 	return nil, errors.New("unreachable")
 }
@@ -142,5 +148,19 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 				t.Errorf("job %s restarts_on_errors %d, want RECOVERING and %d", got.Status, got.RestartsOnErrors, tc.wantRestart)
 			}
 		})
+	}
+}
+
+func TestSweepTerminatesOnlyOrphans(t *testing.T) {
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	_, live := runningAttempt(t, c, cloud, "run: train\n")
+	// Left by a controller killed after ending an attempt, before teardown.
+	cloud.clusters["sortie-99-0-1"] = &provision.Cluster{Name: "sortie-99-0-1", Nodes: []provision.Node{{State: provision.NodeRunning}}}
+	if err := c.SweepOrphans(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(cloud.terminated) != 1 || cloud.terminated[0] != "sortie-99-0-1" {
+		t.Errorf("terminated %v; want only the orphan, not %s", cloud.terminated, live.Cluster)
 	}
 }

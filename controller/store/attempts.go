@@ -238,3 +238,22 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) error {
 	_, err := s.db.ExecContext(ctx, q, args...)
 	return err
 }
+
+// Clouds lists every cloud any attempt has used, so a restarted controller
+// knows where to look for clusters it may have left behind.
+func (s *Store) Clouds(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT cloud FROM attempts WHERE cloud <> ''`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
