@@ -58,7 +58,7 @@ func (f *fakeCloud) Runner(context.Context, *provision.Cluster, int) (provision.
 type oneCloud struct{ p provision.Provider }
 
 func (o oneCloud) Provider(context.Context, string) (provision.Provider, error) { return o.p, nil }
-func (o oneCloud) Clouds() []string                                            { return []string{"fake"} }
+func (o oneCloud) Clouds() []string                                             { return []string{"fake"} }
 
 func newTestController(t *testing.T, cloud *fakeCloud) *Controller {
 	t.Helper()
@@ -111,7 +111,9 @@ func runningAttempt(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) 
 }
 
 func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
-	code := func(n int) node.Status { return node.Status{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: n} }
+	code := func(n int) node.Status {
+		return node.Status{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: n}
+	}
 	for _, tc := range []struct {
 		name        string
 		statuses    []node.Status
