@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// saved is the state file's content.
+type saved struct {
+	Seq      int64               `json:"seq"`
+	Capacity map[string]int      `json:"capacity,omitempty"`
+	Clusters map[string]*cluster `json:"clusters"`
+}
+
+// stateFile is where an opened provider keeps its state. Only the process
+// holding its lock writes it; any other opens it read-only, so two
+// processes never overwrite each other's clusters.
+type stateFile struct {
+	path     string
+	lock     *os.File // nil when another process holds the lock
+	mu       sync.Mutex
+	written  uint64 // generation of the newest write
+	gen      uint64 // generation of the newest snapshot; under Provider.mu
+	lastSave time.Time
+}
+
+// Open returns a simulated cloud whose state is kept in the file at path:
+// the state saved there is loaded, and changes are saved back at most every
+// cfg.SaveEvery. The first process to open path writes it; others only
+// read it.
+func Open(path string, cfg Config) (*Provider, error) {
+	p := New(cfg)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open sim state: %w", err)
+	}
+	sf := &stateFile{path: path}
+	lk, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open sim state: %w", err)
+	}
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		sf.lock = lk
+	} else {
+		lk.Close()
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		sf.close()
+		return nil, fmt.Errorf("open sim state: %w", err)
+	default:
+		var s saved
+		if err := json.Unmarshal(b, &s); err != nil {
+			sf.close()
+			return nil, fmt.Errorf("open sim state %s: %w (remove it to start an empty cloud)", path, err)
+		}
+		p.seq = s.Seq
+		if s.Capacity != nil {
+			p.capacity = s.Capacity
+		}
+		for name, c := range s.Clusters {
+			p.clusters[name] = c
+			p.inUse[zoneKey(c.placement())] += len(c.Nodes)
+		}
+	}
+	p.store = sf
+	sf.lastSave = p.cfg.Now()
+	return p, nil
+}
+
+// Close saves what has not been saved and releases the state file.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	save := p.snapshot()
+	p.mu.Unlock()
+	err := save()
+	if p.store != nil {
+		p.store.close()
+	}
+	return err
+}
+
+func (sf *stateFile) close() {
+	if sf.lock != nil {
+		sf.lock.Close()
+		sf.lock = nil
+	}
+}
+
+// saveDue returns a function that saves the state when it changed and the
+// last save is SaveEvery old; p.mu is held, the function is called after
+// releasing it.
+func (p *Provider) saveDue(now time.Time) func() error {
+	if p.store == nil || p.store.lock == nil || !p.dirty || now.Sub(p.store.lastSave) < p.cfg.SaveEvery {
+		return func() error { return nil }
+	}
+	return p.snapshot()
+}
+
+// snapshot encodes the state under p.mu and returns the function that
+// writes it.
+func (p *Provider) snapshot() func() error {
+	sf := p.store
+	if sf == nil || sf.lock == nil || !p.dirty {
+		return func() error { return nil }
+	}
+	b, err := json.Marshal(saved{Seq: p.seq, Capacity: p.capacity, Clusters: p.clusters})
+	if err != nil {
+		return func() error { return fmt.Errorf("save sim state: %w", err) }
+	}
+	p.dirty = false
+	sf.gen++
+	gen := sf.gen
+	sf.lastSave = p.cfg.Now()
+	return func() error { return sf.write(gen, b) }
+}
+
+// write replaces the file with b unless a newer snapshot was written.
+func (sf *stateFile) write(gen uint64, b []byte) error {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if gen <= sf.written {
+		return nil
+	}
+	tmp := sf.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("save sim state: %w", err)
+	}
+	if err := os.Rename(tmp, sf.path); err != nil {
+		return fmt.Errorf("save sim state: %w", err)
+	}
+	sf.written = gen
+	return nil
+}
+
+// logSave logs a failed save: the calls that trigger saves answer about the
+// cloud, which a full disk on the controller has not changed.
+func (p *Provider) logSave(err error) {
+	if err != nil {
+		p.cfg.Log.Warn("sim state not saved; a restarted controller may find older clusters", "err", err)
+	}
+}
