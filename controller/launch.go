@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -235,6 +236,9 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 			return fmt.Errorf("upload workdir %s: %w", dir, err)
 		}
 	}
+	if err := uploadMounts(ctx, r, task, j.BaseDir); err != nil {
+		return err
+	}
 	env := map[string]string{}
 	for k, v := range task.Envs {
 		env[k] = v
@@ -276,3 +280,28 @@ type attemptRunner struct {
 }
 
 func (r attemptRunner) Dir() string { return r.dir }
+
+// uploadMounts copies each local file_mounts source to its destination on
+// the node: an absolute path as given, a relative one under the task's
+// workdir (where the task runs).
+func uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, baseDir string) error {
+	dsts := make([]string, 0, len(task.FileMounts))
+	for dst := range task.FileMounts {
+		dsts = append(dsts, dst)
+	}
+	sort.Strings(dsts)
+	for _, dst := range dsts {
+		src := task.FileMounts[dst]
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(baseDir, src)
+		}
+		remote := dst
+		if !filepath.IsAbs(remote) {
+			remote = filepath.Join("workdir", remote)
+		}
+		if err := node.Upload(ctx, r, src, remote); err != nil {
+			return fmt.Errorf("file_mounts %s: %w", dst, err)
+		}
+	}
+	return nil
+}

@@ -69,6 +69,9 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 		return nil, err
 	}
 	applyLaunchOverrides(p, req)
+	if err := checkMountSources(p); err != nil {
+		return nil, err
+	}
 	base, err := filepath.Abs(filepath.Dir(req.File))
 	if err != nil {
 		return nil, err
@@ -412,4 +415,17 @@ func (s *Service) inputKey(p *schema.Pipeline, baseDir string) (string, error) {
 		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
 	}
 	return key, nil
+}
+
+// checkMountSources refuses file_mounts from buckets, which no provider
+// copies yet, before anything is stored.
+func checkMountSources(p *schema.Pipeline) error {
+	for i, t := range p.Tasks {
+		for dst, src := range t.FileMounts {
+			if strings.Contains(src, "://") {
+				return &UsageError{Err: fmt.Errorf("tasks[%d].file_mounts.%s: %q is a bucket; only local sources are copied to nodes so far: download it in setup instead", i, dst, src)}
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,60 @@
+package smoke_tests
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestWorkdirAndFileMountsReachTheTask(t *testing.T) {
+	e := newEnv(t)
+	e.write("proj/train.sh", "echo training with $(cat config.txt)\n")
+	e.write("proj/config.txt", "lr=0.1\n")
+	e.write("data/shard.csv", "a,b\n1,2\n")
+	f := e.write("task.yaml", `
+workdir: proj
+file_mounts:
+  inputs/shard.csv: data/shard.csv
+run: |
+  bash train.sh
+  wc -l < inputs/shard.csv
+`)
+	id := e.launch(f)
+	e.waitStatus(id, "SUCCEEDED")
+	out := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout
+	if !strings.Contains(out, "training with lr=0.1") || !strings.Contains(out, "2") {
+		t.Errorf("logs: %q", out)
+	}
+}
+
+func TestSecretsNeverStored(t *testing.T) {
+	e := newEnv(t, "API_TOKEN=s3cr3t-value")
+	out := filepath.Join(e.dir, "seen")
+	f := e.write("task.yaml", "secrets: {API_TOKEN: null}\nrun: echo \"$API_TOKEN\" > "+out+"\n")
+	id := e.launch(f)
+	e.waitStatus(id, "SUCCEEDED")
+	if b, _ := os.ReadFile(out); strings.TrimSpace(string(b)) != "s3cr3t-value" {
+		t.Fatalf("the task saw %q", b)
+	}
+	show := e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout
+	if strings.Contains(show, "s3cr3t") {
+		t.Errorf("show prints the secret")
+	}
+	e.must("controller", "stop")
+	filepath.Walk(e.home, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "s3cr3t") {
+			t.Errorf("%s holds the secret after the job ended", p)
+		}
+		return nil
+	})
+	// A secret without a value is a usage error.
+	g := e.write("nosecret.yaml", "secrets: {MISSING_TOKEN: null}\nrun: 'true'\n")
+	if r := e.run("jobs", "launch", "-d", g); r.code != 2 || !strings.Contains(r.stderr, "MISSING_TOKEN") {
+		t.Errorf("missing secret: exit %d %s", r.code, r.stderr)
+	}
+}
