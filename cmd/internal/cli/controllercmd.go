@@ -60,4 +60,6 @@ func NewCmdController(f *Factory) *cobra.Command {
 }
 
 // configureClouds adds the cloud providers built into this binary.
-func configureClouds(ps *controller.ProviderSet) {}
+func configureClouds(ps *controller.ProviderSet) {
+	ps.Extra["sim"] = controller.OpenSim
+}
