@@ -17,8 +17,9 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"strings"
 	"sync"
@@ -264,13 +265,14 @@ func (cfg Config) Preempts(cluster string, attempt int) bool {
 	return frac(cfg.Seed, "preempt", cluster) < cfg.PreemptRate
 }
 
-// frac hashes the seed and parts to a number in [0, 1).
+// frac hashes the seed and parts to a number in [0, 1). SHA-256, because
+// the choices must be independent for names that differ in one digit.
 func frac(seed uint64, parts ...string) float64 {
-	h := fnv.New64a()
+	h := sha256.New()
 	fmt.Fprintf(h, "%d", seed)
 	for _, s := range parts {
 		h.Write([]byte{0})
 		h.Write([]byte(s))
 	}
-	return float64(h.Sum64()>>11) / (1 << 53)
+	return float64(binary.BigEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
 }

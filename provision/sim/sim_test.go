@@ -267,6 +267,17 @@ func TestExitSharesAreDeterministic(t *testing.T) {
 	if counts[3] < 380 || counts[3] > 520 {
 		t.Errorf("%d of 10000 exit 3, want about 450", counts[3])
 	}
+	// Exit codes and preemptions are chosen independently.
+	cfg.PreemptRate = 0.1
+	both := 0
+	for job := int64(1); job <= 10000; job++ {
+		if cfg.ExitCode(job, 0, 1) == 29 && cfg.Preempts(fmt.Sprintf("sortie-%d-0-1", job), 1) {
+			both++
+		}
+	}
+	if both < 60 || both > 140 {
+		t.Errorf("%d of 10000 jobs both exit 29 and are preempted, want about 100 (1%%)", both)
+	}
 	other := cfg
 	other.Seed = 2
 	same := 0
