@@ -21,6 +21,7 @@ type Config struct {
 	AWS        AWSCf        `json:"aws"`
 	GCP        GCPCf        `json:"gcp"`
 	SSH        SSHCf        `json:"ssh"`
+	Sim        SimCf        `json:"sim"`
 }
 
 // ControllerCf is the controller: section.

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"sortie/provision/sim"
+)
+
+func TestSimConfigFromYAML(t *testing.T) {
+	home := t.TempDir()
+	yaml := `sim:
+  regions: [{name: r1, zones: [r1-a]}]
+  boot_delay: 2s
+  run_time: 2m
+  exit_codes: [{code: 29, share: 0.1, attempt: 1}]
+  preempt_rate: 0.05
+  preempt_attempts: 1
+  capacity_per_zone: 100
+  seed: 7
+  decision_log: sim/decisions.log
+`
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(home, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.SimConfig()
+	want := sim.Config{
+		Regions: []sim.Region{{Name: "r1", Zones: []string{"r1-a"}}}, BootDelay: 2 * time.Second, RunTime: 2 * time.Minute,
+		ExitCodes: []sim.ExitRule{{Code: 29, Share: 0.1, Attempt: 1}}, PreemptRate: 0.05, PreemptAttempts: 1,
+		CapacityPerZone: 100, Seed: 7, SaveEvery: time.Second, DecisionLog: filepath.Join(home, "sim", "decisions.log"),
+	}
+	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Type().Kind().String() == "func" || p.String() == "Log" }, cmp.Ignore())); diff != "" {
+		t.Errorf("SimConfig (-want +got):\n%s", diff)
+	}
+	if d := (Config{Home: home}).SimConfig(); d.RunTime != 10*time.Second || d.SaveEvery != time.Second {
+		t.Errorf("defaults: run time %s, save every %s; want 10s and 1s", d.RunTime, d.SaveEvery)
+	}
+}
