@@ -46,6 +46,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("launch %s: region %s is not among the AWS regions sortie uses (%s); add it to aws.regions",
 			spec.Name, region, strings.Join(p.cfg.Regions, ", ")))
 	}
+	defer p.lockName(spec.Name)()
 	existing, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, spec.Name))
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)

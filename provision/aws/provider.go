@@ -80,7 +80,37 @@ type Provider struct {
 
 	mu      sync.Mutex
 	clients map[string]ec2API
+	names   map[string]*nameLock // clusters being launched
 	cache   cache
+}
+
+// nameLock serialises launches of one cluster name within this process:
+// moto and EC2's eventual consistency could both miss a launch that is
+// still in flight when the second looks for it by tag.
+type nameLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockName holds name's launch lock until the returned func is called.
+func (p *Provider) lockName(name string) func() {
+	p.mu.Lock()
+	l, ok := p.names[name]
+	if !ok {
+		l = &nameLock{}
+		p.names[name] = l
+	}
+	l.refs++
+	p.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if l.refs--; l.refs == 0 {
+			delete(p.names, name)
+		}
+	}
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -109,6 +139,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		hosts:   sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile)),
 		log:     cfg.Logger,
 		clients: map[string]ec2API{},
+		names:   map[string]*nameLock{},
 		cache:   newCache(),
 	}, nil
 }

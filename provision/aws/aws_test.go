@@ -1,0 +1,482 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"sortie/provision"
+	"sortie/provision/internal/testenv"
+	"sortie/provision/node"
+	"sortie/provision/sshrun"
+	"sortie/schema"
+)
+
+// A spot launch in a zone without capacity fails at once as a capacity
+// error, leaves nothing behind, and the same cluster then launches in the
+// next zone the caller picks.
+func TestSpotLaunchMovesToNextZone(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	e.proxy.SetCapacity("us-east-1a", false)
+
+	s := spec(201, 2, zone("us-east-1a"), spot())
+	t.Cleanup(func() { p.Terminate(context.Background(), s.Name) })
+	_, err := p.Launch(ctx, s)
+	if provision.Classify(err) != provision.ClassCapacity {
+		t.Fatalf("Launch in a zone without capacity: %v (class %s), want a capacity error", err, provision.Classify(err))
+	}
+	if !strings.Contains(err.Error(), "InsufficientInstanceCapacity") || !strings.Contains(err.Error(), "us-east-1a") {
+		t.Errorf("error %q should name the EC2 code and the zone", err)
+	}
+	if n := e.proxy.Calls("RunInstances", "us-east-1"); n != 1 {
+		t.Errorf("RunInstances called %d times, want 1: capacity errors must not be retried by the SDK", n)
+	}
+	if m, err := p.Status(ctx, []string{s.Name}); err != nil || len(m) != 0 {
+		t.Errorf("after a failed launch Status = %v, %v; want the cluster absent", m, err)
+	}
+
+	s.Placement = zone("us-east-1b")
+	c := launch(t, p, s)
+	if c.Placement.Zone != "us-east-1b" || len(c.Nodes) != 2 {
+		t.Fatalf("launched at %s with %d nodes, want us-east-1b with 2", c.Placement, len(c.Nodes))
+	}
+	raw, err := testenv.Call(ctx, e.moto.URL, "us-east-1", "DescribeInstances", map[string]string{"InstanceId.1": c.Nodes[0].InstanceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<instanceLifecycle>spot</instanceLifecycle>", "<availabilityZone>us-east-1b</availabilityZone>",
+		"<key>Name</key><value>" + s.Name + "-0</value>"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("moto's view of node 0 lacks %s", want)
+		}
+	}
+}
+
+// Status asks each region once, however many clusters it is asked about.
+func TestStatusIsOneCallPerRegion(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	var names []string
+	for i, z := range []string{"us-east-1a", "us-east-1b", "us-east-1c", "us-west-2a", "us-west-2b"} {
+		s := spec(int64(300+i), 1+i%2, zone(z), spot())
+		launch(t, p, s)
+		names = append(names, s.Name)
+	}
+	e.proxy.ResetCalls()
+	m, err := p.Status(ctx, append(names, provision.ClusterName(399, 0, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, region := range []string{"us-east-1", "us-west-2"} {
+		if n := e.proxy.Calls("DescribeInstances", region); n != 1 {
+			t.Errorf("Status of %d clusters called DescribeInstances %d times in %s, want 1", len(names), n, region)
+		}
+	}
+	if n := e.proxy.Calls("DescribeInstances", ""); n != 2 {
+		t.Errorf("DescribeInstances calls in all = %d, want 2", n)
+	}
+	if len(m) != len(names) {
+		t.Errorf("Status found %d clusters, want %d", len(m), len(names))
+	}
+	for i, name := range names {
+		c := m[name]
+		if c == nil || len(c.Nodes) != 1+i%2 || c.Nodes[0].State != provision.NodeRunning {
+			t.Errorf("%s: %+v, want %d running nodes", name, c, 1+i%2)
+		}
+	}
+}
+
+// A provider built after a controller restart finds the instances by tag
+// and never runs a second set for the same attempt.
+func TestRestartedProviderFindsClustersByTag(t *testing.T) {
+	e := newEnv(t)
+	ctx := testContext(t)
+	first := e.provider(t)
+	s := spec(401, 2, zone("us-west-2b"), spot())
+	launched := launch(t, first, s)
+
+	second := e.provider(t)
+	all, err := second.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(c *provision.Cluster) bool { return c.Name == s.Name })
+	if i < 0 {
+		t.Fatalf("restarted provider's List lacks %s: %v", s.Name, all)
+	}
+	if diff := cmp.Diff(instanceIDs(launched), instanceIDs(all[i])); diff != "" {
+		t.Errorf("List (-launched +listed):\n%s", diff)
+	}
+	if all[i].Tags[provision.TagJob] != "1" || all[i].Placement != zone("us-west-2b") {
+		t.Errorf("listed cluster tags %v at %s", all[i].Tags, all[i].Placement)
+	}
+	again, err := second.Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(instanceIDs(launched), instanceIDs(again)); diff != "" {
+		t.Errorf("relaunch after restart (-first +again):\n%s", diff)
+	}
+	if n := e.proxy.Calls("RunInstances", ""); n != 1 {
+		t.Errorf("RunInstances called %d times for one attempt, want 1", n)
+	}
+	if err := second.Terminate(ctx, s.Name); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := first.List(ctx); slices.ContainsFunc(all, func(c *provision.Cluster) bool { return c.Name == s.Name }) {
+		t.Errorf("List still shows %s after Terminate", s.Name)
+	}
+}
+
+// A launch that fails after RunInstances terminates what it started.
+func TestFailedLaunchLeavesNothingRunning(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	s := spec(501, 2, zone("us-east-1c"), spot())
+	e.proxy.FailNext("CreateTags", "InternalError", "An internal error has occurred.")
+	_, err := p.Launch(ctx, s)
+	if err == nil || !strings.Contains(err.Error(), "InternalError") {
+		t.Fatalf("Launch with a failing CreateTags: %v, want the InternalError", err)
+	}
+	if n := e.proxy.Calls("TerminateInstances", "us-east-1"); n != 1 {
+		t.Errorf("TerminateInstances called %d times, want 1", n)
+	}
+	m, err := p.Status(ctx, []string{s.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range m[s.Name].Nodes {
+		if n.State != provision.NodeTerminated {
+			t.Errorf("node %d is %s after the failed launch, want terminated", n.Rank, n.State)
+		}
+	}
+	// The name launches again, with new instances.
+	c := launch(t, p, s)
+	for _, n := range c.Nodes {
+		if slices.ContainsFunc(m[s.Name].Nodes, func(old provision.Node) bool { return old.InstanceID == n.InstanceID }) {
+			t.Errorf("relaunch returned the terminated instance %s", n.InstanceID)
+		}
+	}
+}
+
+// Errors no retry can fix are prechecks, quotas are capacity, and neither
+// leaves an instance.
+func TestLaunchErrorsAreClassified(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	tests := []struct {
+		name   string
+		r      schema.Resources
+		inject string // EC2 error code RunInstances returns
+		want   provision.ErrorClass
+	}{
+		{name: "unknown instance type", r: schema.Resources{InstanceType: "x9.huge"}, want: provision.ClassPrechecks},
+		{name: "unknown image", r: schema.Resources{InstanceType: "t3.micro", ImageID: "ami-0000000000000dead"}, want: provision.ClassPrechecks},
+		{name: "no type fits", r: schema.Resources{CPUs: "100000"}, want: provision.ClassPrechecks},
+		{name: "auth", r: spot(), inject: "AuthFailure", want: provision.ClassPrechecks},
+		{name: "unauthorized", r: spot(), inject: "UnauthorizedOperation", want: provision.ClassPrechecks},
+		{name: "quota", r: spot(), inject: "InstanceLimitExceeded", want: provision.ClassCapacity},
+		{name: "spot capacity", r: spot(), inject: "capacity-not-available", want: provision.ClassCapacity},
+		{name: "spot count", r: spot(), inject: "MaxSpotInstanceCountExceeded", want: provision.ClassCapacity},
+		{name: "throttled", r: spot(), inject: "RequestLimitExceeded", want: provision.ClassTransient},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec(int64(600+i), 1, zone("us-east-1d"), tt.r)
+			if tt.inject != "" {
+				e.proxy.FailNext("RunInstances", tt.inject, "injected "+tt.inject)
+			}
+			_, err := p.Launch(ctx, s)
+			if err == nil {
+				p.Terminate(ctx, s.Name)
+				t.Fatal("Launch succeeded")
+			}
+			if got := provision.Classify(err); got != tt.want {
+				t.Errorf("Launch error %q classified %s, want %s", err, got, tt.want)
+			}
+			if m, _ := p.Status(ctx, []string{s.Name}); m[s.Name] != nil {
+				t.Errorf("a failed launch left %+v", m[s.Name])
+			}
+		})
+	}
+}
+
+// The cloud's reasons become node states: the proxy rewrites what moto says.
+func TestStatusReadsStateReasons(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	c := launch(t, p, spec(701, 5, zone("us-west-2c"), spot()))
+	marks := []struct{ state, code string }{
+		{"terminated", ReasonSpotTermination},
+		{"terminated", ReasonUserShutdown},
+		{"terminated", ""},
+		{"stopped", ReasonUserShutdown},
+		{"running", ""},
+	}
+	for i, m := range marks {
+		e.proxy.MarkInstance(c.Nodes[i].InstanceID, m.state, m.code, m.code)
+	}
+	got, err := p.Status(ctx, []string{c.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []provision.NodeState
+	for _, n := range got[c.Name].Nodes {
+		states = append(states, n.State)
+	}
+	want := []provision.NodeState{provision.NodePreempted, provision.NodeTerminated, provision.NodeGone, provision.NodeStopped, provision.NodeRunning}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("node states (-want +got):\n%s", diff)
+	}
+	if r := got[c.Name].Nodes[0].Reason; r != ReasonSpotTermination {
+		t.Errorf("preempted node's reason = %q", r)
+	}
+}
+
+// A node whose host key changed under the same instance id is refused.
+func TestRunnerRefusesChangedHostKey(t *testing.T) {
+	e := newEnv(t)
+	ctx := testContext(t)
+	p := e.provider(t)
+	c := launch(t, p, spec(801, 1, zone("us-east-1a"), spot())) // pins the key
+
+	impostor := testenv.StartSSHD(t)
+	_, line, err := sshrun.LoadOrCreateKey(e.home + "/keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostor.Authorize(t, line)
+	other := e.provider(t, func(c *Config) { c.ProxyCommand = impostor.ProxyCommand })
+	_, err = other.Runner(ctx, c, 0)
+	var mismatch *sshrun.HostKeyMismatchError
+	if !errors.As(err, &mismatch) || mismatch.ID != c.Nodes[0].InstanceID {
+		t.Fatalf("Runner to a node with another host key: %v, want a HostKeyMismatchError for %s", err, c.Nodes[0].InstanceID)
+	}
+	r, err := p.Runner(ctx, c, 0)
+	if err != nil {
+		t.Fatalf("Runner to the real node: %v", err)
+	}
+	defer r.Close()
+	out, err := r.Exec(ctx, `printf %s "$PWD"`, nil)
+	if err != nil || string(out) == "" {
+		t.Errorf("Exec = %q, %v", out, err)
+	}
+	if want := e.nodes + "/" + c.Nodes[0].InstanceID; r.Dir() != want {
+		t.Errorf("Dir = %q, want %q", r.Dir(), want)
+	}
+}
+
+// Placements honour the instance type's zones and the region/zone pins.
+func TestPlacements(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	ps, err := p.Placements(ctx, spot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) == 0 || ps[0] != zone("us-east-1a") {
+		t.Fatalf("Placements = %v, want us-east-1 zones first", ps)
+	}
+	regions := map[string]bool{}
+	for _, pl := range ps {
+		regions[pl.Region] = true
+	}
+	if !regions["us-east-1"] || !regions["us-west-2"] || len(regions) != 2 {
+		t.Errorf("Placements cover regions %v, want exactly the configured two", regions)
+	}
+	r := spot()
+	r.Region = "eu-west-1"
+	if _, err := p.Placements(ctx, r); provision.Classify(err) != provision.ClassPrechecks {
+		t.Errorf("a region outside aws.regions: %v, want a prechecks error", err)
+	}
+	r.Cloud = ""
+	if ps, err := p.Placements(ctx, r); err != nil || len(ps) != 0 {
+		t.Errorf("a region outside aws.regions, cloud unset: %v, %v; want none", ps, err)
+	}
+	r = spot()
+	r.Zone = "us-west-2c"
+	if ps, err := p.Placements(ctx, r); err != nil || len(ps) != 1 || ps[0] != zone("us-west-2c") {
+		t.Errorf("pinned zone: %v, %v", ps, err)
+	}
+	if ps, err := p.Placements(ctx, schema.Resources{Cloud: "gcp"}); err != nil || ps != nil {
+		t.Errorf("another cloud: %v, %v; want none", ps, err)
+	}
+}
+
+// RunInstances carries the image, disk, spot options, token and tags.
+func TestRunInput(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	r := schema.Resources{CPUs: "2", Memory: "8+", DiskSize: 100, UseSpot: true}
+	s := spec(901, 3, zone("us-west-2a"), r)
+	in, err := p.runInput(ctx, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *in.MinCount != 3 || *in.MaxCount != 3 {
+		t.Errorf("counts %d..%d, want 3..3", *in.MinCount, *in.MaxCount)
+	}
+	if in.InstanceMarketOptions == nil || in.InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior != "terminate" {
+		t.Errorf("spot options %+v", in.InstanceMarketOptions)
+	}
+	if len(in.BlockDeviceMappings) != 1 || *in.BlockDeviceMappings[0].Ebs.VolumeSize != 100 {
+		t.Errorf("block devices %+v, want one root volume of 100 GB", in.BlockDeviceMappings)
+	}
+	it, err := p.namedType(ctx, "us-west-2", string(in.InstanceType))
+	if err != nil || vcpus(it) != 2 || memoryGiB(it) < 8 {
+		t.Errorf("picked %s (%v vCPUs, %v GiB, %v), want 2 vCPUs and 8+ GiB", in.InstanceType, vcpus(it), memoryGiB(it), err)
+	}
+	img, err := p.image(ctx, "us-west-2", r, "x86_64")
+	if err != nil || *in.ImageId != *img.ImageId || !strings.HasPrefix(*img.Name, "ubuntu/") {
+		t.Errorf("image %s (%v), want the default Ubuntu image", *in.ImageId, err)
+	}
+	if *in.KeyName != p.KeyPairName() || !strings.HasPrefix(*in.KeyName, "sortie-") || len(in.SecurityGroupIds) != 1 {
+		t.Errorf("key %s groups %v", *in.KeyName, in.SecurityGroupIds)
+	}
+	again, err := p.runInput(ctx, s, 0)
+	if err != nil || *again.ClientToken != *in.ClientToken {
+		t.Errorf("client token not stable: %s then %s (%v)", *in.ClientToken, *again.ClientToken, err)
+	}
+	if next, _ := p.runInput(ctx, s, 3); *next.ClientToken == *in.ClientToken {
+		t.Error("a later generation reuses the client token")
+	}
+	// The key pair and the group were made once and are found again.
+	p2 := e.provider(t)
+	named := s
+	named.Resources.InstanceType = string(in.InstanceType)
+	if _, err := p2.runInput(ctx, named, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []string{"ImportKeyPair", "CreateSecurityGroup", "AuthorizeSecurityGroupIngress"} {
+		if n := e.proxy.Calls(action, "us-west-2"); n != 1 {
+			t.Errorf("%s called %d times by two providers, want 1", action, n)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	e := newEnv(t)
+	ctx := testContext(t)
+	cfg := e.config()
+	cfg.Regions = []string{"us-east-1", "ap-east-1", "xx-nowhere-1"}
+	res, err := Check(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CredentialSource == "" || !slices.Contains(res.EnabledRegions, "us-west-2") {
+		t.Errorf("source %q enabled %v", res.CredentialSource, res.EnabledRegions)
+	}
+	if diff := cmp.Diff([]string{"us-east-1"}, res.Regions); diff != "" {
+		t.Errorf("usable regions (-want +got):\n%s", diff)
+	}
+	if res.OK() || len(res.Problems) != 2 || !strings.Contains(res.Problems[0], "ap-east-1 is not enabled") ||
+		!strings.Contains(res.Problems[1], `"xx-nowhere-1" is not an AWS region`) {
+		t.Errorf("problems %q", res.Problems)
+	}
+
+	e.proxy.FailNext("DescribeRegions", "AuthFailure", "AWS was not able to validate the provided access credentials")
+	res, err = Check(ctx, e.config())
+	if err != nil || len(res.Problems) != 1 || !strings.Contains(res.Problems[0], "rejected") {
+		t.Errorf("rejected credentials: %q, %v", res.Problems, err)
+	}
+
+	cfg = e.config()
+	cfg.Credentials = failingCredentials{}
+	res, err = Check(ctx, cfg)
+	if err != nil || len(res.Problems) != 1 || !strings.Contains(res.Problems[0], "AWS_ACCESS_KEY_ID") {
+		t.Errorf("no credentials: %q, %v", res.Problems, err)
+	}
+}
+
+// A spot interruption takes the node's processes with it: the wrapper dies
+// without an exit code, as it would with the VM, and Status says preempted.
+func TestSpotInterruptionKillsTheTask(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	c := launch(t, p, spec(1001, 1, zone("us-east-1b"), spot()))
+	r, err := p.Runner(ctx, c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := node.Start(ctx, r, node.StartSpec{Run: "sleep 300"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := node.Poll(ctx, r); err != nil || !st.WrapperAlive {
+		t.Fatalf("before the interruption: %+v, %v; want the wrapper alive", st, err)
+	}
+	id := c.Nodes[0].InstanceID
+	if err := e.proxy.SpotInterrupt(ctx, "us-east-1", id); err != nil {
+		t.Fatal(err)
+	}
+	if n := testenv.KillNodeProcesses(filepath.Join(e.nodes, id)); n == 0 {
+		t.Fatal("KillNodeProcesses found nothing to kill")
+	}
+	m, err := p.Status(ctx, []string{c.Name})
+	if err != nil || m[c.Name].Nodes[0].State != provision.NodePreempted {
+		t.Fatalf("Status after the interruption: %+v, %v; want preempted", m[c.Name], err)
+	}
+	// The wrapper is gone, its task too, and no exit code was written.
+	for i := 0; ; i++ {
+		st, err := node.Poll(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.WrapperAlive && !st.Done {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("after KillNodeProcesses: %+v; want a dead wrapper and no exit code", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := r.Exec(ctx, `pgrep -x -f "sleep 300" || true`, nil)
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the task's sleep survived: %q, %v", out, err)
+	}
+}
+
+// Two launches of one name at once (a retry racing the first try) run one
+// set of instances.
+func TestConcurrentLaunchesOfOneName(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	s := spec(1101, 2, zone("us-west-2d"), spot())
+	t.Cleanup(func() { p.Terminate(context.Background(), s.Name) })
+	results := make(chan *provision.Cluster, 2)
+	for range 2 {
+		go func() {
+			c, err := p.Launch(ctx, s)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- c
+		}()
+	}
+	a, b := <-results, <-results
+	if a == nil || b == nil {
+		t.FailNow()
+	}
+	if diff := cmp.Diff(instanceIDs(a), instanceIDs(b)); diff != "" {
+		t.Errorf("concurrent launches returned different instances (-a +b):\n%s", diff)
+	}
+	if n := e.proxy.Calls("RunInstances", ""); n != 1 {
+		t.Errorf("RunInstances called %d times, want 1", n)
+	}
+}
