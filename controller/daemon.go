@@ -80,6 +80,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	c := New(st, cfg, provs, d.Log)
 	d.Controller = c
+	stopProfiles, err := Profiling(os.Getenv, c.Log)
+	defer stopProfiles()
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	wake := make(chan os.Signal, 1)
