@@ -1,0 +1,349 @@
+package gcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/protobuf/proto"
+
+	"sortie/provision"
+)
+
+// maxInsertGenerations bounds how many earlier, failed inserts of one VM in
+// one zone Launch steps past (see insert).
+const maxInsertGenerations = 32
+
+// Launch implements provision.Provider. The VMs of a cluster that already
+// exists (found by label, so also after a restart) are returned as they
+// are; ranks missing from it are inserted. Inserts carry deterministic
+// request ids, so a retried request never makes a second VM.
+func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*provision.Cluster, error) {
+	if spec.NumNodes < 1 {
+		return nil, provision.Prechecks(fmt.Errorf("launch %s: num_nodes %d; it must be at least 1", spec.Name, spec.NumNodes))
+	}
+	if err := validClusterName(spec.Name, spec.NumNodes); err != nil {
+		return nil, err
+	}
+	unlock := p.lockCluster(spec.Name)
+	defer unlock()
+
+	existing, err := p.clusterInstances(ctx, spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	zone := spec.Placement.Zone
+	present := map[int]bool{}
+	settled := false // some VM is stopped or gone: return what is there
+	for _, in := range existing {
+		if p.leaving(in) {
+			continue // being deleted: a failed launch here, or an old cluster
+		}
+		zone = lastSegment(in.GetZone())
+		present[rankOf(in)] = true
+		switch in.GetStatus() {
+		case "STOPPING", "TERMINATED", "STOPPED", "SUSPENDING", "SUSPENDED":
+			settled = true
+		}
+	}
+	if zone == "" {
+		if zone, err = p.firstZone(ctx, spec); err != nil {
+			return nil, err
+		}
+	}
+	where := fmt.Sprintf("launch %s in %s", spec.Name, zone)
+	if settled && len(present) >= spec.NumNodes {
+		return p.describe(ctx, spec.Name)
+	}
+
+	_, types, err := p.catalog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	mt, ok, err := resolveType(types[zone], spec.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if !ok {
+		return nil, provision.Prechecks(fmt.Errorf("%s: zone %s offers no %s; pick another zone or machine type", where, zone, describeRequest(spec.Resources)))
+	}
+
+	var ops []*computepb.Operation
+	var errs []error
+	for rank := range spec.NumNodes {
+		if present[rank] {
+			continue
+		}
+		op, err := p.insert(ctx, zone, p.instanceFor(spec, zone, mt, rank))
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		ops = append(ops, op)
+	}
+	for _, op := range ops {
+		if err := p.wait(ctx, zone, op); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		var c *provision.Cluster
+		if c, err = p.waitRunning(ctx, spec); err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	err = firstClassified(errs)
+	p.log.Info("launch failed; deleting what was created", "cluster", spec.Name, "zone", zone, "class", provision.Classify(err), "err", err)
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if terr := p.terminate(cleanup, spec.Name); terr != nil {
+		p.log.Warn("delete after a failed launch", "cluster", spec.Name, "err", terr)
+	}
+	return nil, wrapClassified(where, err)
+}
+
+// lockCluster serialises launches of one cluster name in this process.
+func (p *Provider) lockCluster(name string) func() {
+	p.mu.Lock()
+	m, ok := p.launchMu[name]
+	if !ok {
+		m = &sync.Mutex{}
+		p.launchMu[name] = m
+	}
+	p.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// firstZone is the zone to use when a placement names only a region.
+func (p *Provider) firstZone(ctx context.Context, spec provision.ClusterSpec) (string, error) {
+	r := spec.Resources
+	r.Cloud, r.Region, r.Zone = CloudName, spec.Placement.Region, ""
+	ps, err := p.Placements(ctx, r)
+	if err != nil {
+		return "", fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	return ps[0].Zone, nil
+}
+
+// firstClassified picks the error that decides what the controller does:
+// prechecks first (nothing will help), then capacity, then the first.
+func firstClassified(errs []error) error {
+	for _, class := range []provision.ErrorClass{provision.ClassPrechecks, provision.ClassCapacity} {
+		for _, e := range errs {
+			if provision.Classify(e) == class {
+				return e
+			}
+		}
+	}
+	return errs[0]
+}
+
+// wrapClassified adds context to err and keeps its class.
+func wrapClassified(where string, err error) error {
+	wrapped := fmt.Errorf("%s: %w", where, err)
+	switch provision.Classify(err) {
+	case provision.ClassCapacity:
+		return provision.Capacity(wrapped)
+	case provision.ClassPrechecks:
+		return provision.Prechecks(wrapped)
+	}
+	return wrapped
+}
+
+// instanceFor is the VM of rank in spec's cluster.
+func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machineType, rank int) *computepb.Instance {
+	r := spec.Resources
+	image := r.ImageID
+	switch {
+	case image == "":
+		image = DefaultImage
+	case !strings.Contains(image, "/"):
+		image = "projects/" + p.cfg.Project + "/global/images/" + image
+	}
+	params := &computepb.AttachedDiskInitializeParams{SourceImage: proto.String(image)}
+	if r.DiskSize > 0 {
+		params.DiskSizeGb = proto.Int64(int64(r.DiskSize))
+	}
+	sched := &computepb.Scheduling{
+		ProvisioningModel: proto.String("STANDARD"),
+		AutomaticRestart:  proto.Bool(true),
+		OnHostMaintenance: proto.String("MIGRATE"),
+	}
+	if len(mt.accelerators) > 0 {
+		// VMs with GPUs cannot live-migrate.
+		sched.OnHostMaintenance = proto.String("TERMINATE")
+	}
+	if r.UseSpot {
+		sched = &computepb.Scheduling{
+			ProvisioningModel:         proto.String("SPOT"),
+			InstanceTerminationAction: proto.String(p.cfg.TerminationAction),
+			AutomaticRestart:          proto.Bool(false),
+			OnHostMaintenance:         proto.String("TERMINATE"),
+		}
+	}
+	return &computepb.Instance{
+		Name:        proto.String(instanceName(spec.Name, rank)),
+		MachineType: proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.name)),
+		Labels:      clusterLabels(spec, rank),
+		Disks: []*computepb.AttachedDisk{{
+			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
+			InitializeParams: params,
+		}},
+		NetworkInterfaces: []*computepb.NetworkInterface{{
+			Network: proto.String("global/networks/default"),
+			AccessConfigs: []*computepb.AccessConfig{{
+				Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT"),
+			}},
+		}},
+		Metadata: &computepb.Metadata{Items: []*computepb.Items{{
+			Key: proto.String("ssh-keys"), Value: proto.String(p.cfg.SSHUser + ":" + p.pubLine),
+		}}},
+		Scheduling: sched,
+		Tags:       &computepb.Tags{Items: []string{"sortie"}},
+	}
+}
+
+// insert asks for one VM. Its request id is deterministic, so a retry of a
+// call whose answer was lost gets the first call's operation back. An
+// answer that is already DONE is such an earlier operation: when it failed
+// (a stockout an hour ago), or its VM has since been deleted, the next
+// generation of request id asks afresh.
+func (p *Provider) insert(ctx context.Context, zone string, in *computepb.Instance) (*computepb.Operation, error) {
+	name := in.GetName()
+	var last error
+	for gen := range maxInsertGenerations {
+		id := insertRequestID(p.cfg.Project, zone, name, gen)
+		op, err := p.api.InsertInstance(ctx, p.cfg.Project, zone, id, in)
+		if err != nil {
+			if isAlreadyExists(err) {
+				return nil, fmt.Errorf("insert %s in %s: the name is still taken by a VM being deleted; retry later: %w", name, zone, err)
+			}
+			return nil, classify(fmt.Errorf("insert %s in %s: %w", name, zone, err))
+		}
+		if op.GetStatus() != computepb.Operation_DONE {
+			return op, nil
+		}
+		if last = operationError(op); last != nil {
+			continue
+		}
+		_, err = p.api.GetInstance(ctx, p.cfg.Project, zone, name)
+		if err == nil {
+			return op, nil
+		}
+		if !isNotFound(err) {
+			return nil, classify(fmt.Errorf("insert %s in %s: look for the VM: %w", name, zone, err))
+		}
+		last = fmt.Errorf("insert %s in %s: an earlier insert succeeded but its VM is gone", name, zone)
+	}
+	return nil, last
+}
+
+// wait polls a zone operation until it is DONE and returns its error. The
+// loop is sortie's own, short and bounded, because the library's Wait
+// backs off to a minute between polls and reports success for an
+// operation that finished with an error.
+func (p *Provider) wait(ctx context.Context, zone string, op *computepb.Operation) error {
+	deadline := p.cfg.Now().Add(p.cfg.OperationTimeout)
+	for op.GetStatus() != computepb.Operation_DONE {
+		if p.cfg.Now().After(deadline) {
+			return fmt.Errorf("operation %s (%s %s) still %s after %s", op.GetName(), op.GetOperationType(),
+				lastSegment(op.GetTargetLink()), op.GetStatus(), p.cfg.OperationTimeout)
+		}
+		if err := sleep(ctx, p.cfg.PollInterval); err != nil {
+			return err
+		}
+		next, err := p.api.GetOperation(ctx, p.cfg.Project, zone, op.GetName())
+		if err != nil {
+			return classify(fmt.Errorf("poll operation %s in %s: %w", op.GetName(), zone, err))
+		}
+		op = next
+	}
+	return operationError(op)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// errLostWhileBooting is a VM stopped or deleted before it ever ran: a
+// spot VM taken back at once, which another zone may not do.
+var errLostWhileBooting = errors.New("a VM was stopped or deleted while booting")
+
+// waitRunning polls until every VM of the cluster is RUNNING and, unless
+// SkipSSHCheck, answers SSH.
+func (p *Provider) waitRunning(ctx context.Context, spec provision.ClusterSpec) (*provision.Cluster, error) {
+	deadline := p.cfg.Now().Add(p.cfg.LaunchTimeout)
+	for {
+		c, err := p.describe(ctx, spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		running := 0
+		for _, n := range c.Nodes {
+			switch n.State {
+			case provision.NodeRunning:
+				running++
+			case provision.NodePending:
+			default:
+				return nil, provision.Capacity(fmt.Errorf("%w: node %d is %s (%s)", errLostWhileBooting, n.Rank, n.State, n.Reason))
+			}
+		}
+		if running == spec.NumNodes && len(c.Nodes) == spec.NumNodes {
+			if p.cfg.SkipSSHCheck {
+				return c, nil
+			}
+			return c, p.waitSSH(ctx, c, deadline)
+		}
+		if p.cfg.Now().After(deadline) {
+			return nil, fmt.Errorf("VMs not running after %s: %s", p.cfg.LaunchTimeout, summary(c))
+		}
+		if err := sleep(ctx, p.cfg.PollInterval); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitSSH waits until every node runs a command over SSH: the guest agent
+// creates sortie's user from the metadata some seconds after boot.
+func (p *Provider) waitSSH(ctx context.Context, c *provision.Cluster, deadline time.Time) error {
+	for rank := range c.Nodes {
+		for {
+			r, err := p.Runner(ctx, c, rank)
+			if err == nil {
+				_, err = r.Exec(ctx, "true", nil)
+				r.Close()
+			}
+			if err == nil {
+				break
+			}
+			if p.cfg.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("node %d does not answer SSH: %w", rank, err)
+			}
+			if err := sleep(ctx, p.cfg.PollInterval); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func summary(c *provision.Cluster) string {
+	var parts []string
+	for _, n := range c.Nodes {
+		parts = append(parts, fmt.Sprintf("node %d %s", n.Rank, n.State))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,261 @@
+// Package gcp is sortie's Compute Engine backend: it launches on-demand and
+// spot VMs through cloud.google.com/go/compute (REST), reports their states
+// with one aggregated list per Status call, tells preemptions from
+// deletions by the operations Compute Engine records, and reaches the VMs
+// over SSH with a key it puts in their metadata.
+package gcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"google.golang.org/api/option"
+
+	"sortie/provision"
+	"sortie/provision/sshrun"
+)
+
+// CloudName is the name of this backend in resources.cloud.
+const CloudName = "gcp"
+
+// DefaultRegions are the regions considered when the config names none.
+func DefaultRegions() []string { return []string{"us-central1", "us-east1", "us-west1"} }
+
+// DefaultImage is the boot image when a task names none: Canonical's
+// Ubuntu 22.04 LTS family, which always points at the newest build.
+const DefaultImage = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
+
+// Termination actions for spot VMs: what Compute Engine does to a VM it
+// preempts.
+const (
+	TerminateDelete = "DELETE"
+	TerminateStop   = "STOP"
+)
+
+// Config configures the Compute Engine backend. Home is required, and a
+// project must come from Project or the environment (see Check).
+type Config struct {
+	// Home is SORTIE_HOME: the SSH key and pinned host keys live in Home/keys.
+	Home string
+	// Project is the Google Cloud project; empty means the one application
+	// default credentials or GOOGLE_CLOUD_PROJECT name.
+	Project string
+	// Regions are the regions sortie may launch in, in order of preference;
+	// empty means DefaultRegions.
+	Regions []string
+	// Endpoint overrides the API's base URL (an emulator or a fake); when
+	// set, requests carry no credentials.
+	Endpoint string
+	// SSHUser is the account the VMs create for sortie's key (through the
+	// ssh-keys metadata); empty means "sortie".
+	SSHUser string
+	// ProxyCommand, when set, reaches VMs as OpenSSH's ProxyCommand does
+	// (%h, %p, %r), e.g. through a bastion or IAP.
+	ProxyCommand string
+	// NodeDirRoot is the directory on the VMs under which each node's own
+	// directory (named after its instance id) lives; empty means
+	// /home/<SSHUser>/sortie (/root/sortie for root).
+	NodeDirRoot string
+	// TerminationAction is what Compute Engine does to a preempted spot VM:
+	// TerminateDelete (default) or TerminateStop.
+	TerminationAction string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives launch and termination events; nil means slog.Default.
+	Logger *slog.Logger
+	// PollInterval is how often operations and booting VMs are checked;
+	// zero means 2s.
+	PollInterval time.Duration
+	// OperationTimeout bounds the wait for one operation; zero means 5 minutes.
+	OperationTimeout time.Duration
+	// LaunchTimeout bounds how long Launch waits for VMs to run and answer
+	// SSH; zero means 10 minutes.
+	LaunchTimeout time.Duration
+	// SkipSSHCheck makes Launch return once the VMs are RUNNING, without
+	// waiting for SSH to answer.
+	SkipSSHCheck bool
+	// ClientOptions are added to the API clients' options (a credentials
+	// file, a quota project).
+	ClientOptions []option.ClientOption
+}
+
+// Provider is the Compute Engine backend. It is safe for concurrent use.
+type Provider struct {
+	cfg     Config
+	api     computeAPI
+	signer  ssh.Signer
+	pubLine string
+	hosts   *sshrun.KnownHosts
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	zones    map[string]string        // zone -> region, once loaded
+	types    map[string][]machineType // zone -> offered types, once loaded
+	addrs    map[string]string        // instance id -> SSH address
+	deleting map[string]bool          // instance ids sortie asked to delete
+	launchMu map[string]*sync.Mutex   // cluster name -> launch lock
+}
+
+var _ provision.Provider = (*Provider)(nil)
+
+// New builds the API clients and loads sortie's SSH key, creating it on
+// first use. Credentials are application default credentials unless
+// Endpoint is set.
+func New(ctx context.Context, cfg Config) (*Provider, error) {
+	if cfg.Home == "" {
+		return nil, fmt.Errorf("gcp provider: Config.Home is empty; set it to SORTIE_HOME")
+	}
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Project == "" {
+		found := detect(ctx, osEnv(), cfg)
+		if found.project == "" {
+			return nil, provision.Prechecks(fmt.Errorf("gcp provider: no project: set gcp.project in config.yaml or GOOGLE_CLOUD_PROJECT"))
+		}
+		cfg.Project = found.project
+	}
+	opts := slices.Clone(cfg.ClientOptions)
+	if cfg.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(cfg.Endpoint), option.WithoutAuthentication())
+	}
+	api, err := newClients(ctx, opts...)
+	if err != nil {
+		return nil, provision.Prechecks(fmt.Errorf("gcp provider: create Compute Engine clients: %w (see `sortie check`)", err))
+	}
+	p, err := newProvider(cfg, api)
+	if err != nil {
+		api.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// newProvider completes a provider over api; cfg has its defaults.
+func newProvider(cfg Config, api computeAPI) (*Provider, error) {
+	keys := filepath.Join(cfg.Home, "keys")
+	signer, line, err := sshrun.LoadOrCreateKey(keys)
+	if err != nil {
+		return nil, fmt.Errorf("gcp provider: %w", err)
+	}
+	return &Provider{
+		cfg: cfg, api: api, signer: signer, pubLine: line,
+		hosts:    sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile)),
+		log:      cfg.Logger,
+		addrs:    map[string]string{},
+		deleting: map[string]bool{},
+		launchMu: map[string]*sync.Mutex{},
+	}, nil
+}
+
+func withDefaults(cfg Config) (Config, error) {
+	if len(cfg.Regions) == 0 {
+		cfg.Regions = DefaultRegions()
+	}
+	cfg.Regions = slices.Clone(cfg.Regions)
+	if cfg.SSHUser == "" {
+		cfg.SSHUser = "sortie"
+	}
+	if cfg.NodeDirRoot == "" {
+		if cfg.SSHUser == "root" {
+			cfg.NodeDirRoot = "/root/sortie"
+		} else {
+			cfg.NodeDirRoot = "/home/" + cfg.SSHUser + "/sortie"
+		}
+	}
+	switch cfg.TerminationAction {
+	case "":
+		cfg.TerminationAction = TerminateDelete
+	case TerminateDelete, TerminateStop:
+	default:
+		return cfg, provision.Prechecks(fmt.Errorf("gcp.termination_action: %q is not a termination action; use %s or %s",
+			cfg.TerminationAction, TerminateDelete, TerminateStop))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.OperationTimeout <= 0 {
+		cfg.OperationTimeout = 5 * time.Minute
+	}
+	if cfg.LaunchTimeout <= 0 {
+		cfg.LaunchTimeout = 10 * time.Minute
+	}
+	return cfg, nil
+}
+
+// Name implements provision.Provider.
+func (p *Provider) Name() string { return CloudName }
+
+// Project is the project the provider works in.
+func (p *Provider) Project() string { return p.cfg.Project }
+
+// Close releases the API clients.
+func (p *Provider) Close() error { return p.api.Close() }
+
+// nodeDir is a node's own directory on its VM.
+func (p *Provider) nodeDir(instanceID string) string {
+	return path.Join(p.cfg.NodeDirRoot, instanceID)
+}
+
+// Runner implements provision.Provider: SSH to the node's external address
+// (else its internal one), through the proxy command when one is set.
+func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
+	if c == nil || rank < 0 || rank >= len(c.Nodes) {
+		return nil, fmt.Errorf("runner: cluster has no node of rank %d", rank)
+	}
+	n := c.Nodes[rank]
+	addr, err := p.sshAddress(ctx, c.Placement.Zone, instanceName(c.Name, rank), n.InstanceID)
+	if err != nil {
+		return nil, fmt.Errorf("runner for %s node %d: %w", c.Name, rank, err)
+	}
+	return p.dial(ctx, addr, n.InstanceID)
+}
+
+func (p *Provider) dial(ctx context.Context, addr, instanceID string) (*sshrun.Runner, error) {
+	return sshrun.Dial(ctx, sshrun.Config{
+		Addr:         addr,
+		User:         p.cfg.SSHUser,
+		Signer:       p.signer,
+		HostKeyStore: p.hosts,
+		HostID:       "gce-" + instanceID,
+		ProxyCommand: p.cfg.ProxyCommand,
+		Dir:          p.nodeDir(instanceID),
+	})
+}
+
+// sshAddress is the address SSH reaches a VM at, remembered from the last
+// list, else looked up.
+func (p *Provider) sshAddress(ctx context.Context, zone, name, instanceID string) (string, error) {
+	p.mu.Lock()
+	addr, ok := p.addrs[instanceID]
+	p.mu.Unlock()
+	if ok {
+		return addr, nil
+	}
+	in, err := p.api.GetInstance(ctx, p.cfg.Project, zone, name)
+	if err != nil {
+		return "", classify(fmt.Errorf("get %s in %s: %w", name, zone, err))
+	}
+	if fmt.Sprint(in.GetId()) != instanceID {
+		return "", fmt.Errorf("instance %s in %s is now %d, not %s: the node was replaced", name, zone, in.GetId(), instanceID)
+	}
+	p.remember(in)
+	if addr := sshAddr(in); addr != "" {
+		return addr, nil
+	}
+	return "", fmt.Errorf("instance %s in %s has no IP address", name, zone)
+}
