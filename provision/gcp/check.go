@@ -15,35 +15,39 @@ import (
 // CheckResult says whether sortie can use Compute Engine, and if not,
 // exactly what is missing.
 type CheckResult struct {
-	// OK is true when credentials and a project were both found.
-	OK bool
 	// Project is the project sortie would use, and ProjectSource where it
 	// came from ("config", "GOOGLE_CLOUD_PROJECT", a file path, ...).
 	Project       string
 	ProjectSource string
-	// Credentials says where application default credentials were found
-	// (a file path, "metadata server"), or why none are needed.
-	Credentials string
+	// CredentialSource says where application default credentials were
+	// found (a file path, "metadata server"), or why none are needed.
+	CredentialSource string
 	// Account is the credentials' type and, when the file names it, the
 	// service account's e-mail.
 	Account string
 	// Regions are the regions sortie would use.
 	Regions []string
-	// Problems each name a missing piece and how to supply it.
+	// Problems each name a missing piece and how to supply it; empty
+	// means usable.
 	Problems []string
 }
+
+// OK reports whether Compute Engine is usable.
+func (r CheckResult) OK() bool { return len(r.Problems) == 0 }
 
 // Check looks for application default credentials and a project the way
 // the client libraries do, without calling the API: the file named by
 // GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials
 // file, then the metadata server, which is only asked when this machine
 // says it is a Compute Engine VM (so that a laptop never waits on it).
+// The error is for a check that could not run at all; what a user must
+// fix is in Problems.
 func Check(ctx context.Context, cfg Config) (CheckResult, error) {
 	return check(ctx, osEnv(), cfg), nil
 }
 
-// env is what Check reads of the machine; tests give their own.
-type env struct {
+// machineEnv is what Check reads of the machine; tests give their own.
+type machineEnv struct {
 	getenv func(string) string
 	home   string
 	// onGCE reports whether the machine is a Compute Engine VM with a
@@ -51,9 +55,9 @@ type env struct {
 	onGCE func(ctx context.Context) (bool, string)
 }
 
-func osEnv() env {
+func osEnv() machineEnv {
 	home, _ := os.UserHomeDir()
-	return env{getenv: os.Getenv, home: home, onGCE: metadataServer}
+	return machineEnv{getenv: os.Getenv, home: home, onGCE: metadataServer}
 }
 
 // metadataServer asks the metadata server only when the DMI product name
@@ -78,16 +82,15 @@ type found struct {
 	problems               []string
 }
 
-func check(ctx context.Context, e env, cfg Config) CheckResult {
+func check(ctx context.Context, e machineEnv, cfg Config) CheckResult {
 	f := detect(ctx, e, cfg)
 	regions := cfg.Regions
 	if len(regions) == 0 {
 		regions = DefaultRegions()
 	}
 	return CheckResult{
-		OK:      len(f.problems) == 0,
 		Project: f.project, ProjectSource: f.projectSource,
-		Credentials: f.credentials, Account: f.account,
+		CredentialSource: f.credentials, Account: f.account,
 		Regions: regions, Problems: f.problems,
 	}
 }
@@ -101,7 +104,7 @@ type credentialsFile struct {
 	ClientEmail    string `json:"client_email"`
 }
 
-func detect(ctx context.Context, e env, cfg Config) found {
+func detect(ctx context.Context, e machineEnv, cfg Config) found {
 	var f found
 	var fileProject, metaProject string
 	gcloudDir := e.getenv("CLOUDSDK_CONFIG")
