@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/sortie
 TIMEOUT ?= 75m
 
-.PHONY: all build test unit smoke demo deps vet clean
+.PHONY: all build test unit smoke demo deps vet clean bench
 
 all: build
 
@@ -32,6 +32,14 @@ unit:
 
 smoke:
 	$(GO) test -count=1 -v ./smoke_tests/...
+
+# bench runs the benchmark suite (about 10 minutes) and prints one line per
+# figure, "name value unit", on stdout; progress goes to stderr. BENCHFLAGS
+# passes options, e.g. BENCHFLAGS="-only queue,launch".
+# It builds the binary itself, quietly: make would echo a build step on stdout.
+bench:
+	@$(GO) build -o $(BIN) ./cmd/sortie >&2
+	@$(GO) run ./smoke_tests/bench -bin $(BIN) $(BENCHFLAGS)
 
 # demo runs a job on the local provider that fails with a listed exit code
 # twice, recovers, succeeds, and prints the queue.

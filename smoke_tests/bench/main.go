@@ -1,0 +1,211 @@
+// Command bench runs sortie's benchmark suite against the real binary and
+// prints one line per figure, "name value unit", on stdout and nothing else;
+// progress goes to stderr. `make bench` runs it. See the README's
+// Performance section for what each figure measures.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"sortie/smoke_tests/bench/suite"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	bin, work, only          string
+	keep                     bool
+	simJobs                  int
+	runTime                  time.Duration
+	localJobs, parallel      int
+	queueJobs, queueRunning  int
+	queueRuns, launchRuns    int
+	simTimeout, localTimeout time.Duration
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.bin, "bin", "", "the sortie binary (default: build ./cmd/sortie into the work directory)")
+	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch", "which groups to run, comma-separated")
+	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
+	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
+	fs.DurationVar(&o.simTimeout, "sim-timeout", 12*time.Minute, "how long the sim jobs may take to end")
+	fs.IntVar(&o.localJobs, "local-jobs", 500, "jobs on the local provider")
+	fs.IntVar(&o.parallel, "parallel", 16, "local launches at a time, and the plain loop's width")
+	fs.DurationVar(&o.localTimeout, "local-timeout", 5*time.Minute, "how long the local jobs may take to end")
+	fs.IntVar(&o.queueJobs, "queue-jobs", 100000, "jobs in the store the queue views are timed on")
+	fs.IntVar(&o.queueRunning, "queue-running", 10000, "how many of those are RUNNING")
+	fs.IntVar(&o.queueRuns, "queue-runs", 5, "timed runs of each queue view")
+	fs.IntVar(&o.launchRuns, "launch-runs", 21, "timed runs of jobs launch -d")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b := &bench{o: o, out: stdout, log: stderr}
+	if err := b.setup(ctx); err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	defer b.cleanup()
+	failed := false
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch}
+	for _, g := range strings.Split(o.only, ",") {
+		g = strings.TrimSpace(g)
+		f, ok := groups[g]
+		if !ok {
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch)\n", g)
+			return 2
+		}
+		if err := f(ctx); err != nil {
+			fmt.Fprintf(stderr, "bench: %s: %v\n", g, err)
+			failed = true
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+type bench struct {
+	o        options
+	out, log io.Writer
+	tmp      bool
+}
+
+func (b *bench) setup(ctx context.Context) error {
+	if b.o.work == "" {
+		dir, err := os.MkdirTemp("", "sortie-bench-")
+		if err != nil {
+			return err
+		}
+		b.o.work, b.tmp = dir, true
+	}
+	if err := os.MkdirAll(b.o.work, 0o755); err != nil {
+		return err
+	}
+	if b.o.bin == "" {
+		b.o.bin = filepath.Join(b.o.work, "sortie")
+		fmt.Fprintf(b.log, "building %s\n", b.o.bin)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.bin, "sortie/cmd/sortie")
+		cmd.Stdout, cmd.Stderr = b.log, b.log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go build: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(b.o.bin)
+	if err != nil {
+		return err
+	}
+	b.o.bin = abs
+	fmt.Fprintf(b.log, "work directory %s\n", b.o.work)
+	return nil
+}
+
+func (b *bench) cleanup() {
+	if b.tmp && !b.o.keep {
+		os.RemoveAll(b.o.work)
+	}
+}
+
+// figure prints one result line.
+func (b *bench) figure(name string, value float64, decimals int, unit string) {
+	fmt.Fprintf(b.out, "%s %.*f %s\n", name, decimals, value, unit)
+}
+
+// count names a job count the way the figures do: 10k, 500, 100k.
+func count(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+func (b *bench) home(name string) string { return filepath.Join(b.o.work, name) }
+
+func (b *bench) sim(ctx context.Context) error {
+	r, err := suite.RunSim(ctx, suite.SimOptions{Bin: b.o.bin, Home: b.home("sim"), Jobs: b.o.simJobs, RunTime: b.o.runTime,
+		ExitShare: 0.10, PreemptShare: 0.05, Seed: 1, Timeout: b.o.simTimeout, Progress: b.log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "sim: %v in %s; recoveries %d (want %d); %d decisions; submit took %s\n",
+		r.Statuses, r.Wall.Round(time.Second), r.Recoveries, r.WantRecoveries, len(r.Decisions), r.Submit.Round(time.Millisecond))
+	if r.Statuses["SUCCEEDED"] != r.Jobs || r.Recoveries != r.WantRecoveries {
+		return fmt.Errorf("the run went wrong: %v, recoveries %d, want %d SUCCEEDED and %d recoveries", r.Statuses, r.Recoveries, r.Jobs, r.WantRecoveries)
+	}
+	n := "sim_" + count(r.Jobs)
+	b.figure(n+"_peak_rss_mib", float64(r.Usage.PeakRSSKiB)/1024, 1, "MiB")
+	b.figure(n+"_cpu_s", r.Usage.CPU.Seconds(), 1, "s")
+	b.figure(n+"_rss_per_job_kib", float64(r.Usage.PeakRSSKiB)/float64(r.Jobs), 1, "KiB")
+	b.figure(n+"_all_running_s", r.AllRunning.Seconds(), 1, "s")
+	b.figure("sim_decision_p50_ms", suite.Ms(suite.Percentile(r.Decisions, 50)), 1, "ms")
+	b.figure("sim_decision_p99_ms", suite.Ms(suite.Percentile(r.Decisions, 99)), 1, "ms")
+	return nil
+}
+
+func (b *bench) local(ctx context.Context) error {
+	r, err := suite.RunLocal(ctx, suite.LocalOptions{Bin: b.o.bin, Home: b.home("local"), Jobs: b.o.localJobs, Parallel: b.o.parallel,
+		Timeout: b.o.localTimeout, Progress: b.log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "local: sortie %s, plain loop %s, %v\n", r.Sortie.Round(time.Millisecond), r.Plain.Round(time.Millisecond), r.Statuses)
+	if r.Statuses["SUCCEEDED"] != b.o.localJobs {
+		return fmt.Errorf("the run went wrong: %v", r.Statuses)
+	}
+	b.figure("local_"+count(b.o.localJobs)+"_ratio", r.Ratio(), 2, "x")
+	return nil
+}
+
+func (b *bench) queue(ctx context.Context) error {
+	o := suite.QueueOptions{Bin: b.o.bin, Home: b.home("queue"), Jobs: b.o.queueJobs, Running: b.o.queueRunning, Runs: b.o.queueRuns, Progress: b.log}
+	t0 := time.Now()
+	if err := suite.BuildQueueStore(ctx, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "queue: store of %d jobs built in %s\n", o.Jobs, time.Since(t0).Round(time.Millisecond))
+	r, err := suite.RunQueue(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "queue: --status RUNNING printed %d jobs, runs %v; default view printed %d lines, runs %v\n",
+		r.StatusJobs, r.StatusRuns, r.DefaultLines, r.DefaultRuns)
+	if r.StatusJobs != o.Running {
+		return fmt.Errorf("--status RUNNING printed %d jobs, want %d", r.StatusJobs, o.Running)
+	}
+	n := "queue_" + count(o.Jobs)
+	b.figure(n+"_ms", suite.Ms(r.Status), 0, "ms")
+	b.figure("queue_default_"+count(o.Jobs)+"_ms", suite.Ms(r.Default), 0, "ms")
+	return nil
+}
+
+func (b *bench) launch(ctx context.Context) error {
+	r, err := suite.RunLaunchCLI(ctx, suite.LaunchOptions{Bin: b.o.bin, Home: b.home("launch"), Runs: b.o.launchRuns})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "launch: runs %v\n", r.Runs)
+	b.figure("launch_cli_ms", suite.Ms(r.Median), 1, "ms")
+	return nil
+}

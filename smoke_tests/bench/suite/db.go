@@ -1,0 +1,131 @@
+package suite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+
+	"sortie/controller"
+)
+
+// openDB opens home's store for the bench's own queries, beside the
+// controller that writes it.
+func openDB(home string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+controller.StatePath(home)+"?_busy_timeout=15000&_journal_mode=WAL")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", controller.StatePath(home), err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// statusCounts counts the jobs of each status.
+func statusCounts(ctx context.Context, db *sql.DB) (map[string]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// latest is the latest of a job time column (started_at, ended_at), and
+// how many jobs have it set.
+func latest(ctx context.Context, db *sql.DB, column string) (time.Time, int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT `+column+` FROM jobs WHERE `+column+` IS NOT NULL`)
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("read %s: %w", column, err)
+	}
+	defer rows.Close()
+	var max time.Time
+	n := 0
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return max, n, err
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return max, n, fmt.Errorf("jobs.%s %q: %w", column, s, err)
+		}
+		n++
+		if t.After(max) {
+			max = t
+		}
+	}
+	return max, n, rows.Err()
+}
+
+// submit stores n jobs of the task file through the same service the CLI
+// uses, in this process, nudging the controller every batch jobs, and
+// returns their ids and when the last was stored.
+func submit(ctx context.Context, d *Daemon, file string, n, batch int, progress io.Writer) ([]int64, time.Time, error) {
+	svc, err := controller.OpenService(ctx, d.Home)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer svc.Close()
+	// The controller already runs; it is told of new jobs by a nudge, as
+	// the CLI's launch tells it.
+	svc.StartDaemon = func(context.Context, string) error { return nil }
+	ids := make([]int64, 0, n)
+	for i := 0; i < n; i++ {
+		j, err := svc.Launch(ctx, controller.LaunchRequest{File: file, Name: fmt.Sprintf("bench-%d", i)})
+		if err != nil {
+			return ids, time.Time{}, fmt.Errorf("submit job %d of %d: %w", i+1, n, err)
+		}
+		ids = append(ids, j.ID)
+		if (i+1)%batch == 0 {
+			d.Nudge()
+			fmt.Fprintf(progress, "submitted %d/%d\n", i+1, n)
+		}
+	}
+	last := time.Now()
+	d.Nudge()
+	return ids, last, nil
+}
+
+// waitAll polls the store every poll until every job has ended or timeout
+// passes, printing the counts to progress every report.
+func waitAll(ctx context.Context, db *sql.DB, n int, poll, timeout, report time.Duration, progress io.Writer) (map[string]int, error) {
+	deadline := time.Now().Add(timeout)
+	next := time.Now()
+	for {
+		counts, err := statusCounts(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		ended := 0
+		for _, st := range []string{"SUCCEEDED", "CANCELLED", "FAILED", "FAILED_SETUP", "FAILED_PRECHECKS", "FAILED_NO_RESOURCE", "FAILED_CONTROLLER"} {
+			ended += counts[st]
+		}
+		if ended >= n {
+			return counts, nil
+		}
+		if time.Now().After(next) {
+			fmt.Fprintf(progress, "  %v\n", counts)
+			next = time.Now().Add(report)
+		}
+		if time.Now().After(deadline) {
+			return counts, fmt.Errorf("%d of %d jobs ended within %s: %v", ended, n, timeout, counts)
+		}
+		select {
+		case <-ctx.Done():
+			return counts, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

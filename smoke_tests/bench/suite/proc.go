@@ -1,0 +1,164 @@
+// Package suite runs sortie's benchmarks: each starts the real binary's
+// controller as a process of its own, with its own SORTIE_HOME, drives it,
+// and measures it from outside (wall clock, /proc, the store). The bench
+// command prints the figures; a short run of the same code is part of the
+// smoke tests, which check its outcomes and never its timings.
+package suite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Daemon is a controller process started for a benchmark.
+type Daemon struct {
+	Home string
+	Pid  int
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Environ is the environment the benchmark's processes run with: this
+// process's, without the SORTIE_* settings that would change what is
+// measured (the profiling switches are kept), with SORTIE_HOME set to home.
+func Environ(home string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "SORTIE_CPUPROFILE" || k == "SORTIE_MEMPROFILE" || k == "SORTIE_PPROF":
+		case strings.HasPrefix(k, "SORTIE_"):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "SORTIE_HOME="+home)
+}
+
+// StartDaemon runs `bin controller run` for home, its output in
+// home/controller.log, and returns once it has taken the home.
+func StartDaemon(ctx context.Context, bin, home string) (*Daemon, error) {
+	logf, err := os.OpenFile(filepath.Join(home, "controller.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "controller", "run")
+	cmd.Env = Environ(home)
+	cmd.Dir = home
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start controller: %w", err)
+	}
+	d := &Daemon{Home: home, Pid: cmd.Process.Pid, cmd: cmd, done: make(chan error, 1)}
+	go func() { d.done <- cmd.Wait() }()
+	pidFile := filepath.Join(home, "controller.pid")
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(d.Pid) {
+			return d, nil
+		}
+		select {
+		case err := <-d.done:
+			return nil, fmt.Errorf("controller exited at start (%v); see %s", err, logf.Name())
+		case <-ctx.Done():
+			d.Kill()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	d.Kill()
+	return nil, fmt.Errorf("controller did not start within 15s; see %s", logf.Name())
+}
+
+// Nudge makes the controller reconcile now, as the CLI does after a submit.
+func (d *Daemon) Nudge() { _ = syscall.Kill(d.Pid, syscall.SIGUSR1) }
+
+// Stop asks the controller to stop and waits for it, killing it after
+// timeout.
+func (d *Daemon) Stop(timeout time.Duration) error {
+	if err := syscall.Kill(d.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return nil
+	case <-time.After(timeout):
+		d.Kill()
+		return fmt.Errorf("controller (pid %d) did not stop within %s; killed", d.Pid, timeout)
+	}
+}
+
+// Kill kills the controller's process group and reaps it.
+func (d *Daemon) Kill() {
+	_ = syscall.Kill(-d.Pid, syscall.SIGKILL)
+	err := <-d.done
+	d.done <- err
+}
+
+// Usage is what a process has used so far.
+type Usage struct {
+	PeakRSSKiB int64 // VmHWM
+	RSSKiB     int64 // VmRSS
+	CPU        time.Duration
+}
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux architecture Go supports.
+const clockTick = 100
+
+// ReadUsage reads pid's peak and current resident memory from
+// /proc/PID/status and its user and system CPU time from /proc/PID/stat.
+func ReadUsage(pid int) (Usage, error) {
+	var u Usage
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, fmt.Errorf("read usage: %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		switch k {
+		case "VmHWM":
+			u.PeakRSSKiB = n
+		case "VmRSS":
+			u.RSSKiB = n
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, fmt.Errorf("read usage: %w", err)
+	}
+	// Fields after the command name, which may hold spaces: state is the
+	// first, utime and stime the 12th and 13th.
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return u, fmt.Errorf("read usage: /proc/%d/stat has %d fields after the name", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return u, fmt.Errorf("read usage: /proc/%d/stat utime %q stime %q", pid, f[11], f[12])
+	}
+	u.CPU = time.Duration(ut+st) * time.Second / clockTick
+	return u, nil
+}

@@ -1,0 +1,192 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"sortie/controller"
+	"sortie/controller/store"
+	"sortie/schema"
+)
+
+// QueueOptions is a store of many jobs and the queue views timed on it.
+type QueueOptions struct {
+	Bin     string
+	Home    string
+	Jobs    int // jobs in the store
+	Running int // how many of them are RUNNING; the rest have ended
+	Runs    int // timed runs of each view; the median is reported
+	// Finished is how many finished jobs the default view shows (the
+	// queue's --limit default).
+	Finished int
+	Progress io.Writer
+}
+
+// QueueResult is the median time of each view and what they printed.
+type QueueResult struct {
+	Status, Default          time.Duration
+	StatusJobs, DefaultLines int
+	StatusRuns, DefaultRuns  []time.Duration
+}
+
+const queueTask = `name: train
+resources:
+  cloud: aws
+  region: us-east-1
+  use_spot: true
+  accelerators: A100:1
+  job_recovery:
+    strategy: EAGER_NEXT_REGION
+    max_restarts_on_errors: 2
+    recover_on_exit_codes: [29, 137]
+envs: {EPOCHS: "10"}
+run: python train.py --epochs $EPOCHS
+`
+
+// BuildQueueStore fills a fresh store at home with o.Jobs jobs, each with a
+// task and an attempt, in one transaction: the newest jobs are RUNNING
+// (one in two of the last 2*o.Running), the others ended, most of them
+// SUCCEEDED. The store's own migrations make the schema.
+func BuildQueueStore(ctx context.Context, o QueueOptions) error {
+	if err := os.MkdirAll(o.Home, 0o755); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, controller.StatePath(o.Home), nil)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	p, err := schema.Parse([]byte(queueTask))
+	if err != nil {
+		return err
+	}
+	spec, err := p.WithoutSecretValues().Marshal()
+	if err != nil {
+		return err
+	}
+	key, err := schema.PipelineKey(p, o.Home)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(o.Home)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	jobs, err := tx.PrepareContext(ctx, `INSERT INTO jobs (id, name, status, failure_reason, spec, base_dir, num_tasks, input_key,
+		recovery_count, exit_codes, root_id, submitted_at, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	tasks, err := tx.PrepareContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, recovery_count, started_at, ended_at) VALUES (?, 0, 'train', ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	attempts, err := tx.PrepareContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
+		outcome, exit_codes, reason, action, decision, started_at, ended_at) VALUES (?, 0, 1, ?, 'aws', 'us-east-1', 'us-east-1a', ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	base := time.Now().Add(-time.Duration(o.Jobs) * time.Minute).UTC()
+	fmtT := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
+	firstRunning := o.Jobs - 2*o.Running
+	for id := 1; id <= o.Jobs; id++ {
+		sub := base.Add(time.Duration(id) * time.Minute)
+		start := sub.Add(40 * time.Second)
+		status, outcome, codes, state, reason, action := store.Succeeded, "succeeded", "[0]", store.AttemptEnded, "every node exited 0", "succeed"
+		var failure, ended any = nil, fmtT(start.Add(20 * time.Minute))
+		switch {
+		case id > firstRunning && id%2 == 0:
+			status, outcome, codes, state, reason, action, ended = store.Running, "", "[]", store.AttemptRunning, "", "", nil
+		case id%25 == 0:
+			status, outcome, codes, reason, action = store.Failed, "user_failure", "[1]", "node 0 exited 1", "fail"
+			failure = "restart 3/2 on errors"
+		case id%97 == 0:
+			status, outcome, codes, reason, action = store.Cancelled, "cancelled", "[143]", "cancelled by user", "cancel"
+		}
+		recoveries := 0
+		if id%7 == 0 {
+			recoveries = 1
+		}
+		cluster := fmt.Sprintf("sortie-%d-0-1", id)
+		var outc, endedCodes any = outcome, codes
+		if outcome == "" {
+			outc, endedCodes = nil, nil
+		}
+		if _, err := jobs.ExecContext(ctx, id, fmt.Sprintf("train-%d", id%500), status, failure, string(spec), o.Home, key,
+			recoveries, endedCodes, id, fmtT(sub), fmtT(start), ended); err != nil {
+			return fmt.Errorf("insert job %d: %w", id, err)
+		}
+		if _, err := tasks.ExecContext(ctx, id, status, recoveries, fmtT(start), ended); err != nil {
+			return fmt.Errorf("insert task of job %d: %w", id, err)
+		}
+		if _, err := attempts.ExecContext(ctx, id, cluster, fmt.Sprintf(`["i-%012x"]`, id), state, outc, endedCodes, reason, action, reason,
+			fmtT(start), ended); err != nil {
+			return fmt.Errorf("insert attempt of job %d: %w", id, err)
+		}
+		if id%20000 == 0 {
+			fmt.Fprintf(o.Progress, "queue: %d/%d jobs stored\n", id, o.Jobs)
+		}
+	}
+	return tx.Commit()
+}
+
+// RunQueue times `jobs queue -o json --status RUNNING` and the default
+// `jobs queue` on the store at home, each o.Runs times after one untimed
+// run that also checks what they print.
+func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
+	r := &QueueResult{}
+	run := func(args ...string) (time.Duration, []byte, error) {
+		cmd := exec.CommandContext(ctx, o.Bin, args...)
+		cmd.Env = Environ(o.Home)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		t0 := time.Now()
+		err := cmd.Run()
+		el := time.Since(t0)
+		if err != nil {
+			return el, nil, fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
+		}
+		return el, out.Bytes(), nil
+	}
+	statusArgs := []string{"jobs", "queue", "-o", "json", "--status", "RUNNING"}
+	_, out, err := run(statusArgs...)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []controller.JobView
+	if err := json.Unmarshal(out, &jobs); err != nil {
+		return nil, fmt.Errorf("queue -o json: %w", err)
+	}
+	r.StatusJobs = len(jobs)
+	_, out, err = run("jobs", "queue")
+	if err != nil {
+		return nil, err
+	}
+	r.DefaultLines = bytes.Count(out, []byte("\n"))
+	for i := 0; i < o.Runs; i++ {
+		d, _, err := run(statusArgs...)
+		if err != nil {
+			return nil, err
+		}
+		r.StatusRuns = append(r.StatusRuns, d)
+		if d, _, err = run("jobs", "queue"); err != nil {
+			return nil, err
+		}
+		r.DefaultRuns = append(r.DefaultRuns, d)
+	}
+	r.Status, r.Default = Median(r.StatusRuns), Median(r.DefaultRuns)
+	return r, nil
+}
