@@ -69,7 +69,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if !ok {
-		return nil, provision.Prechecks(fmt.Errorf("%s: zone %s offers no %s; pick another zone or machine type", where, zone, describeRequest(spec.Resources)))
+		return nil, provision.Prechecks(fmt.Errorf("%s: zone %s does not offer %s; pick another zone or machine type", where, zone, describeRequest(spec.Resources)))
 	}
 
 	var ops []*computepb.Operation

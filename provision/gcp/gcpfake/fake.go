@@ -66,8 +66,8 @@ type Server struct {
 	opOrder   []string
 	byRequest map[string]string // requestId -> "zone/opname"
 	pending   []pendingOp
-	insertErr map[string]opError // zone -> error of every insert there
-	httpErr   map[string][]httpError
+	insertErr map[string]opError      // zone -> error of every insert there
+	httpErr   map[string][]*httpError // per call from now; nil passes
 	calls     map[string]int
 	seq       uint64
 }
@@ -122,7 +122,7 @@ func newServer(o Options) *Server {
 		images: map[string]bool{}, natIP: o.ExternalIP, pageSize: o.PageSize, now: o.Now,
 		instances: map[string]*computepb.Instance{}, ops: map[string]*computepb.Operation{},
 		byRequest: map[string]string{}, insertErr: map[string]opError{},
-		httpErr: map[string][]httpError{}, calls: map[string]int{},
+		httpErr: map[string][]*httpError{}, calls: map[string]int{},
 	}
 	for region, zones := range o.Zones {
 		for _, z := range zones {
@@ -166,9 +166,20 @@ func (s *Server) FailInserts(zone, code, message string) {
 // FailNext makes the next call of method (see Calls) answer an HTTP error
 // in the API's error format, with reason as errors[0].reason.
 func (s *Server) FailNext(method string, status int, reason, message string) {
+	s.FailCall(method, 1, status, reason, message)
+}
+
+// FailCall makes the nth call of method from now on (1 is the next) answer
+// an HTTP error, as FailNext does.
+func (s *Server) FailCall(method string, nth, status int, reason, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.httpErr[method] = append(s.httpErr[method], httpError{status, reason, message})
+	q := s.httpErr[method]
+	for len(q) < nth {
+		q = append(q, nil)
+	}
+	q[nth-1] = &httpError{status, reason, message}
+	s.httpErr[method] = q
 }
 
 // Calls is how many requests method got: "instances.insert",

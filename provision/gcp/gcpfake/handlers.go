@@ -47,8 +47,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.settle()
 	if q := s.httpErr[method]; len(q) > 0 {
 		s.httpErr[method] = q[1:]
-		writeError(w, &apiError{q[0].status, q[0].reason, q[0].message})
-		return
+		if q[0] != nil {
+			writeError(w, &apiError{q[0].status, q[0].reason, q[0].message})
+			return
+		}
 	}
 	// Public images live in other projects; everything else in ours.
 	if project != s.project && !strings.HasPrefix(method, "images.") {
