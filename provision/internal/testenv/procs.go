@@ -103,7 +103,7 @@ func childrenOf(pid int) []int {
 }
 
 // killDescendants kills pid's descendants deepest first, each while its
-// parent is alive to reap it: this machine's init may not reap orphans,
+// parent is alive to reap it: a container's init may not reap orphans,
 // which would then stay zombies for good.
 func killDescendants(pid int) {
 	for _, c := range childrenOf(pid) {

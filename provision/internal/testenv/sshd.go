@@ -117,7 +117,7 @@ LogLevel ERROR
 
 	s := &SSHD{Addr: fmt.Sprintf("127.0.0.1:%d", port), User: me.Username, HostKey: hostKey, dir: dir}
 	// One process copying both ways (a bash pair of cats would leave
-	// orphans that this machine's init may never reap).
+	// orphans that a container's init may never reap).
 	forward := filepath.Join(dir, "forward.py")
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
