@@ -109,6 +109,11 @@ var _ provision.Provider = (*Provider)(nil)
 // first use. Credentials are application default credentials unless
 // Endpoint is set.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
+	return build(ctx, cfg, osEnv())
+}
+
+// build is New on a machine described by e.
+func build(ctx context.Context, cfg Config, e machineEnv) (*Provider, error) {
 	if cfg.Home == "" {
 		return nil, fmt.Errorf("gcp provider: Config.Home is empty; set it to SORTIE_HOME")
 	}
@@ -117,7 +122,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	if cfg.Project == "" {
-		found := detect(ctx, osEnv(), cfg)
+		found := detect(ctx, e, cfg)
 		if found.project == "" {
 			return nil, provision.Prechecks(fmt.Errorf("gcp provider: no project: set gcp.project in config.yaml or GOOGLE_CLOUD_PROJECT"))
 		}

@@ -86,6 +86,14 @@ func (f filter) match(m proto.Message) bool {
 	if json.Unmarshal(b, &doc) != nil {
 		return false
 	}
+	return f.matchDoc(doc)
+}
+
+// matchDoc is match on the resource's JSON form.
+func (f filter) matchDoc(doc map[string]any) bool {
+	if len(f.anyOf) == 0 {
+		return true
+	}
 	for _, group := range f.anyOf {
 		ok := true
 		for _, t := range group {
