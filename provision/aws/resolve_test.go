@@ -132,4 +132,3 @@ func TestCheck(t *testing.T) {
 		t.Errorf("no credentials: %q, %v", res.Problems, err)
 	}
 }
-
