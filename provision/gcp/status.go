@@ -20,8 +20,8 @@ import (
 var managedFilter = fmt.Sprintf(`labels.%s = "true"`, provision.TagManaged)
 
 // evidenceFilter selects the operations that say why a VM stopped or went:
-// Compute Engine's preemptions and every deletion.
-const evidenceFilter = `(operationType = "compute.instances.preempted") OR (operationType = "delete")`
+// Compute Engine's preemptions, and every deletion and stop.
+const evidenceFilter = `(operationType = "compute.instances.preempted") OR (operationType = "delete") OR (operationType = "stop")`
 
 // Status implements provision.Provider with one aggregated instance list
 // for all the names, plus one aggregated operation list when a VM is
@@ -237,6 +237,8 @@ func (p *Provider) presentNode(rank int, in *computepb.Instance, ev *evidence) p
 		n.State, n.Reason = provision.NodePending, status
 	case t.kind == tracePreempted:
 		n.State, n.Reason = provision.NodePreempted, "compute.instances.preempted at "+t.at
+	case t.kind == traceStop:
+		n.State, n.Reason = provision.NodeStopped, fmt.Sprintf("status %s: stopped by %s at %s", status, t.user, t.at)
 	case isSpot(in) && (status == "TERMINATED" || status == "STOPPING"):
 		n.State, n.Reason = provision.NodePreempted, fmt.Sprintf("spot VM %s (last stop %s)", status, in.GetLastStopTimestamp())
 	case t.kind == traceOtherDelete:
@@ -321,6 +323,7 @@ const (
 	tracePreempted
 	traceOurDelete
 	traceOtherDelete
+	traceStop
 )
 
 // evidence indexes the preemption and deletion operations of the project.
@@ -348,6 +351,8 @@ func (p *Provider) loadEvidence(ctx context.Context) (*evidence, error) {
 			t.kind = traceOurDelete
 		case op.GetOperationType() == "delete":
 			t.kind = traceOtherDelete
+		case op.GetOperationType() == "stop":
+			t.kind = traceStop
 		default:
 			continue
 		}

@@ -2,6 +2,7 @@ package gcp
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	compute "cloud.google.com/go/compute/apiv1"
@@ -11,6 +12,7 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/gcp/gcpfake"
+	"sortie/schema"
 )
 
 func TestInsertWithTheSameRequestIDMakesOneVM(t *testing.T) {
@@ -297,5 +299,58 @@ func TestNodeFates(t *testing.T) {
 				t.Errorf("states after Terminate, seen after a restart (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A VM stopped by someone else is stopped; a spot VM found TERMINATED is
+// preempted even when its preemption operation has expired.
+func TestStoppedVMs(t *testing.T) {
+	e := newEnv(t, false, gcpfake.Options{})
+	stop := func(c *Config) { c.TerminationAction = TerminateStop }
+	p := e.provider(t, stop)
+	onDemand := spec(70, 1, "us-central1-a", schema.Resources{Cloud: CloudName})
+	spotVM := spec(71, 1, "us-central1-a", spot())
+	spotStopped := spec(73, 1, "us-central1-a", spot())
+	launch(t, p, onDemand)
+	launch(t, p, spotVM)
+	launch(t, p, spotStopped)
+	if err := e.fake.Stop("us-central1-a", instanceName(onDemand.Name, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Stop("us-central1-a", instanceName(spotStopped.Name, 0)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.Status(testContext(t), []string{spotStopped.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m[spotStopped.Name].Nodes[0]; n.State != provision.NodeStopped || !strings.Contains(n.Reason, "someone@example.com") {
+		t.Errorf("spot VM stopped by someone: %s %q, want stopped, naming who", n.State, n.Reason)
+	}
+	if err := e.fake.Preempt("us-central1-a", instanceName(spotVM.Name, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.ForgetOperations()
+	m, err = e.provider(t, stop).Status(testContext(t), []string{onDemand.Name, spotVM.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m[onDemand.Name].Nodes[0]; n.State != provision.NodeStopped || !strings.Contains(n.Reason, "TERMINATED") {
+		t.Errorf("on-demand VM stopped by someone: %s %q, want stopped", n.State, n.Reason)
+	}
+	if n := m[spotVM.Name].Nodes[0]; n.State != provision.NodePreempted {
+		t.Errorf("spot VM TERMINATED: %s %q, want preempted", n.State, n.Reason)
+	}
+}
+
+// A placement naming only a region launches in its first zone.
+func TestLaunchInARegion(t *testing.T) {
+	e := newEnv(t, false, gcpfake.Options{})
+	p := e.provider(t)
+	s := spec(72, 1, "us-east1-b", spot())
+	s.Placement.Zone = ""
+	c := launch(t, p, s)
+	if c.Placement.Zone != "us-east1-b" {
+		t.Errorf("launched at %s, want us-east1-b", c.Placement)
 	}
 }

@@ -279,6 +279,35 @@ func (s *Server) Remove(zone, name string) error {
 	return nil
 }
 
+// Stop stops a VM behind sortie's back (a person with the console, a host
+// error): status TERMINATED, recorded as a stop operation.
+func (s *Server) Stop(zone, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settle()
+	in, ok := s.instances[zone+"/"+name]
+	if !ok {
+		return fmt.Errorf("stop: no instance %s in %s", name, zone)
+	}
+	op := s.newOp(zone, "stop", in, "")
+	op.User = proto.String("someone@example.com")
+	s.finish(op, nil)
+	in.Status = proto.String("TERMINATED")
+	in.LastStopTimestamp = proto.String(s.timestamp())
+	return nil
+}
+
+// ForgetOperations drops every finished operation, as Compute Engine does
+// after a while.
+func (s *Server) ForgetOperations() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settle()
+	s.ops = map[string]*computepb.Operation{}
+	s.opOrder = nil
+	s.byRequest = map[string]string{}
+}
+
 // settle finishes every operation started by an earlier request.
 func (s *Server) settle() {
 	pending := s.pending
