@@ -24,6 +24,9 @@ deps:
 vet:
 	$(GO) vet ./...
 
+# Tests never ask the instance metadata service for credentials: every AWS
+# test talks to moto with fixed test credentials.
+test: export AWS_EC2_METADATA_DISABLED = true
 test: deps vet
 	$(GO) test -count=1 -timeout $(TIMEOUT) ./...
 

@@ -64,6 +64,14 @@ type AWSCf struct {
 	Regions  []string `json:"regions"`
 	Endpoint string   `json:"endpoint"` // an EC2-compatible endpoint, for tests
 	SSHUser  string   `json:"ssh_user"`
+	// NodeDir is the directory on instances under which each node's files live.
+	NodeDir string `json:"node_dir"`
+	// LaunchTimeout bounds how long a launch waits for instances to answer SSH.
+	LaunchTimeout Duration `json:"launch_timeout"`
+	// PollInterval is how often a launch checks booting instances.
+	PollInterval Duration `json:"poll_interval"`
+	// RetryMaxAttempts bounds the SDK's attempts per call (default 3).
+	RetryMaxAttempts int `json:"retry_max_attempts"`
 }
 
 // GCPCf is the gcp: section.

@@ -16,6 +16,8 @@ type ProviderSet struct {
 	// Extra builds providers for clouds other than local (aws, gcp, sim);
 	// nil entries mean the cloud is not available in this build.
 	Extra map[string]func(ctx context.Context, cfg Config) (provision.Provider, error)
+	// Checks say whether each extra cloud is usable, for `sortie check`.
+	Checks map[string]func(ctx context.Context, cfg Config) CloudCheck
 
 	mu   sync.Mutex
 	open map[string]provision.Provider
@@ -23,7 +25,8 @@ type ProviderSet struct {
 
 // NewProviderSet returns the providers of cfg; local is always there.
 func NewProviderSet(cfg Config) *ProviderSet {
-	return &ProviderSet{cfg: cfg, open: map[string]provision.Provider{}, Extra: map[string]func(context.Context, Config) (provision.Provider, error){}}
+	return &ProviderSet{cfg: cfg, open: map[string]provision.Provider{}, Extra: map[string]func(context.Context, Config) (provision.Provider, error){},
+		Checks: map[string]func(context.Context, Config) CloudCheck{}}
 }
 
 // Provider returns the provider of cloud ("" means local).

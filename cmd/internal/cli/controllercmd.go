@@ -62,4 +62,6 @@ func NewCmdController(f *Factory) *cobra.Command {
 // configureClouds adds the cloud providers built into this binary.
 func configureClouds(ps *controller.ProviderSet) {
 	ps.Extra["sim"] = controller.OpenSim
+	ps.Extra["aws"] = controller.OpenAWS
+	ps.Checks["aws"] = controller.CheckAWS
 }

@@ -79,7 +79,11 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, Now: time.Now}
 	f.Local = func(ctx context.Context) (*controller.Service, error) {
-		return controller.OpenService(ctx, f.Home())
+		svc, err := controller.OpenService(ctx, f.Home())
+		if err == nil {
+			configureClouds(svc.Providers)
+		}
+		return svc, err
 	}
 	f.Service = func(ctx context.Context) (Service, error) { return f.Local(ctx) }
 	return Execute(f, args)
@@ -144,7 +148,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f))
-	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f), NewCmdCheck(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
 	}

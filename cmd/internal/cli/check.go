@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCmdCheck builds `check`: which clouds are usable, and why not.
+func NewCmdCheck(f *Factory) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Say which clouds are usable, and exactly what is missing for the others",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFlag(output); err != nil {
+				return err
+			}
+			svc, err := f.Local(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			checks := svc.Check(cmd.Context())
+			if output == "json" {
+				return printJSON(f.Out, checks)
+			}
+			for _, c := range checks {
+				state := "enabled"
+				if !c.OK {
+					state = "disabled"
+				}
+				fmt.Fprintf(f.Out, "%s: %s\n", c.Cloud, state)
+				for _, d := range c.Details {
+					fmt.Fprintf(f.Out, "  %s\n", d)
+				}
+				for _, p := range c.Problems {
+					fmt.Fprintf(f.Out, "  ✗ %s\n", p)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}

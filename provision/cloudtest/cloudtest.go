@@ -1,0 +1,58 @@
+// Package cloudtest gives end-to-end tests outside provision/ the cloud
+// stand-ins the provider tests use: the moto EC2 emulator behind a
+// fault-injecting proxy, and a private sshd playing every node.
+package cloudtest
+
+import (
+	"context"
+	"regexp"
+	"testing"
+
+	"sortie/provision"
+	"sortie/provision/internal/testenv"
+)
+
+// Moto is a running moto_server.
+type Moto = testenv.Moto
+
+// EC2Proxy injects capacity errors and spot interruptions in front of moto.
+type EC2Proxy = testenv.EC2Proxy
+
+// SSHD is a private sshd on 127.0.0.1.
+type SSHD = testenv.SSHD
+
+// StartMoto starts moto_server and fails the test when moto is missing.
+func StartMoto(t testing.TB) *Moto { return testenv.StartMoto(t) }
+
+// StartEC2Proxy starts the fault-injecting proxy in front of upstream.
+func StartEC2Proxy(t testing.TB, upstream string) *EC2Proxy {
+	return testenv.StartEC2Proxy(t, upstream)
+}
+
+// StartSSHD starts a private sshd, installing it first when missing.
+func StartSSHD(t testing.TB) *SSHD { return testenv.StartSSHD(t) }
+
+// KillNodeProcesses kills the task processes recorded in a node directory,
+// as a cloud taking the instance away would, and says how many it killed.
+func KillNodeProcesses(dir string) int { return testenv.KillNodeProcesses(dir) }
+
+// KillNodeProcessesUnder kills the task processes of every node under root.
+func KillNodeProcessesUnder(root string) { testenv.KillNodeProcessesUnder(root) }
+
+// LiveInstances lists the ids of sortie's instances in region that moto
+// has pending or running: what a finished test must leave empty.
+func LiveInstances(t testing.TB, endpoint, region string) []string {
+	t.Helper()
+	body, err := testenv.Call(context.Background(), endpoint, region, "DescribeInstances", map[string]string{
+		"Filter.1.Name": "tag:" + provision.TagManaged, "Filter.1.Value.1": "true",
+		"Filter.2.Name": "instance-state-name", "Filter.2.Value.1": "pending", "Filter.2.Value.2": "running",
+	})
+	if err != nil {
+		t.Fatalf("describe instances in %s: %v", region, err)
+	}
+	var ids []string
+	for _, m := range regexp.MustCompile(`<instanceId>([^<]+)</instanceId>`).FindAllStringSubmatch(string(body), -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}

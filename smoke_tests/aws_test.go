@@ -1,0 +1,126 @@
+package smoke_tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sortie/provision/cloudtest"
+	"sortie/provision/sshrun"
+)
+
+// awsEnv is a user whose AWS account is moto behind the fault-injecting
+// proxy, and whose instances are all played by one private sshd.
+type awsEnv struct {
+	*env
+	moto  *cloudtest.Moto
+	proxy *cloudtest.EC2Proxy
+	nodes string
+}
+
+func newAWSEnv(t *testing.T) *awsEnv {
+	t.Helper()
+	moto := cloudtest.StartMoto(t)
+	proxy := cloudtest.StartEC2Proxy(t, moto.URL)
+	sshd := cloudtest.StartSSHD(t)
+	nodes := t.TempDir()
+	t.Cleanup(func() { cloudtest.KillNodeProcessesUnder(nodes) })
+	e := newEnv(t, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null", "AWS_PROFILE=", "AWS_REGION=")
+	_, line, err := sshrun.LoadOrCreateKey(filepath.Join(e.home, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshd.Authorize(t, line)
+	e.config(fmt.Sprintf(`
+aws:
+  regions: [us-east-1]
+  endpoint: %s
+  ssh_user: %s
+  node_dir: %s
+  poll_interval: 100ms
+  retry_max_attempts: 1
+  launch_timeout: 60s
+ssh:
+  proxy_command: %q
+`, proxy.URL, sshd.User, nodes, sshd.ProxyCommand))
+	return &awsEnv{env: e, moto: moto, proxy: proxy, nodes: nodes}
+}
+
+func TestAWSSpotJobEndToEnd(t *testing.T) {
+	e := newAWSEnv(t)
+	e.proxy.SetCapacity("us-east-1a", false)
+	marker := filepath.Join(e.dir, "started")
+	f := e.write("task.yaml", `
+name: spot-train
+resources:
+  cloud: aws
+  region: us-east-1
+  instance_type: t3.micro
+  use_spot: true
+  job_recovery:
+    strategy: EAGER_NEXT_REGION
+    recover_on_exit_codes: [29]
+run: |
+  echo "attempt $SORTIE_ATTEMPT on $(hostname) as rank $SORTIE_NODE_RANK"
+  if [ "$SORTIE_ATTEMPT" = 1 ]; then touch `+marker+`; sleep 300; fi
+  if [ "$SORTIE_ATTEMPT" = 2 ]; then exit 29; fi
+  echo finished
+`)
+	id := e.launch(f)
+	waitFile(t, marker)
+	d := e.waitStatus(id, "RUNNING")
+	first := d.Attempts[0]
+	if deref(first.Zone) == "us-east-1a" || len(first.InstanceIDs) != 1 {
+		t.Fatalf("first attempt in %s with %v; us-east-1a has no capacity", deref(first.Zone), first.InstanceIDs)
+	}
+	if len(d.LaunchTries) == 0 || d.LaunchTries[0].Zone != "us-east-1a" || d.LaunchTries[0].Class != "capacity" {
+		t.Errorf("launch tries: %+v", d.LaunchTries)
+	}
+	// The spot interruption: EC2 terminates the instance, its processes die.
+	inst := first.InstanceIDs[0]
+	if err := e.proxy.SpotInterrupt(context.Background(), "us-east-1", inst); err != nil {
+		t.Fatal(err)
+	}
+	cloudtest.KillNodeProcesses(filepath.Join(e.nodes, inst))
+
+	d = e.waitStatus(id, "SUCCEEDED")
+	if len(d.Attempts) != 3 {
+		t.Fatalf("attempts: %+v", d.Attempts)
+	}
+	wantOutcomes := []string{"preempted", "user_failure", "succeeded"}
+	for i, a := range d.Attempts {
+		if deref(a.Outcome) != wantOutcomes[i] {
+			t.Errorf("attempt %d outcome %s, want %s (%s)", a.Attempt, deref(a.Outcome), wantOutcomes[i], deref(a.Reason))
+		}
+		t.Logf("attempt %d: %s/%s %v outcome %s codes %v: %s", a.Attempt, deref(a.Region), deref(a.Zone), a.InstanceIDs,
+			deref(a.Outcome), codes(d)[i], deref(a.Decision))
+	}
+	if z := deref(d.Attempts[1].Zone); z == deref(first.Zone) || z == "us-east-1a" {
+		t.Errorf("recovered in %s; want another zone with capacity", z)
+	}
+	if got := codes(d); got[1][0] != 29 || got[2][0] != 0 {
+		t.Errorf("exit codes %v", got)
+	}
+	if d.RecoveryCount != 2 || d.RestartsOnErrors != 0 {
+		t.Errorf("recovery_count %d restarts_on_errors %d, want 2 and 0", d.RecoveryCount, d.RestartsOnErrors)
+	}
+	if d.Attempts[2].Cluster != d.Attempts[1].Cluster {
+		t.Errorf("the restart after exit 29 did not reuse the healthy cluster")
+	}
+	logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout
+	if !strings.Contains(logs, "finished") {
+		t.Errorf("logs: %q", logs)
+	}
+	e.must("controller", "stop")
+	if live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1"); len(live) != 0 {
+		t.Errorf("instances left running: %v", live)
+	}
+	if ents, _ := os.ReadDir(e.nodes); len(ents) == 0 {
+		t.Errorf("no node directory was ever used under %s", e.nodes)
+	}
+}
