@@ -2,6 +2,7 @@ package smoke_tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/controller"
 	"sortie/provision/cloudtest"
 	"sortie/provision/sshrun"
 )
@@ -122,5 +124,27 @@ run: |
 	}
 	if ents, _ := os.ReadDir(e.nodes); len(ents) == 0 {
 		t.Errorf("no node directory was ever used under %s", e.nodes)
+	}
+}
+
+func TestCheckSaysWhatAWSLacks(t *testing.T) {
+	e := newAWSEnv(t)
+	var checks []controller.CloudCheck
+	if err := json.Unmarshal([]byte(e.must("check", "-o", "json").stdout), &checks); err != nil {
+		t.Fatal(err)
+	}
+	byCloud := map[string]controller.CloudCheck{}
+	for _, c := range checks {
+		byCloud[c.Cloud] = c
+	}
+	if !byCloud["local"].OK || !byCloud["aws"].OK || !strings.Contains(strings.Join(byCloud["aws"].Details, " "), "us-east-1") {
+		t.Errorf("with moto and test credentials: %+v", checks)
+	}
+	// Without credentials: disabled, and says what to set.
+	bare := newEnv(t, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null", "AWS_PROFILE=")
+	out := bare.must("check").stdout
+	if !strings.Contains(out, "aws: disabled") || !strings.Contains(out, "AWS_ACCESS_KEY_ID") {
+		t.Errorf("check without credentials:\n%s", out)
 	}
 }
