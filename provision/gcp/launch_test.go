@@ -164,3 +164,26 @@ func describeCluster(c *provision.Cluster) string {
 	}
 	return s
 }
+
+// The controller moves a failed launch to the next zone under the same
+// cluster name: what the first zone left is not taken for the cluster.
+func TestFailoverToAnotherZoneKeepsTheName(t *testing.T) {
+	e := newEnv(t, false, gcpfake.Options{})
+	p := e.provider(t)
+	ctx := testContext(t)
+	s := spec(8, 2, "us-central1-a", spot())
+	e.fake.FailCall("instances.insert", 2, 403, "quotaExceeded", "Quota 'PREEMPTIBLE_CPUS' exceeded.  Limit: 2.0 in region us-central1.")
+	if _, err := p.Launch(ctx, s); provision.Classify(err) != provision.ClassCapacity {
+		t.Fatalf("first launch = %v, want capacity", err)
+	}
+	s.Placement = schema.Placement{Cloud: CloudName, Region: "us-east1", Zone: "us-east1-c"}
+	c := launch(t, p, s)
+	if c.Placement.Zone != "us-east1-c" || len(c.Nodes) != 2 {
+		t.Fatalf("failover launch: %s", describeCluster(c))
+	}
+	for _, in := range e.fake.Instances() {
+		if lastSegment(in.GetZone()) != "us-east1-c" {
+			t.Errorf("VM %s left in %s", in.GetName(), lastSegment(in.GetZone()))
+		}
+	}
+}

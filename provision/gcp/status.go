@@ -181,18 +181,19 @@ func (p *Provider) cluster(name string, g []*computepb.Instance, ev *evidence) *
 		return nil
 	}
 	c := &provision.Cluster{Name: name, Tags: map[string]string{provision.TagManaged: "true", provision.TagCluster: name}}
-	zone := ""
+	// The zone of the VMs that are there, else of the last trace of one.
+	zone, traceZone := "", ""
 	for r := range size {
 		in, ok := byRank[r]
 		if !ok {
 			t := traces[r]
-			if t.zone != "" && zone == "" {
-				zone = t.zone
+			if traceZone == "" {
+				traceZone = t.zone
 			}
 			c.Nodes = append(c.Nodes, p.missingNode(r, t))
 			continue
 		}
-		if zone == "" || r == 0 {
+		if zone == "" {
 			zone = lastSegment(in.GetZone())
 			for k, v := range in.GetLabels() {
 				if k != provision.TagRank && k != labelNumNodes {
@@ -201,6 +202,9 @@ func (p *Provider) cluster(name string, g []*computepb.Instance, ev *evidence) *
 			}
 		}
 		c.Nodes = append(c.Nodes, p.presentNode(r, in, ev))
+	}
+	if zone == "" {
+		zone = traceZone
 	}
 	c.Placement = schema.Placement{Cloud: CloudName, Region: regionOf(zone), Zone: zone}
 	return c
