@@ -78,8 +78,14 @@ type AWSCf struct {
 type GCPCf struct {
 	Project  string   `json:"project"`
 	Regions  []string `json:"regions"`
-	Endpoint string   `json:"endpoint"`
+	Endpoint string   `json:"endpoint"` // a Compute Engine API stand-in, for tests
 	SSHUser  string   `json:"ssh_user"`
+	// NodeDir is the directory on VMs under which each node's files live.
+	NodeDir string `json:"node_dir"`
+	// TerminationAction is what a spot VM does when preempted: DELETE or STOP.
+	TerminationAction string   `json:"termination_action"`
+	PollInterval      Duration `json:"poll_interval"`
+	LaunchTimeout     Duration `json:"launch_timeout"`
 }
 
 // SSHCf is the ssh: section.

@@ -64,4 +64,6 @@ func configureClouds(ps *controller.ProviderSet) {
 	ps.Extra["sim"] = controller.OpenSim
 	ps.Extra["aws"] = controller.OpenAWS
 	ps.Checks["aws"] = controller.CheckAWS
+	ps.Extra["gcp"] = controller.OpenGCP
+	ps.Checks["gcp"] = controller.CheckGCP
 }
