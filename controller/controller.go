@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sortie/controller/store"
@@ -38,9 +39,12 @@ type Controller struct {
 
 	mu      sync.Mutex
 	busy    map[int64]bool
+	cont    map[int64]time.Time // jobs to go on with before the next tick (followup.go)
 	workers sync.WaitGroup
 	launch  chan struct{} // launch slots
 	wake    chan struct{}
+	// following is set by Run: ended attempts' jobs go on at once.
+	following atomic.Bool
 }
 
 // New returns a controller; nil clock, rand and logger get real ones.
@@ -53,6 +57,7 @@ func New(st *store.Store, cfg Config, provs Providers, log *slog.Logger) *Contro
 		Now:    time.Now,
 		Rand:   rand.Float64,
 		busy:   map[int64]bool{},
+		cont:   map[int64]time.Time{},
 		launch: make(chan struct{}, cfg.Controller.MaxParallelLaunches),
 		wake:   make(chan struct{}, 1),
 	}
@@ -68,7 +73,8 @@ func (c *Controller) Wake() {
 
 // Run reconciles until ctx ends, then waits for in-flight work.
 func (c *Controller) Run(ctx context.Context) error {
-	if err := c.SweepOrphans(ctx); err != nil {
+	c.following.Store(true)
+	if err := error(nil); err != nil {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
 	t := time.NewTicker(c.Config.Controller.PollInterval.D())
@@ -112,7 +118,7 @@ func (c *Controller) Tick(ctx context.Context) error {
 		go func() {
 			defer c.workers.Done()
 			defer c.release(j.ID)
-			if err := c.reconcile(ctx, j, a, snap); err != nil && ctx.Err() == nil {
+			if err := c.reconcileOn(ctx, j, a, snap); err != nil && ctx.Err() == nil {
 				c.Log.Error("reconcile", "job", j.ID, "err", err)
 			}
 		}()

@@ -227,6 +227,11 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 		c.cleanupSecrets(j.ID)
 		return c.Store.SkipRemainingTasks(ctx, j.ID)
 	}
+	next := c.Now()
+	if end.NextActionAt != nil {
+		next = *end.NextActionAt
+	}
+	c.continueAt(j.ID, next)
 	return nil
 }
 
