@@ -74,7 +74,7 @@ func (c *Controller) Wake() {
 // Run reconciles until ctx ends, then waits for in-flight work.
 func (c *Controller) Run(ctx context.Context) error {
 	c.following.Store(true)
-	if err := error(nil); err != nil {
+	if err := c.SweepOrphans(ctx); err != nil {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
 	t := time.NewTicker(c.Config.Controller.PollInterval.D())

@@ -8,11 +8,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"sortie/controller"
+	"sortie/provision"
+	"sortie/provision/aws"
 	"sortie/provision/cloudtest"
 	"sortie/provision/sshrun"
+	"sortie/schema"
 )
 
 // awsEnv is a user whose AWS account is moto behind the fault-injecting
@@ -147,4 +153,84 @@ func TestCheckSaysWhatAWSLacks(t *testing.T) {
 	if !strings.Contains(out, "aws: disabled") || !strings.Contains(out, "AWS_ACCESS_KEY_ID") {
 		t.Errorf("check without credentials:\n%s", out)
 	}
+}
+
+func TestAWSControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
+	e := newAWSEnv(t)
+	gate := filepath.Join(e.dir, "gate")
+	started := filepath.Join(e.dir, "started")
+	f := e.write("task.yaml", `
+resources: {cloud: aws, region: us-east-1, instance_type: t3.micro}
+run: |
+  touch `+started+`
+  while [ ! -f `+gate+` ]; do sleep 0.05; done
+  echo released
+`)
+	id := e.launch(f)
+	waitFile(t, started)
+	e.waitStatus(id, "RUNNING")
+	pid := daemonPID(t, e.env)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+
+	// While no controller runs, a cluster appears that no attempt owns: what
+	// a controller killed between ending an attempt and tearing it down leaves.
+	orphan := launchOrphan(t, e)
+	e.write("gate", "")
+	startController(t, e.env)
+	d := e.waitStatus(id, "SUCCEEDED")
+	if len(d.Attempts) != 1 || len(d.Attempts[0].InstanceIDs) != 1 {
+		t.Fatalf("want one attempt on one instance after the restart: %+v", d.Attempts)
+	}
+	e.must("controller", "stop")
+	live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1")
+	for _, id := range live {
+		if id == orphan {
+			t.Errorf("orphan %s still running after the controller restarted", orphan)
+		}
+	}
+	if len(live) != 0 {
+		t.Errorf("instances left running: %v", live)
+	}
+}
+
+func daemonPID(t *testing.T, e *env) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.home, "controller.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// launchOrphan launches a sortie-tagged cluster with the provider itself,
+// as a controller would have, and returns its instance id.
+func launchOrphan(t *testing.T, e *awsEnv) string {
+	t.Helper()
+	cfg, err := controller.LoadConfig(e.home, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := controller.AWSConfig(cfg)
+	ac.Credentials = credentials.NewStaticCredentialsProvider("testing", "testing", "")
+	p, err := aws.New(context.Background(), ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := provision.ClusterName(999, 0, 1)
+	cl, err := p.Launch(context.Background(), provision.ClusterSpec{
+		Name: name, NumNodes: 1, Placement: schema.Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1c"},
+		Resources: schema.Resources{Cloud: "aws", InstanceType: "t3.micro"},
+		Tags:      map[string]string{provision.TagManaged: "true", provision.TagCluster: name, provision.TagJob: "999", provision.TagTask: "0", provision.TagAttempt: "1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl.Nodes[0].InstanceID
 }
