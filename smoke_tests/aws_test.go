@@ -157,10 +157,21 @@ func TestCheckSaysWhatAWSLacks(t *testing.T) {
 
 func TestAWSControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 	e := newAWSEnv(t)
+	killedControllerScenario(t, e.env, "{cloud: aws, region: us-east-1, instance_type: t3.micro}",
+		func() string { return launchOrphan(t, e) },
+		func() []string { return cloudtest.LiveInstances(t, e.moto.URL, "us-east-1") })
+}
+
+// killedControllerScenario kills the controller with -9 while a job runs on
+// a cloud, has a sortie-tagged cluster appear that no attempt owns (what a
+// controller killed between ending an attempt and its teardown leaves), and
+// checks that the next controller finishes the job on its one attempt and
+// terminates the orphan, leaving nothing running.
+func killedControllerScenario(t *testing.T, e *env, resources string, launchOrphan func() string, live func() []string) {
+	t.Helper()
 	gate := filepath.Join(e.dir, "gate")
 	started := filepath.Join(e.dir, "started")
-	f := e.write("task.yaml", `
-resources: {cloud: aws, region: us-east-1, instance_type: t3.micro}
+	f := e.write("task.yaml", "resources: "+resources+`
 run: |
   touch `+started+`
   while [ ! -f `+gate+` ]; do sleep 0.05; done
@@ -169,30 +180,27 @@ run: |
 	id := e.launch(f)
 	waitFile(t, started)
 	e.waitStatus(id, "RUNNING")
-	pid := daemonPID(t, e.env)
+	pid := daemonPID(t, e)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, pid)
-
-	// While no controller runs, a cluster appears that no attempt owns: what
-	// a controller killed between ending an attempt and tearing it down leaves.
-	orphan := launchOrphan(t, e)
+	orphan := launchOrphan()
 	e.write("gate", "")
-	startController(t, e.env)
+	startController(t, e)
 	d := e.waitStatus(id, "SUCCEEDED")
 	if len(d.Attempts) != 1 || len(d.Attempts[0].InstanceIDs) != 1 {
 		t.Fatalf("want one attempt on one instance after the restart: %+v", d.Attempts)
 	}
 	e.must("controller", "stop")
-	live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1")
-	for _, id := range live {
+	left := live()
+	for _, id := range left {
 		if id == orphan {
 			t.Errorf("orphan %s still running after the controller restarted", orphan)
 		}
 	}
-	if len(live) != 0 {
-		t.Errorf("instances left running: %v", live)
+	if len(left) != 0 {
+		t.Errorf("instances left running: %v", left)
 	}
 }
 

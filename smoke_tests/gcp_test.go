@@ -1,21 +1,35 @@
 package smoke_tests
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"sortie/controller"
+	"sortie/provision"
 	"sortie/provision/cloudtest"
+	"sortie/provision/gcp"
 	"sortie/provision/gcp/gcpfake"
 	"sortie/provision/sshrun"
+	"sortie/schema"
 )
 
 // TestGCPSpotJobEndToEnd is the AWS scenario on Compute Engine: the real
 // client library against the in-repo fake of the REST API, every VM played
 // by one private sshd.
-func TestGCPSpotJobEndToEnd(t *testing.T) {
+// gcpEnv is a user whose Compute Engine is the in-repo fake of the API,
+// and whose VMs are all played by one private sshd.
+type gcpEnv struct {
+	*env
+	fake  *gcpfake.Server
+	nodes string
+}
+
+func newGCPEnv(t *testing.T) *gcpEnv {
+	t.Helper()
 	fake := gcpfake.New(t, gcpfake.Options{})
 	sshd := cloudtest.StartSSHD(t)
 	nodes := t.TempDir()
@@ -38,6 +52,12 @@ gcp:
 ssh:
   proxy_command: %q
 `, fake.Project(), fake.URL, sshd.User, nodes, sshd.ProxyCommand))
+	return &gcpEnv{env: e, fake: fake, nodes: nodes}
+}
+
+func TestGCPSpotJobEndToEnd(t *testing.T) {
+	g := newGCPEnv(t)
+	e, fake, nodes := g.env, g.fake, g.nodes
 	fake.SetCapacity("us-central1-a", false)
 	marker := filepath.Join(e.dir, "started")
 	f := e.write("task.yaml", `
@@ -100,4 +120,37 @@ run: |
 			t.Errorf("VM %s left %s", in.GetName(), in.GetStatus())
 		}
 	}
+}
+
+func TestGCPControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
+	g := newGCPEnv(t)
+	running := func() []string {
+		var ids []string
+		for _, in := range g.fake.Instances() {
+			if in.GetStatus() == "RUNNING" || in.GetStatus() == "PROVISIONING" || in.GetStatus() == "STAGING" {
+				ids = append(ids, strconv.FormatUint(in.GetId(), 10))
+			}
+		}
+		return ids
+	}
+	killedControllerScenario(t, g.env, "{cloud: gcp, region: us-central1, cpus: 2}", func() string {
+		cfg, err := controller.LoadConfig(g.home, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := gcp.New(context.Background(), controller.GCPConfig(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := provision.ClusterName(999, 0, 1)
+		cl, err := p.Launch(context.Background(), provision.ClusterSpec{
+			Name: name, NumNodes: 1, Placement: schema.Placement{Cloud: "gcp", Region: "us-central1", Zone: "us-central1-c"},
+			Resources: schema.Resources{Cloud: "gcp", CPUs: "2"},
+			Tags:      map[string]string{provision.TagManaged: "true", provision.TagCluster: name, provision.TagJob: "999", provision.TagTask: "0", provision.TagAttempt: "1"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl.Nodes[0].InstanceID
+	}, running)
 }
