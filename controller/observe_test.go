@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,55 @@ func TestSweepTerminatesOnlyOrphans(t *testing.T) {
 	}
 	if len(cloud.terminated) != 1 || cloud.terminated[0] != "sortie-99-0-1" {
 		t.Errorf("terminated %v; want only the orphan, not %s", cloud.terminated, live.Cluster)
+	}
+}
+
+func TestUnreachableNodeIsNotAFailureUntilTheLimit(t *testing.T) {
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	c.Config.Controller.UnreachableChecks = 3
+	ctx := context.Background()
+	j, a := runningAttempt(t, c, cloud, "run: train\n")
+	snap := snapshot{clusters: map[string]*provision.Cluster{a.Cluster: cloud.clusters[a.Cluster]}, failed: map[string]error{}}
+	p, err := spec(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for check := 1; check <= 3; check++ {
+		a, err = c.Store.LastAttempt(ctx, j.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.observe(ctx, j, p, a, snap); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := c.Store.Job(ctx, j.ID)
+		if check < 3 {
+			if got.Status != store.Running || !strings.Contains(got.StatusReason, "cannot reach node 0") {
+				t.Fatalf("check %d: job %s %q; want RUNNING with the reason shown", check, got.Status, got.StatusReason)
+			}
+			continue
+		}
+		as, _ := c.Store.Attempts(ctx, j.ID)
+		if as[0].Outcome != "node_lost" || got.Status != store.Recovering || got.RestartsOnErrors != 0 {
+			t.Fatalf("after %d failed checks: outcome %q job %s restarts %d", check, as[0].Outcome, got.Status, got.RestartsOnErrors)
+		}
+	}
+}
+
+func TestStatusCallFailureIsNotGone(t *testing.T) {
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	ctx := context.Background()
+	j, a := runningAttempt(t, c, cloud, "run: train\n")
+	p, _ := spec(j)
+	// The cloud did not answer this tick: the cluster is unknown, not gone.
+	snap := snapshot{clusters: map[string]*provision.Cluster{}, failed: map[string]error{"fake": errors.New("throttled")}}
+	if err := c.observe(ctx, j, p, a, snap); err != nil {
+		t.Fatal(err)
+	}
+	as, _ := c.Store.Attempts(ctx, j.ID)
+	if as[0].State != store.AttemptRunning {
+		t.Errorf("attempt %s after a failed status call; want it still running", as[0].State)
 	}
 }
