@@ -1,0 +1,63 @@
+package smoke_tests
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestLaunchFollowsLogsAndExitsWithTheOutcome(t *testing.T) {
+	e := newEnv(t)
+	ok := e.write("ok.yaml", `
+resources: {job_recovery: {recover_on_exit_codes: [29]}}
+run: |
+  echo "hello from attempt $SORTIE_ATTEMPT"
+  [ "$SORTIE_ATTEMPT" = 2 ] || exit 29
+`)
+	r := e.run("jobs", "launch", ok)
+	if r.code != 0 {
+		t.Fatalf("launch of a job that succeeds: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"hello from attempt 1", "hello from attempt 2"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("followed logs lack %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "ended SUCCEEDED") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	bad := e.write("bad.yaml", "run: echo failing; exit 3\n")
+	r = e.run("jobs", "launch", bad)
+	if r.code != 1 || !strings.Contains(r.stdout, "failing") || !strings.Contains(r.stderr, "ended FAILED") {
+		t.Errorf("launch of a failing job: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestCancelByNameAndAll(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("task.yaml", "run: sleep 300\n")
+	a := e.launch(f, "-n", "sweep-1")
+	b := e.launch(f, "-n", "sweep-2", "--env", "X=2")
+	c := e.launch(f, "-n", "other", "--env", "X=3")
+	e.waitStatus(a, "RUNNING")
+	out := e.must("jobs", "cancel", "-n", "sweep-*").stdout
+	if !strings.Contains(out, "job "+strconv.FormatInt(a, 10)) || !strings.Contains(out, "job "+strconv.FormatInt(b, 10)) || strings.Contains(out, "job "+strconv.FormatInt(c, 10)) {
+		t.Errorf("cancel -n sweep-*: %s", out)
+	}
+	e.waitStatus(a, "CANCELLED")
+	e.waitStatus(b, "CANCELLED")
+	if d := e.show(c); isTerminal(d.Status) {
+		t.Errorf("job %d was cancelled too: %s", c, d.Status)
+	}
+	e.must("jobs", "cancel", "--all")
+	e.waitStatus(c, "CANCELLED")
+	if q := e.queue(); len(q) != 3 {
+		t.Errorf("default queue: %d jobs", len(q))
+	}
+	if q := e.queue("--status", "RUNNING"); len(q) != 0 {
+		t.Errorf("running after cancel --all: %+v", q)
+	}
+	if r := e.run("jobs", "show", "999"); r.code != 1 || !strings.Contains(r.stderr, "no such job") {
+		t.Errorf("show of an unknown job: exit %d %s", r.code, r.stderr)
+	}
+}
