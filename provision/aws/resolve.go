@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -13,73 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"sortie/provision"
+	"sortie/provision/fit"
 	"sortie/schema"
 )
-
-// Defaults for a task that names no instance type, CPUs or memory: a
-// general-purpose machine with room for a typical script.
-const (
-	defaultCPUs   = "2+"
-	defaultMemory = "8+"
-)
-
-// amount is a parsed cpus or memory request: exactly N, or at least N.
-type amount struct {
-	n       float64
-	atLeast bool
-	set     bool
-}
-
-func parseAmount(field, s string) (amount, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return amount{}, nil
-	}
-	a := amount{set: true}
-	if strings.HasSuffix(s, "+") {
-		a.atLeast = true
-		s = strings.TrimSpace(strings.TrimSuffix(s, "+"))
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n <= 0 {
-		return amount{}, fmt.Errorf("resources.%s: %q is not an amount; use a number or \"N+\"", field, s)
-	}
-	a.n = n
-	return a, nil
-}
-
-func (a amount) admits(v float64) bool {
-	if !a.set {
-		return true
-	}
-	if a.atLeast {
-		return v >= a.n-1e-9
-	}
-	return v > a.n-1e-9 && v < a.n+1e-9
-}
-
-// typeRequest is what an instance type must satisfy.
-type typeRequest struct {
-	cpus, memory amount
-	accelerators map[string]int
-	spot         bool
-}
-
-func newTypeRequest(r schema.Resources) (typeRequest, error) {
-	cpus, memory := r.CPUs, r.Memory
-	if cpus == "" && memory == "" && len(r.Accelerators) == 0 {
-		cpus, memory = defaultCPUs, defaultMemory
-	}
-	c, err := parseAmount("cpus", cpus)
-	if err != nil {
-		return typeRequest{}, err
-	}
-	m, err := parseAmount("memory", memory)
-	if err != nil {
-		return typeRequest{}, err
-	}
-	return typeRequest{cpus: c, memory: m, accelerators: r.Accelerators, spot: r.UseSpot}, nil
-}
 
 // gpus is a type's accelerators as name -> count.
 func gpus(t types.InstanceTypeInfo) map[string]int {
@@ -118,66 +53,36 @@ func architectures(t types.InstanceTypeInfo) []types.ArchitectureType {
 	return t.ProcessorInfo.SupportedArchitectures
 }
 
-// satisfies reports whether t fits req. Accelerators are alternatives, as in
-// SkyPilot: any one name with at least its count will do; without any
-// requested, types with accelerators are left out (they cost far more).
-func (req typeRequest) satisfies(t types.InstanceTypeInfo) bool {
+// launchable reports whether sortie would launch t at all: a current
+// generation x86-64 type, not bare metal, sold as spot or on demand as asked.
+func launchable(t types.InstanceTypeInfo, spot bool) bool {
 	usage := types.UsageClassTypeOnDemand
-	if req.spot {
+	if spot {
 		usage = types.UsageClassTypeSpot
 	}
-	if !slices.Contains(t.SupportedUsageClasses, usage) || awssdk.ToBool(t.BareMetal) ||
-		!awssdk.ToBool(t.CurrentGeneration) || !slices.Contains(architectures(t), types.ArchitectureTypeX8664) {
-		return false
-	}
-	if !req.cpus.admits(vcpus(t)) || !req.memory.admits(memoryGiB(t)) {
-		return false
-	}
-	have := gpus(t)
-	if len(req.accelerators) == 0 {
-		return len(have) == 0
-	}
-	for name, count := range req.accelerators {
-		if have[strings.ToLower(name)] >= count {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(t.SupportedUsageClasses, usage) && !awssdk.ToBool(t.BareMetal) &&
+		awssdk.ToBool(t.CurrentGeneration) && slices.Contains(architectures(t), types.ArchitectureTypeX8664)
 }
 
-// smallestType picks the smallest type satisfying req: fewest vCPUs, then
-// least memory, then fewest accelerators, then by name for a stable choice.
-func smallestType(all []types.InstanceTypeInfo, req typeRequest) (types.InstanceTypeInfo, bool) {
-	var fit []types.InstanceTypeInfo
+// smallestType picks, among the launchable types, the smallest that fits
+// r's cpus, memory and accelerators (see fit.Smallest for the order).
+// Accelerator names are EC2's, compared without case.
+func smallestType(all []types.InstanceTypeInfo, r schema.Resources) (types.InstanceTypeInfo, bool, error) {
+	req, err := fit.ParseRequest(r, fit.SameName)
+	if err != nil {
+		return types.InstanceTypeInfo{}, false, err
+	}
+	byName := map[string]types.InstanceTypeInfo{}
+	var offers []fit.Offer
 	for _, t := range all {
-		if req.satisfies(t) {
-			fit = append(fit, t)
+		if launchable(t, r.UseSpot) {
+			name := string(t.InstanceType)
+			byName[name] = t
+			offers = append(offers, fit.Offer{Name: name, CPUs: vcpus(t), MemoryGiB: memoryGiB(t), Accelerators: gpus(t)})
 		}
 	}
-	if len(fit) == 0 {
-		return types.InstanceTypeInfo{}, false
-	}
-	count := func(t types.InstanceTypeInfo) int {
-		n := 0
-		for _, c := range gpus(t) {
-			n += c
-		}
-		return n
-	}
-	sort.Slice(fit, func(i, j int) bool {
-		a, b := fit[i], fit[j]
-		if vcpus(a) != vcpus(b) {
-			return vcpus(a) < vcpus(b)
-		}
-		if memoryGiB(a) != memoryGiB(b) {
-			return memoryGiB(a) < memoryGiB(b)
-		}
-		if count(a) != count(b) {
-			return count(a) < count(b)
-		}
-		return a.InstanceType < b.InstanceType
-	})
-	return fit[0], true
+	o, ok := fit.Smallest(offers, req)
+	return byName[o.Name], ok, nil
 }
 
 // instanceTypes lists every instance type of a region, once per provider.
@@ -209,11 +114,10 @@ func (p *Provider) resolveType(ctx context.Context, region string, r schema.Reso
 	if err != nil {
 		return types.InstanceTypeInfo{}, err
 	}
-	req, err := newTypeRequest(r)
+	t, ok, err := smallestType(all, r)
 	if err != nil {
 		return types.InstanceTypeInfo{}, provision.Prechecks(err)
 	}
-	t, ok := smallestType(all, req)
 	if !ok {
 		return types.InstanceTypeInfo{}, provision.Prechecks(fmt.Errorf(
 			"no EC2 instance type in %s has cpus %s, memory %s GB and accelerators %v%s; relax the request or set resources.instance_type",

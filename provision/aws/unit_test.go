@@ -145,11 +145,10 @@ func TestSmallestType(t *testing.T) {
 		{schema.Resources{CPUs: "1000+"}, ""},
 	}
 	for _, tt := range tests {
-		req, err := newTypeRequest(tt.r)
+		got, ok, err := smallestType(all, tt.r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := smallestType(all, req)
 		if string(got.InstanceType) != tt.want || ok != (tt.want != "") {
 			t.Errorf("smallestType(%+v) = %q, %v; want %q", tt.r, got.InstanceType, ok, tt.want)
 		}

@@ -175,7 +175,7 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 		AutomaticRestart:  proto.Bool(true),
 		OnHostMaintenance: proto.String("MIGRATE"),
 	}
-	if len(mt.accelerators) > 0 {
+	if len(mt.Accelerators) > 0 {
 		// VMs with GPUs cannot live-migrate.
 		sched.OnHostMaintenance = proto.String("TERMINATE")
 	}
@@ -189,7 +189,7 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 	}
 	return &computepb.Instance{
 		Name:        proto.String(instanceName(spec.Name, rank)),
-		MachineType: proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.name)),
+		MachineType: proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.Name)),
 		Labels:      clusterLabels(spec, rank),
 		Disks: []*computepb.AttachedDisk{{
 			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),

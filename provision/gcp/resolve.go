@@ -5,84 +5,19 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"sortie/provision"
+	"sortie/provision/fit"
 	"sortie/schema"
 )
 
-// Defaults for a task that names no machine type, CPUs or memory: a
-// general-purpose machine with room for a typical script.
-const (
-	defaultCPUs   = "2+"
-	defaultMemory = "8+"
-)
-
 // machineType is what sortie needs of a Compute Engine machine type.
+// Accelerators are named by their Compute Engine accelerator type, e.g.
+// nvidia-tesla-a100.
 type machineType struct {
-	name         string
-	cpus         float64
-	memoryGiB    float64
-	shared       bool
-	accelerators map[string]int // e.g. nvidia-tesla-a100 -> 1
-}
-
-// amount is a parsed cpus or memory request: exactly N, or at least N.
-type amount struct {
-	n       float64
-	atLeast bool
-	set     bool
-}
-
-func parseAmount(field, s string) (amount, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return amount{}, nil
-	}
-	a := amount{set: true}
-	if strings.HasSuffix(s, "+") {
-		a.atLeast = true
-		s = strings.TrimSpace(strings.TrimSuffix(s, "+"))
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n <= 0 {
-		return amount{}, fmt.Errorf("resources.%s: %q is not an amount; use a number or \"N+\"", field, s)
-	}
-	a.n = n
-	return a, nil
-}
-
-func (a amount) admits(v float64) bool {
-	if !a.set {
-		return true
-	}
-	if a.atLeast {
-		return v >= a.n-1e-9
-	}
-	return v > a.n-1e-9 && v < a.n+1e-9
-}
-
-// typeRequest is what a machine type must satisfy.
-type typeRequest struct {
-	cpus, memory amount
-	accelerators map[string]int
-}
-
-func newTypeRequest(r schema.Resources) (typeRequest, error) {
-	cpus, memory := r.CPUs, r.Memory
-	if cpus == "" && memory == "" && len(r.Accelerators) == 0 {
-		cpus, memory = defaultCPUs, defaultMemory
-	}
-	c, err := parseAmount("cpus", cpus)
-	if err != nil {
-		return typeRequest{}, err
-	}
-	m, err := parseAmount("memory", memory)
-	if err != nil {
-		return typeRequest{}, err
-	}
-	return typeRequest{cpus: c, memory: m, accelerators: r.Accelerators}, nil
+	fit.Offer
+	shared bool
 }
 
 // acceleratorMatches reports whether Compute Engine's accelerator type
@@ -94,51 +29,6 @@ func acceleratorMatches(gceType, name string) bool {
 		return true
 	}
 	return slices.Contains(strings.Split(gceType, "-"), name)
-}
-
-// satisfies reports whether t fits req. Accelerators are alternatives, as
-// in SkyPilot: any one name with at least its count will do; without any
-// requested, types with accelerators and shared-core types are left out.
-func (req typeRequest) satisfies(t machineType) bool {
-	if t.shared || !req.cpus.admits(t.cpus) || !req.memory.admits(t.memoryGiB) {
-		return false
-	}
-	if len(req.accelerators) == 0 {
-		return len(t.accelerators) == 0
-	}
-	for name, count := range req.accelerators {
-		for gt, have := range t.accelerators {
-			if acceleratorMatches(gt, name) && have >= count {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// smallestType picks the smallest type satisfying req: fewest vCPUs, then
-// least memory, then by name for a stable choice.
-func smallestType(all []machineType, req typeRequest) (machineType, bool) {
-	var fit []machineType
-	for _, t := range all {
-		if req.satisfies(t) {
-			fit = append(fit, t)
-		}
-	}
-	if len(fit) == 0 {
-		return machineType{}, false
-	}
-	sort.Slice(fit, func(i, j int) bool {
-		a, b := fit[i], fit[j]
-		if a.cpus != b.cpus {
-			return a.cpus < b.cpus
-		}
-		if a.memoryGiB != b.memoryGiB {
-			return a.memoryGiB < b.memoryGiB
-		}
-		return a.name < b.name
-	})
-	return fit[0], true
 }
 
 // catalog loads the zones and machine types once per provider: one
@@ -170,10 +60,10 @@ func (p *Provider) catalog(ctx context.Context) (map[string]string, map[string][
 			if mt.GetDeprecated().GetState() != "" {
 				continue
 			}
-			t := machineType{name: mt.GetName(), cpus: float64(mt.GetGuestCpus()),
-				memoryGiB: float64(mt.GetMemoryMb()) / 1024, shared: mt.GetIsSharedCpu(), accelerators: map[string]int{}}
+			t := machineType{Offer: fit.Offer{Name: mt.GetName(), CPUs: float64(mt.GetGuestCpus()),
+				MemoryGiB: float64(mt.GetMemoryMb()) / 1024, Accelerators: map[string]int{}}, shared: mt.GetIsSharedCpu()}
 			for _, a := range mt.GetAccelerators() {
-				t.accelerators[a.GetGuestAcceleratorType()] += int(a.GetGuestAcceleratorCount())
+				t.Accelerators[a.GetGuestAcceleratorType()] += int(a.GetGuestAcceleratorCount())
 			}
 			types[zone] = append(types[zone], t)
 		}
@@ -185,22 +75,29 @@ func (p *Provider) catalog(ctx context.Context) (map[string]string, map[string][
 }
 
 // resolveType returns the machine type to launch for r in zone, or false
-// when the zone offers none that fits.
+// when the zone offers none that fits. Shared-core types are launched only
+// by name: their CPU is a fraction of a core, whatever guestCpus says.
 func resolveType(types []machineType, r schema.Resources) (machineType, bool, error) {
 	if r.InstanceType != "" {
 		for _, t := range types {
-			if t.name == r.InstanceType {
+			if t.Name == r.InstanceType {
 				return t, true, nil
 			}
 		}
 		return machineType{}, false, nil
 	}
-	req, err := newTypeRequest(r)
+	req, err := fit.ParseRequest(r, acceleratorMatches)
 	if err != nil {
 		return machineType{}, false, provision.Prechecks(err)
 	}
-	t, ok := smallestType(types, req)
-	return t, ok, nil
+	var offers []fit.Offer
+	for _, t := range types {
+		if !t.shared {
+			offers = append(offers, t.Offer)
+		}
+	}
+	o, ok := fit.Smallest(offers, req)
+	return machineType{Offer: o}, ok, nil
 }
 
 // Placements implements provision.Provider: the zones of the configured

@@ -41,10 +41,10 @@ func TestMachineTypeChoice(t *testing.T) {
 			continue
 		}
 		if !ok {
-			got.name = ""
+			got.Name = ""
 		}
-		if got.name != tc.want {
-			t.Errorf("%+v: %q, want %q", tc.r, got.name, tc.want)
+		if got.Name != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got.Name, tc.want)
 		}
 	}
 	if _, _, err := resolveType(types["us-central1-a"], schema.Resources{CPUs: "two"}); provision.Classify(err) != provision.ClassPrechecks {
