@@ -28,7 +28,7 @@ func (p *Provider) ensureKeyPair(ctx context.Context, region string) error {
 	case "InvalidKeyPair.NotFound":
 		_, err = api.ImportKeyPair(ctx, &ec2.ImportKeyPairInput{
 			KeyName:           awssdk.String(name),
-			PublicKeyMaterial: []byte(p.pubLine),
+			PublicKeyMaterial: []byte(p.ssh.AuthorizedKey()),
 			TagSpecifications: []types.TagSpecification{{
 				ResourceType: types.ResourceTypeKeyPair,
 				Tags:         []types.Tag{{Key: awssdk.String(provision.TagManaged), Value: awssdk.String("true")}},

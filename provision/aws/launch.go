@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"sortie/provision"
-	"sortie/provision/sshrun"
+	"sortie/provision/vm"
 )
 
 // SecurityGroupName is the group sortie puts its instances in: SSH in.
@@ -26,7 +25,7 @@ const SecurityGroupName = "sortie"
 // and a fingerprint of the public key, so that two homes with different
 // keys never overwrite each other's.
 func (p *Provider) KeyPairName() string {
-	sum := sha256.Sum256(p.signer.PublicKey().Marshal())
+	sum := sha256.Sum256(p.ssh.PublicKey().Marshal())
 	return "sortie-" + hex.EncodeToString(sum[:8])
 }
 
@@ -46,7 +45,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("launch %s: region %s is not among the AWS regions sortie uses (%s); add it to aws.regions",
 			spec.Name, region, strings.Join(p.cfg.Regions, ", ")))
 	}
-	defer p.lockName(spec.Name)()
+	defer p.launches.Lock(spec.Name)()
 	existing, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, spec.Name))
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
@@ -218,11 +217,9 @@ func clientToken(spec provision.ClusterSpec, generation int) string {
 // (pinning its host key), and returns the cluster. An instance that ends on
 // the way fails the launch: spot reclaimed at once is a capacity problem.
 func (p *Provider) waitReady(ctx context.Context, region string, spec provision.ClusterSpec, ids []string) (*provision.Cluster, error) {
-	deadline := p.cfg.Now().Add(p.cfg.LaunchTimeout)
-	var c *provision.Cluster
+	wait := vm.NewDeadline(p.cfg.Now, p.cfg.PollInterval, p.cfg.LaunchTimeout)
 	for {
-		var err error
-		c, err = p.clusterOf(ctx, region, spec.Name, ids)
+		c, err := p.clusterOf(ctx, region, spec.Name, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -231,28 +228,15 @@ func (p *Provider) waitReady(ctx context.Context, region string, spec provision.
 			return nil, err
 		}
 		if ready {
-			break
+			if err := vm.AwaitSSH(ctx, c, p.Runner, wait); err != nil {
+				return nil, err
+			}
+			return c, nil
 		}
-		if err := p.pause(ctx, deadline, "instances of "+spec.Name+" to run"); err != nil {
+		if err := wait.Pause(ctx, "instances of "+spec.Name+" to run"); err != nil {
 			return nil, err
 		}
 	}
-	for rank := range c.Nodes {
-		for {
-			r, err := p.Runner(ctx, c, rank)
-			if err == nil {
-				r.Close()
-				break
-			}
-			if provision.Classify(err) == provision.ClassPrechecks || isHostKeyMismatch(err) {
-				return nil, err
-			}
-			if err := p.pause(ctx, deadline, fmt.Sprintf("SSH on %s node %d (last error: %v)", spec.Name, rank, err)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return c, nil
 }
 
 // clusterOf describes the given instances of a cluster. Right after
@@ -295,24 +279,4 @@ func allRunning(c *provision.Cluster, want int) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// pause waits one poll interval, or fails when the launch deadline passed.
-func (p *Provider) pause(ctx context.Context, deadline time.Time, what string) error {
-	if !p.cfg.Now().Before(deadline) {
-		return fmt.Errorf("waited %s for %s", p.cfg.LaunchTimeout, what)
-	}
-	t := time.NewTimer(p.cfg.PollInterval)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-	case <-t.C:
-		return nil
-	}
-}
-
-func isHostKeyMismatch(err error) bool {
-	var m *sshrun.HostKeyMismatchError
-	return errors.As(err, &m)
 }

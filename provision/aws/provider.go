@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -18,10 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"golang.org/x/crypto/ssh"
 
 	"sortie/provision"
-	"sortie/provision/sshrun"
+	"sortie/provision/vm"
 )
 
 // CloudName is the name of this backend in resources.cloud.
@@ -71,46 +68,18 @@ type Config struct {
 
 // Provider is the EC2 backend. It is safe for concurrent use.
 type Provider struct {
-	cfg     Config
-	aws     awssdk.Config
-	signer  ssh.Signer
-	pubLine string
-	hosts   *sshrun.KnownHosts
-	log     *slog.Logger
+	cfg Config
+	aws awssdk.Config
+	ssh *vm.Access
+	log *slog.Logger
+	// launches serialises launches of one cluster name within this
+	// process: moto and EC2's eventual consistency could both miss a
+	// launch still in flight when the second looks for it by tag.
+	launches vm.NameLocks
 
 	mu      sync.Mutex
 	clients map[string]ec2API
-	names   map[string]*nameLock // clusters being launched
 	cache   cache
-}
-
-// nameLock serialises launches of one cluster name within this process:
-// moto and EC2's eventual consistency could both miss a launch that is
-// still in flight when the second looks for it by tag.
-type nameLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lockName holds name's launch lock until the returned func is called.
-func (p *Provider) lockName(name string) func() {
-	p.mu.Lock()
-	l, ok := p.names[name]
-	if !ok {
-		l = &nameLock{}
-		p.names[name] = l
-	}
-	l.refs++
-	p.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if l.refs--; l.refs == 0 {
-			delete(p.names, name)
-		}
-	}
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -126,20 +95,16 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := filepath.Join(cfg.Home, "keys")
-	signer, line, err := sshrun.LoadOrCreateKey(keys)
+	access, err := vm.Open(cfg.Home, vm.Config{User: cfg.SSHUser, ProxyCommand: cfg.ProxyCommand, NodeDirRoot: cfg.NodeDirRoot})
 	if err != nil {
 		return nil, fmt.Errorf("aws provider: %w", err)
 	}
 	return &Provider{
 		cfg:     cfg,
 		aws:     awsCfg,
-		signer:  signer,
-		pubLine: line,
-		hosts:   sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile)),
+		ssh:     access,
 		log:     cfg.Logger,
 		clients: map[string]ec2API{},
-		names:   map[string]*nameLock{},
 		cache:   newCache(),
 	}, nil
 }
@@ -151,13 +116,6 @@ func withDefaults(cfg Config) Config {
 	cfg.Regions = slices.Clone(cfg.Regions)
 	if cfg.SSHUser == "" {
 		cfg.SSHUser = "ubuntu"
-	}
-	if cfg.NodeDirRoot == "" {
-		if cfg.SSHUser == "root" {
-			cfg.NodeDirRoot = "/root/sortie"
-		} else {
-			cfg.NodeDirRoot = "/home/" + cfg.SSHUser + "/sortie"
-		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -231,30 +189,11 @@ func (p *Provider) knownRegion(region string) bool {
 	return slices.Contains(p.cfg.Regions, region)
 }
 
-// nodeDir is a node's own directory on its instance.
-func (p *Provider) nodeDir(instanceID string) string {
-	return path.Join(p.cfg.NodeDirRoot, instanceID)
-}
-
 // Runner implements provision.Provider: SSH to the node's public address
 // (else private), through the proxy command when one is set.
 func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
-	if c == nil || rank < 0 || rank >= len(c.Nodes) {
-		return nil, fmt.Errorf("runner: cluster has no node of rank %d", rank)
-	}
-	n := c.Nodes[rank]
-	addr, err := p.sshAddress(ctx, c.Placement.Region, n.InstanceID)
-	if err != nil {
-		return nil, fmt.Errorf("runner for %s node %d: %w", c.Name, rank, err)
-	}
-	return sshrun.Dial(ctx, sshrun.Config{
-		Addr:         addr,
-		User:         p.cfg.SSHUser,
-		Signer:       p.signer,
-		HostKeyStore: p.hosts,
-		HostID:       n.InstanceID,
-		ProxyCommand: p.cfg.ProxyCommand,
-		Dir:          p.nodeDir(n.InstanceID),
+	return p.ssh.Runner(ctx, c, rank, func(ctx context.Context, n provision.Node) (string, error) {
+		return p.sshAddress(ctx, c.Placement.Region, n.InstanceID)
 	})
 }
 

@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 					if err := e.fake.Preempt(c.Placement.Zone, instanceName(name, rank)); err != nil {
 						t.Fatal(err)
 					}
-					testenv.KillNodeProcesses(p.(*Provider).nodeDir(c.Nodes[rank].InstanceID))
+					testenv.KillNodeProcesses(p.(*Provider).ssh.NodeDir(c.Nodes[rank].InstanceID))
 				},
 				NoCapacity: func(t *testing.T, _ provision.Provider, at schema.Placement) {
 					e.fake.SetCapacity(at.Zone, false)

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/proto"
 
 	"sortie/provision"
+	"sortie/provision/vm"
 )
 
 // maxInsertGenerations bounds how many earlier, failed inserts of one VM in
@@ -29,8 +29,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err := validClusterName(spec.Name, spec.NumNodes); err != nil {
 		return nil, err
 	}
-	unlock := p.lockCluster(spec.Name)
-	defer unlock()
+	defer p.launches.Lock(spec.Name)()
 
 	existing, err := p.clusterInstances(ctx, spec.Name)
 	if err != nil {
@@ -105,19 +104,6 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		p.log.Warn("delete after a failed launch", "cluster", spec.Name, "err", terr)
 	}
 	return nil, wrapClassified(where, err)
-}
-
-// lockCluster serialises launches of one cluster name in this process.
-func (p *Provider) lockCluster(name string) func() {
-	p.mu.Lock()
-	m, ok := p.launchMu[name]
-	if !ok {
-		m = &sync.Mutex{}
-		p.launchMu[name] = m
-	}
-	p.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
 
 // firstZone is the zone to use when a placement names only a region.
@@ -202,7 +188,7 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 			}},
 		}},
 		Metadata: &computepb.Metadata{Items: []*computepb.Items{{
-			Key: proto.String("ssh-keys"), Value: proto.String(p.cfg.SSHUser + ":" + p.pubLine),
+			Key: proto.String("ssh-keys"), Value: proto.String(p.cfg.SSHUser + ":" + p.ssh.AuthorizedKey()),
 		}}},
 		Scheduling: sched,
 		Tags:       &computepb.Tags{Items: []string{"sortie"}},
@@ -249,13 +235,10 @@ func (p *Provider) insert(ctx context.Context, zone string, in *computepb.Instan
 // backs off to a minute between polls and reports success for an
 // operation that finished with an error.
 func (p *Provider) wait(ctx context.Context, zone string, op *computepb.Operation) error {
-	deadline := p.cfg.Now().Add(p.cfg.OperationTimeout)
+	wait := vm.NewDeadline(p.cfg.Now, p.cfg.PollInterval, p.cfg.OperationTimeout)
 	for op.GetStatus() != computepb.Operation_DONE {
-		if p.cfg.Now().After(deadline) {
-			return fmt.Errorf("operation %s (%s %s) still %s after %s", op.GetName(), op.GetOperationType(),
-				lastSegment(op.GetTargetLink()), op.GetStatus(), p.cfg.OperationTimeout)
-		}
-		if err := sleep(ctx, p.cfg.PollInterval); err != nil {
+		if err := wait.Pause(ctx, fmt.Sprintf("operation %s (%s %s), still %s", op.GetName(), op.GetOperationType(),
+			lastSegment(op.GetTargetLink()), op.GetStatus())); err != nil {
 			return err
 		}
 		next, err := p.api.GetOperation(ctx, p.cfg.Project, zone, op.GetName())
@@ -267,17 +250,6 @@ func (p *Provider) wait(ctx context.Context, zone string, op *computepb.Operatio
 	return operationError(op)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // errLostWhileBooting is a VM stopped or deleted before it ever ran: a
 // spot VM taken back at once, which another zone may not do.
 var errLostWhileBooting = errors.New("a VM was stopped or deleted while booting")
@@ -285,7 +257,7 @@ var errLostWhileBooting = errors.New("a VM was stopped or deleted while booting"
 // waitRunning polls until every VM of the cluster is RUNNING and, unless
 // SkipSSHCheck, answers SSH.
 func (p *Provider) waitRunning(ctx context.Context, spec provision.ClusterSpec) (*provision.Cluster, error) {
-	deadline := p.cfg.Now().Add(p.cfg.LaunchTimeout)
+	wait := vm.NewDeadline(p.cfg.Now, p.cfg.PollInterval, p.cfg.LaunchTimeout)
 	for {
 		c, err := p.describe(ctx, spec.Name)
 		if err != nil {
@@ -305,39 +277,12 @@ func (p *Provider) waitRunning(ctx context.Context, spec provision.ClusterSpec) 
 			if p.cfg.SkipSSHCheck {
 				return c, nil
 			}
-			return c, p.waitSSH(ctx, c, deadline)
+			return c, vm.AwaitSSH(ctx, c, p.Runner, wait)
 		}
-		if p.cfg.Now().After(deadline) {
-			return nil, fmt.Errorf("VMs not running after %s: %s", p.cfg.LaunchTimeout, summary(c))
-		}
-		if err := sleep(ctx, p.cfg.PollInterval); err != nil {
+		if err := wait.Pause(ctx, "VMs of "+spec.Name+" to run ("+summary(c)+")"); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// waitSSH waits until every node runs a command over SSH: the guest agent
-// creates sortie's user from the metadata some seconds after boot.
-func (p *Provider) waitSSH(ctx context.Context, c *provision.Cluster, deadline time.Time) error {
-	for rank := range c.Nodes {
-		for {
-			r, err := p.Runner(ctx, c, rank)
-			if err == nil {
-				_, err = r.Exec(ctx, "true", nil)
-				r.Close()
-			}
-			if err == nil {
-				break
-			}
-			if p.cfg.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("node %d does not answer SSH: %w", rank, err)
-			}
-			if err := sleep(ctx, p.cfg.PollInterval); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func summary(c *provision.Cluster) string {

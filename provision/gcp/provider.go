@@ -9,17 +9,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/ssh"
 	"google.golang.org/api/option"
 
 	"sortie/provision"
-	"sortie/provision/sshrun"
+	"sortie/provision/vm"
 )
 
 // CloudName is the name of this backend in resources.cloud.
@@ -88,19 +85,17 @@ type Config struct {
 
 // Provider is the Compute Engine backend. It is safe for concurrent use.
 type Provider struct {
-	cfg     Config
-	api     computeAPI
-	signer  ssh.Signer
-	pubLine string
-	hosts   *sshrun.KnownHosts
-	log     *slog.Logger
+	cfg      Config
+	api      computeAPI
+	ssh      *vm.Access
+	log      *slog.Logger
+	launches vm.NameLocks // one launch of a cluster name at a time
 
 	mu       sync.Mutex
 	zones    map[string]string        // zone -> region, once loaded
 	types    map[string][]machineType // zone -> offered types, once loaded
 	addrs    map[string]string        // instance id -> SSH address
 	deleting map[string]bool          // instance ids sortie asked to delete
-	launchMu map[string]*sync.Mutex   // cluster name -> launch lock
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -146,18 +141,18 @@ func build(ctx context.Context, cfg Config, e machineEnv) (*Provider, error) {
 
 // newProvider completes a provider over api; cfg has its defaults.
 func newProvider(cfg Config, api computeAPI) (*Provider, error) {
-	keys := filepath.Join(cfg.Home, "keys")
-	signer, line, err := sshrun.LoadOrCreateKey(keys)
+	access, err := vm.Open(cfg.Home, vm.Config{User: cfg.SSHUser, ProxyCommand: cfg.ProxyCommand,
+		NodeDirRoot: cfg.NodeDirRoot, HostIDPrefix: "gce-"})
 	if err != nil {
 		return nil, fmt.Errorf("gcp provider: %w", err)
 	}
 	return &Provider{
-		cfg: cfg, api: api, signer: signer, pubLine: line,
-		hosts:    sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile)),
+		cfg:      cfg,
+		api:      api,
+		ssh:      access,
 		log:      cfg.Logger,
 		addrs:    map[string]string{},
 		deleting: map[string]bool{},
-		launchMu: map[string]*sync.Mutex{},
 	}, nil
 }
 
@@ -168,13 +163,6 @@ func withDefaults(cfg Config) (Config, error) {
 	cfg.Regions = slices.Clone(cfg.Regions)
 	if cfg.SSHUser == "" {
 		cfg.SSHUser = "sortie"
-	}
-	if cfg.NodeDirRoot == "" {
-		if cfg.SSHUser == "root" {
-			cfg.NodeDirRoot = "/root/sortie"
-		} else {
-			cfg.NodeDirRoot = "/home/" + cfg.SSHUser + "/sortie"
-		}
 	}
 	switch cfg.TerminationAction {
 	case "":
@@ -211,34 +199,11 @@ func (p *Provider) Project() string { return p.cfg.Project }
 // Close releases the API clients.
 func (p *Provider) Close() error { return p.api.Close() }
 
-// nodeDir is a node's own directory on its VM.
-func (p *Provider) nodeDir(instanceID string) string {
-	return path.Join(p.cfg.NodeDirRoot, instanceID)
-}
-
 // Runner implements provision.Provider: SSH to the node's external address
 // (else its internal one), through the proxy command when one is set.
 func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
-	if c == nil || rank < 0 || rank >= len(c.Nodes) {
-		return nil, fmt.Errorf("runner: cluster has no node of rank %d", rank)
-	}
-	n := c.Nodes[rank]
-	addr, err := p.sshAddress(ctx, c.Placement.Zone, instanceName(c.Name, rank), n.InstanceID)
-	if err != nil {
-		return nil, fmt.Errorf("runner for %s node %d: %w", c.Name, rank, err)
-	}
-	return p.dial(ctx, addr, n.InstanceID)
-}
-
-func (p *Provider) dial(ctx context.Context, addr, instanceID string) (*sshrun.Runner, error) {
-	return sshrun.Dial(ctx, sshrun.Config{
-		Addr:         addr,
-		User:         p.cfg.SSHUser,
-		Signer:       p.signer,
-		HostKeyStore: p.hosts,
-		HostID:       "gce-" + instanceID,
-		ProxyCommand: p.cfg.ProxyCommand,
-		Dir:          p.nodeDir(instanceID),
+	return p.ssh.Runner(ctx, c, rank, func(ctx context.Context, n provision.Node) (string, error) {
+		return p.sshAddress(ctx, c.Placement.Zone, instanceName(c.Name, rank), n.InstanceID)
 	})
 }
 
