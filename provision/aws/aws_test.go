@@ -113,7 +113,7 @@ func TestRestartedProviderFindsClustersByTag(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("restarted provider's List lacks %s: %v", s.Name, all)
 	}
-	if diff := cmp.Diff(instanceIDs(launched), instanceIDs(all[i])); diff != "" {
+	if diff := cmp.Diff(testenv.InstanceIDs(launched), testenv.InstanceIDs(all[i])); diff != "" {
 		t.Errorf("List (-launched +listed):\n%s", diff)
 	}
 	if all[i].Tags[provision.TagJob] != "1" || all[i].Placement != zone("us-west-2b") {
@@ -123,7 +123,7 @@ func TestRestartedProviderFindsClustersByTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(instanceIDs(launched), instanceIDs(again)); diff != "" {
+	if diff := cmp.Diff(testenv.InstanceIDs(launched), testenv.InstanceIDs(again)); diff != "" {
 		t.Errorf("relaunch after restart (-first +again):\n%s", diff)
 	}
 	if n := e.proxy.Calls("RunInstances", ""); n != 1 {
@@ -351,7 +351,7 @@ func TestConcurrentLaunchesOfOneName(t *testing.T) {
 	if a == nil || b == nil {
 		t.FailNow()
 	}
-	if diff := cmp.Diff(instanceIDs(a), instanceIDs(b)); diff != "" {
+	if diff := cmp.Diff(testenv.InstanceIDs(a), testenv.InstanceIDs(b)); diff != "" {
 		t.Errorf("concurrent launches returned different instances (-a +b):\n%s", diff)
 	}
 	if n := e.proxy.Calls("RunInstances", ""); n != 1 {

@@ -2,9 +2,6 @@ package aws
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,13 +29,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{home: t.TempDir(), nodes: t.TempDir()}
 	e.moto = testenv.StartMoto(t)
 	e.proxy = testenv.StartEC2Proxy(t, e.moto.URL)
-	e.sshd = testenv.StartSSHD(t)
-	_, line, err := sshrun.LoadOrCreateKey(filepath.Join(e.home, "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.sshd.Authorize(t, line)
-	t.Cleanup(func() { testenv.KillNodeProcessesUnder(e.nodes) })
+	e.sshd = testenv.StartNodeSSHD(t, e.home, e.nodes, sshrun.LoadOrCreateKey)
 	return e
 }
 
@@ -50,7 +41,7 @@ func (e *env) config() Config {
 		SSHUser:          e.sshd.User,
 		ProxyCommand:     e.sshd.ProxyCommand,
 		NodeDirRoot:      e.nodes,
-		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:           testenv.QuietLogger(),
 		Credentials:      credentials.NewStaticCredentialsProvider("testing", "testing", ""),
 		RetryMaxAttempts: 1,
 		PollInterval:     20 * time.Millisecond,
@@ -60,36 +51,14 @@ func (e *env) config() Config {
 
 func (e *env) provider(t *testing.T, change ...func(*Config)) *Provider {
 	t.Helper()
-	cfg := e.config()
-	for _, f := range change {
-		f(&cfg)
-	}
-	p, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testenv.Build(t, New, e.config(), change...)
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t *testing.T) context.Context { return testenv.Context(t, 2*time.Minute) }
 
 // spec is a cluster spec tagged as the controller tags its clusters.
 func spec(job int64, nodes int, at schema.Placement, r schema.Resources) provision.ClusterSpec {
-	name := provision.ClusterName(job, 0, 1)
-	return provision.ClusterSpec{
-		Name:      name,
-		Placement: at,
-		NumNodes:  nodes,
-		Resources: r,
-		Tags: map[string]string{
-			provision.TagManaged: "true", provision.TagCluster: name,
-			provision.TagJob: "1", provision.TagTask: "0", provision.TagAttempt: "1",
-		},
-	}
+	return testenv.TaggedSpec(job, nodes, at, r)
 }
 
 func spot() schema.Resources {
@@ -103,22 +72,5 @@ func zone(z string) schema.Placement {
 // launch launches s and terminates it when the test ends.
 func launch(t *testing.T, p *Provider, s provision.ClusterSpec) *provision.Cluster {
 	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		p.Terminate(ctx, s.Name)
-	})
-	c, err := p.Launch(testContext(t), s)
-	if err != nil {
-		t.Fatalf("Launch %s at %s: %v", s.Name, s.Placement, err)
-	}
-	return c
-}
-
-func instanceIDs(c *provision.Cluster) []string {
-	var out []string
-	for _, n := range c.Nodes {
-		out = append(out, n.InstanceID)
-	}
-	return out
+	return testenv.Launch(testContext(t), t, p, s)
 }

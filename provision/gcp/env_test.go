@@ -2,9 +2,6 @@ package gcp
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,13 +27,7 @@ func newEnv(t *testing.T, withSSH bool, o gcpfake.Options) *env {
 	t.Helper()
 	e := &env{fake: gcpfake.New(t, o), home: t.TempDir(), nodes: t.TempDir()}
 	if withSSH {
-		e.sshd = testenv.StartSSHD(t)
-		_, line, err := sshrun.LoadOrCreateKey(filepath.Join(e.home, "keys"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.sshd.Authorize(t, line)
-		t.Cleanup(func() { testenv.KillNodeProcessesUnder(e.nodes) })
+		e.sshd = testenv.StartNodeSSHD(t, e.home, e.nodes, sshrun.LoadOrCreateKey)
 	}
 	return e
 }
@@ -48,7 +39,7 @@ func (e *env) config() Config {
 		Regions:       []string{"us-central1", "us-east1"},
 		Endpoint:      e.fake.URL,
 		NodeDirRoot:   e.nodes,
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:        testenv.QuietLogger(),
 		PollInterval:  5 * time.Millisecond,
 		LaunchTimeout: 30 * time.Second,
 		SkipSSHCheck:  e.sshd == nil,
@@ -63,37 +54,16 @@ func (e *env) config() Config {
 // provider is a new provider over the env, closed when the test ends.
 func (e *env) provider(t *testing.T, change ...func(*Config)) *Provider {
 	t.Helper()
-	cfg := e.config()
-	for _, f := range change {
-		f(&cfg)
-	}
-	p, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testenv.Build(t, New, e.config(), change...)
 	t.Cleanup(func() { p.Close() })
 	return p
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t *testing.T) context.Context { return testenv.Context(t, time.Minute) }
 
-// spec is a cluster spec tagged as the controller tags its clusters.
+// spec is a cluster spec in zone, tagged as the controller tags its clusters.
 func spec(job int64, nodes int, zone string, r schema.Resources) provision.ClusterSpec {
-	name := provision.ClusterName(job, 0, 1)
-	return provision.ClusterSpec{
-		Name:      name,
-		Placement: schema.Placement{Cloud: CloudName, Region: regionOf(zone), Zone: zone},
-		NumNodes:  nodes,
-		Resources: r,
-		Tags: map[string]string{
-			provision.TagManaged: "true", provision.TagCluster: name,
-			provision.TagJob: "1", provision.TagTask: "0", provision.TagAttempt: "1",
-		},
-	}
+	return testenv.TaggedSpec(job, nodes, schema.Placement{Cloud: CloudName, Region: regionOf(zone), Zone: zone}, r)
 }
 
 func spot() schema.Resources {
@@ -103,22 +73,5 @@ func spot() schema.Resources {
 // launch launches s and terminates it when the test ends.
 func launch(t *testing.T, p *Provider, s provision.ClusterSpec) *provision.Cluster {
 	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		p.Terminate(ctx, s.Name)
-	})
-	c, err := p.Launch(testContext(t), s)
-	if err != nil {
-		t.Fatalf("Launch %s at %s: %v", s.Name, s.Placement, err)
-	}
-	return c
-}
-
-func instanceIDs(c *provision.Cluster) []string {
-	var out []string
-	for _, n := range c.Nodes {
-		out = append(out, n.InstanceID)
-	}
-	return out
+	return testenv.Launch(testContext(t), t, p, s)
 }

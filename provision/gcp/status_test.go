@@ -12,6 +12,7 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/gcp/gcpfake"
+	"sortie/provision/internal/testenv"
 	"sortie/schema"
 )
 
@@ -223,15 +224,15 @@ func TestRestartFindsVMsByLabel(t *testing.T) {
 	}
 	found := map[string][]string{}
 	for _, c := range all {
-		found[c.Name] = instanceIDs(c)
+		found[c.Name] = testenv.InstanceIDs(c)
 	}
-	want := map[string][]string{a.Name: instanceIDs(a), b.Name: instanceIDs(b)}
+	want := map[string][]string{a.Name: testenv.InstanceIDs(a), b.Name: testenv.InstanceIDs(b)}
 	if diff := cmp.Diff(want, found); diff != "" {
 		t.Errorf("List after a restart (-launched +found):\n%s", diff)
 	}
 	e.fake.ResetCalls()
 	again := launch(t, restarted, spec(50, 2, "us-central1-a", spot()))
-	if diff := cmp.Diff(instanceIDs(a), instanceIDs(again)); diff != "" {
+	if diff := cmp.Diff(testenv.InstanceIDs(a), testenv.InstanceIDs(again)); diff != "" {
 		t.Errorf("relaunch after a restart (-first +again):\n%s", diff)
 	}
 	if n := e.fake.Calls("instances.insert"); n != 0 {
