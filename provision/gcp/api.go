@@ -3,10 +3,11 @@ package gcp
 import (
 	"context"
 	"errors"
+	"io"
+	"iter"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 )
@@ -38,6 +39,7 @@ type clients struct {
 	globalOps    *compute.GlobalOperationsClient
 	zones        *compute.ZonesClient
 	machineTypes *compute.MachineTypesClient
+	opened       []io.Closer // those made so far, for Close
 }
 
 var _ computeAPI = (*clients)(nil)
@@ -45,79 +47,72 @@ var _ computeAPI = (*clients)(nil)
 func newClients(ctx context.Context, opts ...option.ClientOption) (*clients, error) {
 	c := &clients{}
 	var err error
-	if c.instances, err = compute.NewInstancesRESTClient(ctx, opts...); err != nil {
-		return nil, err
-	}
-	if c.zoneOps, err = compute.NewZoneOperationsRESTClient(ctx, opts...); err != nil {
-		c.Close()
-		return nil, err
-	}
-	if c.globalOps, err = compute.NewGlobalOperationsRESTClient(ctx, opts...); err != nil {
-		c.Close()
-		return nil, err
-	}
-	if c.zones, err = compute.NewZonesRESTClient(ctx, opts...); err != nil {
-		c.Close()
-		return nil, err
-	}
-	if c.machineTypes, err = compute.NewMachineTypesRESTClient(ctx, opts...); err != nil {
+	c.instances = open(ctx, c, &err, compute.NewInstancesRESTClient, opts)
+	c.zoneOps = open(ctx, c, &err, compute.NewZoneOperationsRESTClient, opts)
+	c.globalOps = open(ctx, c, &err, compute.NewGlobalOperationsRESTClient, opts)
+	c.zones = open(ctx, c, &err, compute.NewZonesRESTClient, opts)
+	c.machineTypes = open(ctx, c, &err, compute.NewMachineTypesRESTClient, opts)
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
+// open makes one client, unless an earlier one failed (*err is set), and
+// keeps it for Close.
+func open[T io.Closer](ctx context.Context, c *clients, err *error,
+	newClient func(context.Context, ...option.ClientOption) (T, error), opts []option.ClientOption) T {
+	var client T
+	if *err != nil {
+		return client
+	}
+	if client, *err = newClient(ctx, opts...); *err == nil {
+		c.opened = append(c.opened, client)
+	}
+	return client
+}
+
 func (c *clients) Close() error {
 	var errs []error
-	if c.instances != nil {
-		errs = append(errs, c.instances.Close())
-	}
-	if c.zoneOps != nil {
-		errs = append(errs, c.zoneOps.Close())
-	}
-	if c.globalOps != nil {
-		errs = append(errs, c.globalOps.Close())
-	}
-	if c.zones != nil {
-		errs = append(errs, c.zones.Close())
-	}
-	if c.machineTypes != nil {
-		errs = append(errs, c.machineTypes.Close())
+	for _, client := range c.opened {
+		errs = append(errs, client.Close())
 	}
 	return errors.Join(errs...)
 }
 
-func (c *clients) Zones(ctx context.Context, project string) ([]*computepb.Zone, error) {
-	var out []*computepb.Zone
-	it := c.zones.List(ctx, &computepb.ListZonesRequest{Project: project})
-	for {
-		z, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
+// collect lists what each page item holds (one zone; the instances of one
+// scope of an aggregated list), stopping at the first error.
+func collect[I, T any](items iter.Seq2[I, error], holds func(I) []T) ([]T, error) {
+	var out []T
+	for item, err := range items {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, z)
+		out = append(out, holds(item)...)
 	}
+	return out, nil
+}
+
+// one is what a plain list's item holds: itself.
+func one[T any](v T) []T { return []T{v} }
+
+func (c *clients) Zones(ctx context.Context, project string) ([]*computepb.Zone, error) {
+	return collect(c.zones.List(ctx, &computepb.ListZonesRequest{Project: project}).All(), one[*computepb.Zone])
 }
 
 func (c *clients) MachineTypes(ctx context.Context, project string) (map[string][]*computepb.MachineType, error) {
-	out := map[string][]*computepb.MachineType{}
-	it := c.machineTypes.AggregatedList(ctx, &computepb.AggregatedListMachineTypesRequest{Project: project})
-	for {
-		pair, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, mt := range pair.Value.GetMachineTypes() {
-			zone := lastSegment(mt.GetZone())
-			out[zone] = append(out[zone], mt)
-		}
+	all, err := collect(c.machineTypes.AggregatedList(ctx, &computepb.AggregatedListMachineTypesRequest{Project: project}).All(),
+		func(p compute.MachineTypesScopedListPair) []*computepb.MachineType { return p.Value.GetMachineTypes() })
+	if err != nil {
+		return nil, err
 	}
+	out := map[string][]*computepb.MachineType{}
+	for _, mt := range all {
+		zone := lastSegment(mt.GetZone())
+		out[zone] = append(out[zone], mt)
+	}
+	return out, nil
 }
 
 func (c *clients) InsertInstance(ctx context.Context, project, zone, requestID string, in *computepb.Instance) (*computepb.Operation, error) {
@@ -145,20 +140,9 @@ func (c *clients) DeleteInstance(ctx context.Context, project, zone, name, reque
 }
 
 func (c *clients) Instances(ctx context.Context, project, filter string) ([]*computepb.Instance, error) {
-	var out []*computepb.Instance
-	it := c.instances.AggregatedList(ctx, &computepb.AggregatedListInstancesRequest{
+	return collect(c.instances.AggregatedList(ctx, &computepb.AggregatedListInstancesRequest{
 		Project: project, Filter: proto.String(filter),
-	})
-	for {
-		pair, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pair.Value.GetInstances()...)
-	}
+	}).All(), func(p compute.InstancesScopedListPair) []*computepb.Instance { return p.Value.GetInstances() })
 }
 
 func (c *clients) GetOperation(ctx context.Context, project, zone, name string) (*computepb.Operation, error) {
@@ -166,18 +150,7 @@ func (c *clients) GetOperation(ctx context.Context, project, zone, name string) 
 }
 
 func (c *clients) Operations(ctx context.Context, project, filter string) ([]*computepb.Operation, error) {
-	var out []*computepb.Operation
-	it := c.globalOps.AggregatedList(ctx, &computepb.AggregatedListGlobalOperationsRequest{
+	return collect(c.globalOps.AggregatedList(ctx, &computepb.AggregatedListGlobalOperationsRequest{
 		Project: project, Filter: proto.String(filter),
-	})
-	for {
-		pair, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pair.Value.GetOperations()...)
-	}
+	}).All(), func(p compute.OperationsScopedListPair) []*computepb.Operation { return p.Value.GetOperations() })
 }

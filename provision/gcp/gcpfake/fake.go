@@ -236,65 +236,71 @@ func (s *Server) Instances() []*computepb.Instance {
 // instanceTerminationAction it is stopped (status TERMINATED) or deleted,
 // and a compute.instances.preempted operation records why.
 func (s *Server) Preempt(zone, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settle()
-	key := zone + "/" + name
-	in, ok := s.instances[key]
-	if !ok {
-		return fmt.Errorf("preempt: no instance %s in %s", name, zone)
-	}
-	sch := in.GetScheduling()
-	if sch.GetProvisioningModel() != "SPOT" && !sch.GetPreemptible() {
-		return fmt.Errorf("preempt: %s is not a spot VM (provisioningModel %q)", name, sch.GetProvisioningModel())
-	}
-	op := s.newOp(zone, "compute.instances.preempted", in, "")
-	op.User = proto.String("system")
-	op.StatusMessage = proto.String("Instance was preempted.")
-	s.finish(op, nil)
-	if sch.GetInstanceTerminationAction() == "DELETE" {
-		delete(s.instances, key)
-	} else {
-		in.Status = proto.String("TERMINATED")
-		in.LastStopTimestamp = proto.String(s.timestamp())
-	}
-	return nil
+	return s.act("preempt", zone, name, func(in *computepb.Instance) error {
+		sch := in.GetScheduling()
+		if sch.GetProvisioningModel() != "SPOT" && !sch.GetPreemptible() {
+			return fmt.Errorf("preempt: %s is not a spot VM (provisioningModel %q)", name, sch.GetProvisioningModel())
+		}
+		s.unasked(zone, "compute.instances.preempted", in, "system", "Instance was preempted.")
+		if sch.GetInstanceTerminationAction() == "DELETE" {
+			delete(s.instances, zone+"/"+name)
+		} else {
+			s.markStopped(in)
+		}
+		return nil
+	})
 }
+
+// someone is who acts on VMs behind sortie's back.
+const someone = "someone@example.com"
 
 // Remove deletes an instance behind sortie's back, without a preemption
 // (a person with the console, a project cleanup script).
 func (s *Server) Remove(zone, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settle()
-	key := zone + "/" + name
-	in, ok := s.instances[key]
-	if !ok {
-		return fmt.Errorf("remove: no instance %s in %s", name, zone)
-	}
-	op := s.newOp(zone, "delete", in, "")
-	op.User = proto.String("someone@example.com")
-	s.finish(op, nil)
-	delete(s.instances, key)
-	return nil
+	return s.act("remove", zone, name, func(in *computepb.Instance) error {
+		s.unasked(zone, "delete", in, someone, "")
+		delete(s.instances, zone+"/"+name)
+		return nil
+	})
 }
 
 // Stop stops a VM behind sortie's back (a person with the console, a host
 // error): status TERMINATED, recorded as a stop operation.
 func (s *Server) Stop(zone, name string) error {
+	return s.act("stop", zone, name, func(in *computepb.Instance) error {
+		s.unasked(zone, "stop", in, someone, "")
+		s.markStopped(in)
+		return nil
+	})
+}
+
+// act runs do on an instance under the lock, once the operations due have
+// finished; verb names the caller in the error for a missing instance.
+func (s *Server) act(verb, zone, name string, do func(in *computepb.Instance) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settle()
 	in, ok := s.instances[zone+"/"+name]
 	if !ok {
-		return fmt.Errorf("stop: no instance %s in %s", name, zone)
+		return fmt.Errorf("%s: no instance %s in %s", verb, name, zone)
 	}
-	op := s.newOp(zone, "stop", in, "")
-	op.User = proto.String("someone@example.com")
+	return do(in)
+}
+
+// unasked records a finished operation on in that user, not sortie, caused.
+func (s *Server) unasked(zone, kind string, in *computepb.Instance, user, message string) {
+	op := s.newOp(zone, kind, in, "")
+	op.User = proto.String(user)
+	if message != "" {
+		op.StatusMessage = proto.String(message)
+	}
 	s.finish(op, nil)
+}
+
+// markStopped is what a stop does to a VM: TERMINATED, as of now.
+func (s *Server) markStopped(in *computepb.Instance) {
 	in.Status = proto.String("TERMINATED")
 	in.LastStopTimestamp = proto.String(s.timestamp())
-	return nil
 }
 
 // ForgetOperations drops every finished operation, as Compute Engine does

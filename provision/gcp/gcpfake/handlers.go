@@ -229,44 +229,61 @@ func first(q map[string][]string, k string) string {
 	return ""
 }
 
-// matching lists the keys of m (sorted) whose value passes the request's filter.
-func matching[V proto.Message](m map[string]V, keys []string, q map[string][]string) ([]string, *apiError) {
+// pageOf lists the values of m at keys (in that order) that pass the
+// request's filter, cut to one page, and the token of the next page (nil
+// on the last).
+func pageOf[V proto.Message](s *Server, m map[string]V, keys []string, q map[string][]string) ([]V, *string, *apiError) {
 	f, err := parseFilter(first(q, "filter"))
 	if err != nil {
-		return nil, invalid("Invalid value for field 'filter': %v", err)
+		return nil, nil, invalid("Invalid value for field 'filter': %v", err)
 	}
-	var out []string
+	var passed []string
 	for _, k := range keys {
 		if f.match(m[k]) {
+			passed = append(passed, k)
+		}
+	}
+	passed, next, aerr := s.page(passed, q)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	var out []V
+	for _, k := range passed {
+		out = append(out, m[k])
+	}
+	var token *string
+	if next != "" {
+		token = proto.String(next)
+	}
+	return out, token, nil
+}
+
+// inZone keeps the keys ("zone/name") of one zone.
+func inZone(keys []string, zone string) []string {
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, zone+"/") {
 			out = append(out, k)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (s *Server) aggregatedInstances(q map[string][]string) (proto.Message, *apiError) {
-	keys, aerr := matching(s.instances, slices.Sorted(maps.Keys(s.instances)), q)
-	if aerr != nil {
-		return nil, aerr
-	}
-	keys, next, aerr := s.page(keys, q)
+	items, next, aerr := pageOf(s, s.instances, slices.Sorted(maps.Keys(s.instances)), q)
 	if aerr != nil {
 		return nil, aerr
 	}
 	out := &computepb.InstanceAggregatedList{Kind: proto.String("compute#instanceAggregatedList"),
-		Id: proto.String("projects/" + s.project + "/aggregated/instances"), Items: map[string]*computepb.InstancesScopedList{},
-		SelfLink: proto.String(s.link("aggregated/instances"))}
+		Id: proto.String("projects/" + s.project + "/aggregated/instances"), NextPageToken: next,
+		SelfLink: proto.String(s.link("aggregated/instances")), Items: map[string]*computepb.InstancesScopedList{}}
 	for _, z := range s.zones {
 		out.Items["zones/"+z] = &computepb.InstancesScopedList{Warning: noResults(z)}
 	}
-	for _, k := range keys {
-		in := s.instances[k]
+	for _, in := range items {
 		scoped := out.Items["zones/"+lastSegment(in.GetZone())]
 		scoped.Warning = nil
 		scoped.Instances = append(scoped.Instances, in)
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
 	}
 	return out, nil
 }
@@ -279,79 +296,40 @@ func noResults(zone string) *computepb.Warning {
 }
 
 func (s *Server) listInstances(zone string, q map[string][]string) (proto.Message, *apiError) {
-	var inZone []string
-	for _, k := range slices.Sorted(maps.Keys(s.instances)) {
-		if strings.HasPrefix(k, zone+"/") {
-			inZone = append(inZone, k)
-		}
-	}
-	keys, aerr := matching(s.instances, inZone, q)
+	items, next, aerr := pageOf(s, s.instances, inZone(slices.Sorted(maps.Keys(s.instances)), zone), q)
 	if aerr != nil {
 		return nil, aerr
 	}
-	keys, next, aerr := s.page(keys, q)
-	if aerr != nil {
-		return nil, aerr
-	}
-	out := &computepb.InstanceList{Kind: proto.String("compute#instanceList"), Id: proto.String("projects/" + s.project + "/zones/" + zone + "/instances")}
-	for _, k := range keys {
-		out.Items = append(out.Items, s.instances[k])
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
-	}
-	return out, nil
+	return &computepb.InstanceList{Kind: proto.String("compute#instanceList"),
+		Id: proto.String("projects/" + s.project + "/zones/" + zone + "/instances"), Items: items, NextPageToken: next}, nil
 }
 
 func (s *Server) listOperations(zone string, q map[string][]string) (proto.Message, *apiError) {
-	var inZone []string
-	for _, k := range s.opOrder {
-		if strings.HasPrefix(k, zone+"/") {
-			inZone = append(inZone, k)
-		}
-	}
-	keys, aerr := matching(s.ops, inZone, q)
+	items, next, aerr := pageOf(s, s.ops, inZone(s.opOrder, zone), q)
 	if aerr != nil {
 		return nil, aerr
 	}
-	keys, next, aerr := s.page(keys, q)
-	if aerr != nil {
-		return nil, aerr
-	}
-	out := &computepb.OperationList{Kind: proto.String("compute#operationList"), Id: proto.String("projects/" + s.project + "/zones/" + zone + "/operations")}
-	for _, k := range keys {
-		out.Items = append(out.Items, s.ops[k])
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
-	}
-	return out, nil
+	return &computepb.OperationList{Kind: proto.String("compute#operationList"),
+		Id: proto.String("projects/" + s.project + "/zones/" + zone + "/operations"), Items: items, NextPageToken: next}, nil
 }
 
 func (s *Server) aggregatedOperations(q map[string][]string) (proto.Message, *apiError) {
-	keys, aerr := matching(s.ops, s.opOrder, q)
-	if aerr != nil {
-		return nil, aerr
-	}
-	keys, next, aerr := s.page(keys, q)
+	items, next, aerr := pageOf(s, s.ops, s.opOrder, q)
 	if aerr != nil {
 		return nil, aerr
 	}
 	out := &computepb.OperationAggregatedList{Kind: proto.String("compute#operationAggregatedList"),
-		Id: proto.String("projects/" + s.project + "/aggregated/operations"), Items: map[string]*computepb.OperationsScopedList{}}
+		Id: proto.String("projects/" + s.project + "/aggregated/operations"), NextPageToken: next,
+		Items: map[string]*computepb.OperationsScopedList{}}
 	for _, z := range s.zones {
 		out.Items["zones/"+z] = &computepb.OperationsScopedList{Warning: noResults(z)}
 	}
 	out.Items["global"] = &computepb.OperationsScopedList{Warning: &computepb.Warning{Code: proto.String("NO_RESULTS_ON_PAGE"),
 		Message: proto.String("There are no results for scope 'global' on this page.")}}
-	for _, k := range keys {
-		op := s.ops[k]
+	for _, op := range items {
 		scoped := out.Items["zones/"+lastSegment(op.GetZone())]
 		scoped.Warning = nil
 		scoped.Operations = append(scoped.Operations, op)
-	}
-	if next != "" {
-		out.NextPageToken = proto.String(next)
 	}
 	return out, nil
 }
