@@ -235,6 +235,8 @@ func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, status, r
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	_, err := s.db.ExecContext(ctx, q, args...)
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -36,6 +37,13 @@ var ErrAttemptEnded = errors.New("attempt has already ended")
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+	// wmu lets one write transaction of this process at a time ask SQLite
+	// for the write lock. SQLite makes a writer that finds the lock taken
+	// sleep in its busy handler (1ms, 2ms, 5ms ... 100ms between tries), so
+	// a burst of concurrent writers from the controller's goroutines waited
+	// up to seconds; queued on a mutex they follow each other at once.
+	// Other processes (the CLI) still meet the busy timeout, rarely.
+	wmu sync.Mutex
 }
 
 // Open opens (creating if needed) the database at path and applies pending
@@ -108,6 +116,8 @@ func (s *Store) applyMigration(ctx context.Context, name string) error {
 
 // tx runs fn in one write transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
