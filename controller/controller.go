@@ -71,16 +71,22 @@ func (c *Controller) Wake() {
 	}
 }
 
-// Run reconciles until ctx ends, then waits for in-flight work.
+// Run reconciles until ctx ends, then waits for in-flight work. It spreads
+// the work over the poll interval: every job once at start, then each tick
+// one shard of the jobs, so that every job is checked once per interval
+// but never all at the same instant (see shards). A wake (a job submitted
+// or cancelled) reconciles at once the jobs that no attempt is running for.
 func (c *Controller) Run(ctx context.Context) error {
 	c.following.Store(true)
 	if err := c.SweepOrphans(ctx); err != nil {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
-	t := time.NewTicker(c.Config.Controller.PollInterval.D())
+	n := c.shards()
+	t := time.NewTicker(c.Config.Controller.PollInterval.D() / time.Duration(n))
 	defer t.Stop()
-	for {
-		if err := c.Tick(ctx); err != nil && ctx.Err() == nil {
+	err := c.Tick(ctx)
+	for k := 0; ; k = (k + 1) % n {
+		if err != nil && ctx.Err() == nil {
 			c.Log.Error("tick", "err", err)
 		}
 		select {
@@ -88,32 +94,59 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.workers.Wait()
 			return nil
 		case <-t.C:
+			err = c.tick(ctx, tickScope{shards: n, shard: k})
 		case <-c.wake:
+			err = c.tick(ctx, tickScope{unwatched: true})
 		}
 	}
 }
 
+// shards is how many ticks one poll interval is spread over: a tick every
+// 500ms, at most 10 per interval. With 10,000 jobs a single tick per
+// interval polled every node in the same instant, and decisions about the
+// attempts it found ended waited behind all of those polls.
+func (c *Controller) shards() int {
+	n := int(c.Config.Controller.PollInterval.D() / (500 * time.Millisecond))
+	return min(max(n, 1), 10)
+}
+
+// tickScope says which jobs a tick reconciles: those whose id is shard
+// modulo shards (every job when shards <= 1), and with unwatched only
+// those that no attempt is running for, or that are being cancelled.
+type tickScope struct {
+	shards, shard int
+	unwatched     bool
+}
+
 // Tick reconciles every job that has not ended, each in its own goroutine,
 // with one status call per provider for all running clusters.
-func (c *Controller) Tick(ctx context.Context) error {
-	jobs, err := c.Store.Jobs(ctx, store.JobFilter{Active: true, Ascending: true})
+func (c *Controller) Tick(ctx context.Context) error { return c.tick(ctx, tickScope{}) }
+
+func (c *Controller) tick(ctx context.Context, scope tickScope) error {
+	jobs, err := c.Store.ActiveJobsShard(ctx, scope.shards, scope.shard)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
-	open, err := c.Store.OpenAttempts(ctx)
+	open, err := c.Store.OpenAttemptsShard(ctx, scope.shards, scope.shard)
 	if err != nil {
 		return fmt.Errorf("list attempts: %w", err)
 	}
-	byJob := map[int64]*store.Attempt{}
+	byJob := make(map[int64]*store.Attempt, len(open))
 	for _, a := range open {
 		byJob[a.JobID] = a
 	}
-	snap := c.snapshot(ctx, open)
+	var snap snapshot
+	if !scope.unwatched {
+		snap = c.snapshot(ctx, open)
+	}
 	for _, j := range jobs {
+		a := byJob[j.ID]
+		if scope.unwatched && a != nil && a.State == store.AttemptRunning && !j.CancelRequested {
+			continue
+		}
 		if !c.claim(j.ID) {
 			continue
 		}
-		j, a := j, byJob[j.ID]
 		c.workers.Add(1)
 		go func() {
 			defer c.workers.Done()

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestShards(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []int64
+	for i := 0; i < 7; i++ {
+		id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte("{}")}, []NewTask{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		if _, err := s.NewAttempt(ctx, id, 0, func(n int) string { return "c" }, nil, Starting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Job 3 has ended: no shard lists it.
+	if err := s.FinishJob(ctx, ids[2], Cancelled, "", Cancelled); err != nil {
+		t.Fatal(err)
+	}
+	jobIDs := func(js []*Job) []int64 {
+		var out []int64
+		for _, j := range js {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	all, err := s.ActiveJobsShard(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 4, 5, 6, 7}, jobIDs(all)); diff != "" {
+		t.Errorf("one shard (-want +got):\n%s", diff)
+	}
+	seen := map[int64]int{}
+	for k := 0; k < 3; k++ {
+		js, err := s.ActiveJobsShard(ctx, 3, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as, err := s.OpenAttemptsShard(ctx, 3, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range js {
+			if j.ID%3 != int64(k) {
+				t.Errorf("shard %d lists job %d", k, j.ID)
+			}
+			seen[j.ID]++
+		}
+		for _, a := range as {
+			if a.JobID%3 != int64(k) {
+				t.Errorf("shard %d lists an attempt of job %d", k, a.JobID)
+			}
+		}
+	}
+	if diff := cmp.Diff(map[int64]int{1: 1, 2: 1, 4: 1, 5: 1, 6: 1, 7: 1}, seen); diff != "" {
+		t.Errorf("jobs seen per shard (-want +got):\n%s", diff)
+	}
+}
