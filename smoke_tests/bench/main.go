@@ -28,6 +28,7 @@ type options struct {
 	bin, work, only          string
 	keep                     bool
 	simJobs                  int
+	exitShare, preemptShare  float64
 	runTime                  time.Duration
 	localJobs, parallel      int
 	queueJobs, queueRunning  int
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.only, "only", "sim,local,queue,launch", "which groups to run, comma-separated")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
+	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
+	fs.Float64Var(&o.preemptShare, "preempt-share", 0.05, "share of sim jobs whose first cluster is preempted")
 	fs.DurationVar(&o.simTimeout, "sim-timeout", 12*time.Minute, "how long the sim jobs may take to end")
 	fs.IntVar(&o.localJobs, "local-jobs", 500, "jobs on the local provider")
 	fs.IntVar(&o.parallel, "parallel", 16, "local launches at a time, and the plain loop's width")
@@ -145,7 +148,7 @@ func (b *bench) home(name string) string { return filepath.Join(b.o.work, name) 
 
 func (b *bench) sim(ctx context.Context) error {
 	r, err := suite.RunSim(ctx, suite.SimOptions{Bin: b.o.bin, Home: b.home("sim"), Jobs: b.o.simJobs, RunTime: b.o.runTime,
-		ExitShare: 0.10, PreemptShare: 0.05, Seed: 1, Timeout: b.o.simTimeout, Progress: b.log})
+		ExitShare: b.o.exitShare, PreemptShare: b.o.preemptShare, Seed: 1, Timeout: b.o.simTimeout, Progress: b.log})
 	if err != nil {
 		return err
 	}

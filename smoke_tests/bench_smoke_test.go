@@ -1,0 +1,111 @@
+package smoke_tests
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sortie/smoke_tests/bench/suite"
+)
+
+// The benchmark suite, run small so that it cannot rot: every group runs
+// against the real binary, and the test checks what the jobs ended with,
+// never how fast.
+
+func progress(t *testing.T) io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+func TestBenchSim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := suite.SimOptions{Bin: binary(t), Home: filepath.Join(t.TempDir(), "home"), Jobs: 200, RunTime: 3 * time.Second,
+		ExitShare: 0.10, PreemptShare: 0.05, Seed: 7, PollInterval: 250 * time.Millisecond, Timeout: 2 * time.Minute, Progress: progress(t)}
+	r, err := suite.RunSim(ctx, o)
+	if err != nil {
+		logTail(t, o.Home)
+		t.Fatal(err)
+	}
+	if r.Statuses["SUCCEEDED"] != o.Jobs {
+		logTail(t, o.Home)
+		t.Fatalf("statuses %v, want all %d SUCCEEDED", r.Statuses, o.Jobs)
+	}
+	// Each job whose first attempt exits 29 or is preempted recovers
+	// exactly once; the seed makes that a known number.
+	if r.WantRecoveries < 10 {
+		t.Fatalf("the seed picks only %d jobs to recover; the test would check little", r.WantRecoveries)
+	}
+	if r.Recoveries != r.WantRecoveries {
+		t.Errorf("recoveries %d, want %d", r.Recoveries, r.WantRecoveries)
+	}
+	if len(r.Decisions) != r.WantRecoveries {
+		t.Errorf("the sim recorded %d decisions, want one per recovery (%d)", len(r.Decisions), r.WantRecoveries)
+	}
+	if r.Usage.PeakRSSKiB <= 0 || r.Usage.CPU <= 0 {
+		t.Errorf("usage %+v: nothing measured", r.Usage)
+	}
+}
+
+func logTail(t *testing.T, home string) {
+	if b, err := os.ReadFile(filepath.Join(home, "controller.log")); err == nil {
+		t.Logf("controller log:\n%s", tail(string(b), 6000))
+	}
+}
+
+func TestBenchLocal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := suite.LocalOptions{Bin: binary(t), Home: filepath.Join(t.TempDir(), "home"), Jobs: 20, Parallel: 4, Timeout: 2 * time.Minute, Progress: progress(t)}
+	t.Cleanup(func() { killLeftovers(t, o.Home) })
+	r, err := suite.RunLocal(ctx, o)
+	if err != nil {
+		logTail(t, o.Home)
+		t.Fatal(err)
+	}
+	if r.Statuses["SUCCEEDED"] != o.Jobs {
+		t.Errorf("statuses %v, want all %d SUCCEEDED", r.Statuses, o.Jobs)
+	}
+	if r.Plain <= 0 || r.Sortie <= 0 {
+		t.Errorf("wall times sortie %s, plain %s: nothing measured", r.Sortie, r.Plain)
+	}
+}
+
+func TestBenchQueueAndLaunch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	q := suite.QueueOptions{Bin: binary(t), Home: filepath.Join(t.TempDir(), "queue"), Jobs: 3000, Running: 300, Runs: 2, Progress: progress(t)}
+	if err := suite.BuildQueueStore(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	r, err := suite.RunQueue(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusJobs != q.Running {
+		t.Errorf("--status RUNNING printed %d jobs, want %d", r.StatusJobs, q.Running)
+	}
+	// The default view: every unfinished job, the 50 newest finished ones
+	// and a header.
+	if want := q.Running + 50 + 1; r.DefaultLines != want {
+		t.Errorf("the default view printed %d lines, want %d", r.DefaultLines, want)
+	}
+	if len(r.StatusRuns) != q.Runs || len(r.DefaultRuns) != q.Runs {
+		t.Errorf("timed %d and %d runs, want %d of each", len(r.StatusRuns), len(r.DefaultRuns), q.Runs)
+	}
+
+	home := filepath.Join(t.TempDir(), "launch")
+	t.Cleanup(func() { killLeftovers(t, home) })
+	l, err := suite.RunLaunchCLI(ctx, suite.LaunchOptions{Bin: binary(t), Home: home, Runs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Runs) != 3 || len(l.IDs) != 4 || l.IDs[3] != l.IDs[0]+3 {
+		t.Errorf("launch: runs %v ids %v, want 3 timed runs of 4 launches with consecutive ids", l.Runs, l.IDs)
+	}
+}
