@@ -91,8 +91,9 @@ type Config struct {
 	// real timer. Tests with a fake clock advance it here.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// SaveEvery bounds how often an opened provider rewrites its state
-	// file: a change is saved at the first call at least SaveEvery after
-	// the last save. Zero saves every change at once.
+	// file: a change is saved, in the background, at the first call at
+	// least SaveEvery after the last save. Zero saves every change before
+	// the call that made it returns.
 	SaveEvery time.Duration
 	// DecisionLog, when set, is a file to which the provider appends one
 	// line per task that goes on after an attempt ended: when the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -373,5 +374,32 @@ func TestStateSurvivesReopen(t *testing.T) {
 	// New instance ids continue the saved sequence.
 	if m2, _ := p2.Status(context.Background(), []string{"sortie-41-0-1"}); m2["sortie-41-0-1"].Nodes[0].InstanceID == c.Nodes[0].InstanceID {
 		t.Error("a relaunch reused an instance id")
+	}
+}
+
+func TestBackgroundSave(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	clk := newClock()
+	p, err := Open(path, Config{Now: clk.Now, Sleep: clk.Sleep, SaveEvery: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := launch(t, p, 50, 1, 1)
+	p.store.inflight.Wait()
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("saved within SaveEvery of the last save")
+	}
+	clk.Advance(time.Minute)
+	if _, err := p.Status(context.Background(), []string{c.Name}); err != nil {
+		t.Fatal(err)
+	}
+	p.store.inflight.Wait()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no save after SaveEvery: %v", err)
+	}
+	if !strings.Contains(string(b), c.Nodes[0].InstanceID) {
+		t.Errorf("the saved state lacks %s: %s", c.Nodes[0].InstanceID, b)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -29,6 +31,8 @@ type stateFile struct {
 	written  uint64 // generation of the newest write
 	gen      uint64 // generation of the newest snapshot; under Provider.mu
 	lastSave time.Time
+	saving   atomic.Bool    // a background save runs
+	inflight sync.WaitGroup // background saves, which Close waits for
 }
 
 // Open returns a simulated cloud whose state is kept in the file at path:
@@ -78,6 +82,9 @@ func Open(path string, cfg Config) (*Provider, error) {
 
 // Close saves what has not been saved and releases the state file.
 func (p *Provider) Close() error {
+	if p.store != nil {
+		p.store.inflight.Wait()
+	}
 	p.mu.Lock()
 	save := p.snapshot()
 	p.mu.Unlock()
@@ -97,30 +104,73 @@ func (sf *stateFile) close() {
 
 // saveDue returns a function that saves the state when it changed and the
 // last save is SaveEvery old; p.mu is held, the function is called after
-// releasing it.
+// releasing it. With SaveEvery above zero the function only starts the save
+// in the background, one at a time: encoding 10,000 clusters takes tens of
+// milliseconds, which no call into the cloud should wait for.
 func (p *Provider) saveDue(now time.Time) func() error {
-	if p.store == nil || p.store.lock == nil || !p.dirty || now.Sub(p.store.lastSave) < p.cfg.SaveEvery {
+	sf := p.store
+	if sf == nil || sf.lock == nil || !p.dirty || now.Sub(sf.lastSave) < p.cfg.SaveEvery {
 		return func() error { return nil }
 	}
-	return p.snapshot()
+	if p.cfg.SaveEvery <= 0 {
+		return p.snapshot()
+	}
+	if !sf.saving.CompareAndSwap(false, true) {
+		return func() error { return nil } // the next call saves what this one changed
+	}
+	save := p.snapshot()
+	sf.inflight.Add(1)
+	return func() error {
+		go func() {
+			defer sf.inflight.Done()
+			defer sf.saving.Store(false)
+			p.logSave(save())
+		}()
+		return nil
+	}
 }
 
-// snapshot encodes the state under p.mu and returns the function that
-// writes it.
+// snapshot copies the state under p.mu and returns the function that
+// encodes and writes the copy.
 func (p *Provider) snapshot() func() error {
 	sf := p.store
 	if sf == nil || sf.lock == nil || !p.dirty {
 		return func() error { return nil }
 	}
-	b, err := json.Marshal(saved{Seq: p.seq, Capacity: p.capacity, Clusters: p.clusters})
-	if err != nil {
-		return func() error { return fmt.Errorf("save sim state: %w", err) }
+	st := saved{Seq: p.seq, Capacity: maps.Clone(p.capacity), Clusters: make(map[string]*cluster, len(p.clusters))}
+	for name, c := range p.clusters {
+		st.Clusters[name] = c.clone()
 	}
 	p.dirty = false
 	sf.gen++
 	gen := sf.gen
 	sf.lastSave = p.cfg.Now()
-	return func() error { return sf.write(gen, b) }
+	return func() error {
+		b, err := json.Marshal(st)
+		if err != nil {
+			return fmt.Errorf("save sim state: %w", err)
+		}
+		return sf.write(gen, b)
+	}
+}
+
+// clone is a deep copy of c, for saving it outside the provider's lock.
+func (c *cluster) clone() *cluster {
+	out := *c
+	out.Tags = maps.Clone(c.Tags)
+	out.Nodes = make([]*hollowNode, len(c.Nodes))
+	for i, n := range c.Nodes {
+		cn := *n
+		if n.Tasks != nil {
+			cn.Tasks = make(map[string]*task, len(n.Tasks))
+			for k, t := range n.Tasks {
+				ct := *t
+				cn.Tasks[k] = &ct
+			}
+		}
+		out.Nodes[i] = &cn
+	}
+	return &out
 }
 
 // write replaces the file with b unless a newer snapshot was written.
