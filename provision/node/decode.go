@@ -119,6 +119,9 @@ func FormatStatus(st Status) []byte {
 	if st.Done {
 		fmt.Fprintf(&b, "exit=%s %d\n", st.Phase, st.ExitCode)
 	}
+	if st.Stopped {
+		b.WriteString("stopped=1\n")
+	}
 	if st.WrapperAlive {
 		b.WriteString("alive=1\n")
 	}

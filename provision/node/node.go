@@ -71,6 +71,9 @@ type Status struct {
 	// WrapperAlive tells "no exit code yet" from "the wrapper died without
 	// writing one" (the node rebooted, or someone killed it).
 	WrapperAlive bool
+	// Stopped says Stop was asked on this node: its exit code, if any, is
+	// the one sortie caused, not the task's own.
+	Stopped bool
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when

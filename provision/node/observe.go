@@ -18,6 +18,7 @@ cd "$D" || exit 1
 [ -d started ] && echo started=1
 [ -f phase ] && echo "phase=$(cat phase)"
 [ -f exit_code ] && echo "exit=$(cat exit_code)"
+[ -f stop ] && echo stopped=1
 wrapper_alive && echo alive=1
 exit 0
 `
@@ -45,6 +46,8 @@ func parseStatus(out []byte) (Status, error) {
 			st.Started = true
 		case "alive":
 			st.WrapperAlive = true
+		case "stopped":
+			st.Stopped = true
 		case "phase":
 			if !st.Done {
 				st.Phase = val

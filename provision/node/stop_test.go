@@ -69,8 +69,8 @@ func TestStopTerminatesTheRunGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := waitDone(t, r)
-	if st.Phase != node.PhaseRun || st.ExitCode != 143 {
-		t.Errorf("status after Stop = %+v, want run 143", st)
+	if st.Phase != node.PhaseRun || st.ExitCode != 143 || !st.Stopped {
+		t.Errorf("status after Stop = %+v, want run 143, stopped", st)
 	}
 	if groupAlive(t, pg) {
 		t.Errorf("process group %d still has live processes after Stop", pg)

@@ -34,7 +34,7 @@ func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true}
 	switch {
 	case t.Stopped != nil:
-		st.Done, st.ExitCode, st.WrapperAlive = true, 143, false
+		st.Done, st.ExitCode, st.WrapperAlive, st.Stopped = true, 143, false, true
 	case !now.Before(t.Started.Add(runTime)):
 		st.Done, st.ExitCode, st.WrapperAlive = true, t.Code, false
 	}
