@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"sortie/controller/store"
@@ -95,6 +96,10 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 	done, failed := true, false
 	for rank, st := range sts {
 		switch {
+		case st.Done && st.Stopped:
+			// sortie stopped this node after another failed: its 143 or 137
+			// is not the task's, so it neither matches recover_on_exit_codes
+			// nor makes a setup failure.
 		case st.Done:
 			code := st.ExitCode
 			codes[rank] = &code
@@ -127,9 +132,13 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 		}
 		return nil
 	}
+	if !failed && slices.IndexFunc(codes, func(c *int) bool { return c != nil }) < 0 {
+		return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, codes: codes,
+			reason: "every node was stopped before its task ended"})
+	}
 	e := ended{outcome: strategy.Succeeded, codes: codes, reason: "every node exited 0"}
 	for rank, st := range sts {
-		if st.ExitCode == 0 {
+		if st.ExitCode == 0 || st.Stopped {
 			continue
 		}
 		if st.Phase == "setup" {

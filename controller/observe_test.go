@@ -217,3 +217,44 @@ func TestStatusCallFailureIsNotGone(t *testing.T) {
 		t.Errorf("attempt %s after a failed status call; want it still running", as[0].State)
 	}
 }
+
+func TestCodesOfStoppedNodesAreNotTheTasks(t *testing.T) {
+	ctx := context.Background()
+	run := func(n int) node.Status { return node.Status{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: n} }
+	stopped := func(phase string, n int) node.Status {
+		return node.Status{Started: true, Done: true, Phase: phase, ExitCode: n, Stopped: true}
+	}
+	for _, tc := range []struct {
+		name        string
+		statuses    []node.Status
+		wantOutcome string
+		wantCodes   string
+		wantStatus  string
+	}{
+		// Node 0 failed; sortie stopped node 1, which recorded 143. 143 is
+		// listed, but it was sortie's doing: the budget (0) decides.
+		{"stopped peer's 143 does not match", []node.Status{run(1), stopped(node.PhaseRun, 143)}, "user_failure", "1,-", store.Failed},
+		// Node 1 was stopped during its setup: that is no setup failure.
+		{"stopped during setup", []node.Status{run(1), stopped(node.PhaseSetup, 143)}, "user_failure", "1,-", store.Failed},
+		{"listed code of the failing node matches", []node.Status{run(143), stopped(node.PhaseRun, 143)}, "user_failure", "143,-", store.Recovering},
+		{"every node stopped", []node.Status{stopped(node.PhaseRun, 143), stopped(node.PhaseRun, 143)}, "node_lost", "-,-", store.Recovering},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+			c := newTestController(t, cloud)
+			j, a := runningAttempt(t, c, cloud, "num_nodes: 2\nresources: {job_recovery: {recover_on_exit_codes: [143]}}\nrun: train\n")
+			cl := cloud.clusters[a.Cluster]
+			cl.Nodes = append(cl.Nodes, provision.Node{Rank: 1, State: provision.NodeRunning})
+			if err := c.judge(ctx, j, a, cloud, cl, tc.statuses); err != nil {
+				t.Fatal(err)
+			}
+			as, _ := c.Store.Attempts(ctx, j.ID)
+			if as[0].Outcome != tc.wantOutcome || fmtCodes(as[0].ExitCodes) != tc.wantCodes {
+				t.Errorf("outcome %s codes %s, want %s %s", as[0].Outcome, fmtCodes(as[0].ExitCodes), tc.wantOutcome, tc.wantCodes)
+			}
+			if got, _ := c.Store.Job(ctx, j.ID); got.Status != tc.wantStatus {
+				t.Errorf("job %s, want %s (%s)", got.Status, tc.wantStatus, as[0].Decision)
+			}
+		})
+	}
+}
