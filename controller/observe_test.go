@@ -220,7 +220,9 @@ func TestStatusCallFailureIsNotGone(t *testing.T) {
 
 func TestCodesOfStoppedNodesAreNotTheTasks(t *testing.T) {
 	ctx := context.Background()
-	run := func(n int) node.Status { return node.Status{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: n} }
+	run := func(n int) node.Status {
+		return node.Status{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: n}
+	}
 	stopped := func(phase string, n int) node.Status {
 		return node.Status{Started: true, Done: true, Phase: phase, ExitCode: n, Stopped: true}
 	}
