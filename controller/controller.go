@@ -45,6 +45,9 @@ type Controller struct {
 	wake    chan struct{}
 	// following is set by Run: ended attempts' jobs go on at once.
 	following atomic.Bool
+	// sleep waits d or until ctx ends (false); nil is a real timer. Tests
+	// with a fake clock advance it here.
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // New returns a controller; nil clock, rand and logger get real ones.
@@ -139,23 +142,24 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	if !scope.unwatched {
 		snap = c.snapshot(ctx, open)
 	}
+	var watched []jobAttempt
 	for _, j := range jobs {
 		a := byJob[j.ID]
-		if scope.unwatched && a != nil && a.State == store.AttemptRunning && !j.CancelRequested {
+		running := a != nil && a.State == store.AttemptRunning && !j.CancelRequested
+		if scope.unwatched && running {
 			continue
 		}
 		if !c.claim(j.ID) {
 			continue
 		}
 		c.workers.Add(1)
-		go func() {
-			defer c.workers.Done()
-			defer c.release(j.ID)
-			if err := c.reconcileOn(ctx, j, a, snap); err != nil && ctx.Err() == nil {
-				c.Log.Error("reconcile", "job", j.ID, "err", err)
-			}
-		}()
+		if running {
+			watched = append(watched, jobAttempt{j, a})
+			continue
+		}
+		go c.reconcileJob(ctx, j, a, snap)
 	}
+	c.checkRunning(ctx, watched, snap)
 	return nil
 }
 

@@ -2,10 +2,14 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"sortie/controller/store"
 	"sortie/provision"
+	"sortie/provision/sim"
+	"sortie/schema"
 )
 
 func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
@@ -45,6 +49,66 @@ func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
 			}
 			if len(c.cont) != 0 {
 				t.Errorf("%d follow-ups left behind", len(c.cont))
+			}
+		})
+	}
+}
+
+// clock is a fake clock that sleeping advances.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) sleep(ctx context.Context, d time.Duration) bool {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+	return ctx.Err() == nil
+}
+
+func TestNewAttemptIsCheckedEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		following bool
+		want      string
+	}{
+		{"driven by hand: seen at the next tick", false, store.Running},
+		{"running loop: seen by an early check", true, store.Succeeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			hollow := sim.New(sim.Config{RunTime: 100 * time.Millisecond, Now: clk.Now})
+			c := newTestController(t, &fakeCloud{})
+			c.Providers = oneCloud{hollow}
+			c.Now, c.sleep = clk.Now, clk.sleep
+			c.following.Store(tc.following)
+			p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := p.Marshal()
+			id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b}, []store.NewTask{{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.Wait()
+			j, err := c.Store.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Status != tc.want {
+				t.Errorf("after one tick the job is %s (%s), want %s", j.Status, j.StatusReason, tc.want)
 			}
 		})
 	}
