@@ -170,7 +170,7 @@ func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attem
 		return err
 	}
 	c.cleanupSecrets(j.ID)
-	return c.Store.SkipRemainingTasks(ctx, j.ID)
+	return nil
 }
 
 func instanceIDs(cl *provision.Cluster) []string {

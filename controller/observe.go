@@ -234,7 +234,6 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 	}
 	if terminal {
 		c.cleanupSecrets(j.ID)
-		return c.Store.SkipRemainingTasks(ctx, j.ID)
 	}
 	next := c.Now()
 	if end.NextActionAt != nil {

@@ -260,3 +260,33 @@ func TestCodesOfStoppedNodesAreNotTheTasks(t *testing.T) {
 		})
 	}
 }
+
+// A tick that read a job before another step of the same job started its
+// next attempt must neither start a second attempt, nor tear the live one
+// down, nor end the job around it.
+func TestStaleReadNeverTouchesTheLiveAttempt(t *testing.T) {
+	ctx := context.Background()
+	for _, cancel := range []bool{false, true} {
+		cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+		c := newTestController(t, cloud)
+		j, live := runningAttempt(t, c, cloud, "run: train\n")
+		if cancel {
+			if _, err := c.Store.RequestCancel(ctx, []int64{j.ID}); err != nil {
+				t.Fatal(err)
+			}
+			j, _ = c.Store.Job(ctx, j.ID)
+		}
+		// The stale view: no open attempt.
+		if err := c.reconcile(ctx, j, nil, snapshot{clusters: map[string]*provision.Cluster{}, failed: map[string]error{}}); err != nil {
+			t.Fatal(err)
+		}
+		as, _ := c.Store.Attempts(ctx, j.ID)
+		if len(as) != 1 || as[0].State != store.AttemptRunning || len(cloud.terminated) != 0 {
+			t.Errorf("cancel=%v: attempts %d (first %s), terminated %v; want the live attempt %s untouched",
+				cancel, len(as), as[0].State, cloud.terminated, live.Cluster)
+		}
+		if got, _ := c.Store.Job(ctx, j.ID); store.IsTerminal(got.Status) {
+			t.Errorf("cancel=%v: job ended %s around its running attempt", cancel, got.Status)
+		}
+	}
+}

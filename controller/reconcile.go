@@ -32,8 +32,8 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 	}
 	if a == nil {
 		if a, err = c.nextAttempt(ctx, j); err != nil {
-			if errors.Is(err, store.ErrTerminal) {
-				return nil
+			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) || errors.Is(err, store.ErrCancelRequested) {
+				return nil // the job moved on since it was read; the next look sees it as it is
 			}
 			return err
 		}
@@ -60,6 +60,11 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	}
 	status := store.Starting
 	var reuse *store.Attempt
+	if last != nil && last.State != store.AttemptEnded {
+		// Read before another step of this job started that attempt: never
+		// touch a live attempt's cluster.
+		return nil, store.ErrOpenAttempt
+	}
 	if last != nil {
 		status = store.Recovering
 		if last.Action == string(strategy.Restart) && c.healthy(ctx, last) {
@@ -112,9 +117,18 @@ func (c *Controller) terminate(ctx context.Context, a *store.Attempt) {
 // CANCELLED; the tasks after it never start.
 func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt) error {
 	if a == nil {
-		if err := c.Store.FinishJob(ctx, j.ID, store.Cancelled, "", store.Cancelled); err != nil && !errors.Is(err, store.ErrTerminal) {
+		last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
+		if err != nil {
 			return err
 		}
+		if err := c.Store.FinishJob(ctx, j.ID, store.Cancelled, "", store.Cancelled); err != nil {
+			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
+				return nil // ended meanwhile, or an attempt started: the next look cancels that
+			}
+			return err
+		}
+		// A cluster kept for a restart after a back-off goes too.
+		c.terminate(ctx, last)
 		c.cleanupSecrets(j.ID)
 		return nil
 	}
@@ -137,9 +151,6 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 	if err != nil && !errors.Is(err, store.ErrAttemptEnded) {
 		return err
 	}
-	if err := c.Store.SkipRemainingTasks(ctx, j.ID); err != nil {
-		return err
-	}
 	c.terminate(ctx, a)
 	c.cleanupSecrets(j.ID)
 	return nil
@@ -150,11 +161,17 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.Attempt, cause error) error {
 	c.Log.Error("job cannot continue", "job", j.ID, "err", cause)
 	reason := fmt.Sprintf("controller error: %v", cause)
+	defer c.cleanupSecrets(j.ID)
 	if a != nil {
 		c.terminate(ctx, a)
 		return c.Store.EndAttempt(ctx, store.End{Attempt: a, Outcome: string(strategy.LaunchFailed), Reason: reason,
 			Action: string(strategy.Fail), Decision: reason, TaskStatus: store.FailedController,
 			JobStatus: store.FailedController, FailureReason: reason})
 	}
+	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
+	if err != nil {
+		return err
+	}
+	c.terminate(ctx, last)
 	return c.Store.FinishJob(ctx, j.ID, store.FailedController, reason, store.FailedController)
 }

@@ -1,9 +1,11 @@
 package smoke_tests
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLaunchFollowsLogsAndExitsWithTheOutcome(t *testing.T) {
@@ -59,5 +61,28 @@ func TestCancelByNameAndAll(t *testing.T) {
 	}
 	if r := e.run("jobs", "show", "999"); r.code != 1 || !strings.Contains(r.stderr, "no such job") {
 		t.Errorf("show of an unknown job: exit %d %s", r.code, r.stderr)
+	}
+}
+
+func TestCancelDuringRestartBackoffTearsDownTheKeptCluster(t *testing.T) {
+	e := newEnv(t, "SORTIE_RESTART_BACKOFF_INITIAL=60s", "SORTIE_RESTART_BACKOFF_MAX=60s")
+	f := e.write("task.yaml", "resources: {job_recovery: {max_restarts_on_errors: 3}}\nrun: exit 1\n")
+	id := e.launch(f)
+	e.waitStatus(id, "RECOVERING")
+	if ents, _ := os.ReadDir(e.home + "/local/clusters"); len(ents) != 1 {
+		t.Fatalf("want the cluster kept for the restart, found %d", len(ents))
+	}
+	e.must("jobs", "cancel", strconv.FormatInt(id, 10))
+	e.waitStatus(id, "CANCELLED")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ := os.ReadDir(e.home + "/local/clusters")
+		if len(ents) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("clusters left after the cancel: %v", ents)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -140,6 +141,12 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		if IsTerminal(j.Status) {
 			return fmt.Errorf("job %d is %s: %w", jobID, j.Status, ErrTerminal)
 		}
+		if j.CancelRequested {
+			return fmt.Errorf("job %d: %w", jobID, ErrCancelRequested)
+		}
+		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
+			return err
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM attempts WHERE job_id = ? AND task_idx = ?`, jobID, task).Scan(&n); err != nil {
 			return err
@@ -258,4 +265,23 @@ func (s *Store) Clouds(ctx context.Context) ([]string, error) {
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// ErrOpenAttempt is returned when a change needs the job to have no
+// attempt running, and it has one: a job never has two live attempts.
+var ErrOpenAttempt = errors.New("job has an attempt that has not ended")
+
+// ErrCancelRequested is returned when a new attempt is asked for a job
+// being cancelled.
+var ErrCancelRequested = errors.New("job is being cancelled")
+
+func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
+	var open int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND state <> 'ended'`, jobID).Scan(&open); err != nil {
+		return err
+	}
+	if open > 0 {
+		return fmt.Errorf("job %d: %w", jobID, ErrOpenAttempt)
+	}
+	return nil
 }

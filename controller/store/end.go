@@ -70,6 +70,12 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 		if err := setJobAfterAttempt(ctx, tx, a.JobID, string(codes), e, now); err != nil {
 			return err
 		}
+		if IsTerminal(e.JobStatus) {
+			// The tasks after the one that ended the job never run.
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, Cancelled, a.JobID, Pending); err != nil {
+				return err
+			}
+		}
 		if e.KnownFailure != nil {
 			if err := recordFailure(ctx, tx, e.KnownFailure, now); err != nil {
 				return err
@@ -113,6 +119,9 @@ func setJobAfterAttempt(ctx context.Context, tx *sql.Tx, jobID int64, codes stri
 // taskStatus.
 func (s *Store) FinishJob(ctx context.Context, jobID int64, status, failureReason, taskStatus string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
+			return err
+		}
 		now := fmtTime(s.now())
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', failure_reason = ?, next_action_at = NULL, ended_at = ?
 			WHERE id = ? AND status NOT IN `+terminalSQL, status, nullStr(failureReason), now, jobID)
@@ -126,12 +135,6 @@ func (s *Store) FinishJob(ctx context.Context, jobID int64, status, failureReaso
 			taskStatus, now, jobID)
 		return err
 	})
-}
-
-// SkipRemainingTasks marks every task of the job that has not run as
-// CANCELLED (a pipeline that failed or was cancelled never starts the rest).
-func (s *Store) SkipRemainingTasks(ctx context.Context, jobID int64) error {
-	return s.exec(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, Cancelled, jobID, Pending)
 }
 
 // LaunchTry is one launch of an attempt at a placement that failed.

@@ -55,6 +55,14 @@ const jobColumns = `id, name, status, status_reason, failure_reason, spec, base_
 // original's chain (root_id) and the original gains retried_in, in the same
 // transaction.
 func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, error) {
+	return s.CreateJobWith(ctx, j, tasks, nil)
+}
+
+// CreateJobWith is CreateJob that also runs prepare with the new job's id
+// before the job is committed: what the job needs besides its row (its
+// secrets) exists before any controller can see the job, and a failing
+// prepare stores nothing.
+func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prepare func(id int64) error) (int64, error) {
 	var id int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -99,6 +107,9 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, 
 				id, i, t.Name, Pending, nullStr(t.InputKey)); err != nil {
 				return err
 			}
+		}
+		if prepare != nil {
+			return prepare(id)
 		}
 		return nil
 	})

@@ -16,18 +16,21 @@ func TestShards(t *testing.T) {
 	}
 	defer s.Close()
 	var ids []int64
+	var attempts []*Attempt
 	for i := 0; i < 7; i++ {
 		id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte("{}")}, []NewTask{{}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
-		if _, err := s.NewAttempt(ctx, id, 0, func(n int) string { return "c" }, nil, Starting); err != nil {
+		a, err := s.NewAttempt(ctx, id, 0, func(n int) string { return "c" }, nil, Starting)
+		if err != nil {
 			t.Fatal(err)
 		}
+		attempts = append(attempts, a)
 	}
 	// Job 3 has ended: no shard lists it.
-	if err := s.FinishJob(ctx, ids[2], Cancelled, "", Cancelled); err != nil {
+	if err := s.EndAttempt(ctx, End{Attempt: attempts[2], Outcome: "cancelled", TaskStatus: Cancelled, JobStatus: Cancelled}); err != nil {
 		t.Fatal(err)
 	}
 	jobIDs := func(js []*Job) []int64 {

@@ -204,3 +204,50 @@ func TestForgetFailure(t *testing.T) {
 		t.Fatalf("forget all removed %d", n)
 	}
 }
+
+func TestNeverTwoLiveAttempts(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}, {}})
+	a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting); !errors.Is(err, ErrOpenAttempt) {
+		t.Fatalf("second attempt while the first runs: %v", err)
+	}
+	// A job with a running attempt is not ended around it.
+	if err := s.FinishJob(ctx, id, Cancelled, "", Cancelled); !errors.Is(err, ErrOpenAttempt) {
+		t.Fatalf("finish with an open attempt: %v", err)
+	}
+	if _, err := s.RequestCancel(ctx, []int64{id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: Recovering, JobStatus: Recovering}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting); !errors.Is(err, ErrCancelRequested) {
+		t.Fatalf("new attempt of a job being cancelled: %v", err)
+	}
+	if err := s.FinishJob(ctx, id, Cancelled, "", Cancelled); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndingTheJobSkipsTheRestOfThePipeline(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, _ := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{}, {}, {}})
+	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
+	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: Failed, JobStatus: Failed}); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := s.Tasks(ctx, id)
+	var got []string
+	for _, task := range tasks {
+		got = append(got, task.Status)
+	}
+	if diff := cmp.Diff([]string{Failed, Cancelled, Cancelled}, got); diff != "" {
+		t.Errorf("task statuses (-want +got):\n%s", diff)
+	}
+}
