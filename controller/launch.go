@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -197,6 +198,9 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 	if cl == nil || len(cl.Nodes) == 0 {
 		return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, reason: "cluster vanished before the task started"})
 	}
+	if e, ok := cloudEnded(cl, a); ok {
+		return c.endAttempt(ctx, j, a, e)
+	}
 	ips := make([]string, len(cl.Nodes))
 	for i, n := range cl.Nodes {
 		ips[i] = n.IP
@@ -205,18 +209,54 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 	if err != nil {
 		return err
 	}
-	for rank := range cl.Nodes {
-		r, err := c.runner(ctx, prov, cl, rank, a)
+	if problem := c.missingInputs(j, task, secrets); problem != "" {
+		// No retry can fix these: fail the job rather than start it wrong.
+		tasks, err := c.Store.Tasks(ctx, j.ID)
 		if err != nil {
 			return err
 		}
-		err = c.startNode(ctx, r, j, task, a, rank, ips, secrets)
-		r.Close()
+		return c.endLaunch(ctx, j, a, tasks[a.TaskIdx], store.FailedPrechecks, problem)
+	}
+	for rank := range cl.Nodes {
+		r, err := c.runner(ctx, prov, cl, rank, a)
+		if err == nil {
+			err = c.startNode(ctx, r, j, task, a, rank, ips, secrets)
+			r.Close()
+		}
 		if err != nil {
-			return fmt.Errorf("start %s node %d: %w", a.Cluster, rank, err)
+			// Reaching a node can fail for a while (booting, network); it
+			// counts like a failed check of a running node.
+			return c.unreachable(ctx, j, a, rank, fmt.Errorf("start the task: %w", err))
 		}
 	}
 	return c.Store.MarkRunning(ctx, a)
+}
+
+// missingInputs says what the task needs from this machine that is not
+// there: a secret whose value was not kept, a workdir or file_mounts
+// source that has gone since the launch.
+func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[string]string) string {
+	for k := range task.Secrets {
+		if _, ok := secrets[k]; !ok {
+			return fmt.Sprintf("the value of secret %s was not kept at launch; launch the task again", k)
+		}
+	}
+	paths := map[string]string{}
+	if task.Workdir != "" {
+		paths["workdir"] = task.Workdir
+	}
+	for dst, src := range task.FileMounts {
+		paths["file_mounts."+dst] = src
+	}
+	for field, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(j.BaseDir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Sprintf("%s: %s is not there any more (%v)", field, p, err)
+		}
+	}
+	return ""
 }
 
 func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store.Job, task *schema.Task, a *store.Attempt, rank int, ips []string, secrets map[string]string) error {

@@ -50,32 +50,44 @@ func (c *Controller) collectLogs(ctx context.Context, j *store.Job, a *store.Att
 		if err != nil {
 			continue
 		}
-		b, err := readWholeLog(ctx, r)
+		err = keepLog(ctx, r, NodeLogPath(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
 		r.Close()
 		if err != nil {
-			c.Log.Warn("read node log", "cluster", a.Cluster, "rank", rank, "err", err)
-			continue
-		}
-		if err := writeFileAtomic(NodeLogPath(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), b, 0o644); err != nil {
 			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 		}
 	}
 	return dir
 }
 
-// readWholeLog reads a node's log chunk by chunk to its end.
-func readWholeLog(ctx context.Context, r provision.Runner) ([]byte, error) {
-	var all []byte
+// keepLog copies a node's log to path chunk by chunk, so a large log never
+// sits in memory whole; the file appears complete or not at all.
+func keepLog(ctx context.Context, r provision.Runner, path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	var off int64
 	for {
-		b, err := node.ReadLog(ctx, r, int64(len(all)))
+		b, err := node.ReadLog(ctx, r, off)
 		if err != nil {
-			return all, err
+			f.Close()
+			return err
 		}
 		if len(b) == 0 {
-			return all, nil
+			break
 		}
-		all = append(all, b...)
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return err
+		}
+		off += int64(len(b))
 	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
@@ -95,6 +107,11 @@ func secretsPath(home string, job int64) string {
 // WriteSecrets keeps a job's secret values for the daemon.
 func WriteSecrets(home string, job int64, values map[string]string) error {
 	if len(values) == 0 {
+		// A file of this id left by a launch that died before its commit
+		// must not lend its values to this job.
+		if err := os.Remove(secretsPath(home, job)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Join(home, "secrets"), 0o700); err != nil {

@@ -140,13 +140,18 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 		n = max(n, countKept(s.Home, a))
 		cur.grow(n)
 		for rank := 0; rank < n; rank++ {
-			b, err := readFrom(NodeLogPath(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
-			if err != nil {
-				return false, err
-			}
-			cur.offsets[rank] += int64(len(b))
-			if err := cur.write(w, rank, n, b, true); err != nil {
-				return false, err
+			for {
+				b, err := readFrom(NodeLogPath(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
+				if err != nil {
+					return false, err
+				}
+				cur.offsets[rank] += int64(len(b))
+				if err := cur.write(w, rank, n, b, len(b) == 0); err != nil {
+					return false, err
+				}
+				if len(b) == 0 {
+					break
+				}
 			}
 		}
 		return true, nil
@@ -231,5 +236,6 @@ func readFrom(path string, off int64) ([]byte, error) {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	// A chunk at a time: a kept log can be larger than memory.
+	return io.ReadAll(io.LimitReader(f, node.MaxLogChunk))
 }

@@ -112,6 +112,16 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		}
 		plans = append(plans, planned{job: j, pipeline: p, overrides: ov})
 	}
+	// What can still refuse a retry is checked for every target first, so a
+	// bad one creates none rather than some.
+	for _, pl := range plans {
+		if _, err := s.resolveSecrets(pl.pipeline); err != nil {
+			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
+		}
+		if _, err := s.inputKey(pl.pipeline, pl.job.BaseDir); err != nil {
+			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
+		}
+	}
 	results := make([]RetryResult, 0, len(plans))
 	for _, pl := range plans {
 		diff, _ := json.Marshal(pl.overrides)

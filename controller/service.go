@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,7 +69,9 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	if err != nil {
 		return nil, err
 	}
-	applyLaunchOverrides(p, req)
+	if p, err = applyLaunchOverrides(p, req); err != nil {
+		return nil, err
+	}
 	if err := checkMountSources(p); err != nil {
 		return nil, err
 	}
@@ -86,27 +89,41 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	return s.submit(ctx, p, submission{name: name, baseDir: base, retryFailed: req.RetryFailed})
 }
 
-func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) {
-	for _, t := range p.Tasks {
-		for k, v := range req.Envs {
-			if t.Envs == nil {
-				t.Envs = map[string]string{}
+// applyLaunchOverrides applies the command line's --env, --cloud,
+// --region, --zone and --use-spot to every task, validated like the task
+// file itself: a bad one is a usage error and nothing is stored.
+func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) (*schema.Pipeline, error) {
+	var sets []string
+	for i := range p.Tasks {
+		prefix := ""
+		if len(p.Tasks) > 1 {
+			prefix = fmt.Sprintf("tasks[%d].", i)
+		}
+		keys := make([]string, 0, len(req.Envs))
+		for k := range req.Envs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sets = append(sets, prefix+"envs."+k+"="+req.Envs[k])
+		}
+		for field, v := range map[string]string{"cloud": req.Cloud, "region": req.Region, "zone": req.Zone} {
+			if v != "" {
+				sets = append(sets, prefix+"resources."+field+"="+v)
 			}
-			t.Envs[k] = v
-		}
-		if req.Cloud != "" {
-			t.Resources.Cloud = req.Cloud
-		}
-		if req.Region != "" {
-			t.Resources.Region = req.Region
-		}
-		if req.Zone != "" {
-			t.Resources.Zone = req.Zone
 		}
 		if req.UseSpot != nil {
-			t.Resources.UseSpot = *req.UseSpot
+			sets = append(sets, fmt.Sprintf("%sresources.use_spot=%t", prefix, *req.UseSpot))
 		}
 	}
+	if len(sets) == 0 {
+		return p, nil
+	}
+	out, _, err := schema.ApplySet(p, sets)
+	if err != nil {
+		return nil, fmt.Errorf("command-line overrides: %w", err)
+	}
+	return out, nil
 }
 
 type submission struct {
@@ -151,11 +168,10 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	for i, t := range p.Tasks {
 		tasks[i] = store.NewTask{Name: t.Name}
 	}
-	id, err := s.Store.CreateJob(ctx, j, tasks)
+	// The secrets are on disk before the job is committed, so no controller
+	// can see the job without them.
+	id, err := s.Store.CreateJobWith(ctx, j, tasks, func(id int64) error { return WriteSecrets(s.Home, id, secrets) })
 	if err != nil {
-		return nil, err
-	}
-	if err := WriteSecrets(s.Home, id, secrets); err != nil {
 		return nil, err
 	}
 	if err := s.StartDaemon(ctx, s.Home); err != nil {

@@ -58,3 +58,49 @@ func TestSecretsNeverStored(t *testing.T) {
 		t.Errorf("missing secret: exit %d %s", r.code, r.stderr)
 	}
 }
+
+func TestLaunchOverridesAreValidated(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("task.yaml", "run: 'true'\n")
+	for _, args := range [][]string{
+		{"--cloud", "nosuch"},
+		{"--env", "BAD-KEY=1"},
+	} {
+		r := e.run(append([]string{"jobs", "launch", "-d", f}, args...)...)
+		if r.code != 2 {
+			t.Errorf("launch %v: exit %d, want 2; %s", args, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, strings.TrimPrefix(args[0], "--")[:3]) {
+			t.Errorf("launch %v: message does not name the field: %s", args, r.stderr)
+		}
+	}
+	if n := len(e.queue("-a")); n != 0 {
+		t.Errorf("%d jobs stored", n)
+	}
+	id := e.launch(f, "--env", "GOOD=1", "--zone", "local-b")
+	d := e.waitStatus(id, "SUCCEEDED")
+	if deref(d.Attempts[0].Zone) != "local-b" {
+		t.Errorf("--zone local-b ran in %s", deref(d.Attempts[0].Zone))
+	}
+}
+
+func TestInputsGoneBeforeStartFailPrechecks(t *testing.T) {
+	e := newEnv(t, "SORTIE_LAUNCH_BACKOFF_INITIAL=1s", "SORTIE_LAUNCH_BACKOFF_MAX=1s")
+	e.write("proj/main.sh", "echo hi\n")
+	// No capacity at first, so the job waits; meanwhile its workdir goes.
+	e.must("local", "capacity", "local", "off")
+	f := e.write("task.yaml", "workdir: proj\nrun: bash main.sh\n")
+	id := e.launch(f)
+	e.waitStatus(id, "PENDING")
+	if err := os.RemoveAll(filepath.Join(e.dir, "proj")); err != nil {
+		t.Fatal(err)
+	}
+	e.must("local", "capacity", "local", "on")
+	d := e.waitStatus(id, "FAILED_PRECHECKS")
+	if !strings.Contains(deref(d.FailureReason), "workdir") {
+		t.Errorf("failure_reason %q", deref(d.FailureReason))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.home, "local", "clusters")); len(ents) != 0 {
+		t.Errorf("clusters left: %v", ents)
+	}
+}
