@@ -45,6 +45,9 @@ type ControllerCf struct {
 	// that its provider says is running before the attempt counts as
 	// node_lost (SORTIE_UNREACHABLE_CHECKS).
 	UnreachableChecks int `json:"unreachable_checks"`
+	// SweepInterval is how often clusters that belong to no live attempt
+	// are looked for and terminated (besides at every start).
+	SweepInterval Duration `json:"sweep_interval"`
 }
 
 // LocalCf is the local: section.
@@ -143,6 +146,7 @@ func LoadConfig(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_RESTART_BACKOFF_MAX", &c.RestartBackoffMax},
 		{"SORTIE_LAUNCH_BACKOFF_INITIAL", &c.LaunchBackoffInitial},
 		{"SORTIE_LAUNCH_BACKOFF_MAX", &c.LaunchBackoffMax},
+		{"SORTIE_SWEEP_INTERVAL", &c.SweepInterval},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -195,6 +199,9 @@ func (cfg *Config) fillDefaults() {
 	}
 	if c.LaunchRounds <= 0 {
 		c.LaunchRounds = 5
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = Duration(10 * time.Minute)
 	}
 	if c.UnreachableChecks <= 0 {
 		c.UnreachableChecks = 12

@@ -84,9 +84,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.SweepOrphans(ctx); err != nil {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
+	c.removeStaleSecrets(ctx)
 	n := c.shards()
 	t := time.NewTicker(c.Config.Controller.PollInterval.D() / time.Duration(n))
 	defer t.Stop()
+	// Teardowns that failed are retried by sweeping now and then, not only
+	// when a controller starts.
+	sweep := time.NewTicker(c.Config.Controller.SweepInterval.D())
+	defer sweep.Stop()
 	err := c.Tick(ctx)
 	for k := 0; ; k = (k + 1) % n {
 		if err != nil && ctx.Err() == nil {
@@ -100,6 +105,8 @@ func (c *Controller) Run(ctx context.Context) error {
 			err = c.tick(ctx, tickScope{shards: n, shard: k})
 		case <-c.wake:
 			err = c.tick(ctx, tickScope{unwatched: true})
+		case <-sweep.C:
+			err = c.SweepOrphans(ctx)
 		}
 	}
 }
@@ -219,14 +226,6 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 // SweepOrphans terminates clusters tagged by sortie that belong to no open
 // attempt: left by a controller killed between deciding and tearing down.
 func (c *Controller) SweepOrphans(ctx context.Context) error {
-	open, err := c.Store.OpenAttempts(ctx)
-	if err != nil {
-		return err
-	}
-	live := map[string]bool{}
-	for _, a := range open {
-		live[a.Cluster] = true
-	}
 	used, err := c.Store.Clouds(ctx)
 	if err != nil {
 		return err
@@ -244,6 +243,13 @@ func (c *Controller) SweepOrphans(ctx context.Context) error {
 		if err != nil {
 			c.Log.Warn("list clusters", "cloud", cloud, "err", err)
 			continue
+		}
+		// Which clusters are owned is read after listing them: an attempt
+		// is stored before its cluster is launched, so a cluster the list
+		// saw has its owner in this read, even while jobs run.
+		live, err := c.Store.LiveClusters(ctx)
+		if err != nil {
+			return err
 		}
 		for _, cl := range cls {
 			if live[cl.Name] || allTerminated(cl) {

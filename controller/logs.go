@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"sortie/controller/store"
 	"sortie/provision"
@@ -139,5 +140,20 @@ func (c *Controller) readSecrets(job int64) (map[string]string, error) {
 func (c *Controller) cleanupSecrets(job int64) {
 	if err := os.Remove(secretsPath(c.Config.Home, job)); err != nil && !os.IsNotExist(err) {
 		c.Log.Warn("remove secrets", "job", job, "err", err)
+	}
+}
+
+// removeStaleSecrets removes the kept secrets of jobs that have ended, in
+// case a controller died between ending a job and removing them.
+func (c *Controller) removeStaleSecrets(ctx context.Context) {
+	files, _ := filepath.Glob(filepath.Join(c.Config.Home, "secrets", "*.json"))
+	for _, f := range files {
+		id, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(f), ".json"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if j, err := c.Store.Job(ctx, id); err == nil && store.IsTerminal(j.Status) {
+			c.cleanupSecrets(id)
+		}
 	}
 }

@@ -290,3 +290,23 @@ func TestStaleReadNeverTouchesTheLiveAttempt(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepSparesTheClusterKeptForARestart(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	j, a := runningAttempt(t, c, cloud, "resources: {job_recovery: {max_restarts_on_errors: 2}}\nrun: train\n")
+	// The attempt failed; the task restarts on the same cluster after a back-off.
+	if err := c.judge(ctx, j, a, cloud, cloud.clusters[a.Cluster], []node.Status{{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Store.Job(ctx, j.ID); got.Status != store.Recovering {
+		t.Fatalf("job %s, want RECOVERING", got.Status)
+	}
+	if err := c.SweepOrphans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(cloud.terminated) != 0 {
+		t.Errorf("the sweep terminated %v, the cluster kept for the restart", cloud.terminated)
+	}
+}

@@ -285,3 +285,27 @@ func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
 	}
 	return nil
 }
+
+// LiveClusters names the clusters that must not be torn down: those of
+// attempts that have not ended, and those kept for a restart (the last
+// attempt of an unfinished job ended asking to restart on its cluster).
+func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE state <> 'ended'
+		UNION
+		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
+		WHERE j.`+activeSQL+` AND a.action = 'restart' AND a.task_idx = j.current_task
+			AND a.attempt = (SELECT MAX(attempt) FROM attempts b WHERE b.job_id = a.job_id AND b.task_idx = a.task_idx)`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	live := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		live[name] = true
+	}
+	return live, rows.Err()
+}
