@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"sortie/controller/store"
 	"sortie/provision"
@@ -314,12 +316,23 @@ func nodeRunner(ctx context.Context, prov provision.Provider, cl *provision.Clus
 	return attemptRunner{Runner: r, dir: r.Dir() + "/attempt-" + strconv.Itoa(a.Attempt)}, nil
 }
 
+// NodeCallTimeout bounds one command on a node. A connection that dies
+// without closing would otherwise hold its job's reconcile forever; a call
+// that times out counts as a failed check of the node.
+const NodeCallTimeout = 5 * time.Minute
+
 type attemptRunner struct {
 	provision.Runner
 	dir string
 }
 
 func (r attemptRunner) Dir() string { return r.dir }
+
+func (r attemptRunner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, NodeCallTimeout)
+	defer cancel()
+	return r.Runner.Exec(ctx, script, stdin)
+}
 
 // uploadMounts copies each local file_mounts source to its destination on
 // the node: an absolute path as given, a relative one under the task's

@@ -52,6 +52,15 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 		return nil
 	})
+	// A task that did not ask for the secret does not get it, though it is
+	// in the environment of whoever started the controller.
+	other := filepath.Join(e.dir, "other")
+	g0 := e.write("nosecretasked.yaml", "run: echo \"${API_TOKEN:-unset}\" > "+other+"\n")
+	id2 := e.launch(g0)
+	e.waitStatus(id2, "SUCCEEDED")
+	if b, _ := os.ReadFile(other); strings.TrimSpace(string(b)) != "unset" {
+		t.Errorf("a task that declared no secret saw API_TOKEN=%q", b)
+	}
 	// A secret without a value is a usage error.
 	g := e.write("nosecret.yaml", "secrets: {MISSING_TOKEN: null}\nrun: 'true'\n")
 	if r := e.run("jobs", "launch", "-d", g); r.code != 2 || !strings.Contains(r.stderr, "MISSING_TOKEN") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ type runner struct{ dir string }
 func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = r.dir
+	cmd.Env = nodeEnv()
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -52,3 +54,21 @@ func (r *runner) Dir() string { return r.dir }
 
 // Close releases nothing: a local runner holds no connection.
 func (r *runner) Close() error { return nil }
+
+// nodeEnv is what a process on a local node starts with: the basics of a
+// login, not the controller's environment. Like a cloud VM, a local node
+// sees only what the task is given (its envs, its secrets, SORTIE_*), so a
+// credential or a secret in the environment of whoever started the
+// controller never reaches a task that did not ask for it.
+func nodeEnv() []string {
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	for _, k := range []string{"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	if p := os.Getenv("PATH"); p != "" {
+		env[0] = "PATH=" + p
+	}
+	return env
+}
