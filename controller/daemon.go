@@ -54,6 +54,12 @@ type Daemon struct {
 // process gets SIGTERM/SIGINT. SIGUSR1 makes it reconcile at once.
 func (d *Daemon) Run(ctx context.Context) error {
 	lk, err := lock(d.Home)
+	// `controller status` and the CLI probe by taking the lock for an
+	// instant: a daemon starting in that instant waits it out.
+	for deadline := time.Now().Add(2 * time.Second); errors.Is(err, errRunning) && daemonPID(d.Home) <= 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		lk, err = lock(d.Home)
+	}
 	if err != nil {
 		if errors.Is(err, errRunning) {
 			return fmt.Errorf("%w (pid %d)", err, daemonPID(d.Home))
