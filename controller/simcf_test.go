@@ -35,12 +35,12 @@ func TestSimConfigFromYAML(t *testing.T) {
 	want := sim.Config{
 		Regions: []sim.Region{{Name: "r1", Zones: []string{"r1-a"}}}, BootDelay: 2 * time.Second, RunTime: 2 * time.Minute,
 		ExitCodes: []sim.ExitRule{{Code: 29, Share: 0.1, Attempt: 1}}, PreemptRate: 0.05, PreemptAttempts: 1,
-		CapacityPerZone: 100, Seed: 7, SaveEvery: time.Second, DecisionLog: filepath.Join(home, "sim", "decisions.log"),
+		CapacityPerZone: 100, Seed: 7, SaveEvery: 5 * time.Second, DecisionLog: filepath.Join(home, "sim", "decisions.log"),
 	}
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Type().Kind().String() == "func" || p.String() == "Log" }, cmp.Ignore())); diff != "" {
 		t.Errorf("SimConfig (-want +got):\n%s", diff)
 	}
-	if d := (Config{Home: home}).SimConfig(); d.RunTime != 10*time.Second || d.SaveEvery != time.Second {
-		t.Errorf("defaults: run time %s, save every %s; want 10s and 1s", d.RunTime, d.SaveEvery)
+	if d := (Config{Home: home}).SimConfig(); d.RunTime != 10*time.Second || d.SaveEvery != 5*time.Second {
+		t.Errorf("defaults: run time %s, save every %s; want 10s and 5s", d.RunTime, d.SaveEvery)
 	}
 }
