@@ -20,10 +20,13 @@ type task struct {
 	Started *time.Time `json:"started,omitempty"`
 	// Stopped is when Stop ended it; set before Started when Stop came
 	// first, and then the task ends as soon as it starts.
-	Stopped  *time.Time `json:"stopped,omitempty"`
-	Code     int        `json:"code"` // the exit code it ends with, unless stopped
-	Setup    bool       `json:"setup,omitempty"`
-	Reported bool       `json:"reported,omitempty"` // a Poll has shown it done
+	Stopped *time.Time `json:"stopped,omitempty"`
+	// StopAsked is set by every Stop, as the node's stop file is, whether
+	// or not the task was still running.
+	StopAsked bool `json:"stop_asked,omitempty"`
+	Code      int  `json:"code"` // the exit code it ends with, unless stopped
+	Setup     bool `json:"setup,omitempty"`
+	Reported  bool `json:"reported,omitempty"` // a Poll has shown it done
 }
 
 // status is the task's state at now, as the node package reports it.
@@ -31,7 +34,7 @@ func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	if t == nil || t.Started == nil {
 		return node.Status{}
 	}
-	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true}
+	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true, Stopped: t.StopAsked}
 	switch {
 	case t.Stopped != nil:
 		st.Done, st.ExitCode, st.WrapperAlive, st.Stopped = true, 143, false, true
@@ -145,8 +148,9 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		}
 		if t.Stopped == nil && !t.status(p.cfg.RunTime, now).Done {
 			t.Stopped = &now
-			p.changed()
 		}
+		t.StopAsked = true
+		p.changed()
 	}
 	save := p.saveDue(now)
 	p.mu.Unlock()

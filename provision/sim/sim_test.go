@@ -150,16 +150,27 @@ func TestStop(t *testing.T) {
 	if err := node.Stop(context.Background(), r0); err != nil {
 		t.Fatal(err)
 	}
-	if st := poll(t, r0); !st.Done || st.ExitCode != 143 {
-		t.Errorf("stopped task: %+v, want exit 143", st)
+	if st := poll(t, r0); !st.Done || st.ExitCode != 143 || !st.Stopped {
+		t.Errorf("stopped task: %+v, want exit 143, stopped", st)
 	}
 	// Stopped before it started: the task never runs.
 	if err := node.Stop(context.Background(), r1); err != nil {
 		t.Fatal(err)
 	}
 	start(t, r1, 8, 1)
-	if st := poll(t, r1); !st.Started || !st.Done || st.ExitCode != 143 {
-		t.Errorf("task stopped before start: %+v, want started and done with 143", st)
+	if st := poll(t, r1); !st.Started || !st.Done || st.ExitCode != 143 || !st.Stopped {
+		t.Errorf("task stopped before start: %+v, want started, stopped and done with 143", st)
+	}
+	// Stopped after it ended: the code is the task's, and the stop shows.
+	c2 := launch(t, p, 8, 2, 1)
+	r2 := runnerFor(t, p, c2, 0, 2)
+	start(t, r2, 8, 2)
+	clk.Advance(2 * time.Hour)
+	if err := node.Stop(context.Background(), r2); err != nil {
+		t.Fatal(err)
+	}
+	if st := poll(t, r2); !st.Done || st.ExitCode != 0 || !st.Stopped {
+		t.Errorf("task stopped after it ended: %+v, want exit 0, stopped", st)
 	}
 }
 
