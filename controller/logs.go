@@ -76,14 +76,17 @@ func keepLog(ctx context.Context, r provision.Runner, path string) error {
 			f.Close()
 			return err
 		}
-		if len(b) == 0 {
-			break
-		}
 		if _, err := f.Write(b); err != nil {
 			f.Close()
 			return err
 		}
 		off += int64(len(b))
+		// A chunk shorter than the most ReadLog returns is the end: the
+		// task has ended, so its log does not grow, and asking the node
+		// once more (a process, or an SSH round trip) would only confirm it.
+		if len(b) < node.MaxLogChunk {
+			break
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
