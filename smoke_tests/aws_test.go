@@ -231,11 +231,18 @@ func launchOrphan(t *testing.T, e *awsEnv) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return launchOrphanOn(t, p, schema.Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1c"},
+		schema.Resources{Cloud: "aws", InstanceType: "t3.micro"})
+}
+
+// launchOrphanOn launches, with provider p itself, a one-node cluster tagged
+// as sortie's job 999 would be, and returns its instance id.
+func launchOrphanOn(t *testing.T, p provision.Provider, at schema.Placement, r schema.Resources) string {
+	t.Helper()
 	name := provision.ClusterName(999, 0, 1)
 	cl, err := p.Launch(context.Background(), provision.ClusterSpec{
-		Name: name, NumNodes: 1, Placement: schema.Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1c"},
-		Resources: schema.Resources{Cloud: "aws", InstanceType: "t3.micro"},
-		Tags:      map[string]string{provision.TagManaged: "true", provision.TagCluster: name, provision.TagJob: "999", provision.TagTask: "0", provision.TagAttempt: "1"},
+		Name: name, NumNodes: 1, Placement: at, Resources: r,
+		Tags: map[string]string{provision.TagManaged: "true", provision.TagCluster: name, provision.TagJob: "999", provision.TagTask: "0", provision.TagAttempt: "1"},
 	})
 	if err != nil {
 		t.Fatal(err)

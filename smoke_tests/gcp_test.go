@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"sortie/controller"
-	"sortie/provision"
 	"sortie/provision/cloudtest"
 	"sortie/provision/gcp"
 	"sortie/provision/gcp/gcpfake"
@@ -142,15 +141,7 @@ func TestGCPControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := provision.ClusterName(999, 0, 1)
-		cl, err := p.Launch(context.Background(), provision.ClusterSpec{
-			Name: name, NumNodes: 1, Placement: schema.Placement{Cloud: "gcp", Region: "us-central1", Zone: "us-central1-c"},
-			Resources: schema.Resources{Cloud: "gcp", CPUs: "2"},
-			Tags:      map[string]string{provision.TagManaged: "true", provision.TagCluster: name, provision.TagJob: "999", provision.TagTask: "0", provision.TagAttempt: "1"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl.Nodes[0].InstanceID
+		return launchOrphanOn(t, p, schema.Placement{Cloud: "gcp", Region: "us-central1", Zone: "us-central1-c"},
+			schema.Resources{Cloud: "gcp", CPUs: "2"})
 	}, running)
 }
