@@ -172,7 +172,9 @@ func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 		}
 	}
 	if f.Active {
-		where = append(where, "status NOT IN "+terminalSQL)
+		// By the statuses it may have, which the status index serves: NOT
+		// IN the terminal ones reads every job ever run.
+		where = append(where, activeSQL)
 	}
 	if f.NameGlob != "" {
 		// SQLite's GLOB has the shell's * ? [..] and is case sensitive, as path.Match is.
