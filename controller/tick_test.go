@@ -13,7 +13,7 @@ func TestShards(t *testing.T) {
 	for _, tc := range []struct {
 		poll time.Duration
 		want int
-	}{{100 * time.Millisecond, 1}, {time.Second, 2}, {5 * time.Second, 10}, {time.Minute, 10}} {
+	}{{100 * time.Millisecond, 1}, {time.Second, 4}, {5 * time.Second, 20}, {time.Minute, 20}} {
 		c := &Controller{Config: Config{Controller: ControllerCf{PollInterval: Duration(tc.poll)}}}
 		if got := c.shards(); got != tc.want {
 			t.Errorf("poll interval %s: %d shards, want %d", tc.poll, got, tc.want)
