@@ -108,6 +108,11 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			if e, ok := c.preemptedSince(ctx, prov, a); ok {
 				return c.endAttempt(ctx, j, a, e)
 			}
+			if a.Unreachable == 0 {
+				// Seen once, it may be a wrapper a restarted controller
+				// caught between its start marker and its pid: look again.
+				return c.Store.SetUnreachable(ctx, a, 1, fmt.Sprintf("the task's wrapper on node %d is not running and left no exit code; checking again", rank))
+			}
 			return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, codes: codes,
 				reason: fmt.Sprintf("the task's wrapper on node %d died without an exit code", rank)})
 		default:

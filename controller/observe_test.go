@@ -142,6 +142,15 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 			if err := c.judge(context.Background(), j, a, cloud, snapshot, tc.statuses); err != nil {
 				t.Fatal(err)
 			}
+			if as, _ := c.Store.Attempts(context.Background(), j.ID); as[0].State != store.AttemptEnded {
+				// A dead wrapper with no exit code is looked at twice.
+				if tc.statuses[0].Done || tc.preempted {
+					t.Fatalf("attempt still %s after one look", as[0].State)
+				}
+				if err := c.judge(context.Background(), j, as[0], cloud, snapshot, tc.statuses); err != nil {
+					t.Fatal(err)
+				}
+			}
 			as, _ := c.Store.Attempts(context.Background(), j.ID)
 			if got := as[0].Outcome; got != tc.wantOutcome {
 				t.Errorf("outcome %q, want %q", got, tc.wantOutcome)
