@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node"
 )
 
 // runner runs commands on a local node: bash in the node's directory.
@@ -20,7 +21,20 @@ type runner struct{ dir string }
 // Exec runs script with bash -c in the node directory. The command gets a
 // process group of its own so that cancelling ctx ends all of it; what it
 // detaches on purpose (the task wrapper) leaves that group and lives on.
+//
+// The node package's Poll and ReadLog, asked for again and again while a
+// task runs, are answered here in Go with the bytes their scripts print: the
+// node directory is on this machine, and a bash with its commands per call
+// would cost more than the tasks themselves when they are short.
 func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	if req, ok := node.Decode(script); ok && (req.Op == node.OpPoll || req.Op == node.OpReadLog) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("run bash in %s: %w", r.dir, err)
+		}
+		if out, ok := node.AnswerHere(req); ok {
+			return out, nil
+		}
+	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = r.dir
 	cmd.Env = nodeEnv()

@@ -1,0 +1,175 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// AnswerHere answers a Poll or ReadLog request for a node directory on this
+// machine by reading its files directly, with the very bytes the script
+// would print, so that a provider whose nodes are local directories need not
+// start bash (and the commands the scripts run) for the calls it gets most.
+// ok is false for any other operation, and whenever the answer could differ
+// from the script's in some corner (an odd directory name, a file that
+// cannot be read): the caller then runs the script.
+func AnswerHere(req Request) (out []byte, ok bool) {
+	dir := req.Dir
+	// The scripts resolve $D with the shell; a path the shell could read
+	// differently (relative, unclean, holding a newline) goes to the shell.
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, '\n') {
+		return nil, false
+	}
+	switch req.Op {
+	case OpPoll:
+		return pollHere(dir)
+	case OpReadLog:
+		return readLogHere(dir, req.Vars["FROM"], req.Vars["MAX"])
+	}
+	return nil, false
+}
+
+// pollHere does what pollBody does.
+func pollHere(dir string) ([]byte, bool) {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) {
+		return nil, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	// As the prelude's "cd -P": the wrapper's command line holds this path.
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil || strings.ContainsRune(d, '\n') {
+		return nil, false
+	}
+	var b bytes.Buffer
+	if isDir(d + "/started") {
+		b.WriteString("started=1\n")
+	}
+	for _, f := range [...]struct{ name, key string }{{"phase", "phase="}, {"exit_code", "exit="}} {
+		if !isRegular(d + "/" + f.name) {
+			continue
+		}
+		v, err := os.ReadFile(d + "/" + f.name)
+		// The shell drops NUL bytes with a warning; leave that to it.
+		if err != nil || bytes.IndexByte(v, 0) >= 0 {
+			return nil, false
+		}
+		b.WriteString(f.key)
+		b.Write(bytes.TrimRight(v, "\n")) // as $(cat ...) does
+		b.WriteByte('\n')
+	}
+	if isRegular(d + "/stop") {
+		b.WriteString("stopped=1\n")
+	}
+	if wrapperAliveHere(d) {
+		b.WriteString("alive=1\n")
+	}
+	return b.Bytes(), true
+}
+
+// wrapperAliveHere is the prelude's wrapper_alive: the pid file names a
+// process that exists, is not a zombie, and runs d's wrapper.sh.
+func wrapperAliveHere(d string) bool {
+	if !isRegular(d + "/pid") {
+		return false
+	}
+	b, err := os.ReadFile(d + "/pid")
+	if err != nil {
+		return false
+	}
+	// read -r fails on a line that no newline ends.
+	line, _, found := bytes.Cut(b, []byte{'\n'})
+	if !found {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.Trim(string(line), " \t"))
+	if err != nil || pid <= 0 {
+		// kill -0 refuses what is not a number; 0 and negative numbers
+		// name groups, and /proc has no entry for them.
+		return false
+	}
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	if !isDir("/proc/self") {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	l, _, found := bytes.Cut(stat, []byte{'\n'})
+	if !found {
+		return false
+	}
+	// ${l##*) }: the command name, in parentheses, may hold both.
+	if i := bytes.LastIndex(l, []byte(") ")); i >= 0 {
+		l = l[i+2:]
+	}
+	fields := strings.Fields(string(l))
+	if len(fields) > 0 {
+		switch fields[0] {
+		case "Z", "X", "x":
+			return false
+		}
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	// tr '\0' '\n' | grep -qxF: any whole line equal to the path.
+	want := []byte(d + "/wrapper.sh")
+	for _, arg := range bytes.FieldsFunc(cmdline, func(r rune) bool { return r == 0 || r == '\n' }) {
+		if bytes.Equal(arg, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// readLogHere does what readLogBody does: at most max bytes of the log from
+// the 1-based byte from on.
+func readLogHere(dir, fromVar, maxVar string) ([]byte, bool) {
+	from, err1 := strconv.ParseInt(fromVar, 10, 64)
+	limit, err2 := strconv.ParseInt(maxVar, 10, 64)
+	if err1 != nil || err2 != nil || from < 1 || limit < 0 {
+		return nil, false
+	}
+	path := dir + "/log"
+	if !isRegular(path) {
+		return nil, true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if _, err := f.Seek(from-1, io.SeekStart); err != nil {
+		return nil, false
+	}
+	out, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// isDir is test -d: true for a directory, or a symlink to one.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// isRegular is test -f: true for a regular file, or a symlink to one.
+func isRegular(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -1,0 +1,168 @@
+package node
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runScript runs a script as a runner of this machine would.
+func runScript(t *testing.T, s string) []byte {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", s)
+	cmd.Dir = "/"
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("script: %v", err)
+	}
+	return out
+}
+
+// sameAnswer checks that AnswerHere prints what the script prints.
+func sameAnswer(t *testing.T, what string, s string) {
+	t.Helper()
+	req, ok := Decode(s)
+	if !ok {
+		t.Fatalf("%s: script does not decode", what)
+	}
+	got, ok := AnswerHere(req)
+	if !ok {
+		t.Fatalf("%s: not answered here", what)
+	}
+	if want := runScript(t, s); !bytes.Equal(got, want) {
+		t.Errorf("%s: answered %q, the script prints %q", what, got, want)
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holder starts a process whose command line holds arg and which lives until
+// the test ends.
+func holder(t *testing.T, arg string) int {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "read -r x", arg)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// zombie returns the pid of a child that has exited and is not reaped yet.
+func zombie(t *testing.T, arg string) int {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "exit 0", arg)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Wait() })
+	pid := cmd.Process.Pid
+	for range 1000 {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if s := string(b); strings.Contains(s, ") Z ") {
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("child did not become a zombie within 5s")
+	return 0
+}
+
+func TestAnswerHereMatchesPollScript(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(base, "node-0")
+	poll := func(dir string) string { return script(pollBody, "D", dir) }
+
+	sameAnswer(t, "no directory", poll(d))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sameAnswer(t, "empty directory", poll(d))
+	write(t, filepath.Join(base, "file"), "")
+	sameAnswer(t, "a file, not a directory", poll(filepath.Join(base, "file")))
+
+	if err := os.Mkdir(filepath.Join(d, "started"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "phase"), "setup\n")
+	sameAnswer(t, "started in setup", poll(d))
+	write(t, filepath.Join(d, "phase"), "run\n\n")
+	write(t, filepath.Join(d, "exit_code"), "run 3\n")
+	write(t, filepath.Join(d, "stop"), "")
+	sameAnswer(t, "done and stopped", poll(d))
+	write(t, filepath.Join(d, "exit_code"), "run 3")
+	sameAnswer(t, "exit code without a newline", poll(d))
+
+	live := holder(t, d+"/wrapper.sh")
+	other := holder(t, d+"/wrapper.sh.not")
+	dead := zombie(t, d+"/wrapper.sh")
+	for _, pid := range []string{
+		strconv.Itoa(live) + "\n",
+		" " + strconv.Itoa(live) + "\t\n",
+		strconv.Itoa(live), // no newline: read -r fails
+		strconv.Itoa(other) + "\n",
+		strconv.Itoa(dead) + "\n",
+		strconv.Itoa(os.Getpid()) + "\n",
+		"0\n", "-1\n", "x\n", "\n", "",
+		"999999999\n",
+	} {
+		write(t, filepath.Join(d, "pid"), pid)
+		sameAnswer(t, "pid file "+strconv.Quote(pid), poll(d))
+	}
+
+	// Through a symlink the wrapper's command line holds the real path.
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(d, link); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "pid"), strconv.Itoa(live)+"\n")
+	sameAnswer(t, "through a symlink", poll(link))
+	if out, _ := AnswerHere(Request{Op: OpPoll, Dir: link}); !bytes.Contains(out, []byte("alive=1\n")) {
+		t.Errorf("through a symlink: %q, want the wrapper alive", out)
+	}
+}
+
+func TestAnswerHereMatchesReadLogScript(t *testing.T) {
+	d := t.TempDir()
+	readLog := func(from, max int) string {
+		return script(readLogBody, "D", d, "FROM", strconv.Itoa(from), "MAX", strconv.Itoa(max))
+	}
+	sameAnswer(t, "no log", readLog(1, 10))
+	write(t, filepath.Join(d, "log"), "hello\nworld\n")
+	for _, c := range [][2]int{{1, 100}, {1, 3}, {4, 5}, {12, 10}, {13, 10}, {14, 10}, {100, 10}, {1, 0}} {
+		sameAnswer(t, "log from "+strconv.Itoa(c[0])+" max "+strconv.Itoa(c[1]), readLog(c[0], c[1]))
+	}
+}
+
+func TestAnswerHereLeavesOddRequestsToTheScript(t *testing.T) {
+	for _, req := range []Request{
+		{Op: OpPoll, Dir: "relative/node"},
+		{Op: OpPoll, Dir: "/a/../b"},
+		{Op: OpPoll, Dir: "/a\nb"},
+		{Op: OpReadLog, Dir: "/tmp", Vars: map[string]string{"FROM": "0", "MAX": "1"}},
+		{Op: OpReadLog, Dir: "/tmp", Vars: map[string]string{"FROM": "1"}},
+		{Op: OpStop, Dir: "/tmp", Vars: map[string]string{"TICKS": "1"}},
+		{Op: OpStart, Dir: "/tmp"},
+	} {
+		if out, ok := AnswerHere(req); ok {
+			t.Errorf("AnswerHere(%+v) = %q, true; want it left to the script", req, out)
+		}
+	}
+}
