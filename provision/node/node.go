@@ -162,8 +162,11 @@ func envFile(env map[string]string) ([]byte, error) {
 
 const startBody = `
 set -e
-mkdir -p "$D"
-D=$(cd "$D" && pwd -P)
+# The prelude resolved $D if it was there already.
+if [ ! -d "$D" ]; then
+	mkdir -p "$D"
+	D=$(cd "$D" && pwd -P)
+fi
 S=$(mktemp -d "$D/.start.XXXXXX")
 tar -x -f - -C "$S" --no-same-owner
 # The first Start to make this directory owns the node; any later one (a
@@ -181,13 +184,19 @@ mkdir -p "$W"
 printf '%s' "$W" >"$S/cwd"
 mv -f "$S"/* "$D"/
 rmdir "$S"
-SORTIE_NODE_DIR=$D setsid nohup "$BASH" "$D/wrapper.sh" "$D" >/dev/null 2>&1 </dev/null &
-# Return once the wrapper has recorded its pid, so that a Poll right after
-# Start never sees a started node without a wrapper.
-for i in $(seq 500); do
-	[ -e "$D/pid" ] && exit 0
-	sleep 0.01
-done
+# The wrapper runs detached, in a session of its own, ignoring SIGHUP as under
+# nohup. Its fd 3 is the write end of a pipe that it closes once it has
+# recorded its pid: reading to the end of the pipe returns then, or as soon
+# as the wrapper dies, so that a Poll right after Start never sees a started
+# node without a wrapper, and no one sleeps waiting for the pid file.
+exec 3< <(
+	trap '' HUP
+	export SORTIE_NODE_DIR=$D
+	exec setsid "$BASH" "$D/wrapper.sh" "$D" 3>&1 >/dev/null 2>&1 </dev/null
+)
+read -r -t 5 -u 3 _ || :
+exec 3<&-
+[ -e "$D/pid" ] && exit 0
 echo "the wrapper wrote no pid file within 5s; see $D" >&2
 exit 1
 `

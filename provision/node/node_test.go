@@ -270,3 +270,46 @@ func TestReadLogFromOffset(t *testing.T) {
 		t.Error("ReadLog(-1) succeeded")
 	}
 }
+
+func TestStartedTaskIsDetached(t *testing.T) {
+	r := newNode(t)
+	// The task reports its session, whether SIGHUP is ignored (bit 0 of the
+	// mask) and the workdir it runs in.
+	run := `read -r _ _ _ _ _ sid _ </proc/self/stat; echo "sid=$sid"
+grep '^SigIgn:' /proc/self/status
+pwd`
+	wd := filepath.Join(t.TempDir(), " w\\d ")
+	if err := node.Start(context.Background(), r, node.StartSpec{Run: run, Workdir: wd}); err != nil {
+		t.Fatal(err)
+	}
+	// Start returns only once the wrapper recorded its pid and runs.
+	st, err := node.Poll(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Started || !(st.WrapperAlive || st.Done) {
+		t.Errorf("status right after Start = %+v, want started with a live wrapper or done", st)
+	}
+	if st := waitDone(t, r); st.ExitCode != 0 {
+		t.Fatalf("status = %+v, want exit code 0", st)
+	}
+	lines := strings.Split(readLog(t, r), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("log = %q", lines)
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(self[bytes.LastIndexByte(self, ')')+1:]))
+	if lines[0] == "sid="+f[3] {
+		t.Errorf("task runs in the test's session %s", lines[0])
+	}
+	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(lines[1], "SigIgn:")), 16, 64)
+	if err != nil || mask&1 == 0 {
+		t.Errorf("task's %q: want SIGHUP ignored", lines[1])
+	}
+	if lines[2] != wd {
+		t.Errorf("task's workdir = %q, want %q", lines[2], wd)
+	}
+}

@@ -14,7 +14,11 @@ put() {
 }
 
 put pid "$$"
-W=$(cat "$D/cwd")
+# Start waits until this pipe, if it gave one, is closed.
+exec 3>&-
+# As $(cat cwd) would, without a process: the whole file, less trailing newlines.
+IFS= read -r -d '' W <"$D/cwd"
+while [[ $W == *$'\n' ]]; do W=${W%$'\n'}; done
 
 # phase runs setup.sh or run.sh in a session and process group of its own, so
 # Stop and the local provider can signal the whole phase without reaching
