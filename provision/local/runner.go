@@ -27,12 +27,28 @@ type runner struct{ dir string }
 // node directory is on this machine, and a bash with its commands per call
 // would cost more than the tasks themselves when they are short.
 func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
-	if req, ok := node.Decode(script); ok && (req.Op == node.OpPoll || req.Op == node.OpReadLog) {
+	req, ok := node.Decode(script)
+	if ok && (req.Op == node.OpPoll || req.Op == node.OpReadLog) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("run bash in %s: %w", r.dir, err)
 		}
 		if out, ok := node.AnswerHere(req); ok {
 			return out, nil
+		}
+	}
+	// Start, likewise, without bash, tar, mkdir, mv and setsid.
+	if ok && req.Op == node.OpStart && stdin != nil {
+		payload, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("run bash in %s: read stdin: %w", r.dir, err)
+		}
+		stdin = bytes.NewReader(payload)
+		done, err := node.StartHere(ctx, req, payload, nodeEnv())
+		if done && err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("run bash in %s: %w", r.dir, ctx.Err())
+		}
+		if done {
+			return nil, err
 		}
 	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)

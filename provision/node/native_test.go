@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,4 +166,89 @@ func TestAnswerHereLeavesOddRequestsToTheScript(t *testing.T) {
 			t.Errorf("AnswerHere(%+v) = %q, true; want it left to the script", req, out)
 		}
 	}
+}
+
+// startBoth starts spec in two fresh node directories: by the script, run as
+// a local runner would, and by StartHere. It returns both directories.
+func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here string) {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byScript, here = filepath.Join(base, "a", "node-0"), filepath.Join(base, "b", "node-0")
+	envs, err := envFile(spec.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := tarFiles([]tarFile{{"wrapper.sh", []byte(wrapperScript), 0o644}, {"env", envs, 0o600}, {"run.sh", []byte(spec.Run), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", script(startBody, "D", byScript, "W", spec.Workdir))
+	cmd.Dir, cmd.Env, cmd.Stdin = base, env, bytes.NewReader(payload)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("start script: %v: %s", err, out)
+	}
+	req, _ := Decode(script(startBody, "D", here, "W", spec.Workdir))
+	if ok, err := StartHere(context.Background(), req, payload, env); !ok || err != nil {
+		t.Fatalf("StartHere = %v, %v", ok, err)
+	}
+	return byScript, here
+}
+
+func TestStartHereMatchesStartScript(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root"}
+	spec := StartSpec{Run: "env | LC_ALL=C sort; grep -E '^Sig(Ign|Blk)' /proc/self/status; pwd; ls -l --time-style=+%s ..", Env: map[string]string{"K": "v"}}
+	a, b := startBoth(t, spec, env)
+	again, _ := Decode(script(startBody, "D", b, "W", ""))
+	if ok, err := StartHere(context.Background(), again, mustTar(t), env); !ok || err != nil {
+		t.Fatalf("second StartHere = %v, %v; want nothing done", ok, err)
+	}
+	logs := map[string]string{}
+	for _, d := range []string{a, b} {
+		for range 1000 {
+			if _, err := os.Stat(d + "/exit_code"); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		ec, _ := os.ReadFile(d + "/exit_code")
+		if string(ec) != "run 0\n" {
+			t.Fatalf("%s: exit_code %q", d, ec)
+		}
+		log, _ := os.ReadFile(d + "/log")
+		s := strings.ReplaceAll(string(log), d, "$D")
+		// Of the listing, only what Start made: the wrapper's own files
+		// may or may not be there yet.
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if f := strings.Fields(l); len(f) == 7 {
+				switch f[6] {
+				case "env", "run.sh", "wrapper.sh", "cwd":
+					l = f[0] + " " + f[4] + " " + f[5] + " " + f[6]
+				case "started", "workdir":
+					l = f[0] + " " + f[6]
+				default:
+					continue
+				}
+			} else if strings.HasPrefix(l, "total ") {
+				continue
+			}
+			keep = append(keep, l)
+		}
+		logs[d] = strings.Join(keep, "\n")
+	}
+	if logs[a] != logs[b] {
+		t.Errorf("the task saw, started by the script:\n%s\nand by StartHere:\n%s", logs[a], logs[b])
+	}
+}
+
+func mustTar(t *testing.T) []byte {
+	t.Helper()
+	b, err := tarFiles([]tarFile{{"wrapper.sh", []byte("exit 9\n"), 0o644}, {"run.sh", []byte("exit 9\n"), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -3,6 +3,8 @@
 # Usage: bash wrapper.sh NODE_DIR (absolute). Start writes env, cwd, run.sh
 # and, when the task has one, setup.sh beside this file before starting it.
 D=$1
+# As under nohup, for the wrapper and every process of the task.
+trap '' HUP
 cd "$D" || exit 1
 
 # put writes a small file so that readers see the old content or the new,

@@ -1,0 +1,187 @@
+package node
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"sortie/provision"
+)
+
+// startFile is one file of Start's payload.
+type startFile struct {
+	name string
+	data []byte
+	mode fs.FileMode
+	mod  time.Time
+}
+
+// StartHere does what the Start script does, for a node directory on this
+// machine, without a shell and the commands it runs: unpack the payload
+// beside the node directory, claim the node, move the files in, and start the
+// wrapper detached, returning once it has recorded its pid. env is the
+// environment the script would run with. ok is false, with nothing done, for
+// a request the script had better answer (an odd directory or payload); the
+// caller then runs the script. A failure after the node was touched is a
+// provision.ExitError, as the script's would be.
+func StartHere(ctx context.Context, req Request, payload []byte, env []string) (ok bool, err error) {
+	dir := req.Dir
+	if req.Op != OpStart || !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, '\n') {
+		return false, nil
+	}
+	files, ok := startPayload(payload)
+	if !ok {
+		return false, nil
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return false, nil
+	}
+	for _, f := range files {
+		// mv would move the file into a directory of that name.
+		if isDir(dir + "/" + f.name) {
+			return false, nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	fail := func(err error) (bool, error) {
+		return true, &provision.ExitError{Code: 1, Stderr: err.Error() + "\n"}
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return fail(err)
+	}
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fail(err)
+	}
+	s, err := os.MkdirTemp(d, ".start.")
+	if err != nil {
+		return fail(err)
+	}
+	for _, f := range files {
+		if err := writeStartFile(s+"/"+f.name, f); err != nil {
+			return fail(err)
+		}
+	}
+	// The first Start to make this directory owns the node; any later one
+	// leaves the running task alone.
+	if err := os.Mkdir(d+"/started", 0o777); err != nil {
+		os.RemoveAll(s)
+		return true, nil
+	}
+	w := req.Vars["W"]
+	switch {
+	case w == "":
+		w = d + "/workdir"
+	case strings.HasPrefix(w, "/"):
+	default:
+		w = d + "/" + w
+	}
+	if err := os.MkdirAll(w, 0o777); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(s+"/cwd", []byte(w), 0o666); err != nil {
+		return fail(err)
+	}
+	names := []string{"cwd"}
+	for _, f := range files {
+		names = append(names, f.name)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := os.Rename(s+"/"+n, d+"/"+n); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.Remove(s); err != nil {
+		return fail(err)
+	}
+	if err := startWrapper(ctx, bash, d, env); err != nil {
+		return fail(err)
+	}
+	return true, nil
+}
+
+// startPayload reads Start's tar of plain files; ok is false for anything
+// else, which the script is left to unpack.
+func startPayload(payload []byte) ([]startFile, bool) {
+	var files []startFile
+	seen := map[string]bool{}
+	tr := tar.NewReader(bytes.NewReader(payload))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, seen["wrapper.sh"]
+		}
+		if err != nil || h.Typeflag != tar.TypeReg || strings.ContainsAny(h.Name, "/\n") ||
+			h.Name == "" || h.Name == "." || h.Name == ".." || strings.HasPrefix(h.Name, ".") || h.Name == "cwd" || seen[h.Name] {
+			return nil, false
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, false
+		}
+		seen[h.Name] = true
+		files = append(files, startFile{name: h.Name, data: b, mode: fs.FileMode(h.Mode).Perm(), mod: h.ModTime})
+	}
+}
+
+// writeStartFile writes f as tar unpacks it for root: its mode exactly, its
+// modification time.
+func writeStartFile(path string, f startFile) error {
+	if err := os.WriteFile(path, f.data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(path, f.mode); err != nil {
+		return err
+	}
+	return os.Chtimes(path, time.Time{}, f.mod)
+}
+
+// startWrapper starts d's wrapper in a session of its own and returns once
+// it has recorded its pid: the wrapper closes its fd 3, the write end of a
+// pipe, when it has, and the pipe's end is seen at once if it dies first.
+func startWrapper(ctx context.Context, bash, d string, env []string) error {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	cmd := exec.Command(bash, d+"/wrapper.sh", d)
+	cmd.Args[0] = bash // as "$BASH" names it in the script
+	cmd.Dir = d
+	// As the script's bash hands it down (bash -c counts itself out), in d.
+	cmd.Env = append(env[:len(env):len(env)], "SHLVL=0", "PWD="+d, DirEnv+"="+d)
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return err
+	}
+	// Reap the wrapper when it ends, while this process lives.
+	go cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	pr.SetReadDeadline(deadline)
+	io.Copy(io.Discard, pr)
+	if _, err := os.Stat(d + "/pid"); err == nil {
+		return nil
+	}
+	return fmt.Errorf("the wrapper wrote no pid file within 5s; see %s", d)
+}
