@@ -15,7 +15,15 @@ put() {
 	mv -f "$D/$1.tmp" "$D/$1"
 }
 
-put pid "$$"
+# mark writes a process id as put does, but not durably: a pid or a process
+# group means nothing once the node restarts, and a file that a crash left
+# empty or missing reads as no process, which is then the truth.
+mark() {
+	printf '%s\n' "$2" >"$D/$1.tmp" || return 1
+	mv -f "$D/$1.tmp" "$D/$1"
+}
+
+mark pid "$$"
 # Start waits until this pipe, if it gave one, is closed.
 exec 3>&-
 # As $(cat cwd) would, without a process: the whole file, less trailing newlines.
@@ -35,7 +43,7 @@ phase() {
 	setsid "$BASH" -c 'cd -- "$1" || exit 1; . "$0/env" || exit 1; exec "$3" "$0/$2.sh"' \
 		"$D" "$W" "$1" "$BASH" >>"$D/log" 2>&1 </dev/null &
 	local pg=$!
-	put "pgid.$1" "$pg"
+	mark "pgid.$1" "$pg"
 	wait "$pg"
 }
 
