@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+	"github.com/mattn/go-sqlite3" // also the database/sql driver "sqlite3"
 )
 
 //go:embed migrations/*.sql
@@ -61,11 +61,27 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	}
 	db.SetMaxOpenConns(4)
 	s := &Store{db: db, now: now}
-	if err := s.migrate(ctx); err != nil {
+	// Opening a new store switches it to WAL, which SQLite does without
+	// waiting for a lock: two processes opening one new home at once (a CLI
+	// and the daemon it starts) can find it busy. That passes in moments.
+	err = s.migrate(ctx)
+	for deadline := time.Now().Add(10 * time.Second); isBusy(err) && time.Now().Before(deadline); err = s.migrate(ctx) {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return s, nil
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // Close closes the database.

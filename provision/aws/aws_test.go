@@ -292,7 +292,8 @@ func TestSpotInterruptionKillsTheTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := node.Start(ctx, r, node.StartSpec{Run: "sleep 300"}); err != nil {
+	// A sleep no other test runs, since pgrep below looks at the whole machine.
+	if err := node.Start(ctx, r, node.StartSpec{Run: "sleep 299.917"}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := node.Poll(ctx, r); err != nil || !st.WrapperAlive {
@@ -323,7 +324,7 @@ func TestSpotInterruptionKillsTheTask(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	out, err := r.Exec(ctx, `pgrep -x -f "sleep 300" || true`, nil)
+	out, err := r.Exec(ctx, `pgrep -x -f "sleep 299.917" || true`, nil)
 	if err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Errorf("the task's sleep survived: %q, %v", out, err)
 	}
