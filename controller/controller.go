@@ -37,12 +37,17 @@ type Controller struct {
 	Now       func() time.Time
 	Rand      func() float64
 
-	mu      sync.Mutex
-	busy    map[int64]bool
-	cont    map[int64]time.Time // jobs to go on with before the next tick (followup.go)
-	workers sync.WaitGroup
-	launch  chan struct{} // launch slots
-	wake    chan struct{}
+	mu   sync.Mutex
+	busy map[int64]bool
+	// released is when each job was last released, by a count of releases:
+	// a tick that read the store before then has a stale view of the job.
+	released map[int64]uint64
+	releases uint64
+	lastRead uint64
+	cont     map[int64]time.Time // jobs to go on with before the next tick (followup.go)
+	workers  sync.WaitGroup
+	launch   chan struct{} // launch slots
+	wake     chan struct{}
 	// following is set by Run: ended attempts' jobs go on at once.
 	following atomic.Bool
 	// sleep waits d or until ctx ends (false); nil is a real timer. Tests
@@ -57,12 +62,13 @@ func New(st *store.Store, cfg Config, provs Providers, log *slog.Logger) *Contro
 	}
 	return &Controller{
 		Store: st, Config: cfg, Providers: provs, Log: log,
-		Now:    time.Now,
-		Rand:   rand.Float64,
-		busy:   map[int64]bool{},
-		cont:   map[int64]time.Time{},
-		launch: make(chan struct{}, cfg.Controller.MaxParallelLaunches),
-		wake:   make(chan struct{}, 1),
+		Now:      time.Now,
+		Rand:     rand.Float64,
+		busy:     map[int64]bool{},
+		released: map[int64]uint64{},
+		cont:     map[int64]time.Time{},
+		launch:   make(chan struct{}, cfg.Controller.MaxParallelLaunches),
+		wake:     make(chan struct{}, 1),
 	}
 }
 
@@ -135,6 +141,7 @@ type tickScope struct {
 func (c *Controller) Tick(ctx context.Context) error { return c.tick(ctx, tickScope{}) }
 
 func (c *Controller) tick(ctx context.Context, scope tickScope) error {
+	epoch := c.readEpoch()
 	jobs, err := c.Store.ActiveJobsShard(ctx, scope.shards, scope.shard)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
@@ -158,7 +165,7 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 		if scope.unwatched && running {
 			continue
 		}
-		if !c.claim(j.ID) {
+		if !c.claim(j.ID, epoch) {
 			continue
 		}
 		c.workers.Add(1)
@@ -175,10 +182,28 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 // Wait blocks until every reconcile started by Tick has returned.
 func (c *Controller) Wait() { c.workers.Wait() }
 
-func (c *Controller) claim(id int64) bool {
+// readEpoch marks a tick's read of the store: a job released after it was
+// read has moved on since, and this tick leaves it to the next one.
+func (c *Controller) readEpoch() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.busy[id] {
+	// Releases older than the previous tick's read can no longer make any
+	// read stale: ticks run one after another.
+	for id, at := range c.released {
+		if at <= c.lastRead {
+			delete(c.released, id)
+		}
+	}
+	c.lastRead = c.releases
+	return c.releases
+}
+
+// claim takes job id for one reconcile, unless another holds it or it was
+// released after the caller read it at epoch.
+func (c *Controller) claim(id int64, epoch uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy[id] || c.released[id] > epoch {
 		return false
 	}
 	c.busy[id] = true
@@ -188,6 +213,8 @@ func (c *Controller) claim(id int64) bool {
 func (c *Controller) release(id int64) {
 	c.mu.Lock()
 	delete(c.busy, id)
+	c.releases++
+	c.released[id] = c.releases
 	c.mu.Unlock()
 }
 
