@@ -183,3 +183,21 @@ func TestExpandProxyCommand(t *testing.T) {
 		}
 	}
 }
+
+// The test sshd gives sessions a home of their own, so the machine's
+// ~/.bashrc (which bash run by sshd reads) never runs in the tests.
+func TestSessionsDoNotReadTheMachinesBashrc(t *testing.T) {
+	sshd := testenv.StartSSHD(t)
+	r, err := dialTest(t, sshd, t.TempDir(), "i-0002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out, err := r.Exec(context.Background(), `echo "$HOME"`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if home, _ := os.UserHomeDir(); strings.TrimSpace(string(out)) == home {
+		t.Errorf("sessions run with the machine's home %s", home)
+	}
+}

@@ -78,6 +78,13 @@ func StartSSHD(t testing.TB) *SSHD {
 		}
 	}
 	port := FreePort(t)
+	// Sessions get a home of their own: bash run by sshd reads ~/.bashrc,
+	// and the machine's (pyenv's rehash, which waits on a lock) must not
+	// stand between the tests and their nodes, as it would not on a VM.
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	config := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
@@ -93,7 +100,8 @@ PrintMotd no
 MaxSessions 100
 MaxStartups 100
 LogLevel ERROR
-`, port, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "sshd.pid"), authorized)
+SetEnv HOME=%s
+`, port, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "sshd.pid"), authorized, home)
 	configPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
