@@ -61,20 +61,55 @@ ssh:
 
 func TestAWSSpotJobEndToEnd(t *testing.T) {
 	e := newAWSEnv(t)
-	e.proxy.SetCapacity("us-east-1a", false)
+	spotScenario(t, e.env, spotCase{
+		resources: "  cloud: aws\n  region: us-east-1\n  instance_type: t3.micro\n",
+		full:      func(zone string) { e.proxy.SetCapacity(zone, false) },
+		fullZone:  "us-east-1a",
+		nodes:     e.nodes,
+		// The spot interruption: EC2 terminates the instance.
+		interrupt: func(first controller.AttemptView) {
+			if err := e.proxy.SpotInterrupt(context.Background(), "us-east-1", first.InstanceIDs[0]); err != nil {
+				t.Fatal(err)
+			}
+		},
+		recovered: func(first, next controller.AttemptView) {
+			if z := deref(next.Zone); z == deref(first.Zone) || z == "us-east-1a" {
+				t.Errorf("recovered in %s; want another zone with capacity", z)
+			}
+		},
+		live: func() []string { return cloudtest.LiveInstances(t, e.moto.URL, "us-east-1") },
+	})
+}
+
+// spotCase is one cloud's part of the spot scenario.
+type spotCase struct {
+	resources string       // lines of the task's resources (spot and recovery are added)
+	full      func(string) // turns capacity off in a zone
+	fullZone  string       // the zone that has no capacity
+	firstZone string       // where the first attempt must run; "" for any other zone
+	nodes     string       // where the nodes' directories are
+	interrupt func(first controller.AttemptView)
+	recovered func(first, next controller.AttemptView)
+	live      func() []string // the cloud's instances still running
+}
+
+// spotScenario runs a spot job whose first zone has no capacity: it fails
+// over, runs over SSH, is interrupted and recovers elsewhere, exits 29 once
+// and restarts on the same cluster, and ends SUCCEEDED with every attempt's
+// exit codes and zones recorded and nothing left running.
+func spotScenario(t *testing.T, e *env, c spotCase) {
+	t.Helper()
+	c.full(c.fullZone)
 	marker := filepath.Join(e.dir, "started")
 	f := e.write("task.yaml", `
 name: spot-train
 resources:
-  cloud: aws
-  region: us-east-1
-  instance_type: t3.micro
-  use_spot: true
+`+c.resources+`  use_spot: true
   job_recovery:
     strategy: EAGER_NEXT_REGION
     recover_on_exit_codes: [29]
 run: |
-  echo "attempt $SORTIE_ATTEMPT on $(hostname) as rank $SORTIE_NODE_RANK"
+  echo "attempt $SORTIE_ATTEMPT as rank $SORTIE_NODE_RANK"
   if [ "$SORTIE_ATTEMPT" = 1 ]; then touch `+marker+`; sleep 300; fi
   if [ "$SORTIE_ATTEMPT" = 2 ]; then exit 29; fi
   echo finished
@@ -83,18 +118,15 @@ run: |
 	waitFile(t, marker)
 	d := e.waitStatus(id, "RUNNING")
 	first := d.Attempts[0]
-	if deref(first.Zone) == "us-east-1a" || len(first.InstanceIDs) != 1 {
-		t.Fatalf("first attempt in %s with %v; us-east-1a has no capacity", deref(first.Zone), first.InstanceIDs)
+	if z := deref(first.Zone); z == c.fullZone || (c.firstZone != "" && z != c.firstZone) || len(first.InstanceIDs) != 1 {
+		t.Fatalf("first attempt in %s with %v; %s has no capacity, want %q", z, first.InstanceIDs, c.fullZone, c.firstZone)
 	}
-	if len(d.LaunchTries) == 0 || d.LaunchTries[0].Zone != "us-east-1a" || d.LaunchTries[0].Class != "capacity" {
+	if len(d.LaunchTries) == 0 || d.LaunchTries[0].Zone != c.fullZone || d.LaunchTries[0].Class != "capacity" {
 		t.Errorf("launch tries: %+v", d.LaunchTries)
 	}
-	// The spot interruption: EC2 terminates the instance, its processes die.
-	inst := first.InstanceIDs[0]
-	if err := e.proxy.SpotInterrupt(context.Background(), "us-east-1", inst); err != nil {
-		t.Fatal(err)
-	}
-	cloudtest.KillNodeProcesses(filepath.Join(e.nodes, inst))
+	// The cloud takes the node away, and its processes die with it.
+	c.interrupt(first)
+	cloudtest.KillNodeProcesses(filepath.Join(c.nodes, first.InstanceIDs[0]))
 
 	d = e.waitStatus(id, "SUCCEEDED")
 	if len(d.Attempts) != 3 {
@@ -108,9 +140,7 @@ run: |
 		t.Logf("attempt %d: %s/%s %v outcome %s codes %v: %s", a.Attempt, deref(a.Region), deref(a.Zone), a.InstanceIDs,
 			deref(a.Outcome), codes(d)[i], deref(a.Decision))
 	}
-	if z := deref(d.Attempts[1].Zone); z == deref(first.Zone) || z == "us-east-1a" {
-		t.Errorf("recovered in %s; want another zone with capacity", z)
-	}
+	c.recovered(first, d.Attempts[1])
 	if got := codes(d); got[1][0] != 29 || got[2][0] != 0 {
 		t.Errorf("exit codes %v", got)
 	}
@@ -120,16 +150,15 @@ run: |
 	if d.Attempts[2].Cluster != d.Attempts[1].Cluster {
 		t.Errorf("the restart after exit 29 did not reuse the healthy cluster")
 	}
-	logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout
-	if !strings.Contains(logs, "finished") {
+	if logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout; !strings.Contains(logs, "finished") {
 		t.Errorf("logs: %q", logs)
 	}
 	e.must("controller", "stop")
-	if live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1"); len(live) != 0 {
+	if live := c.live(); len(live) != 0 {
 		t.Errorf("instances left running: %v", live)
 	}
-	if ents, _ := os.ReadDir(e.nodes); len(ents) == 0 {
-		t.Errorf("no node directory was ever used under %s", e.nodes)
+	if ents, _ := os.ReadDir(c.nodes); len(ents) == 0 {
+		t.Errorf("no node directory was ever used under %s", c.nodes)
 	}
 }
 

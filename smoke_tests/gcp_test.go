@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"sortie/controller"
@@ -56,82 +55,28 @@ ssh:
 
 func TestGCPSpotJobEndToEnd(t *testing.T) {
 	g := newGCPEnv(t)
-	e, fake, nodes := g.env, g.fake, g.nodes
-	fake.SetCapacity("us-central1-a", false)
-	marker := filepath.Join(e.dir, "started")
-	f := e.write("task.yaml", `
-name: spot-train
-resources:
-  cloud: gcp
-  cpus: 2
-  use_spot: true
-  job_recovery:
-    strategy: EAGER_NEXT_REGION
-    recover_on_exit_codes: [29]
-run: |
-  echo "attempt $SORTIE_ATTEMPT as rank $SORTIE_NODE_RANK"
-  if [ "$SORTIE_ATTEMPT" = 1 ]; then touch `+marker+`; sleep 300; fi
-  if [ "$SORTIE_ATTEMPT" = 2 ]; then exit 29; fi
-  echo finished
-`)
-	id := e.launch(f)
-	waitFile(t, marker)
-	d := e.waitStatus(id, "RUNNING")
-	first := d.Attempts[0]
-	if deref(first.Zone) != "us-central1-b" {
-		t.Fatalf("first attempt in %s; us-central1-a has no capacity, us-central1-b is next", deref(first.Zone))
-	}
-	if len(d.LaunchTries) == 0 || d.LaunchTries[0].Zone != "us-central1-a" || d.LaunchTries[0].Class != "capacity" {
-		t.Errorf("launch tries: %+v", d.LaunchTries)
-	}
-	if err := fake.Preempt("us-central1-b", first.Cluster+"-0"); err != nil {
-		t.Fatal(err)
-	}
-	cloudtest.KillNodeProcesses(filepath.Join(nodes, first.InstanceIDs[0]))
-
-	d = e.waitStatus(id, "SUCCEEDED")
-	if len(d.Attempts) != 3 {
-		t.Fatalf("attempts: %+v", d.Attempts)
-	}
-	want := []string{"preempted", "user_failure", "succeeded"}
-	for i, a := range d.Attempts {
-		if deref(a.Outcome) != want[i] {
-			t.Errorf("attempt %d outcome %s, want %s (%s)", a.Attempt, deref(a.Outcome), want[i], deref(a.Reason))
-		}
-		t.Logf("attempt %d: %s/%s %v outcome %s codes %v: %s", a.Attempt, deref(a.Region), deref(a.Zone), a.InstanceIDs,
-			deref(a.Outcome), codes(d)[i], deref(a.Decision))
-	}
-	if r := deref(d.Attempts[1].Region); r != "us-east1" {
-		t.Errorf("EAGER_NEXT_REGION recovered in %s, want us-east1", r)
-	}
-	if d.Attempts[2].Cluster != d.Attempts[1].Cluster {
-		t.Errorf("the restart after exit 29 did not reuse the healthy cluster")
-	}
-	if d.RecoveryCount != 2 || d.RestartsOnErrors != 0 {
-		t.Errorf("recovery_count %d restarts_on_errors %d", d.RecoveryCount, d.RestartsOnErrors)
-	}
-	if logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout; !strings.Contains(logs, "finished") {
-		t.Errorf("logs: %q", logs)
-	}
-	e.must("controller", "stop")
-	for _, in := range fake.Instances() {
-		if in.GetStatus() == "RUNNING" || in.GetStatus() == "PROVISIONING" || in.GetStatus() == "STAGING" {
-			t.Errorf("VM %s left %s", in.GetName(), in.GetStatus())
-		}
-	}
+	spotScenario(t, g.env, spotCase{
+		resources: "  cloud: gcp\n  cpus: 2\n",
+		full:      func(zone string) { g.fake.SetCapacity(zone, false) },
+		fullZone:  "us-central1-a",
+		firstZone: "us-central1-b",
+		nodes:     g.nodes,
+		interrupt: func(first controller.AttemptView) {
+			if err := g.fake.Preempt(deref(first.Zone), first.Cluster+"-0"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		recovered: func(_, next controller.AttemptView) {
+			if r := deref(next.Region); r != "us-east1" {
+				t.Errorf("EAGER_NEXT_REGION recovered in %s, want us-east1", r)
+			}
+		},
+		live: g.running,
+	})
 }
 
 func TestGCPControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 	g := newGCPEnv(t)
-	running := func() []string {
-		var ids []string
-		for _, in := range g.fake.Instances() {
-			if in.GetStatus() == "RUNNING" || in.GetStatus() == "PROVISIONING" || in.GetStatus() == "STAGING" {
-				ids = append(ids, strconv.FormatUint(in.GetId(), 10))
-			}
-		}
-		return ids
-	}
 	killedControllerScenario(t, g.env, "{cloud: gcp, region: us-central1, cpus: 2}", func() string {
 		cfg, err := controller.LoadConfig(g.home, func(string) string { return "" })
 		if err != nil {
@@ -143,5 +88,16 @@ func TestGCPControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 		}
 		return launchOrphanOn(t, p, schema.Placement{Cloud: "gcp", Region: "us-central1", Zone: "us-central1-c"},
 			schema.Resources{Cloud: "gcp", CPUs: "2"})
-	}, running)
+	}, g.running)
+}
+
+// running lists the fake's VMs that are still up.
+func (g *gcpEnv) running() []string {
+	var ids []string
+	for _, in := range g.fake.Instances() {
+		if in.GetStatus() == "RUNNING" || in.GetStatus() == "PROVISIONING" || in.GetStatus() == "STAGING" {
+			ids = append(ids, strconv.FormatUint(in.GetId(), 10))
+		}
+	}
+	return ids
 }
