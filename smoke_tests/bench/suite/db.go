@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -128,4 +130,43 @@ func waitAll(ctx context.Context, db *sql.DB, n int, poll, timeout, report time.
 		case <-time.After(poll):
 		}
 	}
+}
+
+// home is a controller's SORTIE_HOME set up for one benchmark group: its
+// config, the task file it submits, the running daemon and its store.
+type home struct {
+	daemon *Daemon
+	db     *sql.DB
+	task   string
+}
+
+// openHome writes config and task into dir, starts the daemon of bin on it
+// and opens its store.
+func openHome(ctx context.Context, bin, dir, config, task string) (*home, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "work"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "work", "task.yaml")
+	if err := os.WriteFile(file, []byte(task), 0o644); err != nil {
+		return nil, err
+	}
+	d, err := StartDaemon(ctx, bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(dir)
+	if err != nil {
+		d.Kill()
+		return nil, err
+	}
+	return &home{daemon: d, db: db, task: file}, nil
+}
+
+// Close closes the store and kills the daemon.
+func (h *home) Close() {
+	h.db.Close()
+	h.daemon.Kill()
 }

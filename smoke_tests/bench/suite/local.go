@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -46,27 +44,13 @@ func RunLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 	if r.Plain, err = plainLoop(ctx, o.Jobs, o.Parallel); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(o.Home, "work"), 0o755); err != nil {
-		return nil, err
-	}
 	cfg := fmt.Sprintf("controller:\n  max_parallel_launches: %d\n", o.Parallel)
-	if err := os.WriteFile(filepath.Join(o.Home, "config.yaml"), []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	file := filepath.Join(o.Home, "work", "task.yaml")
-	if err := os.WriteFile(file, []byte(localTask), 0o644); err != nil {
-		return nil, err
-	}
-	d, err := StartDaemon(ctx, o.Bin, o.Home)
+	h, err := openHome(ctx, o.Bin, o.Home, cfg, localTask)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Kill()
-	db, err := openDB(o.Home)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
+	defer h.Close()
+	d, db, file := h.daemon, h.db, h.task
 	fmt.Fprintf(o.Progress, "local: %d jobs on sortie\n", o.Jobs)
 	t0 := time.Now()
 	if _, _, err := submit(ctx, d, file, o.Jobs, 100, io.Discard); err != nil {

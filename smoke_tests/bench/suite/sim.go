@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -91,26 +90,12 @@ func (o SimOptions) SimConfig() sim.Config {
 // RunSim submits every job at once to a controller of its own and waits
 // for all of them to end.
 func RunSim(ctx context.Context, o SimOptions) (*SimResult, error) {
-	if err := os.MkdirAll(filepath.Join(o.Home, "work"), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(o.Home, "config.yaml"), []byte(o.simConfig()), 0o644); err != nil {
-		return nil, err
-	}
-	file := filepath.Join(o.Home, "work", "task.yaml")
-	if err := os.WriteFile(file, []byte(simTask), 0o644); err != nil {
-		return nil, err
-	}
-	d, err := StartDaemon(ctx, o.Bin, o.Home)
+	h, err := openHome(ctx, o.Bin, o.Home, o.simConfig(), simTask)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Kill()
-	db, err := openDB(o.Home)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
+	defer h.Close()
+	d, db, file := h.daemon, h.db, h.task
 
 	fmt.Fprintf(o.Progress, "sim: submitting %d jobs (run time %s)\n", o.Jobs, o.RunTime)
 	t0 := time.Now()
