@@ -2,6 +2,10 @@
 # started from here or by the test itself.
 GO      ?= go
 BIN     := bin/sortie
+# The CLI (sortie) and the controller program (sortie-controller), which
+# alone links the cloud SDKs, are built side by side: the CLI starts the
+# controller from its own directory.
+BINS    := ./cmd/sortie ./cmd/sortie-controller
 TIMEOUT ?= 75m
 
 .PHONY: all build test unit smoke demo deps vet clean bench
@@ -9,7 +13,7 @@ TIMEOUT ?= 75m
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/sortie
+	$(GO) build -o bin/ $(BINS)
 
 # deps makes sure the programs tests drive are on this machine: an sshd to
 # play the clouds' nodes, and the moto EC2 emulator.
@@ -42,7 +46,7 @@ smoke:
 # passes options, e.g. BENCHFLAGS="-only queue,launch".
 # It builds the binary itself, quietly: make would echo a build step on stdout.
 bench:
-	@$(GO) build -o $(BIN) ./cmd/sortie >&2
+	@$(GO) build -o bin/ $(BINS) >&2
 	@$(GO) run ./smoke_tests/bench -bin $(BIN) $(BENCHFLAGS)
 
 # demo runs a job on the local provider that fails with a listed exit code

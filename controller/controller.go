@@ -1,8 +1,15 @@
-// Package controller runs managed jobs: one daemon per SORTIE_HOME
-// reconciles every job that has not ended, launching clusters, watching
-// their nodes, applying the strategy's decisions and keeping every attempt's
-// logs. The store is the only state; the daemon can be killed at any moment
-// and picks up where it was when started again.
+// Package controller is the reconcile loop of managed jobs: one controller
+// per SORTIE_HOME reconciles every job that has not ended, launching
+// clusters, watching their nodes, applying the strategy's decisions and
+// keeping every attempt's logs. The store is the only state; the controller
+// can be killed at any moment and picks up where it was when started again.
+//
+// Where things are: controller.go the loop and its ticks; reconcile.go one
+// step of one job; launch.go finding a cluster; start.go starting the task
+// on it; observe.go watching a running attempt; end.go ending an attempt
+// with the strategy's decision; followup.go and checks.go scheduling;
+// sweep.go orphaned clusters; keep.go logs and secrets kept on the
+// controller; serve.go the controller process.
 package controller
 
 import (
@@ -15,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sortie/controller/config"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/schema"
@@ -25,13 +33,13 @@ type Providers interface {
 	Provider(ctx context.Context, cloud string) (provision.Provider, error)
 	// Clouds lists the clouds whose providers are already open, for the
 	// orphan sweep.
-	Clouds() []string
+	Opened() []string
 }
 
 // Controller reconciles jobs.
 type Controller struct {
 	Store     *store.Store
-	Config    Config
+	Config    config.Config
 	Providers Providers
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -56,7 +64,7 @@ type Controller struct {
 }
 
 // New returns a controller; nil clock, rand and logger get real ones.
-func New(st *store.Store, cfg Config, provs Providers, log *slog.Logger) *Controller {
+func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) *Controller {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -250,56 +258,6 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 		c.Log.Warn("status", "cloud", cloud, "err", err)
 	}
 	return s
-}
-
-// SweepOrphans terminates clusters tagged by sortie that belong to no open
-// attempt: left by a controller killed between deciding and tearing down.
-func (c *Controller) SweepOrphans(ctx context.Context) error {
-	used, err := c.Store.Clouds(ctx)
-	if err != nil {
-		return err
-	}
-	clouds := map[string]bool{}
-	for _, cl := range append(c.Providers.Clouds(), used...) {
-		clouds[cl] = true
-	}
-	for cloud := range clouds {
-		p, err := c.Providers.Provider(ctx, cloud)
-		if err != nil {
-			continue
-		}
-		cls, err := p.List(ctx)
-		if err != nil {
-			c.Log.Warn("list clusters", "cloud", cloud, "err", err)
-			continue
-		}
-		// Which clusters are owned is read after listing them: an attempt
-		// is stored before its cluster is launched, so a cluster the list
-		// saw has its owner in this read, even while jobs run.
-		live, err := c.Store.LiveClusters(ctx)
-		if err != nil {
-			return err
-		}
-		for _, cl := range cls {
-			if live[cl.Name] || allTerminated(cl) {
-				continue
-			}
-			c.Log.Info("terminating orphan cluster", "cloud", cloud, "cluster", cl.Name)
-			if err := p.Terminate(ctx, cl.Name); err != nil {
-				c.Log.Warn("terminate orphan", "cluster", cl.Name, "err", err)
-			}
-		}
-	}
-	return nil
-}
-
-func allTerminated(cl *provision.Cluster) bool {
-	for _, n := range cl.Nodes {
-		if n.State != provision.NodeTerminated {
-			return false
-		}
-	}
-	return true
 }
 
 // spec decodes a job's stored pipeline.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/config"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/sim"
@@ -27,8 +28,8 @@ func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
 			ctx := context.Background()
 			cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
 			c := newTestController(t, cloud)
-			c.Config.Controller.RestartBackoffInitial = Duration(tc.backoff)
-			c.Config.Controller.RestartBackoffMax = Duration(tc.backoff)
+			c.Config.Controller.RestartBackoffInitial = config.Duration(tc.backoff)
+			c.Config.Controller.RestartBackoffMax = config.Duration(tc.backoff)
 			c.following.Store(tc.following)
 			c.Now = time.Now // the back-off must end: a nanosecond of real time
 			j, a := runningAttempt(t, c, cloud, "run: train\n")

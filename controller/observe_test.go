@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/config"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -59,7 +60,7 @@ func (f *fakeCloud) Runner(context.Context, *provision.Cluster, int) (provision.
 type oneCloud struct{ p provision.Provider }
 
 func (o oneCloud) Provider(context.Context, string) (provision.Provider, error) { return o.p, nil }
-func (o oneCloud) Clouds() []string                                             { return []string{"fake"} }
+func (o oneCloud) Opened() []string                                             { return []string{"fake"} }
 
 func newTestController(t *testing.T, cloud *fakeCloud) *Controller {
 	t.Helper()
@@ -69,7 +70,7 @@ func newTestController(t *testing.T, cloud *fakeCloud) *Controller {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg, err := LoadConfig(home, func(string) string { return "" })
+	cfg, err := config.Load(home, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

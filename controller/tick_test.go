@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/config"
 	"sortie/controller/store"
 	"sortie/provision"
 )
@@ -14,7 +15,7 @@ func TestShards(t *testing.T) {
 		poll time.Duration
 		want int
 	}{{100 * time.Millisecond, 1}, {time.Second, 4}, {5 * time.Second, 20}, {time.Minute, 20}} {
-		c := &Controller{Config: Config{Controller: ControllerCf{PollInterval: Duration(tc.poll)}}}
+		c := &Controller{Config: config.Config{Controller: config.ControllerConfig{PollInterval: config.Duration(tc.poll)}}}
 		if got := c.shards(); got != tc.want {
 			t.Errorf("poll interval %s: %d shards, want %d", tc.poll, got, tc.want)
 		}

@@ -13,7 +13,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"sortie/controller"
+	"sortie/controller/clouds"
+	"sortie/controller/clouds/all"
+	"sortie/controller/config"
+	"sortie/controller/service"
 	"sortie/provision"
 	"sortie/provision/aws"
 	"sortie/provision/cloudtest"
@@ -67,12 +70,12 @@ func TestAWSSpotJobEndToEnd(t *testing.T) {
 		fullZone:  "us-east-1a",
 		nodes:     e.nodes,
 		// The spot interruption: EC2 terminates the instance.
-		interrupt: func(first controller.AttemptView) {
+		interrupt: func(first service.AttemptView) {
 			if err := e.proxy.SpotInterrupt(context.Background(), "us-east-1", first.InstanceIDs[0]); err != nil {
 				t.Fatal(err)
 			}
 		},
-		recovered: func(first, next controller.AttemptView) {
+		recovered: func(first, next service.AttemptView) {
 			if z := deref(next.Zone); z == deref(first.Zone) || z == "us-east-1a" {
 				t.Errorf("recovered in %s; want another zone with capacity", z)
 			}
@@ -88,8 +91,8 @@ type spotCase struct {
 	fullZone  string       // the zone that has no capacity
 	firstZone string       // where the first attempt must run; "" for any other zone
 	nodes     string       // where the nodes' directories are
-	interrupt func(first controller.AttemptView)
-	recovered func(first, next controller.AttemptView)
+	interrupt func(first service.AttemptView)
+	recovered func(first, next service.AttemptView)
 	live      func() []string // the cloud's instances still running
 }
 
@@ -164,11 +167,11 @@ run: |
 
 func TestCheckSaysWhatAWSLacks(t *testing.T) {
 	e := newAWSEnv(t)
-	var checks []controller.CloudCheck
+	var checks []clouds.Check
 	if err := json.Unmarshal([]byte(e.must("check", "-o", "json").stdout), &checks); err != nil {
 		t.Fatal(err)
 	}
-	byCloud := map[string]controller.CloudCheck{}
+	byCloud := map[string]clouds.Check{}
 	for _, c := range checks {
 		byCloud[c.Cloud] = c
 	}
@@ -250,11 +253,11 @@ func daemonPID(t *testing.T, e *env) int {
 // as a controller would have, and returns its instance id.
 func launchOrphan(t *testing.T, e *awsEnv) string {
 	t.Helper()
-	cfg, err := controller.LoadConfig(e.home, func(string) string { return "" })
+	cfg, err := config.Load(e.home, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := controller.AWSConfig(cfg)
+	ac := all.AWSConfig(cfg)
 	ac.Credentials = credentials.NewStaticCredentialsProvider("testing", "testing", "")
 	p, err := aws.New(context.Background(), ac)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 func TestRecoverOnListedExitCode(t *testing.T) {
@@ -97,7 +97,7 @@ run: |
 	waitFile(t, marker)
 	e.waitStatus(id, "RUNNING")
 	e.must("local", "preempt", strconv.FormatInt(id, 10))
-	e.waitFor(id, 30*time.Second, "RECOVERING or a second attempt", func(d controller.JobDetail) bool {
+	e.waitFor(id, 30*time.Second, "RECOVERING or a second attempt", func(d service.JobDetail) bool {
 		return d.Status == "RECOVERING" || len(d.Attempts) > 1
 	})
 	d := e.waitStatus(id, "SUCCEEDED")

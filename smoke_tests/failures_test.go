@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
-func failures(e *env) []controller.FailureView {
+func failures(e *env) []service.FailureView {
 	e.t.Helper()
 	r := e.must("jobs", "failures", "-o", "json")
-	var fs []controller.FailureView
+	var fs []service.FailureView
 	if err := json.Unmarshal([]byte(r.stdout), &fs); err != nil {
 		e.t.Fatalf("failures -o json: %v\n%s", err, r.stdout)
 	}

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"testing"
 
-	"sortie/controller"
+	"sortie/controller/clouds/all"
+	"sortie/controller/config"
+	"sortie/controller/service"
 	"sortie/provision/cloudtest"
 	"sortie/provision/gcp"
 	"sortie/provision/gcp/gcpfake"
@@ -61,12 +63,12 @@ func TestGCPSpotJobEndToEnd(t *testing.T) {
 		fullZone:  "us-central1-a",
 		firstZone: "us-central1-b",
 		nodes:     g.nodes,
-		interrupt: func(first controller.AttemptView) {
+		interrupt: func(first service.AttemptView) {
 			if err := g.fake.Preempt(deref(first.Zone), first.Cluster+"-0"); err != nil {
 				t.Fatal(err)
 			}
 		},
-		recovered: func(_, next controller.AttemptView) {
+		recovered: func(_, next service.AttemptView) {
 			if r := deref(next.Region); r != "us-east1" {
 				t.Errorf("EAGER_NEXT_REGION recovered in %s, want us-east1", r)
 			}
@@ -78,11 +80,11 @@ func TestGCPSpotJobEndToEnd(t *testing.T) {
 func TestGCPControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 	g := newGCPEnv(t)
 	killedControllerScenario(t, g.env, "{cloud: gcp, region: us-central1, cpus: 2}", func() string {
-		cfg, err := controller.LoadConfig(g.home, func(string) string { return "" })
+		cfg, err := config.Load(g.home, func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := gcp.New(context.Background(), controller.GCPConfig(cfg))
+		p, err := gcp.New(context.Background(), all.GCPConfig(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}

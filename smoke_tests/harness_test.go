@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 var (
@@ -25,7 +25,8 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/sortie once per test run.
+// binary builds the sortie CLI and the controller program beside it once
+// per test run, and returns the CLI's path.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -35,7 +36,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sortie")
-		out, err := exec.Command("go", "build", "-o", binPath, "sortie/cmd/sortie").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -152,20 +153,20 @@ func (e *env) launch(file string, args ...string) int64 {
 	return id
 }
 
-func (e *env) show(id int64) controller.JobDetail {
+func (e *env) show(id int64) service.JobDetail {
 	e.t.Helper()
 	r := e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json")
-	var d controller.JobDetail
+	var d service.JobDetail
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		e.t.Fatalf("show -o json: %v\n%s", err, r.stdout)
 	}
 	return d
 }
 
-func (e *env) queue(args ...string) []controller.JobView {
+func (e *env) queue(args ...string) []service.JobView {
 	e.t.Helper()
 	r := e.must(append([]string{"jobs", "queue", "-o", "json"}, args...)...)
-	var jobs []controller.JobView
+	var jobs []service.JobView
 	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil {
 		e.t.Fatalf("queue -o json: %v\n%s", err, r.stdout)
 	}
@@ -173,10 +174,10 @@ func (e *env) queue(args ...string) []controller.JobView {
 }
 
 // waitFor polls the job until cond holds, for at most d.
-func (e *env) waitFor(id int64, d time.Duration, what string, cond func(controller.JobDetail) bool) controller.JobDetail {
+func (e *env) waitFor(id int64, d time.Duration, what string, cond func(service.JobDetail) bool) service.JobDetail {
 	e.t.Helper()
 	deadline := time.Now().Add(d)
-	var last controller.JobDetail
+	var last service.JobDetail
 	for time.Now().Before(deadline) {
 		last = e.show(id)
 		if cond(last) {
@@ -189,9 +190,9 @@ func (e *env) waitFor(id int64, d time.Duration, what string, cond func(controll
 	return last
 }
 
-func (e *env) waitStatus(id int64, status string) controller.JobDetail {
+func (e *env) waitStatus(id int64, status string) service.JobDetail {
 	e.t.Helper()
-	return e.waitFor(id, 60*time.Second, "status "+status, func(d controller.JobDetail) bool {
+	return e.waitFor(id, 60*time.Second, "status "+status, func(d service.JobDetail) bool {
 		if d.Status != status && isTerminal(d.Status) {
 			b, _ := json.MarshalIndent(d, "", "  ")
 			e.t.Fatalf("job %d ended %s, want %s:\n%s", id, d.Status, status, b)
@@ -209,7 +210,7 @@ func isTerminal(s string) bool {
 }
 
 // codes turns attempts' exit codes into plain lists for comparison.
-func codes(d controller.JobDetail) [][]int {
+func codes(d service.JobDetail) [][]int {
 	var out [][]int
 	for _, a := range d.Attempts {
 		var cs []int

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 const twoRegions = `
@@ -109,7 +109,7 @@ func TestCapacityBackDuringBackoff(t *testing.T) {
 	e.must("local", "capacity", "local", "off")
 	f := e.write("task.yaml", "run: 'true'\n")
 	id := e.launch(f)
-	d := e.waitFor(id, 30*time.Second, "PENDING with a reason", func(d controller.JobDetail) bool {
+	d := e.waitFor(id, 30*time.Second, "PENDING with a reason", func(d service.JobDetail) bool {
 		return d.Status == "PENDING" && strings.Contains(deref(d.StatusReason), "next try in")
 	})
 	if !strings.Contains(deref(d.StatusReason), "local-a") || !strings.Contains(deref(d.StatusReason), "local-b") {

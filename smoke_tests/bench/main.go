@@ -40,7 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.bin, "bin", "", "the sortie binary (default: build ./cmd/sortie into the work directory)")
+	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
 	fs.StringVar(&o.only, "only", "sim,local,queue,launch", "which groups to run, comma-separated")
@@ -110,7 +110,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.o.bin == "" {
 		b.o.bin = filepath.Join(b.o.work, "sortie")
 		fmt.Fprintf(b.log, "building %s\n", b.o.bin)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.bin, "sortie/cmd/sortie")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.work+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller")
 		cmd.Stdout, cmd.Stderr = b.log, b.log
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go build: %w", err)
@@ -210,5 +210,11 @@ func (b *bench) launch(ctx context.Context) error {
 	}
 	fmt.Fprintf(b.log, "launch: runs %v\n", r.Runs)
 	b.figure("launch_cli_ms", suite.Ms(r.Median), 1, "ms")
+	r, err = suite.RunCLIInit(ctx, b.o.bin, b.o.launchRuns)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "cli init: runs %v\n", r.Runs)
+	b.figure("cli_init_ms", suite.Ms(r.Median), 1, "ms")
 	return nil
 }

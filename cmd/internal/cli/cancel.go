@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 // CancelOptions are `jobs cancel`'s flags.
@@ -50,7 +50,7 @@ func NewCmdCancel(f *Factory, runF func(context.Context, *CancelOptions) error) 
 
 func runCancel(ctx context.Context, f *Factory, opts *CancelOptions) error {
 	return withService(ctx, f, func(svc Service) error {
-		marked, err := svc.Cancel(ctx, controller.CancelRequest{IDs: opts.IDs, Name: opts.Name, All: opts.All})
+		marked, err := svc.Cancel(ctx, service.CancelRequest{IDs: opts.IDs, Name: opts.Name, All: opts.All})
 		if err != nil {
 			return err
 		}

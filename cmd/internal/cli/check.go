@@ -22,7 +22,10 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 				return err
 			}
 			defer svc.Close()
-			checks := svc.Check(cmd.Context())
+			checks, err := svc.Check(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if output == "json" {
 				return printJSON(f.Out, checks)
 			}

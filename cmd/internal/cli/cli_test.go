@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -97,8 +97,8 @@ func TestExitCodes(t *testing.T) {
 		want int
 	}{
 		{&schema.ValidationError{Problems: []schema.Problem{{Path: "run", Message: "missing"}}}, ExitUsage},
-		{fmt.Errorf("launch: %w", &controller.UsageError{Err: errors.New("x")}), ExitUsage},
-		{&controller.KnownFailureError{Failure: &store.KnownFailure{JobID: 1}}, ExitKnownFailure},
+		{fmt.Errorf("launch: %w", &service.UsageError{Err: errors.New("x")}), ExitUsage},
+		{&service.KnownFailureError{Failure: &store.KnownFailure{JobID: 1}}, ExitKnownFailure},
 		{&exitError{code: ExitFailed}, ExitFailed},
 		{errors.New("disk full"), ExitFailed},
 	}
@@ -112,10 +112,10 @@ func TestExitCodes(t *testing.T) {
 // fakeService answers the queue with fixed jobs.
 type fakeService struct {
 	Service
-	jobs []controller.JobView
+	jobs []service.JobView
 }
 
-func (s *fakeService) Queue(context.Context, controller.QueueRequest) ([]controller.JobView, error) {
+func (s *fakeService) Queue(context.Context, service.QueueRequest) ([]service.JobView, error) {
 	return s.jobs, nil
 }
 func (s *fakeService) Close() error { return nil }
@@ -126,7 +126,7 @@ func TestQueueTable(t *testing.T) {
 	start := now.Add(-90 * time.Second)
 	one, orig := 1, int64(7)
 	f.Service = func(context.Context) (Service, error) {
-		return &fakeService{jobs: []controller.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
+		return &fakeService{jobs: []service.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
 			RecoveryCount: 2, ExitCodes: []*int{&one, nil}, RetryOf: &orig, SubmittedAt: now.Add(-2 * time.Minute), StartedAt: &start}}}, nil
 	}
 	if code := Execute(f, []string{"jobs", "queue"}); code != 0 {

@@ -1,24 +1,39 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
-	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/clouds"
+	"sortie/controller/daemon"
+	"sortie/controller/store"
 )
 
 // NewCmdController builds `controller run|status|stop`.
 func NewCmdController(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "controller", Short: "Run, inspect or stop the controller daemon of SORTIE_HOME"}
+	cmd := &cobra.Command{Use: "controller", Short: "Run, inspect or stop the controller of SORTIE_HOME"}
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run the controller in the foreground (the CLI starts it in the background when needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := &controller.Daemon{Home: f.Home(), Log: slog.New(slog.NewTextHandler(f.Err, nil)), Configure: configureClouds}
-			return d.Run(cmd.Context())
+			bin, err := daemon.BinaryPath(f.Getenv)
+			if err != nil {
+				return err
+			}
+			// The controller program takes this process's place, so that
+			// signals and the exit status are its own.
+			env := append(os.Environ(), "SORTIE_HOME="+f.Home())
+			return syscall.Exec(bin, []string{bin, "run"}, env)
 		},
 	}
 	status := &cobra.Command{
@@ -26,7 +41,7 @@ func NewCmdController(f *Factory) *cobra.Command {
 		Short: "Say whether the controller runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch pid := controller.DaemonRunning(f.Home()); {
+			switch pid := daemon.Running(f.Home()); {
 			case pid > 0:
 				fmt.Fprintf(f.Out, "running (pid %d), home %s\n", pid, f.Home())
 			case pid < 0:
@@ -43,7 +58,7 @@ func NewCmdController(f *Factory) *cobra.Command {
 		Short: "Stop the controller; running tasks keep running and are picked up at the next start",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pid, err := controller.StopDaemon(cmd.Context(), f.Home())
+			pid, err := daemon.Stop(cmd.Context(), f.Home())
 			if err != nil {
 				return err
 			}
@@ -59,11 +74,55 @@ func NewCmdController(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// configureClouds adds the cloud providers built into this binary.
-func configureClouds(ps *controller.ProviderSet) {
-	ps.Extra["sim"] = controller.OpenSim
-	ps.Extra["aws"] = controller.OpenAWS
-	ps.Checks["aws"] = controller.CheckAWS
-	ps.Extra["gcp"] = controller.OpenGCP
-	ps.Checks["gcp"] = controller.CheckGCP
+// controllerProgram runs the controller program once for what needs a
+// cloud SDK, which this binary does not link, and returns its stdout.
+func controllerProgram(ctx context.Context, f *Factory, args ...string) ([]byte, error) {
+	bin, err := daemon.BinaryPath(f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "SORTIE_HOME="+f.Home())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", daemon.Binary, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.Bytes(), nil
+}
+
+// checkClouds asks the controller program which clouds are usable.
+func checkClouds(f *Factory) func(ctx context.Context) ([]clouds.Check, error) {
+	return func(ctx context.Context) ([]clouds.Check, error) {
+		out, err := controllerProgram(ctx, f, "check")
+		if err != nil {
+			return nil, err
+		}
+		var checks []clouds.Check
+		if err := json.Unmarshal(out, &checks); err != nil {
+			return nil, fmt.Errorf("read %s check: %w", daemon.Binary, err)
+		}
+		return checks, nil
+	}
+}
+
+// remoteLogs asks the controller program for a running attempt's node logs
+// on a cloud this binary does not link.
+func remoteLogs(f *Factory) func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error) {
+	return func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error) {
+		offs := make([]string, len(offsets))
+		for i, o := range offsets {
+			offs[i] = strconv.FormatInt(o, 10)
+		}
+		out, err := controllerProgram(ctx, f, "node-logs", strconv.FormatInt(a.JobID, 10), strconv.Itoa(a.TaskIdx),
+			strconv.Itoa(a.Attempt), "--offsets", strings.Join(offs, ","))
+		if err != nil {
+			return nil, err
+		}
+		var chunks [][]byte
+		if err := json.Unmarshal(out, &chunks); err != nil {
+			return nil, fmt.Errorf("read %s node-logs: %w", daemon.Binary, err)
+		}
+		return chunks, nil
+	}
 }

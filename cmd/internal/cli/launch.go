@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/service"
 	"sortie/controller/store"
 )
 
@@ -72,7 +72,7 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 	if err != nil {
 		return err
 	}
-	req := controller.LaunchRequest{File: opts.File, Name: opts.Name, Envs: envs, Cloud: opts.Cloud,
+	req := service.LaunchRequest{File: opts.File, Name: opts.Name, Envs: envs, Cloud: opts.Cloud,
 		Region: opts.Region, Zone: opts.Zone, RetryFailed: opts.RetryFailed}
 	if opts.UseSpotSet {
 		req.UseSpot = &opts.UseSpot
@@ -94,10 +94,10 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 // followToEnd prints a job's logs, attempt after attempt, until it ends, and
 // turns its final status into the exit status.
 func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
-	banner := func(a controller.AttemptView) {
+	banner := func(a service.AttemptView) {
 		fmt.Fprintf(f.Err, "== job %d, task %d, attempt %d ==\n", id, a.Task, a.Attempt)
 	}
-	if err := svc.Logs(ctx, controller.LogsRequest{ID: id, Follow: true, FromStart: true, Banner: banner}, f.Out); err != nil {
+	if err := svc.Logs(ctx, service.LogsRequest{ID: id, Follow: true, FromStart: true, Banner: banner}, f.Out); err != nil {
 		return err
 	}
 	d, err := svc.Show(ctx, id)

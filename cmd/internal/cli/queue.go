@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 // QueueOptions are `jobs queue`'s flags.
@@ -56,13 +56,13 @@ func upper(ss []string) []string {
 
 func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	return withService(ctx, f, func(svc Service) error {
-		jobs, err := svc.Queue(ctx, controller.QueueRequest{All: opts.All, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit})
+		jobs, err := svc.Queue(ctx, service.QueueRequest{All: opts.All, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit})
 		if err != nil {
 			return err
 		}
 		if opts.Output == "json" {
 			if jobs == nil {
-				jobs = []controller.JobView{}
+				jobs = []service.JobView{}
 			}
 			return printJSON(f.Out, jobs)
 		}
@@ -70,7 +70,7 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	})
 }
 
-func printQueue(f *Factory, jobs []controller.JobView) error {
+func printQueue(f *Factory, jobs []service.JobView) error {
 	if len(jobs) == 0 {
 		fmt.Fprintln(f.Err, "No jobs.")
 		return nil

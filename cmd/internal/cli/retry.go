@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 // RetryOptions are `jobs retry`'s flags.
@@ -72,7 +72,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 	if v := f.Getenv("SORTIE_USER"); v != "" {
 		who = v
 	}
-	req := controller.RetryRequest{IDs: opts.IDs, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
+	req := service.RetryRequest{IDs: opts.IDs, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
 		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
@@ -126,7 +126,7 @@ func orNone(s string) string {
 	return s
 }
 
-func idList(jobs []controller.JobView) string {
+func idList(jobs []service.JobView) string {
 	parts := make([]string, 0, len(jobs))
 	for i, j := range jobs {
 		if i == 10 {

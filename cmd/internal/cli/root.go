@@ -10,25 +10,26 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/clouds"
+	"sortie/controller/home"
+	"sortie/controller/service"
 	"sortie/schema"
 )
 
 // Service is what the verbs need of a controller.
 type Service interface {
-	Launch(ctx context.Context, req controller.LaunchRequest) (*controller.JobView, error)
-	Queue(ctx context.Context, req controller.QueueRequest) ([]controller.JobView, error)
-	Show(ctx context.Context, id int64) (*controller.JobDetail, error)
-	Logs(ctx context.Context, req controller.LogsRequest, w io.Writer) error
-	Cancel(ctx context.Context, req controller.CancelRequest) ([]int64, error)
-	RetryTargets(ctx context.Context, req controller.RetryRequest) ([]controller.JobView, error)
-	Retry(ctx context.Context, req controller.RetryRequest) ([]controller.RetryResult, error)
-	Failures(ctx context.Context) ([]controller.FailureView, error)
+	Launch(ctx context.Context, req service.LaunchRequest) (*service.JobView, error)
+	Queue(ctx context.Context, req service.QueueRequest) ([]service.JobView, error)
+	Show(ctx context.Context, id int64) (*service.JobDetail, error)
+	Logs(ctx context.Context, req service.LogsRequest, w io.Writer) error
+	Cancel(ctx context.Context, req service.CancelRequest) ([]int64, error)
+	RetryTargets(ctx context.Context, req service.RetryRequest) ([]service.JobView, error)
+	Retry(ctx context.Context, req service.RetryRequest) ([]service.RetryResult, error)
+	Failures(ctx context.Context) ([]service.FailureView, error)
 	ForgetFailure(ctx context.Context, prefix string) (string, error)
 	ForgetAllFailures(ctx context.Context) (int64, error)
 	Close() error
@@ -43,24 +44,12 @@ type Factory struct {
 	// Service opens the controller's service.
 	Service func(ctx context.Context) (Service, error)
 	// Local opens the local service for commands that only make sense on
-	// this machine (controller, local).
-	Local func(ctx context.Context) (*controller.Service, error)
+	// this machine (controller, local, check).
+	Local func(ctx context.Context) (*service.Service, error)
 }
 
 // Home is $SORTIE_HOME, default ~/.sortie.
-func (f *Factory) Home() string {
-	if h := f.Getenv("SORTIE_HOME"); h != "" {
-		if abs, err := filepath.Abs(h); err == nil {
-			return abs
-		}
-		return h
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "."
-	}
-	return filepath.Join(home, ".sortie")
-}
+func (f *Factory) Home() string { return home.FromEnv(f.Getenv) }
 
 // Exit statuses.
 const (
@@ -78,10 +67,10 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 // Main runs the command line and returns the process's exit status.
 func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, Now: time.Now}
-	f.Local = func(ctx context.Context) (*controller.Service, error) {
-		svc, err := controller.OpenService(ctx, f.Home())
+	f.Local = func(ctx context.Context) (*service.Service, error) {
+		svc, err := service.Open(ctx, f.Home(), clouds.Light())
 		if err == nil {
-			configureClouds(svc.Providers)
+			svc.CheckClouds, svc.RemoteLogs = checkClouds(f), remoteLogs(f)
 		}
 		return svc, err
 	}
@@ -111,8 +100,8 @@ func Execute(f *Factory, args []string) int {
 func exitCode(err error) int {
 	var ee *exitError
 	var ve *schema.ValidationError
-	var ue *controller.UsageError
-	var kf *controller.KnownFailureError
+	var ue *service.UsageError
+	var kf *service.KnownFailureError
 	var fe *flagError
 	switch {
 	case errors.As(err, &ee):

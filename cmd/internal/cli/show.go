@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller"
+	"sortie/controller/service"
 )
 
 // ShowOptions are `jobs show`'s flags.
@@ -56,7 +56,7 @@ func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
 	})
 }
 
-func printShow(f *Factory, d *controller.JobDetail) error {
+func printShow(f *Factory, d *service.JobDetail) error {
 	w := f.Out
 	now := f.Now()
 	fmt.Fprintf(w, "Job %d: %s\n", d.ID, d.Name)
@@ -119,7 +119,7 @@ func printShow(f *Factory, d *controller.JobDetail) error {
 }
 
 // printChain shows the retry chain from the first job to the newest.
-func printChain(f *Factory, d *controller.JobDetail) {
+func printChain(f *Factory, d *service.JobDetail) {
 	if len(d.Chain) <= 1 {
 		return
 	}

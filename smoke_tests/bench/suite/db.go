@@ -11,15 +11,17 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
-	"sortie/controller"
+	"sortie/controller/clouds"
+	sortiehome "sortie/controller/home"
+	"sortie/controller/service"
 )
 
 // openDB opens home's store for the bench's own queries, beside the
 // controller that writes it.
-func openDB(home string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+controller.StatePath(home)+"?_busy_timeout=15000&_journal_mode=WAL")
+func openDB(dir string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+sortiehome.State(dir)+"?_busy_timeout=15000&_journal_mode=WAL")
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", controller.StatePath(home), err)
+		return nil, fmt.Errorf("open %s: %w", sortiehome.State(dir), err)
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
@@ -75,7 +77,7 @@ func latest(ctx context.Context, db *sql.DB, column string) (time.Time, int, err
 // uses, in this process, nudging the controller every batch jobs, and
 // returns their ids and when the last was stored.
 func submit(ctx context.Context, d *Daemon, file string, n, batch int, progress io.Writer) ([]int64, time.Time, error) {
-	svc, err := controller.OpenService(ctx, d.Home)
+	svc, err := service.Open(ctx, d.Home, clouds.Light())
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -85,7 +87,7 @@ func submit(ctx context.Context, d *Daemon, file string, n, batch int, progress 
 	svc.StartDaemon = func(context.Context, string) error { return nil }
 	ids := make([]int64, 0, n)
 	for i := 0; i < n; i++ {
-		j, err := svc.Launch(ctx, controller.LaunchRequest{File: file, Name: fmt.Sprintf("bench-%d", i)})
+		j, err := svc.Launch(ctx, service.LaunchRequest{File: file, Name: fmt.Sprintf("bench-%d", i)})
 		if err != nil {
 			return ids, time.Time{}, fmt.Errorf("submit job %d of %d: %w", i+1, n, err)
 		}

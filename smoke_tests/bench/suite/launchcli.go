@@ -75,3 +75,25 @@ func RunLaunchCLI(ctx context.Context, o LaunchOptions) (*LaunchResult, error) {
 	}
 	return r, nil
 }
+
+// RunCLIInit times `sortie --help`, from process start to exit, runs times
+// after one untimed run: what every command a user types pays before it
+// does anything.
+func RunCLIInit(ctx context.Context, bin string, runs int) (*LaunchResult, error) {
+	r := &LaunchResult{}
+	for i := 0; i <= runs; i++ {
+		cmd := exec.CommandContext(ctx, bin, "--help")
+		cmd.Env = Environ(os.TempDir())
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		el := time.Since(t0)
+		if err != nil {
+			return nil, fmt.Errorf("sortie --help: %w: %s", err, out)
+		}
+		if i > 0 {
+			r.Runs = append(r.Runs, el)
+		}
+	}
+	r.Median = Median(r.Runs)
+	return r, nil
+}

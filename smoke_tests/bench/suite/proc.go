@@ -44,15 +44,16 @@ func Environ(home string) []string {
 	return append(out, "SORTIE_HOME="+home)
 }
 
-// StartDaemon runs `bin controller run` for home, its output in
-// home/controller.log, and returns once it has taken the home.
+// StartDaemon runs the controller program beside bin (`sortie-controller
+// run`) for home, its output in home/controller.log, and returns once it
+// has taken the home.
 func StartDaemon(ctx context.Context, bin, home string) (*Daemon, error) {
 	logf, err := os.OpenFile(filepath.Join(home, "controller.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "controller", "run")
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "sortie-controller"), "run")
 	cmd.Env = Environ(home)
 	cmd.Dir = home
 	cmd.Stdout, cmd.Stderr = logf, logf

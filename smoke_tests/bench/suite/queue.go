@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"sortie/controller"
+	sortiehome "sortie/controller/home"
+	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -58,7 +59,7 @@ func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 	if err := os.MkdirAll(o.Home, 0o755); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, controller.StatePath(o.Home), nil)
+	st, err := store.Open(ctx, sortiehome.State(o.Home), nil)
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []controller.JobView
+	var jobs []service.JobView
 	if err := json.Unmarshal(out, &jobs); err != nil {
 		return nil, fmt.Errorf("queue -o json: %w", err)
 	}

@@ -1,9 +1,10 @@
-package controller
+package service
 
 import (
 	"context"
 	"fmt"
 
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/provision/local"
 	"sortie/schema"
@@ -29,13 +30,13 @@ func (s *Service) Preempt(ctx context.Context, id int64, rank int) (string, erro
 	if rank < 0 || (len(a.InstanceIDs) > 0 && rank >= len(a.InstanceIDs)) {
 		return "", &UsageError{Err: fmt.Errorf("--node: %d is not a node of job %d (0-%d)", rank, id, len(a.InstanceIDs)-1)}
 	}
-	return a.Cluster, s.Providers.Local().Preempt(ctx, a.Cluster, rank)
+	return a.Cluster, clouds.LocalProvider(s.Config).Preempt(ctx, a.Cluster, rank)
 }
 
 // SetCapacity turns capacity at a local placement on or off.
 func (s *Service) SetCapacity(p schema.Placement, on bool) error {
 	known := false
-	for _, r := range s.Providers.LocalRegions() {
+	for _, r := range clouds.LocalRegions(s.Config) {
 		if r.Name != p.Region {
 			continue
 		}

@@ -1,4 +1,4 @@
-package controller
+package clouds
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/config"
 	"sortie/provision/sim"
 )
 
@@ -27,11 +28,11 @@ func TestSimConfigFromYAML(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(home, func(string) string { return "" })
+	cfg, err := config.Load(home, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := cfg.SimConfig()
+	got := SimConfig(cfg)
 	want := sim.Config{
 		Regions: []sim.Region{{Name: "r1", Zones: []string{"r1-a"}}}, BootDelay: 2 * time.Second, RunTime: 2 * time.Minute,
 		ExitCodes: []sim.ExitRule{{Code: 29, Share: 0.1, Attempt: 1}}, PreemptRate: 0.05, PreemptAttempts: 1,
@@ -40,7 +41,7 @@ func TestSimConfigFromYAML(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Type().Kind().String() == "func" || p.String() == "Log" }, cmp.Ignore())); diff != "" {
 		t.Errorf("SimConfig (-want +got):\n%s", diff)
 	}
-	if d := (Config{Home: home}).SimConfig(); d.RunTime != 10*time.Second || d.SaveEvery != 5*time.Second {
+	if d := SimConfig(config.Config{Home: home}); d.RunTime != 10*time.Second || d.SaveEvery != 5*time.Second {
 		t.Errorf("defaults: run time %s, save every %s; want 10s and 5s", d.RunTime, d.SaveEvery)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package service
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"os"
 	"time"
 
+	"sortie/controller/home"
 	"sortie/controller/store"
+	"sortie/provision"
 	"sortie/provision/node"
 )
 
@@ -141,7 +143,7 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 		cur.grow(n)
 		for rank := 0; rank < n; rank++ {
 			for {
-				b, err := readFrom(NodeLogPath(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
+				b, err := readFrom(home.NodeLog(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
 				if err != nil {
 					return false, err
 				}
@@ -159,33 +161,58 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 	if a.State != store.AttemptRunning || a.Cloud == "" {
 		return false, nil
 	}
-	prov, err := s.Providers.Provider(ctx, a.Cloud)
+	var chunks [][]byte
+	var err error
+	switch {
+	case s.Clouds.Has(a.Cloud):
+		var prov provision.Provider
+		if prov, err = s.Clouds.Provider(ctx, a.Cloud); err == nil {
+			chunks, err = LiveLogs(ctx, prov, a, cur.offsets)
+		}
+	case s.RemoteLogs != nil:
+		chunks, err = s.RemoteLogs(ctx, a, cur.offsets)
+	}
 	if err != nil {
 		return false, err
 	}
-	got, err := prov.Status(ctx, []string{a.Cluster})
-	cl := got[a.Cluster]
-	if err != nil || cl == nil {
-		return false, nil // gone or unknown: the kept copy will follow
-	}
-	n = len(cl.Nodes)
+	n = len(chunks)
 	cur.grow(n)
-	for rank := range cl.Nodes {
-		r, err := nodeRunner(ctx, prov, cl, rank, a)
-		if err != nil {
-			continue
-		}
-		b, err := node.ReadLog(ctx, r, cur.offsets[rank])
-		r.Close()
-		if err != nil {
-			continue
-		}
+	for rank, b := range chunks {
 		cur.offsets[rank] += int64(len(b))
 		if err := cur.write(w, rank, n, b, false); err != nil {
 			return false, err
 		}
 	}
 	return false, nil
+}
+
+// LiveLogs reads what each node's log of the running attempt a holds past
+// offsets[rank] (0 where offsets is short). A cluster that is gone or
+// unknown gives nothing: its kept copy follows when the attempt ends. A node
+// that cannot be reached gives nothing this time.
+func LiveLogs(ctx context.Context, prov provision.Provider, a *store.Attempt, offsets []int64) ([][]byte, error) {
+	got, err := prov.Status(ctx, []string{a.Cluster})
+	cl := got[a.Cluster]
+	if err != nil || cl == nil {
+		return nil, nil
+	}
+	out := make([][]byte, len(cl.Nodes))
+	for rank := range cl.Nodes {
+		r, err := prov.Runner(ctx, cl, rank)
+		if err != nil {
+			continue
+		}
+		var off int64
+		if rank < len(offsets) {
+			off = offsets[rank]
+		}
+		b, err := node.ReadLog(ctx, node.ForAttempt(r, a.Attempt), off)
+		r.Close()
+		if err == nil {
+			out[rank] = b
+		}
+	}
+	return out, nil
 }
 
 // write prints b of node rank; with several nodes, each line gets the
@@ -214,10 +241,10 @@ func (c *cursor) write(w io.Writer, rank, nodes int, b []byte, flush bool) error
 	return err
 }
 
-func countKept(home string, a *store.Attempt) int {
+func countKept(h string, a *store.Attempt) int {
 	n := 0
 	for {
-		if _, err := os.Stat(NodeLogPath(home, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
+		if _, err := os.Stat(home.NodeLog(h, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
 			return n
 		}
 		n++

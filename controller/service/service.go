@@ -1,4 +1,11 @@
-package controller
+// Package service carries out the verbs a user types (launch, queue, show,
+// logs, cancel, retry, failures, check, the local weather) over a home's
+// store and controller. Its request and response types are the JSON
+// contract: the CLI prints them with -o json, and an HTTP API serves the
+// same. It never links a cloud SDK: what needs one (checking a cloud's
+// credentials, reading a running cloud node's log) is asked of the
+// controller program through hooks the caller sets.
+package service
 
 import (
 	"context"
@@ -10,37 +17,49 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/clouds"
+	"sortie/controller/config"
+	"sortie/controller/daemon"
+	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/schema"
 )
 
-// Service carries out the CLI's verbs over the local store and daemon. A
+// Service carries out the verbs over the local store and controller. A
 // remote controller would implement the same verbs over HTTP.
 type Service struct {
-	Home      string
-	Store     *store.Store
-	Config    Config
-	Providers *ProviderSet
-	Now       func() time.Time
-	Getenv    func(string) string
+	Home   string
+	Store  *store.Store
+	Config config.Config
+	// Clouds are the providers this process can open itself (local and
+	// sim in the CLI).
+	Clouds *clouds.Set
+	Now    func() time.Time
+	Getenv func(string) string
 	// StartDaemon starts the controller if it is not running; tests replace it.
 	StartDaemon func(ctx context.Context, home string) error
+	// CheckClouds answers `sortie check`; nil checks the clouds of Clouds.
+	CheckClouds func(ctx context.Context) ([]clouds.Check, error)
+	// RemoteLogs reads a running attempt's node logs on a cloud that is
+	// not in Clouds; nil leaves such logs to their kept copies.
+	RemoteLogs func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error)
 }
 
-// OpenService opens home's store for the CLI.
-func OpenService(ctx context.Context, home string) (*Service, error) {
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, err
+// Open opens home's store and configuration for the verbs; the providers
+// it can open itself are those of cls.
+func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
+	if err := os.MkdirAll(h, 0o755); err != nil {
+		return nil, fmt.Errorf("create SORTIE_HOME: %w", err)
 	}
-	cfg, err := LoadConfig(home, os.Getenv)
+	cfg, err := config.Load(h, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, StatePath(home), nil)
+	st, err := store.Open(ctx, home.State(h), nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Home: home, Store: st, Config: cfg, Providers: NewProviderSet(cfg), Now: time.Now, Getenv: os.Getenv, StartDaemon: EnsureDaemon}, nil
+	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv, StartDaemon: daemon.Ensure}, nil
 }
 
 // Close closes the store.
@@ -170,7 +189,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	}
 	// The secrets are on disk before the job is committed, so no controller
 	// can see the job without them.
-	id, err := s.Store.CreateJobWith(ctx, j, tasks, func(id int64) error { return WriteSecrets(s.Home, id, secrets) })
+	id, err := s.Store.CreateJobWith(ctx, j, tasks, func(id int64) error { return home.WriteSecrets(s.Home, id, secrets) })
 	if err != nil {
 		return nil, err
 	}
@@ -207,56 +226,6 @@ func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) 
 	return out, nil
 }
 
-// UsageError is bad input from the user: exit status 2, nothing stored.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// KnownFailureError refuses inputs that already failed: exit status 3.
-type KnownFailureError struct {
-	Failure *store.KnownFailure
-	Now     time.Time
-}
-
-func (e *KnownFailureError) Error() string {
-	f := e.Failure
-	return fmt.Sprintf("These inputs already failed in job %d (%s, %s ago); nothing has changed since. "+
-		"See `sortie jobs logs %d`. To run it anyway: --retry-failed.",
-		f.JobID, describeCodes(f.Status, f.ExitCodes), humanAge(e.Now.Sub(f.RecordedAt)), f.JobID)
-}
-
-func describeCodes(status string, codes []*int) string {
-	var known []string
-	for _, c := range codes {
-		if c != nil && *c != 0 {
-			known = append(known, fmt.Sprint(*c))
-		}
-	}
-	what := "exit code"
-	if status == store.FailedSetup {
-		what = "setup exit code"
-	}
-	switch len(known) {
-	case 0:
-		return strings.ToLower(status)
-	case 1:
-		return what + " " + known[0]
-	}
-	return what + "s " + strings.Join(known, ", ")
-}
-
-func humanAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d seconds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d minutes", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d hours", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
-}
 
 // QueueRequest is `jobs queue`.
 type QueueRequest struct {

@@ -1,4 +1,8 @@
-package controller
+// Package config reads $SORTIE_HOME/config.yaml: every key optional, most
+// overridable by an environment variable for tests. Each cloud has its own
+// section here; the cloud registry (controller/clouds) maps a section onto
+// its provider's configuration.
+package config
 
 import (
 	"fmt"
@@ -16,16 +20,16 @@ import (
 // overridden by an environment variable (tests use those).
 type Config struct {
 	Home       string       `json:"-"`
-	Controller ControllerCf `json:"controller"`
-	Local      LocalCf      `json:"local"`
-	AWS        AWSCf        `json:"aws"`
-	GCP        GCPCf        `json:"gcp"`
-	SSH        SSHCf        `json:"ssh"`
-	Sim        SimCf        `json:"sim"`
+	Controller ControllerConfig `json:"controller"`
+	Local      LocalConfig      `json:"local"`
+	AWS        AWSConfig        `json:"aws"`
+	GCP        GCPConfig        `json:"gcp"`
+	SSH        SSHConfig        `json:"ssh"`
+	Sim        SimConfig        `json:"sim"`
 }
 
-// ControllerCf is the controller: section.
-type ControllerCf struct {
+// ControllerConfig is the controller: section.
+type ControllerConfig struct {
 	// PollInterval is how often every job is reconciled (SORTIE_POLL_INTERVAL).
 	PollInterval Duration `json:"poll_interval"`
 	// MaxParallelLaunches bounds concurrent cluster launches.
@@ -50,8 +54,8 @@ type ControllerCf struct {
 	SweepInterval Duration `json:"sweep_interval"`
 }
 
-// LocalCf is the local: section.
-type LocalCf struct {
+// LocalConfig is the local: section.
+type LocalConfig struct {
 	Regions []LocalRegion `json:"regions"`
 }
 
@@ -61,8 +65,8 @@ type LocalRegion struct {
 	Zones []string `json:"zones"`
 }
 
-// AWSCf is the aws: section.
-type AWSCf struct {
+// AWSConfig is the aws: section.
+type AWSConfig struct {
 	Profile  string   `json:"profile"`
 	Regions  []string `json:"regions"`
 	Endpoint string   `json:"endpoint"` // an EC2-compatible endpoint, for tests
@@ -77,8 +81,8 @@ type AWSCf struct {
 	RetryMaxAttempts int `json:"retry_max_attempts"`
 }
 
-// GCPCf is the gcp: section.
-type GCPCf struct {
+// GCPConfig is the gcp: section.
+type GCPConfig struct {
 	Project  string   `json:"project"`
 	Regions  []string `json:"regions"`
 	Endpoint string   `json:"endpoint"` // a Compute Engine API stand-in, for tests
@@ -91,8 +95,8 @@ type GCPCf struct {
 	LaunchTimeout     Duration `json:"launch_timeout"`
 }
 
-// SSHCf is the ssh: section.
-type SSHCf struct {
+// SSHConfig is the ssh: section.
+type SSHConfig struct {
 	// ProxyCommand reaches nodes through a bastion, OpenSSH style (%h, %p).
 	ProxyCommand string `json:"proxy_command"`
 }
@@ -121,9 +125,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// LoadConfig reads home/config.yaml (absent is fine), applies environment
+// Load reads home/config.yaml (absent is fine), applies environment
 // overrides from getenv, then fills defaults.
-func LoadConfig(home string, getenv func(string) string) (Config, error) {
+func Load(home string, getenv func(string) string) (Config, error) {
 	cfg := Config{Home: home}
 	path := filepath.Join(home, "config.yaml")
 	b, err := os.ReadFile(path)
@@ -220,4 +224,40 @@ func (cfg Config) LaunchBackoff() strategy.Backoff {
 	b := strategy.DefaultLaunchBackoff()
 	b.Initial, b.Max = cfg.Controller.LaunchBackoffInitial.D(), cfg.Controller.LaunchBackoffMax.D()
 	return b
+}
+
+// SimConfig is the sim: section, the cloud of hollow nodes used for scale and
+// chaos tests of the controller.
+type SimConfig struct {
+	// Regions and their zones; empty means sim's default two regions.
+	Regions []LocalRegion `json:"regions"`
+	// BootDelay is how long a launch takes (default 0).
+	BootDelay Duration `json:"boot_delay"`
+	// RunTime is how long every task runs (default 10s).
+	RunTime Duration `json:"run_time"`
+	// ExitCodes make a share of tasks exit with a code on an attempt.
+	ExitCodes []SimExitRule `json:"exit_codes"`
+	// PreemptRate is the share of clusters preempted while their first
+	// task runs; PreemptAttempts limits it to the first attempts (0: all).
+	PreemptRate     float64 `json:"preempt_rate"`
+	PreemptAttempts int     `json:"preempt_attempts"`
+	// CapacityPerZone is how many nodes a zone holds (0: unlimited).
+	CapacityPerZone int `json:"capacity_per_zone"`
+	// Seed makes the random choices repeat from run to run.
+	Seed uint64 `json:"seed"`
+	// SaveEvery bounds how often the sim's state is saved under
+	// $SORTIE_HOME/sim (default 5s): encoding many clusters costs the
+	// controller's process CPU each time, which a real cloud does not.
+	SaveEvery Duration `json:"save_every"`
+	// DecisionLog, when set, is a file (relative to $SORTIE_HOME) where the
+	// sim records when the controller saw each attempt end and when it
+	// asked for the next one.
+	DecisionLog string `json:"decision_log"`
+}
+
+// SimExitRule is one sim.exit_codes item.
+type SimExitRule struct {
+	Code    int     `json:"code"`
+	Share   float64 `json:"share"`
+	Attempt int     `json:"attempt"` // 1-based; 0 means every attempt
 }

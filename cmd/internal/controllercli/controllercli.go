@@ -1,0 +1,123 @@
+// Package controllercli is the command tree of the controller program:
+// `run` the controller, and the two questions the CLI asks it because they
+// need a cloud SDK: `check` the clouds, and read a running attempt's
+// `node-logs`. Both print JSON for the CLI to read.
+package controllercli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller"
+	"sortie/controller/clouds"
+	"sortie/controller/clouds/all"
+	"sortie/controller/config"
+	"sortie/controller/home"
+	"sortie/controller/service"
+	"sortie/controller/store"
+)
+
+// Main runs the controller program's command line and returns its exit
+// status.
+func Main(args []string, out, errw io.Writer) int {
+	h := home.FromEnv(os.Getenv)
+	root := &cobra.Command{
+		Use:           "sortie-controller",
+		Short:         "The controller of SORTIE_HOME (started by the sortie CLI when needed)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "run",
+		Short: "Run the controller in the foreground",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return controller.Serve(cmd.Context(), h, slog.New(slog.NewTextHandler(errw, nil)), all.Clouds())
+		},
+	}, &cobra.Command{
+		Use:   "check",
+		Short: "Print, as JSON, which clouds are usable and why not",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(h, os.Getenv)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(out).Encode(clouds.NewSet(cfg, all.Clouds()).Check(cmd.Context()))
+		},
+	}, nodeLogs(h, out))
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errw)
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(errw, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+func nodeLogs(h string, out io.Writer) *cobra.Command {
+	var offsets string
+	cmd := &cobra.Command{
+		Use:   "node-logs JOB TASK ATTEMPT",
+		Short: "Print, as JSON, what each node's log of a running attempt holds past --offsets",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			job, err1 := strconv.ParseInt(args[0], 10, 64)
+			task, err2 := strconv.Atoi(args[1])
+			attempt, err3 := strconv.Atoi(args[2])
+			if err1 != nil || err2 != nil || err3 != nil {
+				return fmt.Errorf("JOB TASK ATTEMPT: %q is not three numbers", strings.Join(args, " "))
+			}
+			var offs []int64
+			for _, o := range strings.Split(offsets, ",") {
+				if o == "" {
+					continue
+				}
+				n, err := strconv.ParseInt(o, 10, 64)
+				if err != nil {
+					return fmt.Errorf("--offsets: %q is not a list of byte offsets", offsets)
+				}
+				offs = append(offs, n)
+			}
+			cfg, err := config.Load(h, os.Getenv)
+			if err != nil {
+				return err
+			}
+			st, err := store.Open(ctx, home.State(h), nil)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			as, err := st.Attempts(ctx, job)
+			if err != nil {
+				return fmt.Errorf("attempts of job %d: %w", job, err)
+			}
+			chunks := [][]byte{}
+			for _, a := range as {
+				if a.TaskIdx != task || a.Attempt != attempt || a.State != store.AttemptRunning {
+					continue
+				}
+				prov, err := clouds.NewSet(cfg, all.Clouds()).Provider(ctx, a.Cloud)
+				if err != nil {
+					return err
+				}
+				if chunks, err = service.LiveLogs(ctx, prov, a, offs); err != nil {
+					return err
+				}
+			}
+			return json.NewEncoder(out).Encode(chunks)
+		},
+	}
+	cmd.Flags().StringVar(&offsets, "offsets", "", "comma-separated byte offset of each node's log, by rank")
+	return cmd
+}

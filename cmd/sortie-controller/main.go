@@ -1,0 +1,14 @@
+// Command sortie-controller is the controller program: it reconciles the
+// jobs of one SORTIE_HOME and is the only program that links the cloud
+// SDKs. The sortie CLI starts it in the background when needed.
+package main
+
+import (
+	"os"
+
+	"sortie/cmd/internal/controllercli"
+)
+
+func main() {
+	os.Exit(controllercli.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,11 @@
+// Package all lists every cloud this build of the controller drives,
+// including those that link a cloud SDK. Only the controller process
+// imports it.
+package all
+
+import "sortie/controller/clouds"
+
+// Clouds is the whole registry: one entry per cloud.
+func Clouds() []clouds.Cloud {
+	return append(clouds.Light(), AWS(), GCP())
+}

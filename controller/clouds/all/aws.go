@@ -1,0 +1,43 @@
+package all
+
+import (
+	"context"
+	"strings"
+
+	"sortie/controller/clouds"
+	"sortie/controller/config"
+	"sortie/provision"
+	"sortie/provision/aws"
+)
+
+// AWS is EC2. Credentials come from the standard chain (environment,
+// profile, SSO, instance role).
+func AWS() clouds.Cloud {
+	return clouds.Cloud{
+		Name: "aws",
+		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) { return aws.New(ctx, AWSConfig(cfg)) },
+		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
+			r, err := aws.Check(ctx, AWSConfig(cfg))
+			c := clouds.Check{Problems: r.Problems}
+			if err != nil {
+				c.Problems = append(c.Problems, err.Error())
+			}
+			if r.CredentialSource != "" {
+				c.Details = append(c.Details, "credentials: "+r.CredentialSource)
+			}
+			if len(r.Regions) > 0 {
+				c.Details = append(c.Details, "regions: "+strings.Join(r.Regions, ", "))
+			}
+			return c
+		},
+	}
+}
+
+// AWSConfig maps the aws: and ssh: sections onto the EC2 provider's config.
+func AWSConfig(cfg config.Config) aws.Config {
+	return aws.Config{
+		Home: cfg.Home, Regions: cfg.AWS.Regions, Endpoint: cfg.AWS.Endpoint, Profile: cfg.AWS.Profile,
+		SSHUser: cfg.AWS.SSHUser, ProxyCommand: cfg.SSH.ProxyCommand, NodeDirRoot: cfg.AWS.NodeDir,
+		LaunchTimeout: cfg.AWS.LaunchTimeout.D(), PollInterval: cfg.AWS.PollInterval.D(), RetryMaxAttempts: cfg.AWS.RetryMaxAttempts,
+	}
+}

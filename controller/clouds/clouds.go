@@ -1,0 +1,174 @@
+// Package clouds is the registry of clouds: for each, how its provider is
+// opened from config.yaml and how `sortie check` asks whether it is usable.
+// The clouds without an SDK (local, sim) are here; the ones that link a
+// cloud SDK are in controller/clouds/all, which only the controller process
+// imports, so the CLI does not pay for them.
+//
+// Adding a cloud: its provider in a folder under provision/, its section in
+// controller/config, and one entry in controller/clouds/all.
+package clouds
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"sortie/controller/config"
+	"sortie/provision"
+	"sortie/provision/local"
+)
+
+// Cloud is one entry of the registry.
+type Cloud struct {
+	Name string
+	// Open builds the cloud's provider from the configuration.
+	Open func(ctx context.Context, cfg config.Config) (provision.Provider, error)
+	// Check says whether the cloud is usable; nil leaves it out of
+	// `sortie check` (sim, a test cloud).
+	Check func(ctx context.Context, cfg config.Config) Check
+}
+
+// Check says whether one cloud is usable, and why not: an item of
+// `sortie check -o json`.
+type Check struct {
+	Cloud    string   `json:"cloud"`
+	OK       bool     `json:"ok"`
+	Details  []string `json:"details"`
+	Problems []string `json:"problems"`
+}
+
+// Light lists the clouds that link no cloud SDK: local and sim.
+func Light() []Cloud { return []Cloud{Local(), Sim()} }
+
+// Local is this machine: each node a directory and a process group.
+func Local() Cloud {
+	return Cloud{
+		Name: "local",
+		Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) { return LocalProvider(cfg), nil },
+		Check: func(_ context.Context, cfg config.Config) Check {
+			var regions []string
+			for _, r := range LocalRegions(cfg) {
+				regions = append(regions, fmt.Sprintf("%s (%s)", r.Name, strings.Join(r.Zones, ", ")))
+			}
+			return Check{Details: []string{"regions: " + strings.Join(regions, "; ")}}
+		},
+	}
+}
+
+// LocalProvider is the local provider over the configured regions.
+func LocalProvider(cfg config.Config) *local.Provider {
+	return local.New(local.Config{Home: cfg.Home, Regions: LocalRegions(cfg)})
+}
+
+// LocalRegions are the local provider's regions: local.regions from the
+// config, else the default region with two zones.
+func LocalRegions(cfg config.Config) []local.Region {
+	if len(cfg.Local.Regions) == 0 {
+		return local.DefaultRegions()
+	}
+	var regions []local.Region
+	for _, r := range cfg.Local.Regions {
+		regions = append(regions, local.Region{Name: r.Name, Zones: r.Zones})
+	}
+	return regions
+}
+
+// Set opens each cloud's provider on first use and keeps it.
+type Set struct {
+	cfg    config.Config
+	clouds map[string]Cloud
+
+	mu   sync.Mutex
+	open map[string]provision.Provider
+}
+
+// NewSet returns the providers of the given clouds under cfg.
+func NewSet(cfg config.Config, clouds []Cloud) *Set {
+	s := &Set{cfg: cfg, clouds: map[string]Cloud{}, open: map[string]provision.Provider{}}
+	for _, c := range clouds {
+		s.clouds[c.Name] = c
+	}
+	return s
+}
+
+// Has says whether cloud is in the set ("" means local).
+func (s *Set) Has(cloud string) bool {
+	if cloud == "" {
+		cloud = "local"
+	}
+	_, ok := s.clouds[cloud]
+	return ok
+}
+
+// Provider returns the provider of cloud ("" means local).
+func (s *Set) Provider(ctx context.Context, cloud string) (provision.Provider, error) {
+	if cloud == "" {
+		cloud = "local"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.open[cloud]; ok {
+		return p, nil
+	}
+	c, ok := s.clouds[cloud]
+	if !ok {
+		return nil, fmt.Errorf("cloud %q is not supported by this controller (supported: %s)", cloud, strings.Join(s.names(), ", "))
+	}
+	p, err := c.Open(ctx, s.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cloud, err)
+	}
+	s.open[cloud] = p
+	return p, nil
+}
+
+func (s *Set) names() []string {
+	n := make([]string, 0, len(s.clouds))
+	for k := range s.clouds {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Opened lists local and every cloud opened so far, for the orphan sweep.
+func (s *Set) Opened() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []string{"local"}
+	for k := range s.open {
+		if k != "local" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Check reports every cloud of the set that has a check: local first, then
+// the others by name, each asked with its standard credential chain.
+func (s *Set) Check(ctx context.Context) []Check {
+	var out []Check
+	for _, name := range s.names() {
+		c := s.clouds[name]
+		if c.Check == nil {
+			continue
+		}
+		r := c.Check(ctx, s.cfg)
+		r.Cloud, r.OK = name, len(r.Problems) == 0
+		if r.Details == nil {
+			r.Details = []string{}
+		}
+		if r.Problems == nil {
+			r.Problems = []string{}
+		}
+		if name == "local" {
+			out = append([]Check{r}, out...)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package clouds
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"sortie/controller/config"
+	"sortie/provision"
+	"sortie/provision/sim"
+)
+
+// Sim is the cloud of hollow nodes, for scale and chaos tests of the
+// controller.
+func Sim() Cloud {
+	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) {
+		return sim.Open(SimStatePath(cfg.Home), SimConfig(cfg))
+	}}
+}
+
+// SimConfig maps the sim: section onto the sim provider's configuration.
+func SimConfig(cfg config.Config) sim.Config {
+	s := cfg.Sim
+	out := sim.Config{
+		BootDelay: s.BootDelay.D(), RunTime: s.RunTime.D(), PreemptRate: s.PreemptRate, PreemptAttempts: s.PreemptAttempts,
+		CapacityPerZone: s.CapacityPerZone, Seed: s.Seed, SaveEvery: s.SaveEvery.D(), DecisionLog: s.DecisionLog,
+	}
+	if out.RunTime <= 0 {
+		out.RunTime = 10 * time.Second
+	}
+	if out.SaveEvery <= 0 {
+		out.SaveEvery = 5 * time.Second
+	}
+	if out.DecisionLog != "" && !filepath.IsAbs(out.DecisionLog) {
+		out.DecisionLog = filepath.Join(cfg.Home, out.DecisionLog)
+	}
+	for _, r := range s.Regions {
+		out.Regions = append(out.Regions, sim.Region{Name: r.Name, Zones: r.Zones})
+	}
+	for _, r := range s.ExitCodes {
+		out.ExitCodes = append(out.ExitCodes, sim.ExitRule{Code: r.Code, Share: r.Share, Attempt: r.Attempt})
+	}
+	return out
+}
+
+// SimStatePath is where the sim provider of home keeps its clusters.
+func SimStatePath(home string) string { return filepath.Join(home, "sim", "state.json") }

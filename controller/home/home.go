@@ -1,0 +1,116 @@
+// Package home names the files of one SORTIE_HOME: the store, the
+// controller's lock, pid and log, kept logs and kept secrets. The CLI, the
+// service and the controller all find them here.
+package home
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// State is the SQLite store.
+func State(home string) string { return filepath.Join(home, "state.db") }
+
+// Config is config.yaml.
+func Config(home string) string { return filepath.Join(home, "config.yaml") }
+
+// Lock is the controller's flock: held while a controller runs.
+func Lock(home string) string { return filepath.Join(home, "controller.lock") }
+
+// PID holds the running controller's pid.
+func PID(home string) string { return filepath.Join(home, "controller.pid") }
+
+// ControllerLog is where a controller started in the background writes.
+func ControllerLog(home string) string { return filepath.Join(home, "controller.log") }
+
+// LogDir is where an attempt's logs are kept on the controller, one file per
+// node, so that `jobs logs` works after the cluster is gone.
+func LogDir(home string, job int64, task, attempt int) string {
+	return filepath.Join(home, "logs", strconv.FormatInt(job, 10), "task-"+strconv.Itoa(task), "attempt-"+strconv.Itoa(attempt))
+}
+
+// NodeLog is one node's kept log of an attempt.
+func NodeLog(home string, job int64, task, attempt, rank int) string {
+	return filepath.Join(LogDir(home, job, task, attempt), fmt.Sprintf("node-%d.log", rank))
+}
+
+// SecretsDir holds the kept secrets of jobs that have not ended.
+func SecretsDir(home string) string { return filepath.Join(home, "secrets") }
+
+// Secrets is the file of one job's secret values. Secrets are kept out of
+// the store: the values a job was launched with live in a 0600 file of
+// their own until the job ends.
+func Secrets(home string, job int64) string {
+	return filepath.Join(SecretsDir(home), strconv.FormatInt(job, 10)+".json")
+}
+
+// WriteSecrets keeps a job's secret values for the controller.
+func WriteSecrets(home string, job int64, values map[string]string) error {
+	if len(values) == 0 {
+		// A file of this id left by a launch that died before its commit
+		// must not lend its values to this job.
+		if err := os.Remove(Secrets(home, job)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("remove stale secrets of job %d: %w", job, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(SecretsDir(home), 0o700); err != nil {
+		return err
+	}
+	b, err := json.Marshal(values)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(Secrets(home, job), b, 0o600)
+}
+
+// ReadSecrets returns a job's kept secret values; none kept is nil.
+func ReadSecrets(home string, job int64) (map[string]string, error) {
+	b, err := os.ReadFile(Secrets(home, job))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read secrets of job %d: %w", job, err)
+	}
+	var v map[string]string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("secrets of job %d: %w", job, err)
+	}
+	return v, nil
+}
+
+// RemoveSecrets forgets a job's secret values; none kept is fine.
+func RemoveSecrets(home string, job int64) error {
+	if err := os.Remove(Secrets(home, job)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+// WriteFileAtomic writes path so that it appears whole or not at all.
+func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// FromEnv is $SORTIE_HOME made absolute, default ~/.sortie.
+func FromEnv(getenv func(string) string) string {
+	if h := getenv("SORTIE_HOME"); h != "" {
+		if abs, err := filepath.Abs(h); err == nil {
+			return abs
+		}
+		return h
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		dir = "."
+	}
+	return filepath.Join(dir, ".sortie")
+}

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+	"os"
+
+	"sortie/controller/home"
+	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/provision/node"
+)
+
+// collectLogs copies every reachable node's log of a into the controller's
+// log directory before the cluster is torn down, and returns the directory.
+// A node it cannot reach keeps whatever was copied before.
+func (c *Controller) collectLogs(ctx context.Context, j *store.Job, a *store.Attempt) string {
+	dir := home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.Log.Warn("log dir", "dir", dir, "err", err)
+		return dir
+	}
+	if a.Cloud == "" {
+		return dir
+	}
+	prov, err := c.Providers.Provider(ctx, a.Cloud)
+	if err != nil {
+		return dir
+	}
+	got, err := prov.Status(ctx, []string{a.Cluster})
+	cl := got[a.Cluster]
+	if err != nil || cl == nil {
+		return dir
+	}
+	for rank := range cl.Nodes {
+		r, err := c.runner(ctx, prov, cl, rank, a)
+		if err != nil {
+			continue
+		}
+		err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
+		r.Close()
+		if err != nil {
+			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+		}
+	}
+	return dir
+}
+
+// keepLog copies a node's log to path chunk by chunk, so a large log never
+// sits in memory whole; the file appears complete or not at all.
+func keepLog(ctx context.Context, r provision.Runner, path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	var off int64
+	for {
+		b, err := node.ReadLog(ctx, r, off)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return err
+		}
+		off += int64(len(b))
+		// A chunk shorter than the most ReadLog returns is the end: the
+		// task has ended, so its log does not grow, and asking the node
+		// once more (a process, or an SSH round trip) would only confirm it.
+		if len(b) < node.MaxLogChunk {
+			break
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (c *Controller) readSecrets(job int64) (map[string]string, error) {
+	return home.ReadSecrets(c.Config.Home, job)
+}
+
+func (c *Controller) cleanupSecrets(job int64) {
+	if err := home.RemoveSecrets(c.Config.Home, job); err != nil {
+		c.Log.Warn("remove secrets", "job", job, "err", err)
+	}
+}

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"sortie/controller/clouds"
+	"sortie/controller/config"
+	"sortie/controller/daemon"
+	"sortie/controller/home"
+	"sortie/controller/store"
+)
+
+// Serve runs the controller of h in this process until ctx ends or the
+// process is told to stop, driving the clouds cls. It is the controller
+// program's whole work; daemon.Run makes it the only one of its home.
+func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) error {
+	// c is set before ready closes: a SIGUSR1 that comes earlier has
+	// nothing to wake, and the first tick reads the store anyway.
+	var c *Controller
+	ready := make(chan struct{})
+	return daemon.Run(ctx, h, log, func(ctx context.Context) error {
+		cfg, err := config.Load(h, os.Getenv)
+		if err != nil {
+			return err
+		}
+		st, err := store.Open(ctx, home.State(h), nil)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		c = New(st, cfg, clouds.NewSet(cfg, cls), log)
+		close(ready)
+		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
+		err = c.Run(ctx)
+		c.Log.Info("controller stopped")
+		return err
+	}, func() {
+		select {
+		case <-ready:
+			c.Wake()
+		default:
+		}
+	})
+}

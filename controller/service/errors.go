@@ -1,0 +1,60 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"sortie/controller/store"
+)
+
+// UsageError is bad input from the user: exit status 2, nothing stored.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// KnownFailureError refuses inputs that already failed: exit status 3.
+type KnownFailureError struct {
+	Failure *store.KnownFailure
+	Now     time.Time
+}
+
+func (e *KnownFailureError) Error() string {
+	f := e.Failure
+	return fmt.Sprintf("These inputs already failed in job %d (%s, %s ago); nothing has changed since. "+
+		"See `sortie jobs logs %d`. To run it anyway: --retry-failed.",
+		f.JobID, describeCodes(f.Status, f.ExitCodes), humanAge(e.Now.Sub(f.RecordedAt)), f.JobID)
+}
+
+func describeCodes(status string, codes []*int) string {
+	var known []string
+	for _, c := range codes {
+		if c != nil && *c != 0 {
+			known = append(known, fmt.Sprint(*c))
+		}
+	}
+	what := "exit code"
+	if status == store.FailedSetup {
+		what = "setup exit code"
+	}
+	switch len(known) {
+	case 0:
+		return strings.ToLower(status)
+	case 1:
+		return what + " " + known[0]
+	}
+	return what + "s " + strings.Join(known, ", ")
+}
+
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d seconds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d hours", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}

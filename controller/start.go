@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/provision/node"
+	"sortie/schema"
+	"sortie/strategy"
+)
+
+// startAttempt copies the workdir to every node and starts the task's
+// wrapper there. Both steps are idempotent, so a controller that died half
+// way does them again safely.
+func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt) error {
+	prov, err := c.Providers.Provider(ctx, a.Cloud)
+	if err != nil {
+		return err
+	}
+	got, err := prov.Status(ctx, []string{a.Cluster})
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", a.Cluster, err)
+	}
+	cl := got[a.Cluster]
+	if cl == nil || len(cl.Nodes) == 0 {
+		return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, reason: "cluster vanished before the task started"})
+	}
+	if e, ok := cloudEnded(cl, a); ok {
+		return c.endAttempt(ctx, j, a, e)
+	}
+	ips := make([]string, len(cl.Nodes))
+	for i, n := range cl.Nodes {
+		ips[i] = n.IP
+	}
+	secrets, err := c.readSecrets(j.ID)
+	if err != nil {
+		return err
+	}
+	if problem := c.missingInputs(j, task, secrets); problem != "" {
+		// No retry can fix these: fail the job rather than start it wrong.
+		tasks, err := c.Store.Tasks(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		return c.endLaunch(ctx, j, a, tasks[a.TaskIdx], store.FailedPrechecks, problem)
+	}
+	for rank := range cl.Nodes {
+		r, err := c.runner(ctx, prov, cl, rank, a)
+		if err == nil {
+			err = c.startNode(ctx, r, j, task, a, rank, ips, secrets)
+			r.Close()
+		}
+		if err != nil {
+			// Reaching a node can fail for a while (booting, network); it
+			// counts like a failed check of a running node.
+			return c.unreachable(ctx, j, a, rank, fmt.Errorf("start the task: %w", err))
+		}
+	}
+	return c.Store.MarkRunning(ctx, a)
+}
+
+// missingInputs says what the task needs from this machine that is not
+// there: a secret whose value was not kept, a workdir or file_mounts
+// source that has gone since the launch.
+func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[string]string) string {
+	for k := range task.Secrets {
+		if _, ok := secrets[k]; !ok {
+			return fmt.Sprintf("the value of secret %s was not kept at launch; launch the task again", k)
+		}
+	}
+	paths := map[string]string{}
+	if task.Workdir != "" {
+		paths["workdir"] = task.Workdir
+	}
+	for dst, src := range task.FileMounts {
+		paths["file_mounts."+dst] = src
+	}
+	for field, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(j.BaseDir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Sprintf("%s: %s is not there any more (%v)", field, p, err)
+		}
+	}
+	return ""
+}
+
+func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store.Job, task *schema.Task, a *store.Attempt, rank int, ips []string, secrets map[string]string) error {
+	st, err := node.Poll(ctx, r)
+	if err != nil {
+		return err
+	}
+	if st.Started {
+		return nil
+	}
+	if task.Workdir != "" {
+		dir := task.Workdir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(j.BaseDir, dir)
+		}
+		if err := node.Upload(ctx, r, dir, "workdir"); err != nil {
+			return fmt.Errorf("upload workdir %s: %w", dir, err)
+		}
+	}
+	if err := uploadMounts(ctx, r, task, j.BaseDir); err != nil {
+		return err
+	}
+	env := map[string]string{}
+	for k, v := range task.Envs {
+		env[k] = v
+	}
+	for k, v := range secrets {
+		env[k] = v
+	}
+	taskID := fmt.Sprintf("sortie-%d-%d", j.ID, a.TaskIdx)
+	nodeIPs := strings.Join(ips, "\n")
+	for k, v := range map[string]string{
+		"SORTIE_JOB_ID": strconv.FormatInt(j.ID, 10), "SORTIE_TASK_ID": taskID,
+		"SORTIE_ATTEMPT": strconv.Itoa(a.Attempt), "SORTIE_NODE_RANK": strconv.Itoa(rank),
+		"SORTIE_NUM_NODES": strconv.Itoa(len(ips)), "SORTIE_NODE_IPS": nodeIPs,
+		"SKYPILOT_TASK_ID": taskID, "SKYPILOT_NODE_RANK": strconv.Itoa(rank),
+		"SKYPILOT_NUM_NODES": strconv.Itoa(len(ips)), "SKYPILOT_NODE_IPS": nodeIPs,
+	} {
+		env[k] = v
+	}
+	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env})
+}
+
+// runner reaches one node of a's cluster, in a directory of a's own: a
+// restart on the same cluster never mixes its files with the last attempt's.
+func (c *Controller) runner(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (provision.Runner, error) {
+	r, err := prov.Runner(ctx, cl, rank)
+	if err != nil {
+		return nil, err
+	}
+	return node.ForAttempt(r, a.Attempt), nil
+}
+
+// uploadMounts copies each local file_mounts source to its destination on
+// the node: an absolute path as given, a relative one under the task's
+// workdir (where the task runs).
+func uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, baseDir string) error {
+	dsts := make([]string, 0, len(task.FileMounts))
+	for dst := range task.FileMounts {
+		dsts = append(dsts, dst)
+	}
+	sort.Strings(dsts)
+	for _, dst := range dsts {
+		src := task.FileMounts[dst]
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(baseDir, src)
+		}
+		remote := dst
+		if !filepath.IsAbs(remote) {
+			remote = filepath.Join("workdir", remote)
+		}
+		if err := node.Upload(ctx, r, src, remote); err != nil {
+			return fmt.Errorf("file_mounts %s: %w", dst, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package controller
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"sortie/controller/home"
+	"sortie/controller/store"
+	"sortie/provision"
+)
+
+// SweepOrphans terminates clusters tagged by sortie that belong to no open
+// attempt: left by a controller killed between deciding and tearing down.
+func (c *Controller) SweepOrphans(ctx context.Context) error {
+	used, err := c.Store.Clouds(ctx)
+	if err != nil {
+		return err
+	}
+	clouds := map[string]bool{}
+	for _, cl := range append(c.Providers.Opened(), used...) {
+		clouds[cl] = true
+	}
+	for cloud := range clouds {
+		p, err := c.Providers.Provider(ctx, cloud)
+		if err != nil {
+			continue
+		}
+		cls, err := p.List(ctx)
+		if err != nil {
+			c.Log.Warn("list clusters", "cloud", cloud, "err", err)
+			continue
+		}
+		// Which clusters are owned is read after listing them: an attempt
+		// is stored before its cluster is launched, so a cluster the list
+		// saw has its owner in this read, even while jobs run.
+		live, err := c.Store.LiveClusters(ctx)
+		if err != nil {
+			return err
+		}
+		for _, cl := range cls {
+			if live[cl.Name] || allTerminated(cl) {
+				continue
+			}
+			c.Log.Info("terminating orphan cluster", "cloud", cloud, "cluster", cl.Name)
+			if err := p.Terminate(ctx, cl.Name); err != nil {
+				c.Log.Warn("terminate orphan", "cluster", cl.Name, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+func allTerminated(cl *provision.Cluster) bool {
+	for _, n := range cl.Nodes {
+		if n.State != provision.NodeTerminated {
+			return false
+		}
+	}
+	return true
+}
+
+// removeStaleSecrets removes the kept secrets of jobs that have ended, in
+// case a controller died between ending a job and removing them.
+func (c *Controller) removeStaleSecrets(ctx context.Context) {
+	files, _ := filepath.Glob(filepath.Join(home.SecretsDir(c.Config.Home), "*.json"))
+	for _, f := range files {
+		id, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(f), ".json"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if j, err := c.Store.Job(ctx, id); err == nil && store.IsTerminal(j.Status) {
+			c.cleanupSecrets(id)
+		}
+	}
+}

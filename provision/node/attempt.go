@@ -1,0 +1,35 @@
+package node
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"time"
+
+	"sortie/provision"
+)
+
+// CallTimeout bounds one command on a node. A connection that dies without
+// closing would otherwise hold its job's reconcile forever; a call that
+// times out counts as a failed check of the node.
+const CallTimeout = 5 * time.Minute
+
+// ForAttempt reaches a node in a directory of one attempt's own, so that a
+// restart on the same cluster never mixes its files with the last
+// attempt's, and bounds every command by CallTimeout.
+func ForAttempt(r provision.Runner, attempt int) provision.Runner {
+	return attemptRunner{Runner: r, dir: r.Dir() + "/attempt-" + strconv.Itoa(attempt)}
+}
+
+type attemptRunner struct {
+	provision.Runner
+	dir string
+}
+
+func (r attemptRunner) Dir() string { return r.dir }
+
+func (r attemptRunner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return r.Runner.Exec(ctx, script, stdin)
+}
