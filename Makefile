@@ -8,7 +8,7 @@ BIN     := bin/sortie
 BINS    := ./cmd/sortie ./cmd/sortie-controller
 TIMEOUT ?= 75m
 
-.PHONY: all build test unit smoke demo deps vet clean bench
+.PHONY: all build test unit smoke demo deps vet lint clean bench
 
 all: build
 
@@ -28,10 +28,16 @@ deps:
 vet:
 	$(GO) vet ./...
 
+# lint runs staticcheck over the module, tests included. Its version is
+# pinned, so a new release's checks arrive only when the pin moves; go run
+# fetches it into the module cache the first time.
+lint:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
 # Tests never ask the instance metadata service for credentials: every AWS
 # test talks to moto with fixed test credentials.
 test: export AWS_EC2_METADATA_DISABLED = true
-test: deps vet
+test: deps vet lint
 	$(GO) test -count=1 -timeout $(TIMEOUT) ./...
 	$(GO) test -count=1 -race ./controller/... ./strategy/... ./schema/... ./provision/local/... ./provision/node/...
 
