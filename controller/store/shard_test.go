@@ -15,14 +15,12 @@ func TestShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var ids []int64
 	var attempts []*Attempt
 	for i := 0; i < 7; i++ {
 		id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte("{}")}, []NewTask{{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, id)
 		a, err := s.NewAttempt(ctx, id, 0, func(n int) string { return "c" }, nil, Starting)
 		if err != nil {
 			t.Fatal(err)

@@ -65,11 +65,12 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	// waiting for a lock: two processes opening one new home at once (a CLI
 	// and the daemon it starts) can find it busy. That passes in moments.
 	err = s.migrate(ctx)
-	for deadline := time.Now().Add(10 * time.Second); isBusy(err) && time.Now().Before(deadline); err = s.migrate(ctx) {
+	for deadline := time.Now().Add(10 * time.Second); isBusy(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
 		case <-time.After(20 * time.Millisecond):
+			err = s.migrate(ctx)
 		}
 	}
 	if err != nil {
