@@ -15,7 +15,7 @@ type Problem struct {
 	// with the file as a whole.
 	Path string
 	// Value is the offending value as written (strings quoted), or empty when
-	// the problem is a missing or unknown field.
+	// there is none to show: a missing or unknown field, null, a secret.
 	Value string
 	// Message says what is wrong and how to fix it.
 	Message string
@@ -73,7 +73,8 @@ func (ps *problems) add(path string, value any, format string, args ...any) {
 	ps.list = append(ps.list, Problem{Path: path, Value: v, Message: fmt.Sprintf(format, args...)})
 }
 
-// missing reports a required field that is absent.
+// missing records a problem with no value to show: an absent or unknown
+// field, a whole document, or a value that must not be echoed (a secret).
 func (ps *problems) missing(path, format string, args ...any) {
 	ps.list = append(ps.list, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
@@ -85,14 +86,9 @@ func (ps *problems) err() error {
 	return &ValidationError{Problems: ps.list}
 }
 
-// nullValue stands for a YAML null in messages; render(nil) would be empty.
-type nullValue struct{}
-
 // render shows a decoded YAML value the way a user would write it.
 func render(v any) string {
 	switch v := v.(type) {
-	case nullValue:
-		return "null"
 	case string:
 		return fmt.Sprintf("%q", v)
 	case json.Number:

@@ -19,14 +19,11 @@ import (
 
 // QueueOptions is a store of many jobs and the queue views timed on it.
 type QueueOptions struct {
-	Bin     string
-	Home    string
-	Jobs    int // jobs in the store
-	Running int // how many of them are RUNNING; the rest have ended
-	Runs    int // timed runs of each view; the median is reported
-	// Finished is how many finished jobs the default view shows (the
-	// queue's --limit default).
-	Finished int
+	Bin      string
+	Home     string
+	Jobs     int // jobs in the store
+	Running  int // how many of them are RUNNING; the rest have ended
+	Runs     int // timed runs of each view; the median is reported
 	Progress io.Writer
 }
 
