@@ -236,8 +236,8 @@ func TestControllerKilledMidRun(t *testing.T) {
 
 func startController(t *testing.T, e *env) {
 	t.Helper()
-	// Launching anything, or cancelling, starts the controller; an idle
-	// way is to cancel a job id that has ended, so launch a no-op instead.
+	// Launching a job, or cancelling one that has not ended, starts the
+	// controller; a no-op launch does it without touching the job under test.
 	f := e.write("noop.yaml", "name: noop\nrun: 'true'\n")
 	id := e.launch(f, "--env", "N="+strconv.FormatInt(time.Now().UnixNano(), 10))
 	e.waitStatus(id, "SUCCEEDED")

@@ -17,9 +17,6 @@ import (
 	"sortie/schema"
 )
 
-// TestGCPSpotJobEndToEnd is the AWS scenario on Compute Engine: the real
-// client library against the in-repo fake of the REST API, every VM played
-// by one private sshd.
 // gcpEnv is a user whose Compute Engine is the in-repo fake of the API,
 // and whose VMs are all played by one private sshd.
 type gcpEnv struct {
@@ -55,6 +52,9 @@ ssh:
 	return &gcpEnv{env: e, fake: fake, nodes: nodes}
 }
 
+// TestGCPSpotJobEndToEnd runs the spot scenario on Compute Engine: the
+// real client library against the in-repo fake of the REST API, every VM
+// played by one private sshd.
 func TestGCPSpotJobEndToEnd(t *testing.T) {
 	g := newGCPEnv(t)
 	spotScenario(t, g.env, spotCase{

@@ -149,7 +149,8 @@ type JobFilter struct {
 	Since    *time.Time // submitted at or after
 	// Active selects only jobs that have not ended.
 	Active bool
-	// Limit caps the number of jobs returned, newest first; 0 means no limit.
+	// Limit caps the number of jobs returned, the first in the order
+	// asked; 0 means no limit.
 	Limit int
 	// Ascending orders by id ascending instead of newest first.
 	Ascending bool

@@ -4,7 +4,7 @@ import "context"
 
 // A running controller spreads its work over the poll interval: each tick
 // reconciles one shard of the unfinished jobs (id % shards == shard), so
-// that 10,000 jobs are never all checked in the same instant.
+// that a long queue is never checked all in the same instant.
 
 // activeSQL selects unfinished jobs by listing their statuses, which the
 // jobs_status index serves; "NOT IN terminal" would read every job ever run.

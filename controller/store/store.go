@@ -38,10 +38,10 @@ type Store struct {
 	db  *sql.DB
 	now func() time.Time
 	// wmu lets one write transaction of this process at a time ask SQLite
-	// for the write lock. SQLite makes a writer that finds the lock taken
-	// sleep in its busy handler (1ms, 2ms, 5ms ... 100ms between tries), so
-	// a burst of concurrent writers from the controller's goroutines waited
-	// up to seconds; queued on a mutex they follow each other at once.
+	// for the write lock. A writer that finds the lock taken sleeps in
+	// SQLite's busy handler (1ms, 2ms, 5ms ... 100ms between tries), so a
+	// burst of the controller's goroutines would wait on each other in
+	// long sleeps; queued on a mutex they follow each other at once.
 	// Other processes (the CLI) still meet the busy timeout, rarely.
 	wmu sync.Mutex
 }

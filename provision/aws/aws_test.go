@@ -278,8 +278,6 @@ func TestRunnerRefusesChangedHostKey(t *testing.T) {
 	}
 }
 
-// Placements honour the instance type's zones and the region/zone pins.
-// RunInstances carries the image, disk, spot options, token and tags.
 // A spot interruption takes the node's processes with it: the wrapper dies
 // without an exit code, as it would with the VM, and Status says preempted.
 func TestSpotInterruptionKillsTheTask(t *testing.T) {

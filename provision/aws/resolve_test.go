@@ -11,6 +11,7 @@ import (
 	"sortie/schema"
 )
 
+// Placements honour the instance type's zones and the region/zone pins.
 func TestPlacements(t *testing.T) {
 	e := newEnv(t)
 	p := e.provider(t)
@@ -48,6 +49,8 @@ func TestPlacements(t *testing.T) {
 	}
 }
 
+// The RunInstances request carries the count, spot options, disk, a type
+// that fits, the image, key and group, and a client token per generation.
 func TestRunInput(t *testing.T) {
 	e := newEnv(t)
 	p := e.provider(t)

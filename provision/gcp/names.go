@@ -96,7 +96,8 @@ func requestID(parts ...string) string {
 
 // insertRequestID names the gen-th insert of a VM in a zone. The
 // generation moves on only when an earlier insert's answer comes back
-// finished and failed (see Launch).
+// finished and its VM is not there: the insert failed, or the VM has since
+// been deleted (see insert).
 func insertRequestID(project, zone, name string, gen int) string {
 	return requestID("insert", project, zone, name, strconv.Itoa(gen))
 }

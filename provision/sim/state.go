@@ -105,8 +105,8 @@ func (sf *stateFile) close() {
 // saveDue returns a function that saves the state when it changed and the
 // last save is SaveEvery old; p.mu is held, the function is called after
 // releasing it. With SaveEvery above zero the function only starts the save
-// in the background, one at a time: encoding 10,000 clusters takes tens of
-// milliseconds, which no call into the cloud should wait for.
+// in the background, one at a time: encoding a large cloud's clusters is
+// slow, and no call into the cloud should wait for it.
 func (p *Provider) saveDue(now time.Time) func() error {
 	sf := p.store
 	if sf == nil || sf.lock == nil || !p.dirty || now.Sub(sf.lastSave) < p.cfg.SaveEvery {

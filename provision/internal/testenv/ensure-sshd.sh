@@ -1,7 +1,7 @@
 #!/bin/bash
 # Makes sure OpenSSH's server binary is installed, for the tests that run a
-# private sshd as every cloud instance's SSH endpoint. Used by the tests
-# themselves and by the Makefile; does nothing when sshd is already there.
+# private sshd as every cloud instance's SSH endpoint. EnsureSSHD runs it
+# before such a test; it does nothing when sshd is already there.
 set -euo pipefail
 if [ -x /usr/sbin/sshd ]; then
 	exit 0

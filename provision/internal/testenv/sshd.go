@@ -41,8 +41,8 @@ type SSHD struct {
 	dir          string
 }
 
-// EnsureSSHD installs openssh-server when /usr/sbin/sshd is missing (the same
-// script the Makefile runs), failing the test with what to do when it cannot.
+// EnsureSSHD installs openssh-server when /usr/sbin/sshd is missing, with
+// ensure-sshd.sh, failing the test with what to do when it cannot.
 func EnsureSSHD(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(SSHDPath); err == nil {
