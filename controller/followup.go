@@ -93,8 +93,8 @@ func (c *Controller) followUp(ctx context.Context, j *store.Job, fresh bool) err
 		if store.IsTerminal(j.Status) {
 			return nil
 		}
-		a, err := c.openAttempt(ctx, j)
-		if err != nil {
+		var a *store.Attempt
+		if a, err = c.openAttempt(ctx, j); err != nil {
 			return err
 		}
 		var snap snapshot

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,5 +114,44 @@ func TestNewAttemptIsCheckedEarly(t *testing.T) {
 				t.Errorf("after one tick the job is %s (%s), want %s", j.Status, j.StatusReason, tc.want)
 			}
 		})
+	}
+}
+
+// noCloud is a set of providers where every cloud is down.
+type noCloud struct{}
+
+func (noCloud) Provider(context.Context, string) (provision.Provider, error) {
+	return nil, errors.New("cloud down")
+}
+func (noCloud) Opened() []string { return nil }
+
+func TestFollowUpReturnsTheStepsError(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := newTestController(t, &fakeCloud{})
+	c.Providers = noCloud{}
+	c.Now, c.sleep = clk.Now, clk.sleep
+	c.following.Store(true)
+	p, err := schema.Parse([]byte("run: train\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.Marshal()
+	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An attempt restarting on a kept cluster: starting it asks the cloud.
+	kept := &store.Attempt{Cluster: "kept", Cloud: "fake"}
+	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, store.Recovering); err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Store.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.continueAt(id, c.Now())
+	if err := c.followUp(ctx, j, false); err == nil || !strings.Contains(err.Error(), "cloud down") {
+		t.Fatalf("followUp returned %v, want the step's error (cloud down)", err)
 	}
 }
