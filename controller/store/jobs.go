@@ -50,6 +50,13 @@ const jobColumns = `id, name, status, status_reason, failure_reason, spec, base_
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
 	submitted_at, started_at, ended_at`
 
+// listColumns are jobColumns without the spec, which listings never show
+// and which is most of a job's row.
+const listColumns = `id, name, status, status_reason, failure_reason, '' AS spec, base_dir, current_task, num_tasks,
+	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
+	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
+	submitted_at, started_at, ended_at`
+
 // CreateJob stores a new PENDING job and its tasks and returns its id. When
 // j.RetryOf is set, the original must have ended; the new job joins the
 // original's chain (root_id) and the original gains retried_in, in the same
@@ -156,7 +163,8 @@ type JobFilter struct {
 	Ascending bool
 }
 
-// Jobs returns the jobs matching f, newest first unless f.Ascending.
+// Jobs returns the jobs matching f, newest first unless f.Ascending,
+// without their spec (Spec is empty): read one job whole with Job.
 func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	var where []string
 	var args []any
@@ -198,7 +206,7 @@ func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	return findJobs(ctx, s.db, q, args...)
+	return selectJobs(ctx, s.db, listColumns, q, args...)
 }
 
 // ValidGlob reports whether pattern is a well-formed name pattern.
@@ -208,7 +216,11 @@ func ValidGlob(pattern string) error {
 }
 
 func findJobs(ctx context.Context, q querier, tail string, args ...any) ([]*Job, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+tail, args...)
+	return selectJobs(ctx, q, jobColumns, tail, args...)
+}
+
+func selectJobs(ctx context.Context, q querier, columns, tail string, args ...any) ([]*Job, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+columns+` FROM jobs `+tail, args...)
 	if err != nil {
 		return nil, err
 	}

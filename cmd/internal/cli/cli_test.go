@@ -145,3 +145,21 @@ func TestQueueTable(t *testing.T) {
 		t.Errorf("queue table (-want +got):\n%s", diff)
 	}
 }
+
+func TestPrintJSONListIsPrintJSON(t *testing.T) {
+	one := 1
+	for _, items := range [][]service.JobView{nil, {}, {{ID: 1, Name: "a<b>"}}, {{ID: 1, ExitCodes: []*int{&one, nil}}, {ID: 2, Overrides: []service.Override{{Path: "p"}}}}} {
+		var want, got bytes.Buffer
+		if items == nil {
+			printJSON(&want, []service.JobView{})
+		} else {
+			printJSON(&want, items)
+		}
+		if err := printJSONList(&got, items); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+			t.Errorf("%d items (-printJSON +printJSONList):\n%s", len(items), diff)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +24,29 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printJSONList writes items as printJSON writes a slice, byte for byte,
+// one item at a time: a list of many jobs is never indented whole in
+// memory.
+func printJSONList[T any](w io.Writer, items []T) error {
+	if len(items) == 0 {
+		_, err := io.WriteString(w, "[]\n")
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	sep := "[\n  "
+	for i := range items {
+		b, err := json.MarshalIndent(&items[i], "  ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString(sep)
+		bw.Write(b)
+		sep = ",\n  "
+	}
+	bw.WriteString("\n]\n")
+	return bw.Flush()
 }
 
 // table writes aligned columns.

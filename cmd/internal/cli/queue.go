@@ -61,10 +61,7 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 			return err
 		}
 		if opts.Output == "json" {
-			if jobs == nil {
-				jobs = []service.JobView{}
-			}
-			return printJSON(f.Out, jobs)
+			return printJSONList(f.Out, jobs)
 		}
 		return printQueue(f, jobs)
 	})
