@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 
 	"sortie/controller/store"
 	"sortie/provision"
@@ -77,7 +75,7 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 		return err
 	}
 	c.Log.Info("attempt ended", "job", j.ID, "task", a.TaskIdx, "attempt", a.Attempt, "outcome", e.outcome,
-		"exit_codes", fmtCodes(e.codes), "decision", d.Action, "reason", d.Reason)
+		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
 	if d.Action != strategy.Restart {
 		c.terminate(ctx, a)
 	}
@@ -135,18 +133,6 @@ func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *
 	}
 	st, err := node.Poll(ctx, r)
 	return st, err == nil
-}
-
-func fmtCodes(codes []*int) string {
-	parts := make([]string, len(codes))
-	for i, c := range codes {
-		if c == nil {
-			parts[i] = "-"
-		} else {
-			parts[i] = fmt.Sprint(*c)
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -15,6 +15,7 @@ import (
 	"sortie/provision"
 	"sortie/provision/node"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // fakeCloud is a provider whose node states the test sets; its nodes
@@ -245,11 +246,11 @@ func TestCodesOfStoppedNodesAreNotTheTasks(t *testing.T) {
 	}{
 		// Node 0 failed; sortie stopped node 1, which recorded 143. 143 is
 		// listed, but it was sortie's doing: the budget (0) decides.
-		{"stopped peer's 143 does not match", []node.Status{run(1), stopped(node.PhaseRun, 143)}, "user_failure", "1,-", store.Failed},
+		{"stopped peer's 143 does not match", []node.Status{run(1), stopped(node.PhaseRun, 143)}, "user_failure", "1,?", store.Failed},
 		// Node 1 was stopped during its setup: that is no setup failure.
-		{"stopped during setup", []node.Status{run(1), stopped(node.PhaseSetup, 143)}, "user_failure", "1,-", store.Failed},
-		{"listed code of the failing node matches", []node.Status{run(143), stopped(node.PhaseRun, 143)}, "user_failure", "143,-", store.Recovering},
-		{"every node stopped", []node.Status{stopped(node.PhaseRun, 143), stopped(node.PhaseRun, 143)}, "node_lost", "-,-", store.Recovering},
+		{"stopped during setup", []node.Status{run(1), stopped(node.PhaseSetup, 143)}, "user_failure", "1,?", store.Failed},
+		{"listed code of the failing node matches", []node.Status{run(143), stopped(node.PhaseRun, 143)}, "user_failure", "143,?", store.Recovering},
+		{"every node stopped", []node.Status{stopped(node.PhaseRun, 143), stopped(node.PhaseRun, 143)}, "node_lost", "?,?", store.Recovering},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
@@ -261,8 +262,8 @@ func TestCodesOfStoppedNodesAreNotTheTasks(t *testing.T) {
 				t.Fatal(err)
 			}
 			as, _ := c.Store.Attempts(ctx, j.ID)
-			if as[0].Outcome != tc.wantOutcome || fmtCodes(as[0].ExitCodes) != tc.wantCodes {
-				t.Errorf("outcome %s codes %s, want %s %s", as[0].Outcome, fmtCodes(as[0].ExitCodes), tc.wantOutcome, tc.wantCodes)
+			if as[0].Outcome != tc.wantOutcome || strategy.FormatExitCodes(as[0].ExitCodes) != tc.wantCodes {
+				t.Errorf("outcome %s codes %s, want %s %s", as[0].Outcome, strategy.FormatExitCodes(as[0].ExitCodes), tc.wantOutcome, tc.wantCodes)
 			}
 			if got, _ := c.Store.Job(ctx, j.ID); got.Status != tc.wantStatus {
 				t.Errorf("job %s, want %s (%s)", got.Status, tc.wantStatus, as[0].Decision)

@@ -24,7 +24,7 @@ func (e *KnownFailureError) Error() string {
 	f := e.Failure
 	return fmt.Sprintf("These inputs already failed in job %d (%s, %s ago); nothing has changed since. "+
 		"See `sortie jobs logs %d`. To run it anyway: --retry-failed.",
-		f.JobID, describeCodes(f.Status, f.ExitCodes), humanAge(e.Now.Sub(f.RecordedAt)), f.JobID)
+		f.JobID, describeCodes(f.Status, f.ExitCodes), Age(e.Now.Sub(f.RecordedAt)), f.JobID)
 }
 
 func describeCodes(status string, codes []*int) string {
@@ -45,16 +45,4 @@ func describeCodes(status string, codes []*int) string {
 		return what + " " + known[0]
 	}
 	return what + "s " + strings.Join(known, ", ")
-}
-
-func humanAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d seconds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d minutes", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d hours", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }

@@ -226,7 +226,6 @@ func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) 
 	return out, nil
 }
 
-
 // QueueRequest is `jobs queue`.
 type QueueRequest struct {
 	All      bool
@@ -309,11 +308,18 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("job %d: tasks: %w", id, err)
 	}
+	// Each task's budget is in the spec; a spec that cannot be read
+	// leaves it 0 rather than hiding the job.
+	p, _ := schema.Unmarshal(j.Spec)
 	for _, t := range tasks {
+		budget := 0
+		if p != nil && t.Idx < len(p.Tasks) {
+			budget = p.Tasks[t.Idx].Recovery().MaxRestartsOnErrors
+		}
 		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
-			RestartsOnErrors: t.RestartsOnErrors, StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt)})
+			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt)})
 	}
 	as, err := s.Store.Attempts(ctx, id)
 	if err != nil {

@@ -54,13 +54,18 @@ type JobDetail struct {
 
 // TaskView is one task of a job.
 type TaskView struct {
-	Task             int        `json:"task"`
-	Name             string     `json:"name"`
-	Status           string     `json:"status"`
-	RecoveryCount    int        `json:"recovery_count"`
-	RestartsOnErrors int        `json:"restarts_on_errors"`
-	StartedAt        *time.Time `json:"started_at"`
-	EndedAt          *time.Time `json:"ended_at"`
+	Task          int    `json:"task"`
+	Name          string `json:"name"`
+	Status        string `json:"status"`
+	RecoveryCount int    `json:"recovery_count"`
+	// RestartsOnErrors counts the failures that took the budgeted path,
+	// the last one included: a task that failed for good with a budget of
+	// 2 shows 3.
+	RestartsOnErrors int `json:"restarts_on_errors"`
+	// MaxRestartsOnErrors is the task's budget of restarts on errors.
+	MaxRestartsOnErrors int        `json:"max_restarts_on_errors"`
+	StartedAt           *time.Time `json:"started_at"`
+	EndedAt             *time.Time `json:"ended_at"`
 }
 
 // AttemptView is one attempt of a task.

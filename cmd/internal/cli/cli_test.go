@@ -135,7 +135,7 @@ func TestQueueTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{
 		{"ID", "NAME", "TASK", "SUBMITTED", "DURATION", "#RECOVERIES", "STATUS", "EXIT", "CODES", "RETRY", "OF"},
-		{"9", "train", "2/3", "2", "mins", "ago", "1m", "30s", "2", "RUNNING", "1,?", "7"},
+		{"9", "train", "2/3", "2", "minutes", "ago", "1m", "30s", "2", "RUNNING", "1,?", "7"},
 	}
 	var got [][]string
 	for _, l := range lines {
@@ -160,6 +160,26 @@ func TestPrintJSONListIsPrintJSON(t *testing.T) {
 		}
 		if diff := cmp.Diff(want.String(), got.String()); diff != "" {
 			t.Errorf("%d items (-printJSON +printJSONList):\n%s", len(items), diff)
+		}
+	}
+}
+
+func TestShowSaysFailuresAgainstTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		tasks []service.TaskView
+		total int
+		want  string
+	}{
+		{[]service.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, budget 1"},
+		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 3}, {RestartsOnErrors: 1}}, 2, "Failures: 2   "},
+	} {
+		f, out, _ := testFactory()
+		d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "FAILED", RestartsOnErrors: tc.total}, Tasks: tc.tasks}
+		if err := printShow(f, d); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("show printed\n%s\nwant it to contain %q", out, tc.want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"sortie/controller/service"
 	"sortie/controller/store"
+	"sortie/strategy"
 )
 
 // LaunchOptions are `jobs launch`'s flags.
@@ -104,8 +105,8 @@ func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.Err, "Job %d ended %s (recoveries %d, restarts on errors %d, exit codes %s).\n",
-		d.ID, d.Status, d.RecoveryCount, d.RestartsOnErrors, codesString(d.ExitCodes))
+	fmt.Fprintf(f.Err, "Job %d ended %s (recoveries %d, failures %s, exit codes %s).\n",
+		d.ID, d.Status, d.RecoveryCount, failures(d), strategy.FormatExitCodes(d.ExitCodes))
 	if d.FailureReason != nil {
 		fmt.Fprintf(f.Err, "Reason: %s\n", *d.FailureReason)
 	}

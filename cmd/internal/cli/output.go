@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sortie/controller/service"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -61,33 +62,8 @@ func newTable(w io.Writer, headers ...string) *table {
 func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t")) }
 func (t *table) flush() error       { return t.tw.Flush() }
 
-func codesString(codes []*int) string {
-	if len(codes) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(codes))
-	for i, c := range codes {
-		if c == nil {
-			parts[i] = "?"
-		} else {
-			parts[i] = strconv.Itoa(*c)
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-func ago(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d secs ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d mins ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d hrs ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
-}
+// ago says how long before now t was, as every table shows it.
+func ago(now, t time.Time) string { return service.Age(now.Sub(t)) + " ago" }
 
 func duration(start, end *time.Time, now time.Time) string {
 	if start == nil {

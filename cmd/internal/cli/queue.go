@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/service"
+	"sortie/strategy"
 )
 
 // QueueOptions are `jobs queue`'s flags.
@@ -80,7 +81,7 @@ func printQueue(f *Factory, jobs []service.JobView) error {
 			task = fmt.Sprintf("%d/%d", j.CurrentTask+1, j.NumTasks)
 		}
 		t.row(strconv.FormatInt(j.ID, 10), j.Name, task, ago(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now),
-			strconv.Itoa(j.RecoveryCount), j.Status, codesString(j.ExitCodes), idOrDash(j.RetryOf))
+			strconv.Itoa(j.RecoveryCount), j.Status, strategy.FormatExitCodes(j.ExitCodes), idOrDash(j.RetryOf))
 	}
 	return t.flush()
 }

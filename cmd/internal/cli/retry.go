@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/service"
+	"sortie/strategy"
 )
 
 // RetryOptions are `jobs retry`'s flags.
@@ -90,7 +91,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 			fmt.Fprintf(f.Err, "Would retry %d job(s):\n", len(targets))
 			t := newTable(f.Out, "ID", "NAME", "STATUS", "EXIT CODES")
 			for _, j := range targets {
-				t.row(fmt.Sprint(j.ID), j.Name, j.Status, codesString(j.ExitCodes))
+				t.row(fmt.Sprint(j.ID), j.Name, j.Status, strategy.FormatExitCodes(j.ExitCodes))
 			}
 			return t.flush()
 		}

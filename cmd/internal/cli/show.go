@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/service"
+	"sortie/strategy"
 )
 
 // ShowOptions are `jobs show`'s flags.
@@ -69,16 +70,17 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	}
 	fmt.Fprintf(w, "Submitted:     %s (%s)\n", d.SubmittedAt.Local().Format("2006-01-02 15:04:05"), ago(now, d.SubmittedAt))
 	fmt.Fprintf(w, "Duration:      %s\n", duration(d.StartedAt, d.EndedAt, now))
-	fmt.Fprintf(w, "Recoveries:    %d   Restarts on errors: %d   Exit codes: %s\n", d.RecoveryCount, d.RestartsOnErrors, codesString(d.ExitCodes))
+	fmt.Fprintf(w, "Recoveries:    %d   Failures: %s   Exit codes: %s\n", d.RecoveryCount, failures(d), strategy.FormatExitCodes(d.ExitCodes))
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
 	printChain(f, d)
 	if len(d.Tasks) > 1 {
 		fmt.Fprintln(w, "\nTasks:")
-		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "RESTARTS")
+		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "FAILURES", "BUDGET")
 		for _, task := range d.Tasks {
-			t.row("  "+strconv.Itoa(task.Task), task.Name, task.Status, strconv.Itoa(task.RecoveryCount), strconv.Itoa(task.RestartsOnErrors))
+			t.row("  "+strconv.Itoa(task.Task), task.Name, task.Status, strconv.Itoa(task.RecoveryCount),
+				strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors))
 		}
 		t.flush()
 	}
@@ -102,7 +104,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 			}
 			start := a.StartedAt
 			t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
-				duration(&start, a.EndedAt, now), outcome, codesString(a.ExitCodes), decision)
+				duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision)
 		}
 		t.flush()
 	}
@@ -163,4 +165,15 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
+}
+
+// failures says how many failures counted against max_restarts_on_errors,
+// and for a single task its budget: "2, budget 1" is a task that restarted
+// once on errors and then failed for good. A pipeline's budgets are per
+// task, in the tasks table.
+func failures(d *service.JobDetail) string {
+	if len(d.Tasks) == 1 {
+		return fmt.Sprintf("%d, budget %d", d.RestartsOnErrors, d.Tasks[0].MaxRestartsOnErrors)
+	}
+	return strconv.Itoa(d.RestartsOnErrors)
 }
