@@ -19,7 +19,7 @@ import (
 // Config is $SORTIE_HOME/config.yaml; every key is optional and most can be
 // overridden by an environment variable (tests use those).
 type Config struct {
-	Home       string       `json:"-"`
+	Home       string           `json:"-"`
 	Controller ControllerConfig `json:"controller"`
 	Local      LocalConfig      `json:"local"`
 	AWS        AWSConfig        `json:"aws"`

@@ -15,7 +15,9 @@ import (
 func AWS() clouds.Cloud {
 	return clouds.Cloud{
 		Name: "aws",
-		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) { return aws.New(ctx, AWSConfig(cfg)) },
+		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
+			return aws.New(ctx, AWSConfig(cfg))
+		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := aws.Check(ctx, AWSConfig(cfg))
 			c := clouds.Check{Problems: r.Problems}

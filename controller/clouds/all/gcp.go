@@ -14,7 +14,9 @@ import (
 func GCP() clouds.Cloud {
 	return clouds.Cloud{
 		Name: "gcp",
-		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) { return gcp.New(ctx, GCPConfig(cfg)) },
+		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
+			return gcp.New(ctx, GCPConfig(cfg))
+		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := gcp.Check(ctx, GCPConfig(cfg))
 			c := clouds.Check{Problems: r.Problems}
