@@ -28,9 +28,10 @@ deps:
 vet:
 	$(GO) vet ./...
 
-# lint checks that every file is gofmt'ed and runs staticcheck over the module, tests included. Its version is
-# pinned, so a new release's checks arrive only when the pin moves; go run
-# fetches it into the module cache the first time.
+# lint checks that every file is gofmt'ed and runs staticcheck over the
+# module, tests included. staticcheck's version is pinned, so a new
+# release's checks arrive only when the pin moves; go run fetches it into
+# the module cache the first time.
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "not gofmt'ed: $$unformatted" >&2; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
