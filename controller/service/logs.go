@@ -47,7 +47,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 	}
 	as, err := s.Store.Attempts(ctx, j.ID)
 	if err != nil {
-		return err
+		return fmt.Errorf("job %d: attempts: %w", j.ID, err)
 	}
 	start, err := pickAttempt(as, req)
 	if err != nil {
@@ -70,7 +70,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 	for {
 		as, err = s.Store.Attempts(ctx, j.ID)
 		if err != nil {
-			return err
+			return fmt.Errorf("job %d: attempts: %w", j.ID, err)
 		}
 		if shown < len(as) {
 			a := as[shown]
@@ -88,7 +88,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 				continue
 			}
 		} else if j, err = s.Store.Job(ctx, req.ID); err != nil {
-			return err
+			return fmt.Errorf("read job %d: %w", req.ID, err)
 		} else if store.IsTerminal(j.Status) {
 			return nil
 		}

@@ -68,7 +68,7 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 		}
 		var err error
 		if jobs, err = s.Store.Jobs(ctx, f); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list jobs to retry: %w", err)
 		}
 	}
 	out := make([]JobView, 0, len(jobs))
@@ -179,7 +179,7 @@ type FailureView struct {
 func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	fs, err := s.Store.KnownFailures(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list known failures: %w", err)
 	}
 	out := make([]FailureView, 0, len(fs))
 	for _, f := range fs {

@@ -57,7 +57,7 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 	}
 	st, err := store.Open(ctx, home.State(h), nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv, StartDaemon: daemon.Ensure}, nil
 }
@@ -96,7 +96,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	}
 	base, err := filepath.Abs(filepath.Dir(req.File))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("task file %s: %w", req.File, err)
 	}
 	name := req.Name
 	if name == "" {
@@ -168,7 +168,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	if key != "" && !sub.retryFailed && sub.retry == nil {
 		f, err := s.Store.KnownFailure(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("look up known failures: %w", err)
 		}
 		if f != nil {
 			return nil, &KnownFailureError{Failure: f, Now: s.Now()}
@@ -176,7 +176,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	}
 	stored, err := p.WithoutSecretValues().Marshal()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store the spec: %w", err)
 	}
 	j := &store.Job{Name: sub.name, Spec: stored, BaseDir: sub.baseDir, InputKey: key,
 		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides}
@@ -191,14 +191,14 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	// can see the job without them.
 	id, err := s.Store.CreateJobWith(ctx, j, tasks, func(id int64) error { return home.WriteSecrets(s.Home, id, secrets) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store the job: %w", err)
 	}
 	if err := s.StartDaemon(ctx, s.Home); err != nil {
 		return nil, err
 	}
 	got, err := s.Store.Job(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read job %d back: %w", id, err)
 	}
 	v := viewJob(got)
 	return &v, nil
@@ -323,14 +323,14 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	}
 	as, err := s.Store.Attempts(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("job %d: attempts: %w", id, err)
 	}
 	for _, a := range as {
 		d.Attempts = append(d.Attempts, viewAttempt(a))
 	}
 	tries, err := s.Store.LaunchTries(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("job %d: launch tries: %w", id, err)
 	}
 	for _, t := range tries {
 		d.LaunchTries = append(d.LaunchTries, LaunchTryView{Task: t.TaskIdx, Attempt: t.Attempt, Round: t.Round, Cloud: t.Cloud,
@@ -344,7 +344,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	}
 	chain, err := s.Store.Chain(ctx, j.RootID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("job %d: retry chain: %w", id, err)
 	}
 	for _, c := range chain {
 		d.Chain = append(d.Chain, viewJob(c))
@@ -354,10 +354,13 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 
 func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
 	j, err := s.Store.Job(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("job %d: %w", id, ErrNoSuchJob)
+	case err != nil:
+		return nil, fmt.Errorf("read job %d: %w", id, err)
 	}
-	return j, err
+	return j, nil
 }
 
 // CancelRequest is `jobs cancel`: ids, a name, or every unfinished job.
@@ -374,7 +377,7 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 	if req.All || req.Name != "" {
 		jobs, err := s.Store.Jobs(ctx, store.JobFilter{Active: true, NameGlob: req.Name})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list jobs to cancel: %w", err)
 		}
 		for _, j := range jobs {
 			ids = append(ids, j.ID)
@@ -388,7 +391,7 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 	}
 	marked, err := s.Store.RequestCancel(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cancel jobs: %w", err)
 	}
 	if len(marked) > 0 {
 		if err := s.StartDaemon(ctx, s.Home); err != nil {
