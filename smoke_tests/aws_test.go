@@ -120,6 +120,11 @@ run: |
 	id := e.launch(f)
 	waitFile(t, marker)
 	d := e.waitStatus(id, "RUNNING")
+	// The CLI links no cloud SDK: it reads a running cloud node's log
+	// through the controller program.
+	if logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout; !strings.Contains(logs, "attempt 1 as rank 0") {
+		t.Errorf("logs of the running attempt: %q", logs)
+	}
 	first := d.Attempts[0]
 	if z := deref(first.Zone); z == c.fullZone || (c.firstZone != "" && z != c.firstZone) || len(first.InstanceIDs) != 1 {
 		t.Fatalf("first attempt in %s with %v; %s has no capacity, want %q", z, first.InstanceIDs, c.fullZone, c.firstZone)
