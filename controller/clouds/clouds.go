@@ -39,6 +39,22 @@ type Check struct {
 	Problems []string `json:"problems"`
 }
 
+// NewCheck builds a cloud's check from what its provider found missing,
+// an error from asking at all, and labelled details ("credentials",
+// "env"); a detail with an empty value is left out.
+func NewCheck(problems []string, err error, details ...[2]string) Check {
+	c := Check{Problems: problems}
+	if err != nil {
+		c.Problems = append(c.Problems, err.Error())
+	}
+	for _, d := range details {
+		if d[1] != "" {
+			c.Details = append(c.Details, d[0]+": "+d[1])
+		}
+	}
+	return c
+}
+
 // Light lists the clouds that link no cloud SDK: local and sim.
 func Light() []Cloud { return []Cloud{Local(), Sim()} }
 

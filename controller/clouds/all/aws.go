@@ -20,17 +20,8 @@ func AWS() clouds.Cloud {
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := aws.Check(ctx, AWSConfig(cfg))
-			c := clouds.Check{Problems: r.Problems}
-			if err != nil {
-				c.Problems = append(c.Problems, err.Error())
-			}
-			if r.CredentialSource != "" {
-				c.Details = append(c.Details, "credentials: "+r.CredentialSource)
-			}
-			if len(r.Regions) > 0 {
-				c.Details = append(c.Details, "regions: "+strings.Join(r.Regions, ", "))
-			}
-			return c
+			return clouds.NewCheck(r.Problems, err,
+				[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")})
 		},
 	}
 }

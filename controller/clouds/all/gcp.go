@@ -19,20 +19,8 @@ func GCP() clouds.Cloud {
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := gcp.Check(ctx, GCPConfig(cfg))
-			c := clouds.Check{Problems: r.Problems}
-			if err != nil {
-				c.Problems = append(c.Problems, err.Error())
-			}
-			if r.CredentialSource != "" {
-				c.Details = append(c.Details, "credentials: "+r.CredentialSource)
-			}
-			if r.Project != "" {
-				c.Details = append(c.Details, "project: "+r.Project)
-			}
-			if len(r.Regions) > 0 {
-				c.Details = append(c.Details, "regions: "+strings.Join(r.Regions, ", "))
-			}
-			return c
+			return clouds.NewCheck(r.Problems, err, [2]string{"credentials", r.CredentialSource},
+				[2]string{"project", r.Project}, [2]string{"regions", strings.Join(r.Regions, ", ")})
 		},
 	}
 }
