@@ -7,9 +7,10 @@
 // Where things are: controller.go the loop and its ticks; reconcile.go one
 // step of one job; launch.go finding a cluster; start.go starting the task
 // on it; observe.go watching a running attempt; end.go ending an attempt
-// with the strategy's decision; followup.go and checks.go scheduling;
-// sweep.go orphaned clusters; keep.go logs and secrets kept on the
-// controller; serve.go the controller process.
+// with the strategy's decision; followup.go when a job goes on between
+// ticks (the schedule package claims jobs, bounds the checks and runs the
+// follow-ups); sweep.go orphaned clusters; keep.go logs and secrets kept on
+// the controller; serve.go the controller process.
 package controller
 
 import (
@@ -18,11 +19,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"sortie/controller/config"
+	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/schema"
@@ -45,39 +45,43 @@ type Controller struct {
 	Now       func() time.Time
 	Rand      func() float64
 
-	mu   sync.Mutex
-	busy map[int64]bool
-	// released is when each job was last released, by a count of releases:
-	// a tick that read the store before then has a stale view of the job.
-	released map[int64]uint64
-	releases uint64
-	lastRead uint64
-	cont     map[int64]time.Time // jobs to go on with before the next tick (followup.go)
-	workers  sync.WaitGroup
-	launch   chan struct{} // launch slots
-	wake     chan struct{}
-	// following is set by Run: ended attempts' jobs go on at once.
-	following atomic.Bool
-	// sleep waits d or until ctx ends (false); nil is a real timer. Tests
-	// with a fake clock advance it here.
-	sleep func(ctx context.Context, d time.Duration) bool
+	// sched claims jobs for the ticks, runs their steps and follows them
+	// up; its clock is Now, its sleep a real timer unless a test sets one.
+	sched  *schedule.Queue
+	launch chan struct{} // launch slots
+	wake   chan struct{}
 }
+
+// maxParallelChecks bounds how many running jobs a tick checks at once.
+// Most checks find nothing to do; the few that find an attempt ended, whose
+// decision a user waits for, then share the CPU with a few others rather
+// than with every running job. Checks of remote nodes wait on the network,
+// so the bound is well above the number of cores.
+const maxParallelChecks = 32
 
 // New returns a controller; nil clock, rand and logger get real ones.
 func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) *Controller {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Controller{
+	c := &Controller{
 		Store: st, Config: cfg, Providers: provs, Log: log,
-		Now:      time.Now,
-		Rand:     rand.Float64,
-		busy:     map[int64]bool{},
-		released: map[int64]uint64{},
-		cont:     map[int64]time.Time{},
-		launch:   make(chan struct{}, cfg.Controller.MaxParallelLaunches),
-		wake:     make(chan struct{}, 1),
+		Now:    time.Now,
+		Rand:   rand.Float64,
+		launch: make(chan struct{}, cfg.Controller.MaxParallelLaunches),
+		wake:   make(chan struct{}, 1),
 	}
+	c.sched = schedule.New(schedule.Config{
+		Now:         func() time.Time { return c.Now() },
+		Checkers:    maxParallelChecks,
+		FirstChecks: firstChecks[:],
+		Horizon:     cfg.Controller.PollInterval.D(),
+		Step:        c.step,
+		Report: func(id int64, err error) {
+			c.Log.Error("reconcile", "job", id, "err", err)
+		},
+	})
+	return c
 }
 
 // Wake makes the loop run a tick now (a job was submitted or cancelled).
@@ -94,7 +98,7 @@ func (c *Controller) Wake() {
 // but never all at the same instant (see shards). A wake (a job submitted
 // or cancelled) reconciles at once the jobs that no attempt is running for.
 func (c *Controller) Run(ctx context.Context) error {
-	c.following.Store(true)
+	c.sched.Follow(true)
 	if err := c.SweepOrphans(ctx); err != nil {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
@@ -113,7 +117,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			c.workers.Wait()
+			c.sched.Wait()
 			return nil
 		case <-t.C:
 			err = c.tick(ctx, tickScope{shards: n, shard: k})
@@ -126,11 +130,10 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // shards is how many ticks one poll interval is spread over: a tick every
-// 250ms, at most 20 per interval. With 10,000 jobs a single tick per
-// interval polled every node in the same instant, and decisions about the
-// attempts it found ended waited behind all of those polls; with 10 ticks,
-// a hundred attempts ending together still made the last decision wait
-// about 100ms.
+// 250ms, at most 20 per interval. A single tick per interval would poll
+// every node in the same instant, and the decisions about the attempts it
+// found ended would wait behind all of those polls; a shard's polls are a
+// fraction of them.
 func (c *Controller) shards() int {
 	n := int(c.Config.Controller.PollInterval.D() / (250 * time.Millisecond))
 	return min(max(n, 1), 20)
@@ -144,12 +147,17 @@ type tickScope struct {
 	unwatched     bool
 }
 
-// Tick reconciles every job that has not ended, each in its own goroutine,
-// with one status call per provider for all running clusters.
+// Tick reconciles every job that has not ended, with one status call per
+// provider for all running clusters, and returns without waiting for the
+// steps it started (Wait does). Jobs whose attempt runs are checked in a
+// pool of maxParallelChecks goroutines; every other job (waiting for an
+// attempt, launching, starting, being cancelled) steps in a goroutine of
+// its own, since a launch can take minutes. A job still held by a step,
+// or released since this tick read the store, is left to the next tick.
 func (c *Controller) Tick(ctx context.Context) error { return c.tick(ctx, tickScope{}) }
 
 func (c *Controller) tick(ctx context.Context, scope tickScope) error {
-	epoch := c.readEpoch()
+	epoch := c.sched.Read()
 	jobs, err := c.Store.ActiveJobsShard(ctx, scope.shards, scope.shard)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
@@ -166,65 +174,29 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	if !scope.unwatched {
 		snap = c.snapshot(ctx, open)
 	}
-	var watched []jobAttempt
+	var watched []schedule.Work
 	for _, j := range jobs {
 		a := byJob[j.ID]
 		running := a != nil && a.State == store.AttemptRunning && !j.CancelRequested
 		if scope.unwatched && running {
 			continue
 		}
-		if !c.claim(j.ID, epoch) {
-			continue
-		}
-		c.workers.Add(1)
+		w := schedule.Work{ID: j.ID, Run: func(ctx context.Context) error { return c.reconcile(ctx, j, a, snap) }}
 		if running {
-			watched = append(watched, jobAttempt{j, a})
+			watched = append(watched, w)
 			continue
 		}
-		go c.reconcileJob(ctx, j, a, snap)
+		// The step may start an attempt, which then gets early checks.
+		w.Early = a == nil || a.State != store.AttemptRunning
+		c.sched.Go(ctx, epoch, w)
 	}
-	c.checkRunning(ctx, watched, snap)
+	c.sched.Check(ctx, epoch, watched)
 	return nil
 }
 
-// Wait blocks until every reconcile started by Tick has returned.
-func (c *Controller) Wait() { c.workers.Wait() }
-
-// readEpoch marks a tick's read of the store: a job released after it was
-// read has moved on since, and this tick leaves it to the next one.
-func (c *Controller) readEpoch() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// Releases older than the previous tick's read can no longer make any
-	// read stale: ticks run one after another.
-	for id, at := range c.released {
-		if at <= c.lastRead {
-			delete(c.released, id)
-		}
-	}
-	c.lastRead = c.releases
-	return c.releases
-}
-
-// claim takes job id for one reconcile, unless another holds it or it was
-// released after the caller read it at epoch.
-func (c *Controller) claim(id int64, epoch uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.busy[id] || c.released[id] > epoch {
-		return false
-	}
-	c.busy[id] = true
-	return true
-}
-
-func (c *Controller) release(id int64) {
-	c.mu.Lock()
-	delete(c.busy, id)
-	c.releases++
-	c.released[id] = c.releases
-	c.mu.Unlock()
-}
+// Wait blocks until every step started by Tick, and every follow-up of
+// those, has returned.
+func (c *Controller) Wait() { c.sched.Wait() }
 
 // snapshot is the providers' view of every open attempt's cluster, taken
 // once per tick.

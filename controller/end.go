@@ -86,7 +86,7 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 	if end.NextActionAt != nil {
 		next = *end.NextActionAt
 	}
-	c.continueAt(j.ID, next)
+	c.sched.ContinueAt(j.ID, next)
 	return nil
 }
 

