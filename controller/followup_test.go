@@ -122,13 +122,10 @@ func (noCloud) Provider(context.Context, string) (provision.Provider, error) {
 }
 func (noCloud) Opened() []string { return nil }
 
-func TestFollowUpReturnsTheStepsError(t *testing.T) {
+func TestAStepBetweenTicksReturnsItsError(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	c := newTestController(t, &fakeCloud{})
 	c.Providers = noCloud{}
-	c.Now, c.sleep = clk.Now, clk.sleep
-	c.following.Store(true)
 	p, err := schema.Parse([]byte("run: train\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +140,7 @@ func TestFollowUpReturnsTheStepsError(t *testing.T) {
 	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, store.Recovering); err != nil {
 		t.Fatal(err)
 	}
-	j, err := c.Store.Job(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.continueAt(id, c.Now())
-	if err := c.followUp(ctx, j, false); err == nil || !strings.Contains(err.Error(), "cloud down") {
-		t.Fatalf("followUp returned %v, want the step's error (cloud down)", err)
+	if more, err := c.step(ctx, id); !more || err == nil || !strings.Contains(err.Error(), "cloud down") {
+		t.Fatalf("step returned %t, %v; want true and the reconcile's error (cloud down)", more, err)
 	}
 }

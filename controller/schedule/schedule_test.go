@@ -157,8 +157,7 @@ func TestFollowUpLeavesThePool(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(0, 0)}
 	secondRan := make(chan struct{})
-	var q *Queue
-	q = New(Config{Now: clk.Now, Sleep: clk.Sleep, Checkers: 1, Horizon: time.Second,
+	q := New(Config{Now: clk.Now, Sleep: clk.Sleep, Checkers: 1, Horizon: time.Second,
 		Step: func(ctx context.Context, id int64) (bool, error) {
 			select {
 			case <-secondRan:
@@ -295,8 +294,7 @@ func TestWaitWaitsForEveryStartedWork(t *testing.T) {
 	clk := &clock{t: time.Unix(0, 0)}
 	var finished atomic.Int32
 	gate := make(chan struct{})
-	var q *Queue
-	q = New(Config{Now: clk.Now, Sleep: clk.Sleep, Checkers: 2, Horizon: time.Second,
+	q := New(Config{Now: clk.Now, Sleep: clk.Sleep, Checkers: 2, Horizon: time.Second,
 		Step: func(context.Context, int64) (bool, error) {
 			<-gate
 			finished.Add(1)
