@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"sortie/controller/config"
+	"sortie/controller/lifecycle"
 	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -177,7 +178,7 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	var watched []schedule.Work
 	for _, j := range jobs {
 		a := byJob[j.ID]
-		running := a != nil && a.State == store.AttemptRunning && !j.CancelRequested
+		running := a != nil && a.State == lifecycle.AttemptRunning && !j.CancelRequested
 		if scope.unwatched && running {
 			continue
 		}
@@ -187,7 +188,7 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 			continue
 		}
 		// The step may start an attempt, which then gets early checks.
-		w.Early = a == nil || a.State != store.AttemptRunning
+		w.Early = a == nil || a.State != lifecycle.AttemptRunning
 		c.sched.Go(ctx, epoch, w)
 	}
 	c.sched.Check(ctx, epoch, watched)
@@ -211,7 +212,7 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 	s := snapshot{clusters: map[string]*provision.Cluster{}, failed: map[string]error{}}
 	names := map[string][]string{}
 	for _, a := range open {
-		if a.State == store.AttemptStarting || a.State == store.AttemptRunning {
+		if a.State == lifecycle.AttemptStarting || a.State == lifecycle.AttemptRunning {
 			names[a.Cloud] = append(names[a.Cloud], a.Cluster)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -45,24 +46,24 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 	terminal := false
 	switch d.Action {
 	case strategy.Recover, strategy.Restart:
-		end.TaskStatus, end.JobStatus, end.StatusReason = store.Recovering, store.Recovering, d.Reason
+		end.TaskStatus, end.JobStatus, end.StatusReason = lifecycle.Recovering, lifecycle.Recovering, d.Reason
 		next := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
 		end.NextActionAt = &next
 		if d.Action == strategy.Recover {
 			end.PreemptedIn = placementJSON(attemptPlacement(a))
 		}
 	case strategy.NextTask:
-		end.TaskStatus, end.JobStatus, end.NextTask = store.Succeeded, store.Starting, true
+		end.TaskStatus, end.JobStatus, end.NextTask = lifecycle.Succeeded, lifecycle.Starting, true
 	case strategy.Succeed:
-		end.TaskStatus, end.JobStatus, end.ClearKnownFailure = store.Succeeded, store.Succeeded, j.InputKey
+		end.TaskStatus, end.JobStatus, end.ClearKnownFailure = lifecycle.Succeeded, lifecycle.Succeeded, j.InputKey
 		terminal = true
 	default: // Fail, Cancel
 		status := d.Status
 		if status == "" {
-			status = store.Failed
+			status = lifecycle.Failed
 		}
 		end.TaskStatus, end.JobStatus, end.FailureReason = status, status, d.Reason
-		if (status == store.Failed || status == store.FailedSetup) && j.InputKey != "" {
+		if (status == lifecycle.Failed || status == lifecycle.FailedSetup) && j.InputKey != "" {
 			end.KnownFailure = &store.KnownFailure{InputKey: j.InputKey, JobID: j.ID, TaskName: taskName(p, a.TaskIdx),
 				Status: status, ExitCodes: e.codes, LogPath: logDir}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 )
 
@@ -35,7 +36,7 @@ func (c *Controller) step(ctx context.Context, id int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if store.IsTerminal(j.Status) {
+	if j.Status.Terminal() {
 		return false, nil
 	}
 	a, err := c.openAttempt(ctx, j)
@@ -43,7 +44,7 @@ func (c *Controller) step(ctx context.Context, id int64) (bool, error) {
 		return false, err
 	}
 	var snap snapshot
-	if a != nil && a.State == store.AttemptRunning {
+	if a != nil && a.State == lifecycle.AttemptRunning {
 		snap = c.snapshot(ctx, []*store.Attempt{a})
 	}
 	return true, c.reconcile(ctx, j, a, snap)
@@ -52,7 +53,7 @@ func (c *Controller) step(ctx context.Context, id int64) (bool, error) {
 // openAttempt is the attempt of j's current task that has not ended, or nil.
 func (c *Controller) openAttempt(ctx context.Context, j *store.Job) (*store.Attempt, error) {
 	a, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
-	if err != nil || a == nil || a.State == store.AttemptEnded {
+	if err != nil || a == nil || a.State == lifecycle.AttemptEnded {
 		return nil, err
 	}
 	return a, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sortie/controller/config"
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/sim"
@@ -77,10 +78,10 @@ func TestNewAttemptIsCheckedEarly(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		following bool
-		want      string
+		want      lifecycle.Status
 	}{
-		{"driven by hand: seen at the next tick", false, store.Running},
-		{"running loop: seen by an early check", true, store.Succeeded},
+		{"driven by hand: seen at the next tick", false, lifecycle.Running},
+		{"running loop: seen by an early check", true, lifecycle.Succeeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -137,7 +138,7 @@ func TestAStepBetweenTicksReturnsItsError(t *testing.T) {
 	}
 	// An attempt restarting on a kept cluster: starting it asks the cloud.
 	kept := &store.Attempt{Cluster: "kept", Cloud: "fake"}
-	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, store.Recovering); err != nil {
+	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, lifecycle.Recovering); err != nil {
 		t.Fatal(err)
 	}
 	if more, err := c.step(ctx, id); !more || err == nil || !strings.Contains(err.Error(), "cloud down") {

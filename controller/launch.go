@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/schema"
@@ -46,7 +47,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 		err = fmt.Errorf("no placement satisfies the request")
 	}
 	if err != nil {
-		return c.endLaunch(ctx, j, a, t, store.FailedPrechecks, fmt.Sprintf("no placement for %s: %v", task.Resources.Cloud, err))
+		return c.endLaunch(ctx, j, a, t, lifecycle.FailedPrechecks, fmt.Sprintf("no placement for %s: %v", task.Resources.Cloud, err))
 	}
 	var preempted *schema.Placement
 	if t.PreemptedIn != "" {
@@ -72,16 +73,16 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 			return rerr
 		}
 		if class == provision.ClassPrechecks {
-			return c.endLaunch(ctx, j, a, t, store.FailedPrechecks, fmt.Sprintf("launch in %s: %v", cand.Placement, err))
+			return c.endLaunch(ctx, j, a, t, lifecycle.FailedPrechecks, fmt.Sprintf("launch in %s: %v", cand.Placement, err))
 		}
 	}
 	round := t.LaunchRound + 1
 	if round >= c.Config.Controller.LaunchRounds {
-		return c.endLaunch(ctx, j, a, t, store.FailedNoResource, strategy.NoResourceReason(tries, round))
+		return c.endLaunch(ctx, j, a, t, lifecycle.FailedNoResource, strategy.NoResourceReason(tries, round))
 	}
 	wait := c.Config.LaunchBackoff().Delay(round, c.Rand)
 	next := c.Now().Add(wait)
-	err = c.Store.SetWaiting(ctx, j.ID, a.TaskIdx, store.Pending, strategy.BackingOffReason(tries, wait), &next, round)
+	err = c.Store.SetWaiting(ctx, j.ID, a.TaskIdx, lifecycle.Pending, strategy.BackingOffReason(tries, wait), &next, round)
 	if errors.Is(err, store.ErrTerminal) {
 		return nil
 	}
@@ -149,12 +150,12 @@ func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Ta
 	if err := c.Store.MarkLaunched(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, instanceIDs(cl)); err != nil {
 		return err
 	}
-	a.State = store.AttemptStarting
+	a.State = lifecycle.AttemptStarting
 	return c.startAttempt(ctx, j, task, a)
 }
 
 // endLaunch ends an attempt that never got a cluster, and its job.
-func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, t *store.Task, status, reason string) error {
+func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, t *store.Task, status lifecycle.Status, reason string) error {
 	c.terminate(ctx, a)
 	err := c.Store.EndAttempt(ctx, store.End{
 		Attempt: a, Outcome: string(strategy.LaunchFailed), Reason: reason,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sortie/controller/config"
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -94,7 +95,7 @@ func runningAttempt(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.Store.NewAttempt(ctx, id, 0, func(n int) string { return provision.ClusterName(id, 0, n) }, nil, store.Starting)
+	a, err := c.Store.NewAttempt(ctx, id, 0, func(n int) string { return provision.ClusterName(id, 0, n) }, nil, lifecycle.Starting)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func runningAttempt(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) 
 	if err := c.Store.MarkRunning(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	a.Cloud, a.Region, a.Zone, a.State = "fake", "r", "r-a", store.AttemptRunning
+	a.Cloud, a.Region, a.Zone, a.State = "fake", "r", "r-a", lifecycle.AttemptRunning
 	j, err := c.Store.Job(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 			if err := c.judge(context.Background(), j, a, cloud, snapshot, tc.statuses); err != nil {
 				t.Fatal(err)
 			}
-			if as, _ := c.Store.Attempts(context.Background(), j.ID); as[0].State != store.AttemptEnded {
+			if as, _ := c.Store.Attempts(context.Background(), j.ID); as[0].State != lifecycle.AttemptEnded {
 				// A dead wrapper with no exit code is looked at twice.
 				if tc.statuses[0].Done || tc.preempted {
 					t.Fatalf("attempt still %s after one look", as[0].State)
@@ -158,7 +159,7 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 				t.Errorf("outcome %q, want %q", got, tc.wantOutcome)
 			}
 			got, _ := c.Store.Job(context.Background(), j.ID)
-			if got.RestartsOnErrors != tc.wantRestart || got.Status != store.Recovering {
+			if got.RestartsOnErrors != tc.wantRestart || got.Status != lifecycle.Recovering {
 				t.Errorf("job %s restarts_on_errors %d, want RECOVERING and %d", got.Status, got.RestartsOnErrors, tc.wantRestart)
 			}
 		})
@@ -200,13 +201,13 @@ func TestUnreachableNodeIsNotAFailureUntilTheLimit(t *testing.T) {
 		}
 		got, _ := c.Store.Job(ctx, j.ID)
 		if check < 3 {
-			if got.Status != store.Running || !strings.Contains(got.StatusReason, "cannot reach node 0") {
+			if got.Status != lifecycle.Running || !strings.Contains(got.StatusReason, "cannot reach node 0") {
 				t.Fatalf("check %d: job %s %q; want RUNNING with the reason shown", check, got.Status, got.StatusReason)
 			}
 			continue
 		}
 		as, _ := c.Store.Attempts(ctx, j.ID)
-		if as[0].Outcome != "node_lost" || got.Status != store.Recovering || got.RestartsOnErrors != 0 {
+		if as[0].Outcome != "node_lost" || got.Status != lifecycle.Recovering || got.RestartsOnErrors != 0 {
 			t.Fatalf("after %d failed checks: outcome %q job %s restarts %d", check, as[0].Outcome, got.Status, got.RestartsOnErrors)
 		}
 	}
@@ -224,7 +225,7 @@ func TestStatusCallFailureIsNotGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	as, _ := c.Store.Attempts(ctx, j.ID)
-	if as[0].State != store.AttemptRunning {
+	if as[0].State != lifecycle.AttemptRunning {
 		t.Errorf("attempt %s after a failed status call; want it still running", as[0].State)
 	}
 }
@@ -242,15 +243,15 @@ func TestCodesOfStoppedNodesAreNotTheTasks(t *testing.T) {
 		statuses    []node.Status
 		wantOutcome string
 		wantCodes   string
-		wantStatus  string
+		wantStatus  lifecycle.Status
 	}{
 		// Node 0 failed; sortie stopped node 1, which recorded 143. 143 is
 		// listed, but it was sortie's doing: the budget (0) decides.
-		{"stopped peer's 143 does not match", []node.Status{run(1), stopped(node.PhaseRun, 143)}, "user_failure", "1,?", store.Failed},
+		{"stopped peer's 143 does not match", []node.Status{run(1), stopped(node.PhaseRun, 143)}, "user_failure", "1,?", lifecycle.Failed},
 		// Node 1 was stopped during its setup: that is no setup failure.
-		{"stopped during setup", []node.Status{run(1), stopped(node.PhaseSetup, 143)}, "user_failure", "1,?", store.Failed},
-		{"listed code of the failing node matches", []node.Status{run(143), stopped(node.PhaseRun, 143)}, "user_failure", "143,?", store.Recovering},
-		{"every node stopped", []node.Status{stopped(node.PhaseRun, 143), stopped(node.PhaseRun, 143)}, "node_lost", "?,?", store.Recovering},
+		{"stopped during setup", []node.Status{run(1), stopped(node.PhaseSetup, 143)}, "user_failure", "1,?", lifecycle.Failed},
+		{"listed code of the failing node matches", []node.Status{run(143), stopped(node.PhaseRun, 143)}, "user_failure", "143,?", lifecycle.Recovering},
+		{"every node stopped", []node.Status{stopped(node.PhaseRun, 143), stopped(node.PhaseRun, 143)}, "node_lost", "?,?", lifecycle.Recovering},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
@@ -292,11 +293,11 @@ func TestStaleReadNeverTouchesTheLiveAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		as, _ := c.Store.Attempts(ctx, j.ID)
-		if len(as) != 1 || as[0].State != store.AttemptRunning || len(cloud.terminated) != 0 {
+		if len(as) != 1 || as[0].State != lifecycle.AttemptRunning || len(cloud.terminated) != 0 {
 			t.Errorf("cancel=%v: attempts %d (first %s), terminated %v; want the live attempt %s untouched",
 				cancel, len(as), as[0].State, cloud.terminated, live.Cluster)
 		}
-		if got, _ := c.Store.Job(ctx, j.ID); store.IsTerminal(got.Status) {
+		if got, _ := c.Store.Job(ctx, j.ID); got.Status.Terminal() {
 			t.Errorf("cancel=%v: job ended %s around its running attempt", cancel, got.Status)
 		}
 	}
@@ -311,7 +312,7 @@ func TestSweepSparesTheClusterKeptForARestart(t *testing.T) {
 	if err := c.judge(ctx, j, a, cloud, cloud.clusters[a.Cluster], []node.Status{{Started: true, Done: true, Phase: node.PhaseRun, ExitCode: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.Store.Job(ctx, j.ID); got.Status != store.Recovering {
+	if got, _ := c.Store.Job(ctx, j.ID); got.Status != lifecycle.Recovering {
 		t.Fatalf("job %s, want RECOVERING", got.Status)
 	}
 	if err := c.SweepOrphans(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/strategy"
@@ -20,7 +21,7 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 	if j.NextActionAt != nil && c.Now().Before(*j.NextActionAt) {
 		return nil // backing off
 	}
-	if a != nil && a.State == store.AttemptRunning {
+	if a != nil && a.State == lifecycle.AttemptRunning {
 		// Watching needs no spec (endAttempt reads it): parsing every
 		// running job's spec every tick was the largest cost of a tick with
 		// 10,000 jobs.
@@ -40,11 +41,11 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 	}
 	task := p.Tasks[a.TaskIdx]
 	switch a.State {
-	case store.AttemptLaunching:
+	case lifecycle.AttemptLaunching:
 		return c.launchAttempt(ctx, j, p, a)
-	case store.AttemptStarting:
+	case lifecycle.AttemptStarting:
 		return c.startAttempt(ctx, j, task, a)
-	case store.AttemptRunning:
+	case lifecycle.AttemptRunning:
 		return c.observe(ctx, j, p, a, snap)
 	}
 	return nil
@@ -58,15 +59,15 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	if err != nil {
 		return nil, err
 	}
-	status := store.Starting
+	status := lifecycle.Starting
 	var reuse *store.Attempt
-	if last != nil && last.State != store.AttemptEnded {
+	if last != nil && last.State != lifecycle.AttemptEnded {
 		// Read before another step of this job started that attempt: never
 		// touch a live attempt's cluster.
 		return nil, store.ErrOpenAttempt
 	}
 	if last != nil {
-		status = store.Recovering
+		status = lifecycle.Recovering
 		if last.Action == string(strategy.Restart) && c.healthy(ctx, last) {
 			reuse = last
 		} else {
@@ -121,7 +122,7 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 		if err != nil {
 			return err
 		}
-		if err := c.Store.FinishJob(ctx, j.ID, store.Cancelled, "", store.Cancelled); err != nil {
+		if err := c.Store.FinishJob(ctx, j.ID, lifecycle.Cancelled, "", lifecycle.Cancelled); err != nil {
 			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
 				return nil // ended meanwhile, or an attempt started: the next look cancels that
 			}
@@ -133,7 +134,7 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 		return nil
 	}
 	var codes []*int
-	if a.State != store.AttemptLaunching {
+	if a.State != lifecycle.AttemptLaunching {
 		codes = c.stopNodes(ctx, a)
 	}
 	c.collectLogs(ctx, j, a)
@@ -145,8 +146,8 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 	err = c.Store.EndAttempt(ctx, store.End{
 		Attempt: a, Outcome: string(strategy.Cancelled), ExitCodes: codes, Reason: "cancelled by user",
 		Action: string(strategy.Cancel), Decision: "cancelled by user",
-		RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors, TaskStatus: store.Cancelled,
-		JobStatus: store.Cancelled,
+		RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors, TaskStatus: lifecycle.Cancelled,
+		JobStatus: lifecycle.Cancelled,
 	})
 	if err != nil && !errors.Is(err, store.ErrAttemptEnded) {
 		return err
@@ -165,13 +166,13 @@ func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.
 	if a != nil {
 		c.terminate(ctx, a)
 		return c.Store.EndAttempt(ctx, store.End{Attempt: a, Outcome: string(strategy.LaunchFailed), Reason: reason,
-			Action: string(strategy.Fail), Decision: reason, TaskStatus: store.FailedController,
-			JobStatus: store.FailedController, FailureReason: reason})
+			Action: string(strategy.Fail), Decision: reason, TaskStatus: lifecycle.FailedController,
+			JobStatus: lifecycle.FailedController, FailureReason: reason})
 	}
 	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
 	if err != nil {
 		return err
 	}
 	c.terminate(ctx, last)
-	return c.Store.FinishJob(ctx, j.ID, store.FailedController, reason, store.FailedController)
+	return c.Store.FinishJob(ctx, j.ID, lifecycle.FailedController, reason, lifecycle.FailedController)
 }

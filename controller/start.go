@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -49,7 +50,7 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 		if err != nil {
 			return err
 		}
-		return c.endLaunch(ctx, j, a, tasks[a.TaskIdx], store.FailedPrechecks, problem)
+		return c.endLaunch(ctx, j, a, tasks[a.TaskIdx], lifecycle.FailedPrechecks, problem)
 	}
 	for rank := range cl.Nodes {
 		r, err := c.runner(ctx, prov, cl, rank, a)

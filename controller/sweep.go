@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"sortie/controller/home"
-	"sortie/controller/store"
 	"sortie/provision"
 )
 
@@ -70,7 +69,7 @@ func (c *Controller) removeStaleSecrets(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if j, err := c.Store.Job(ctx, id); err == nil && store.IsTerminal(j.Status) {
+		if j, err := c.Store.Job(ctx, id); err == nil && j.Status.Terminal() {
 			c.cleanupSecrets(id)
 		}
 	}

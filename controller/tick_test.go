@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"sortie/controller/config"
-	"sortie/controller/store"
+	"sortie/controller/lifecycle"
 	"sortie/provision"
 )
 
@@ -34,7 +34,7 @@ func TestTickScopes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return as[0].State == store.AttemptEnded
+		return as[0].State == lifecycle.AttemptEnded
 	}
 	for _, tc := range []struct {
 		name  string

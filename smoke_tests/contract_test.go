@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sortie/controller/lifecycle"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,7 +163,7 @@ func waitJSONStatus(e *env, id int64, status string) {
 		if got == status {
 			return
 		}
-		if isTerminal(got) {
+		if lifecycle.Status(got).Terminal() {
 			e.t.Fatalf("job %d ended %s, want %s:\n%s", id, got, status, last)
 		}
 		time.Sleep(50 * time.Millisecond)

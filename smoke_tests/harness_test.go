@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 )
 
@@ -190,9 +191,9 @@ func (e *env) waitFor(id int64, d time.Duration, what string, cond func(service.
 	return last
 }
 
-func (e *env) waitStatus(id int64, status string) service.JobDetail {
+func (e *env) waitStatus(id int64, status lifecycle.Status) service.JobDetail {
 	e.t.Helper()
-	return e.waitFor(id, 60*time.Second, "status "+status, func(d service.JobDetail) bool {
+	return e.waitFor(id, 60*time.Second, "status "+string(status), func(d service.JobDetail) bool {
 		if d.Status != status && isTerminal(d.Status) {
 			b, _ := json.MarshalIndent(d, "", "  ")
 			e.t.Fatalf("job %d ended %s, want %s:\n%s", id, d.Status, status, b)
@@ -201,13 +202,7 @@ func (e *env) waitStatus(id int64, status string) service.JobDetail {
 	})
 }
 
-func isTerminal(s string) bool {
-	switch s {
-	case "SUCCEEDED", "CANCELLED", "FAILED", "FAILED_SETUP", "FAILED_PRECHECKS", "FAILED_NO_RESOURCE", "FAILED_CONTROLLER":
-		return true
-	}
-	return false
-}
+func isTerminal(s lifecycle.Status) bool { return s.Terminal() }
 
 // codes turns attempts' exit codes into plain lists for comparison.
 func codes(d service.JobDetail) [][]int {

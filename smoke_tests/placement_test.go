@@ -143,7 +143,7 @@ run: echo load
 	}
 	want := []string{"SUCCEEDED", "FAILED", "CANCELLED"}
 	for i, task := range d.Tasks {
-		if task.Status != want[i] {
+		if string(task.Status) != want[i] {
 			t.Errorf("task %d (%s) %s, want %s", i, task.Name, task.Status, want[i])
 		}
 	}
@@ -180,7 +180,7 @@ run: echo three
 	d := e.waitStatus(id, "CANCELLED")
 	want := []string{"SUCCEEDED", "CANCELLED", "CANCELLED"}
 	for i, task := range d.Tasks {
-		if task.Status != want[i] {
+		if string(task.Status) != want[i] {
 			t.Errorf("task %d %s, want %s", i, task.Status, want[i])
 		}
 	}

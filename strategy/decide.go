@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/lifecycle"
 	"sortie/schema"
 )
 
@@ -41,16 +42,6 @@ const (
 	Succeed Action = "succeed"
 	Fail    Action = "fail"
 	Cancel  Action = "cancel"
-)
-
-// Job statuses a Decision can end a job with; the names are SkyPilot's.
-const (
-	StatusSucceeded        = "SUCCEEDED"
-	StatusCancelled        = "CANCELLED"
-	StatusFailed           = "FAILED"
-	StatusFailedSetup      = "FAILED_SETUP"
-	StatusFailedNoResource = "FAILED_NO_RESOURCE"
-	StatusFailedController = "FAILED_CONTROLLER"
 )
 
 // Rule names which rule made a decision: a stable, machine-readable companion
@@ -143,7 +134,7 @@ type Decision struct {
 	Counters Counters
 	// Status is the job's final status when Action is Succeed, Fail or
 	// Cancel, and "" otherwise.
-	Status string
+	Status lifecycle.Status
 	// Rule names the rule that matched.
 	Rule Rule
 	// Reason is shown to the user and stored with the attempt.
@@ -182,23 +173,23 @@ func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 		return decideFailure(p, c, e)
 	case Succeeded:
 		if lastTask {
-			return Decision{Action: Succeed, Counters: c, Status: StatusSucceeded,
+			return Decision{Action: Succeed, Counters: c, Status: lifecycle.Succeeded,
 				Rule: RuleJobSucceeded, Reason: withDetail(reasonJobSucceeded, e.Detail)}
 		}
 		return Decision{Action: NextTask, Counters: c, Rule: RuleTaskSucceeded,
 			Reason: withDetail(reasonTaskSucceeded, e.Detail)}
 	case Cancelled:
-		return Decision{Action: Cancel, Counters: c, Status: StatusCancelled,
+		return Decision{Action: Cancel, Counters: c, Status: lifecycle.Cancelled,
 			Rule: RuleCancelled, Reason: withDetail(reasonCancelled, e.Detail)}
 	case LaunchFailed:
 		reason := reasonLaunchFailed
 		if e.Detail != "" {
 			reason += ": " + e.Detail
 		}
-		return Decision{Action: Fail, Counters: c, Status: StatusFailedNoResource,
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedNoResource,
 			Rule: RuleLaunchFailed, Reason: reason}
 	default:
-		return Decision{Action: Fail, Counters: c, Status: StatusFailedController,
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedController,
 			Rule: RuleUnknownOutcome, Reason: withDetail(fmt.Sprintf(reasonUnknownOutcome, e.Outcome), e.Detail)}
 	}
 }
@@ -226,9 +217,9 @@ func decideFailure(p Policy, c Counters, e Ended) Decision {
 		return Decision{Action: Restart, Counters: c, Rule: RuleRestartOnError,
 			Reason: fmt.Sprintf(reasonRestart, what, c.RestartsOnErrors, budget)}
 	}
-	status := StatusFailed
+	status := lifecycle.Failed
 	if setup {
-		status = StatusFailedSetup
+		status = lifecycle.FailedSetup
 	}
 	return Decision{Action: Fail, Counters: c, Status: status, Rule: RuleNoRestartsLeft,
 		Reason: fmt.Sprintf(reasonNoRestartsLeft, what, budget)}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 )
 
@@ -27,7 +28,7 @@ func (e *KnownFailureError) Error() string {
 		f.JobID, describeCodes(f.Status, f.ExitCodes), Age(e.Now.Sub(f.RecordedAt)), f.JobID)
 }
 
-func describeCodes(status string, codes []*int) string {
+func describeCodes(status lifecycle.Status, codes []*int) string {
 	var known []string
 	for _, c := range codes {
 		if c != nil && *c != 0 {
@@ -35,12 +36,12 @@ func describeCodes(status string, codes []*int) string {
 		}
 	}
 	what := "exit code"
-	if status == store.FailedSetup {
+	if status == lifecycle.FailedSetup {
 		what = "setup exit code"
 	}
 	switch len(known) {
 	case 0:
-		return strings.ToLower(status)
+		return strings.ToLower(string(status))
 	case 1:
 		return what + " " + known[0]
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sortie/controller/home"
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -89,7 +90,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 			}
 		} else if j, err = s.Store.Job(ctx, req.ID); err != nil {
 			return fmt.Errorf("read job %d: %w", req.ID, err)
-		} else if store.IsTerminal(j.Status) {
+		} else if j.Status.Terminal() {
 			return nil
 		}
 		select {
@@ -138,7 +139,7 @@ func (c *cursor) grow(n int) {
 // and been printed whole.
 func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.Writer) (bool, error) {
 	n := len(a.InstanceIDs)
-	if a.State == store.AttemptEnded {
+	if a.State == lifecycle.AttemptEnded {
 		n = max(n, countKept(s.Home, a))
 		cur.grow(n)
 		for rank := 0; rank < n; rank++ {
@@ -158,7 +159,7 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 		}
 		return true, nil
 	}
-	if a.State != store.AttemptRunning || a.Cloud == "" {
+	if a.State != lifecycle.AttemptRunning || a.Cloud == "" {
 		return false, nil
 	}
 	var chunks [][]byte

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -15,7 +16,7 @@ import (
 // RetryRequest is `jobs retry`: the jobs by id, or by filter.
 type RetryRequest struct {
 	IDs      []int64
-	Statuses []string
+	Statuses []lifecycle.Status
 	NameGlob string
 	// Since keeps filter matches submitted within this long; 0 means any time.
 	Since       time.Duration
@@ -51,8 +52,8 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 			return nil, &UsageError{Err: errors.New("name the jobs to retry: IDs, or a filter such as --status FAILED --name 'lab-*'")}
 		}
 		for _, st := range req.Statuses {
-			if !store.IsTerminal(st) {
-				return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a status of an ended job (one of %s)", st, strings.Join(terminal(), ", "))}
+			if !st.Terminal() {
+				return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a status of an ended job (one of %s)", st, joinStatuses(lifecycle.TerminalStatuses()))}
 			}
 		}
 		if err := store.ValidGlob(req.NameGlob); err != nil {
@@ -60,7 +61,7 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 		}
 		f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Ascending: true}
 		if len(f.Statuses) == 0 {
-			f.Statuses = terminal()
+			f.Statuses = lifecycle.TerminalStatuses()
 		}
 		if req.Since > 0 {
 			t := s.Now().Add(-req.Since)
@@ -73,7 +74,7 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 	}
 	out := make([]JobView, 0, len(jobs))
 	for _, j := range jobs {
-		if !store.IsTerminal(j.Status) {
+		if !j.Status.Terminal() {
 			return nil, &UsageError{Err: fmt.Errorf("job %d is %s: only ended jobs can be retried; wait for it to end or cancel it (`sortie jobs cancel %d`)", j.ID, j.Status, j.ID)}
 		}
 		out = append(out, viewJob(j))
@@ -166,13 +167,13 @@ func (s *Service) knownFailureNote(ctx context.Context, p *schema.Pipeline, base
 
 // FailureView is one known failure as `jobs failures -o json` prints it.
 type FailureView struct {
-	InputKey   string    `json:"input_key"`
-	JobID      int64     `json:"job_id"`
-	TaskName   string    `json:"task_name"`
-	Status     string    `json:"status"`
-	ExitCodes  []*int    `json:"exit_codes"`
-	LogPath    string    `json:"log_path"`
-	RecordedAt time.Time `json:"recorded_at"`
+	InputKey   string           `json:"input_key"`
+	JobID      int64            `json:"job_id"`
+	TaskName   string           `json:"task_name"`
+	Status     lifecycle.Status `json:"status"`
+	ExitCodes  []*int           `json:"exit_codes"`
+	LogPath    string           `json:"log_path"`
+	RecordedAt time.Time        `json:"recorded_at"`
 }
 
 // Failures lists the known failures, newest first.

@@ -21,6 +21,7 @@ import (
 	"sortie/controller/config"
 	"sortie/controller/daemon"
 	"sortie/controller/home"
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -229,7 +230,7 @@ func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) 
 // QueueRequest is `jobs queue`.
 type QueueRequest struct {
 	All      bool
-	Statuses []string
+	Statuses []lifecycle.Status
 	NameGlob string
 	// Finished is how many of the newest finished jobs the default view
 	// shows besides every unfinished one.
@@ -240,8 +241,8 @@ type QueueRequest struct {
 // newest finished ones.
 func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error) {
 	for _, st := range req.Statuses {
-		if !store.ValidStatus(st) {
-			return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, strings.Join(store.Statuses, ", "))}
+		if !st.Valid() {
+			return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, joinStatuses(lifecycle.Statuses()))}
 		}
 	}
 	if err := store.ValidGlob(req.NameGlob); err != nil {
@@ -257,7 +258,7 @@ func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error
 		jobs, err = s.Store.Jobs(ctx, f)
 		if err == nil {
 			var done []*store.Job
-			done, err = s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: terminal(), Limit: req.Finished})
+			done, err = s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: lifecycle.TerminalStatuses(), Limit: req.Finished})
 			jobs = mergeNewestFirst(jobs, done)
 		}
 	}
@@ -271,14 +272,12 @@ func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error
 	return out, nil
 }
 
-func terminal() []string {
-	var out []string
-	for _, st := range store.Statuses {
-		if store.IsTerminal(st) {
-			out = append(out, st)
-		}
+func joinStatuses(ss []lifecycle.Status) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = string(s)
 	}
-	return out
+	return strings.Join(parts, ", ")
 }
 
 func mergeNewestFirst(a, b []*store.Job) []*store.Job {

@@ -4,33 +4,34 @@ import (
 	"encoding/json"
 	"time"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 )
 
 // JobView is a job as `jobs queue -o json` prints it. Absent values are
 // null, never omitted: the shape is stable and documented in the README.
 type JobView struct {
-	ID               int64      `json:"id"`
-	Name             string     `json:"name"`
-	Status           string     `json:"status"`
-	StatusReason     *string    `json:"status_reason"`
-	CurrentTask      int        `json:"current_task"`
-	NumTasks         int        `json:"num_tasks"`
-	RecoveryCount    int        `json:"recovery_count"`
-	RestartsOnErrors int        `json:"restarts_on_errors"`
-	ExitCodes        []*int     `json:"exit_codes"`
-	RetryOf          *int64     `json:"retry_of"`
-	RetriedIn        *int64     `json:"retried_in"`
-	RootID           int64      `json:"root_id"`
-	Trigger          string     `json:"trigger"`
-	RequestedBy      *string    `json:"requested_by"`
-	RetryReason      *string    `json:"retry_reason"`
-	Overrides        []Override `json:"overrides"`
-	InputKey         *string    `json:"input_key"`
-	FailureReason    *string    `json:"failure_reason"`
-	SubmittedAt      time.Time  `json:"submitted_at"`
-	StartedAt        *time.Time `json:"started_at"`
-	EndedAt          *time.Time `json:"ended_at"`
+	ID               int64            `json:"id"`
+	Name             string           `json:"name"`
+	Status           lifecycle.Status `json:"status"`
+	StatusReason     *string          `json:"status_reason"`
+	CurrentTask      int              `json:"current_task"`
+	NumTasks         int              `json:"num_tasks"`
+	RecoveryCount    int              `json:"recovery_count"`
+	RestartsOnErrors int              `json:"restarts_on_errors"`
+	ExitCodes        []*int           `json:"exit_codes"`
+	RetryOf          *int64           `json:"retry_of"`
+	RetriedIn        *int64           `json:"retried_in"`
+	RootID           int64            `json:"root_id"`
+	Trigger          string           `json:"trigger"`
+	RequestedBy      *string          `json:"requested_by"`
+	RetryReason      *string          `json:"retry_reason"`
+	Overrides        []Override       `json:"overrides"`
+	InputKey         *string          `json:"input_key"`
+	FailureReason    *string          `json:"failure_reason"`
+	SubmittedAt      time.Time        `json:"submitted_at"`
+	StartedAt        *time.Time       `json:"started_at"`
+	EndedAt          *time.Time       `json:"ended_at"`
 }
 
 // Override is one --set of a manual retry: the field, its old and new value.
@@ -54,10 +55,10 @@ type JobDetail struct {
 
 // TaskView is one task of a job.
 type TaskView struct {
-	Task          int    `json:"task"`
-	Name          string `json:"name"`
-	Status        string `json:"status"`
-	RecoveryCount int    `json:"recovery_count"`
+	Task          int              `json:"task"`
+	Name          string           `json:"name"`
+	Status        lifecycle.Status `json:"status"`
+	RecoveryCount int              `json:"recovery_count"`
 	// RestartsOnErrors counts the failures that took the budgeted path,
 	// the last one included: a task that failed for good with a budget of
 	// 2 shows 3.
@@ -70,21 +71,21 @@ type TaskView struct {
 
 // AttemptView is one attempt of a task.
 type AttemptView struct {
-	Task        int        `json:"task"`
-	Attempt     int        `json:"attempt"`
-	State       string     `json:"state"`
-	Outcome     *string    `json:"outcome"`
-	ExitCodes   []*int     `json:"exit_codes"`
-	Cluster     string     `json:"cluster"`
-	Cloud       *string    `json:"cloud"`
-	Region      *string    `json:"region"`
-	Zone        *string    `json:"zone"`
-	InstanceIDs []string   `json:"instance_ids"`
-	Reason      *string    `json:"reason"`
-	Action      *string    `json:"action"`
-	Decision    *string    `json:"decision"`
-	StartedAt   time.Time  `json:"started_at"`
-	EndedAt     *time.Time `json:"ended_at"`
+	Task        int                    `json:"task"`
+	Attempt     int                    `json:"attempt"`
+	State       lifecycle.AttemptState `json:"state"`
+	Outcome     *string                `json:"outcome"`
+	ExitCodes   []*int                 `json:"exit_codes"`
+	Cluster     string                 `json:"cluster"`
+	Cloud       *string                `json:"cloud"`
+	Region      *string                `json:"region"`
+	Zone        *string                `json:"zone"`
+	InstanceIDs []string               `json:"instance_ids"`
+	Reason      *string                `json:"reason"`
+	Action      *string                `json:"action"`
+	Decision    *string                `json:"decision"`
+	StartedAt   time.Time              `json:"started_at"`
+	EndedAt     *time.Time             `json:"ended_at"`
 }
 
 // LaunchTryView is one failed launch try.

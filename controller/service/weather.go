@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"sortie/controller/clouds"
-	"sortie/controller/store"
+	"sortie/controller/lifecycle"
 	"sortie/provision/local"
 	"sortie/schema"
 )
@@ -21,7 +21,7 @@ func (s *Service) Preempt(ctx context.Context, id int64, rank int) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if a == nil || a.State == store.AttemptEnded || a.State == store.AttemptLaunching {
+	if a == nil || a.State == lifecycle.AttemptEnded || a.State == lifecycle.AttemptLaunching {
 		return "", &UsageError{Err: fmt.Errorf("job %d has no running cluster to preempt (status %s)", id, j.Status)}
 	}
 	if a.Cloud != "local" {

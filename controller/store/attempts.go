@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"sortie/controller/lifecycle"
 )
 
 // Task is one task (pipeline stage) of a job, with its persisted counters.
@@ -14,7 +16,7 @@ type Task struct {
 	JobID            int64
 	Idx              int
 	Name             string
-	Status           string
+	Status           lifecycle.Status
 	RecoveryCount    int
 	RestartsOnErrors int
 	LaunchRound      int
@@ -35,7 +37,7 @@ type Attempt struct {
 	Region      string
 	Zone        string
 	InstanceIDs []string
-	State       string
+	State       lifecycle.AttemptState
 	Outcome     string
 	ExitCodes   []*int
 	Reason      string
@@ -79,7 +81,7 @@ func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
 
 // OpenAttempts returns every attempt that has not ended, across all jobs.
 func (s *Store) OpenAttempts(ctx context.Context) ([]*Attempt, error) {
-	return findAttempts(ctx, s.db, `WHERE state <> 'ended' ORDER BY id`)
+	return findAttempts(ctx, s.db, `WHERE `+openSQL+` ORDER BY id`)
 }
 
 // LastAttempt returns the newest attempt of a job's task, or nil.
@@ -131,14 +133,14 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 // the attempt runs on that ended attempt's cluster and starts in state
 // "starting"; otherwise it is "launching" on a new cluster named by
 // clusterName(attempt number).
-func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterName func(attempt int) string, reuse *Attempt, jobStatus string) (*Attempt, error) {
+func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterName func(attempt int) string, reuse *Attempt, jobStatus lifecycle.Status) (*Attempt, error) {
 	var out *Attempt
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		j, err := findJob(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		if IsTerminal(j.Status) {
+		if j.Status.Terminal() {
 			return fmt.Errorf("job %d is %s: %w", jobID, j.Status, ErrTerminal)
 		}
 		if j.CancelRequested {
@@ -152,11 +154,11 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			return err
 		}
 		now := s.now()
-		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: AttemptLaunching, StartedAt: now}
+		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: lifecycle.AttemptLaunching, StartedAt: now}
 		a.Cluster = clusterName(a.Attempt)
 		if reuse != nil {
 			a.Cluster, a.Cloud, a.Region, a.Zone, a.InstanceIDs = reuse.Cluster, reuse.Cloud, reuse.Region, reuse.Zone, reuse.InstanceIDs
-			a.State = AttemptStarting
+			a.State = lifecycle.AttemptStarting
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
 		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at)
@@ -183,14 +185,14 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 // SetPlacement records where an attempt is being launched, before the cloud
 // is asked, so a restarted controller looks for its cluster there.
 func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone string) error {
-	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND state <> 'ended'`, cloud, region, zone, attemptID)
+	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND `+openSQL, cloud, region, zone, attemptID)
 }
 
 // MarkLaunched records an attempt's cluster as up: its nodes' instance ids.
 func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region, zone string, instanceIDs []string) error {
 	ids, _ := json.Marshal(instanceIDs)
-	return s.exec(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ? AND state <> 'ended'`,
-		AttemptStarting, cloud, region, zone, string(ids), attemptID)
+	return s.exec(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ? AND `+openSQL,
+		lifecycle.AttemptStarting, cloud, region, zone, string(ids), attemptID)
 }
 
 // MarkRunning records that the task runs on every node of the attempt and
@@ -198,14 +200,14 @@ func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region
 func (s *Store) MarkRunning(ctx context.Context, a *Attempt) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		now := fmtTime(s.now())
-		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ? AND state <> 'ended'`, AttemptRunning, a.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ? AND `+openSQL, lifecycle.AttemptRunning, a.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, Running, a.JobID, a.TaskIdx); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, lifecycle.Running, a.JobID, a.TaskIdx); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', started_at = COALESCE(started_at, ?)
-			WHERE id = ? AND status NOT IN `+terminalSQL+` AND cancel_requested = 0`, Running, now, a.JobID)
+			WHERE id = ? AND status NOT IN `+terminalSQL+` AND cancel_requested = 0`, lifecycle.Running, now, a.JobID)
 		return err
 	})
 }
@@ -224,7 +226,7 @@ func (s *Store) SetUnreachable(ctx context.Context, a *Attempt, n int, reason st
 
 // SetWaiting puts a job in status (PENDING while no placement has capacity)
 // with a reason shown to the user and the time of its next try.
-func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, status, reason string, next *time.Time, launchRound int) error {
+func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, status lifecycle.Status, reason string, next *time.Time, launchRound int) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET launch_round = ? WHERE job_id = ? AND idx = ?`, launchRound, jobID, task); err != nil {
 			return err
@@ -277,7 +279,7 @@ var ErrCancelRequested = errors.New("job is being cancelled")
 
 func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
 	var open int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND state <> 'ended'`, jobID).Scan(&open); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND `+openSQL, jobID).Scan(&open); err != nil {
 		return err
 	}
 	if open > 0 {
@@ -290,7 +292,7 @@ func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
 // attempts that have not ended, and those kept for a restart (the last
 // attempt of an unfinished job ended asking to restart on its cluster).
 func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE state <> 'ended'
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE `+openSQL+`
 		UNION
 		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
 		WHERE j.`+activeSQL+` AND a.action = 'restart' AND a.task_idx = j.current_task

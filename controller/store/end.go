@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"sortie/controller/lifecycle"
 )
 
 // End is everything that changes when an attempt ends, written in one
@@ -22,11 +24,11 @@ type End struct {
 
 	RecoveryCount    int // the task's counters after the decision
 	RestartsOnErrors int
-	TaskStatus       string
+	TaskStatus       lifecycle.Status
 	PreemptedIn      string // JSON placement, set on a preemption; "" keeps the old value
 	NextTask         bool   // move the job to its next task
 
-	JobStatus     string
+	JobStatus     lifecycle.Status
 	StatusReason  string
 	FailureReason string
 	NextActionAt  *time.Time
@@ -51,7 +53,7 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 			codes = []byte("[]")
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?
-			WHERE id = ? AND state <> 'ended'`, AttemptEnded, e.Outcome, string(codes), e.Reason, e.Action, e.Decision, fmtTime(now), a.ID)
+			WHERE id = ? AND `+openSQL, lifecycle.AttemptEnded, e.Outcome, string(codes), e.Reason, e.Action, e.Decision, fmtTime(now), a.ID)
 		if err != nil {
 			return err
 		}
@@ -59,7 +61,7 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 			return fmt.Errorf("attempt %d of job %d: %w", a.Attempt, a.JobID, ErrAttemptEnded)
 		}
 		var ended any
-		if IsTerminal(e.TaskStatus) {
+		if e.TaskStatus.Terminal() {
 			ended = fmtTime(now)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, recovery_count = ?, restarts_on_errors = ?,
@@ -70,9 +72,9 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 		if err := setJobAfterAttempt(ctx, tx, a.JobID, string(codes), e, now); err != nil {
 			return err
 		}
-		if IsTerminal(e.JobStatus) {
+		if e.JobStatus.Terminal() {
 			// The tasks after the one that ended the job never run.
-			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, Cancelled, a.JobID, Pending); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, lifecycle.Cancelled, a.JobID, lifecycle.Pending); err != nil {
 				return err
 			}
 		}
@@ -92,7 +94,7 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 
 func setJobAfterAttempt(ctx context.Context, tx *sql.Tx, jobID int64, codes string, e End, now time.Time) error {
 	var ended any
-	if IsTerminal(e.JobStatus) {
+	if e.JobStatus.Terminal() {
 		ended = fmtTime(now)
 	}
 	advance := 0
@@ -117,7 +119,7 @@ func setJobAfterAttempt(ctx context.Context, tx *sql.Tx, jobID int64, codes stri
 // FinishJob ends a job that has no open attempt (cancelled before launch,
 // failed prechecks) with a terminal status; the remaining tasks take status
 // taskStatus.
-func (s *Store) FinishJob(ctx context.Context, jobID int64, status, failureReason, taskStatus string) error {
+func (s *Store) FinishJob(ctx context.Context, jobID int64, status lifecycle.Status, failureReason string, taskStatus lifecycle.Status) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"sortie/controller/lifecycle"
 )
 
 // KnownFailure is a task input key whose job ended FAILED or FAILED_SETUP.
@@ -13,7 +15,7 @@ type KnownFailure struct {
 	InputKey   string
 	JobID      int64
 	TaskName   string
-	Status     string
+	Status     lifecycle.Status
 	ExitCodes  []*int
 	LogPath    string
 	RecordedAt time.Time

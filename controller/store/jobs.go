@@ -8,13 +8,15 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"sortie/controller/lifecycle"
 )
 
 // Job is one row of jobs.
 type Job struct {
 	ID               int64
 	Name             string
-	Status           string
+	Status           lifecycle.Status
 	StatusReason     string
 	FailureReason    string
 	Spec             []byte
@@ -79,7 +81,7 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 			if err != nil {
 				return fmt.Errorf("job %d: %w", *j.RetryOf, err)
 			}
-			if !IsTerminal(orig.Status) {
+			if !orig.Status.Terminal() {
 				return fmt.Errorf("job %d is %s: %w", orig.ID, orig.Status, ErrNotTerminal)
 			}
 			root = orig.RootID
@@ -91,7 +93,7 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
 			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			j.Name, Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
+			j.Name, lifecycle.Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
 			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now))
 		if err != nil {
 			return err
@@ -111,7 +113,7 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		}
 		for i, t := range tasks {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key) VALUES (?, ?, ?, ?, ?)`,
-				id, i, t.Name, Pending, nullStr(t.InputKey)); err != nil {
+				id, i, t.Name, lifecycle.Pending, nullStr(t.InputKey)); err != nil {
 				return err
 			}
 		}
@@ -150,7 +152,7 @@ func findJob(ctx context.Context, q querier, id int64) (*Job, error) {
 // JobFilter selects jobs. Zero fields select everything.
 type JobFilter struct {
 	IDs      []int64
-	Statuses []string
+	Statuses []lifecycle.Status
 	// NameGlob is a shell pattern matched against the job name.
 	NameGlob string
 	Since    *time.Time // submitted at or after
@@ -306,7 +308,7 @@ func (s *Store) RequestCancel(ctx context.Context, ids []int64) ([]int64, error)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
 			res, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested'
-				WHERE id = ? AND status NOT IN `+terminalSQL, Cancelling, id)
+				WHERE id = ? AND status NOT IN `+terminalSQL, lifecycle.Cancelling, id)
 			if err != nil {
 				return err
 			}

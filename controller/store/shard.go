@@ -6,10 +6,6 @@ import "context"
 // reconciles one shard of the unfinished jobs (id % shards == shard), so
 // that a long queue is never checked all in the same instant.
 
-// activeSQL selects unfinished jobs by listing their statuses, which the
-// jobs_status index serves; "NOT IN terminal" would read every job ever run.
-const activeSQL = `status IN ('PENDING','STARTING','RUNNING','RECOVERING','CANCELLING')`
-
 // ActiveJobsShard returns the unfinished jobs of one shard in id order;
 // shards <= 1 means every unfinished job.
 func (s *Store) ActiveJobsShard(ctx context.Context, shards, shard int) ([]*Job, error) {
@@ -25,5 +21,5 @@ func (s *Store) OpenAttemptsShard(ctx context.Context, shards, shard int) ([]*At
 	if shards <= 1 {
 		return s.OpenAttempts(ctx)
 	}
-	return findAttempts(ctx, s.db, `WHERE state <> 'ended' AND job_id % ? = ? ORDER BY id`, shards, shard)
+	return findAttempts(ctx, s.db, `WHERE `+openSQL+` AND job_id % ? = ? ORDER BY id`, shards, shard)
 }

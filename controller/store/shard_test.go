@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sortie/controller/lifecycle"
 )
 
 func TestShards(t *testing.T) {
@@ -21,14 +23,14 @@ func TestShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := s.NewAttempt(ctx, id, 0, func(n int) string { return "c" }, nil, Starting)
+		a, err := s.NewAttempt(ctx, id, 0, func(n int) string { return "c" }, nil, lifecycle.Starting)
 		if err != nil {
 			t.Fatal(err)
 		}
 		attempts = append(attempts, a)
 	}
 	// Job 3 has ended: no shard lists it.
-	if err := s.EndAttempt(ctx, End{Attempt: attempts[2], Outcome: "cancelled", TaskStatus: Cancelled, JobStatus: Cancelled}); err != nil {
+	if err := s.EndAttempt(ctx, End{Attempt: attempts[2], Outcome: "cancelled", TaskStatus: lifecycle.Cancelled, JobStatus: lifecycle.Cancelled}); err != nil {
 		t.Fatal(err)
 	}
 	jobIDs := func(js []*Job) []int64 {

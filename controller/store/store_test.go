@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sortie/controller/lifecycle"
 )
 
 type fakeClock struct{ t time.Time }
@@ -50,7 +52,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Name != "a" || j.Status != Pending || j.RootID != id {
+	if j.Name != "a" || j.Status != lifecycle.Pending || j.RootID != id {
 		t.Fatalf("got %+v", j)
 	}
 }
@@ -62,11 +64,11 @@ func TestAttemptLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
+	a1, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a1.Attempt != 1 || a1.Cluster != fmt.Sprintf("sortie-%d-0-1", id) || a1.State != AttemptLaunching {
+	if a1.Attempt != 1 || a1.Cluster != fmt.Sprintf("sortie-%d-0-1", id) || a1.State != lifecycle.AttemptLaunching {
 		t.Fatalf("first attempt: %+v", a1)
 	}
 	if err := s.MarkLaunched(ctx, a1.ID, "local", "local", "local-a", []string{"n0", "n1"}); err != nil {
@@ -77,7 +79,7 @@ func TestAttemptLifecycle(t *testing.T) {
 	}
 	end := End{Attempt: a1, Outcome: "user_failure", ExitCodes: []*int{code(0), code(29)}, Reason: "node 1 exited 29",
 		Action: "restart", Decision: "exit code 29 matched recover_on_exit_codes [29]", RecoveryCount: 1,
-		TaskStatus: Recovering, JobStatus: Recovering}
+		TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering}
 	if err := s.EndAttempt(ctx, end); err != nil {
 		t.Fatal(err)
 	}
@@ -88,44 +90,44 @@ func TestAttemptLifecycle(t *testing.T) {
 	if diff := cmp.Diff([]*int{code(0), code(29)}, j.ExitCodes); diff != "" {
 		t.Errorf("job exit codes (-want +got):\n%s", diff)
 	}
-	if j.RecoveryCount != 1 || j.Status != Recovering || j.StartedAt == nil {
+	if j.RecoveryCount != 1 || j.Status != lifecycle.Recovering || j.StartedAt == nil {
 		t.Errorf("job after restart decision: %+v", j)
 	}
 	// A restart reuses the cluster.
 	prev, _ := s.LastAttempt(ctx, id, 0)
-	a2, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), prev, Recovering)
+	a2, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), prev, lifecycle.Recovering)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a2.Attempt != 2 || a2.Cluster != a1.Cluster || a2.State != AttemptStarting || a2.Zone != "local-a" {
+	if a2.Attempt != 2 || a2.Cluster != a1.Cluster || a2.State != lifecycle.AttemptStarting || a2.Zone != "local-a" {
 		t.Fatalf("reused attempt: %+v", a2)
 	}
 	if err := s.EndAttempt(ctx, End{Attempt: a2, Outcome: "succeeded", ExitCodes: []*int{code(0), code(0)},
-		Action: "next_task", RecoveryCount: 1, TaskStatus: Succeeded, NextTask: true, JobStatus: Starting}); err != nil {
+		Action: "next_task", RecoveryCount: 1, TaskStatus: lifecycle.Succeeded, NextTask: true, JobStatus: lifecycle.Starting}); err != nil {
 		t.Fatal(err)
 	}
 	j, _ = s.Job(ctx, id)
 	if j.CurrentTask != 1 {
 		t.Fatalf("current task = %d, want 1", j.CurrentTask)
 	}
-	a3, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, Starting)
+	a3, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, lifecycle.Starting)
 	if err != nil || a3.Attempt != 1 {
 		t.Fatalf("task 1 attempt: %+v %v", a3, err)
 	}
 	if err := s.EndAttempt(ctx, End{Attempt: a3, Outcome: "user_failure", ExitCodes: []*int{code(1)}, Action: "fail",
-		RestartsOnErrors: 1, TaskStatus: Failed, JobStatus: Failed, FailureReason: "exit code 1",
-		KnownFailure: &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: Failed, ExitCodes: []*int{code(1)}}}); err != nil {
+		RestartsOnErrors: 1, TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed, FailureReason: "exit code 1",
+		KnownFailure: &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: lifecycle.Failed, ExitCodes: []*int{code(1)}}}); err != nil {
 		t.Fatal(err)
 	}
 	j, _ = s.Job(ctx, id)
-	if j.Status != Failed || j.EndedAt == nil || j.RestartsOnErrors != 1 || j.RecoveryCount != 1 || j.FailureReason != "exit code 1" {
+	if j.Status != lifecycle.Failed || j.EndedAt == nil || j.RestartsOnErrors != 1 || j.RecoveryCount != 1 || j.FailureReason != "exit code 1" {
 		t.Fatalf("ended job: %+v", j)
 	}
 	// A terminal status never changes.
-	if err := s.FinishJob(ctx, id, Cancelled, "", Cancelled); !errors.Is(err, ErrTerminal) {
+	if err := s.FinishJob(ctx, id, lifecycle.Cancelled, "", lifecycle.Cancelled); !errors.Is(err, ErrTerminal) {
 		t.Fatalf("finish of an ended job: %v", err)
 	}
-	if _, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, Starting); !errors.Is(err, ErrTerminal) {
+	if _, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, lifecycle.Starting); !errors.Is(err, ErrTerminal) {
 		t.Fatalf("new attempt of an ended job: %v", err)
 	}
 	if marked, _ := s.RequestCancel(ctx, []int64{id}); len(marked) != 0 {
@@ -148,14 +150,14 @@ func TestRetryChain(t *testing.T) {
 	if _, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig}, []NewTask{{}}); !errors.Is(err, ErrNotTerminal) {
 		t.Fatalf("retry of a pending job: %v", err)
 	}
-	if err := s.FinishJob(ctx, orig, Failed, "boom", Failed); err != nil {
+	if err := s.FinishJob(ctx, orig, lifecycle.Failed, "boom", lifecycle.Failed); err != nil {
 		t.Fatal(err)
 	}
 	r1, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig, Trigger: "manual", RetryReason: "flaky"}, []NewTask{{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishJob(ctx, r1, Failed, "", Failed); err != nil {
+	if err := s.FinishJob(ctx, r1, lifecycle.Failed, "", lifecycle.Failed); err != nil {
 		t.Fatal(err)
 	}
 	r2, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &r1, Trigger: "manual"}, []NewTask{{}})
@@ -167,14 +169,14 @@ func TestRetryChain(t *testing.T) {
 		t.Fatalf("retry of retry: %+v", j2)
 	}
 	j0, _ := s.Job(ctx, orig)
-	if j0.RetriedIn == nil || *j0.RetriedIn != r1 || j0.Status != Failed {
+	if j0.RetriedIn == nil || *j0.RetriedIn != r1 || j0.Status != lifecycle.Failed {
 		t.Fatalf("original: %+v", j0)
 	}
 	chain, _ := s.Chain(ctx, orig)
 	if len(chain) != 3 {
 		t.Fatalf("chain length %d", len(chain))
 	}
-	got, _ := s.Jobs(ctx, JobFilter{NameGlob: "lab-*", Statuses: []string{Failed}})
+	got, _ := s.Jobs(ctx, JobFilter{NameGlob: "lab-*", Statuses: []lifecycle.Status{lifecycle.Failed}})
 	if len(got) != 2 {
 		t.Fatalf("filter: %d jobs", len(got))
 	}
@@ -185,9 +187,9 @@ func TestForgetFailure(t *testing.T) {
 	s, _ := openTest(t)
 	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}})
 	for _, k := range []string{"aa11", "aa22", "bb33"} {
-		a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
-		if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: Recovering, JobStatus: Recovering,
-			KnownFailure: &KnownFailure{InputKey: k, JobID: id, Status: Failed}}); err != nil {
+		a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+		if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering,
+			KnownFailure: &KnownFailure{InputKey: k, JobID: id, Status: lifecycle.Failed}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,27 +211,27 @@ func TestNeverTwoLiveAttempts(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}, {}})
-	a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
+	a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting); !errors.Is(err, ErrOpenAttempt) {
+	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting); !errors.Is(err, ErrOpenAttempt) {
 		t.Fatalf("second attempt while the first runs: %v", err)
 	}
 	// A job with a running attempt is not ended around it.
-	if err := s.FinishJob(ctx, id, Cancelled, "", Cancelled); !errors.Is(err, ErrOpenAttempt) {
+	if err := s.FinishJob(ctx, id, lifecycle.Cancelled, "", lifecycle.Cancelled); !errors.Is(err, ErrOpenAttempt) {
 		t.Fatalf("finish with an open attempt: %v", err)
 	}
 	if _, err := s.RequestCancel(ctx, []int64{id}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: Recovering, JobStatus: Recovering}); err != nil {
+	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting); !errors.Is(err, ErrCancelRequested) {
+	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting); !errors.Is(err, ErrCancelRequested) {
 		t.Fatalf("new attempt of a job being cancelled: %v", err)
 	}
-	if err := s.FinishJob(ctx, id, Cancelled, "", Cancelled); err != nil {
+	if err := s.FinishJob(ctx, id, lifecycle.Cancelled, "", lifecycle.Cancelled); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -238,16 +240,16 @@ func TestEndingTheJobSkipsTheRestOfThePipeline(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	id, _ := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{}, {}, {}})
-	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, Starting)
-	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: Failed, JobStatus: Failed}); err != nil {
+	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed}); err != nil {
 		t.Fatal(err)
 	}
 	tasks, _ := s.Tasks(ctx, id)
-	var got []string
+	var got []lifecycle.Status
 	for _, task := range tasks {
 		got = append(got, task.Status)
 	}
-	if diff := cmp.Diff([]string{Failed, Cancelled, Cancelled}, got); diff != "" {
+	if diff := cmp.Diff([]lifecycle.Status{lifecycle.Failed, lifecycle.Cancelled, lifecycle.Cancelled}, got); diff != "" {
 		t.Errorf("task statuses (-want +got):\n%s", diff)
 	}
 }

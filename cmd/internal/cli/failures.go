@@ -32,7 +32,7 @@ func NewCmdFailures(f *Factory) *cobra.Command {
 				}
 				t := newTable(f.Out, "KEY", "JOB", "TASK", "STATUS", "EXIT CODES", "AGE", "LOGS")
 				for _, k := range fs {
-					t.row(k.InputKey[:12], fmt.Sprint(k.JobID), k.TaskName, k.Status, strategy.FormatExitCodes(k.ExitCodes),
+					t.row(k.InputKey[:12], fmt.Sprint(k.JobID), k.TaskName, string(k.Status), strategy.FormatExitCodes(k.ExitCodes),
 						ago(f.Now(), k.RecordedAt), fmt.Sprintf("sortie jobs logs %d", k.JobID))
 				}
 				return t.flush()

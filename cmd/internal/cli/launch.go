@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
-	"sortie/controller/store"
 	"sortie/strategy"
 )
 
@@ -110,7 +110,7 @@ func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
 	if d.FailureReason != nil {
 		fmt.Fprintf(f.Err, "Reason: %s\n", *d.FailureReason)
 	}
-	if d.Status != store.Succeeded {
+	if d.Status != lifecycle.Succeeded {
 		return &exitError{code: ExitFailed}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/strategy"
 )
@@ -47,17 +48,19 @@ func NewCmdQueue(f *Factory, runF func(context.Context, *QueueOptions) error) *c
 	return cmd
 }
 
-func upper(ss []string) []string {
-	out := make([]string, len(ss))
+// statuses reads --status values, in any case; the service says which
+// are not statuses.
+func statuses(ss []string) []lifecycle.Status {
+	out := make([]lifecycle.Status, len(ss))
 	for i, s := range ss {
-		out[i] = strings.ToUpper(strings.TrimSpace(s))
+		out[i] = lifecycle.Status(strings.ToUpper(strings.TrimSpace(s)))
 	}
 	return out
 }
 
 func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	return withService(ctx, f, func(svc Service) error {
-		jobs, err := svc.Queue(ctx, service.QueueRequest{All: opts.All, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit})
+		jobs, err := svc.Queue(ctx, service.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit})
 		if err != nil {
 			return err
 		}
@@ -81,7 +84,7 @@ func printQueue(f *Factory, jobs []service.JobView) error {
 			task = fmt.Sprintf("%d/%d", j.CurrentTask+1, j.NumTasks)
 		}
 		t.row(strconv.FormatInt(j.ID, 10), j.Name, task, ago(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now),
-			strconv.Itoa(j.RecoveryCount), j.Status, strategy.FormatExitCodes(j.ExitCodes), idOrDash(j.RetryOf))
+			strconv.Itoa(j.RecoveryCount), string(j.Status), strategy.FormatExitCodes(j.ExitCodes), idOrDash(j.RetryOf))
 	}
 	return t.flush()
 }

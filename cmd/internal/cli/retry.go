@@ -73,7 +73,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 	if v := f.Getenv("SORTIE_USER"); v != "" {
 		who = v
 	}
-	req := service.RetryRequest{IDs: opts.IDs, Statuses: upper(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
+	req := service.RetryRequest{IDs: opts.IDs, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
 		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
@@ -91,7 +91,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 			fmt.Fprintf(f.Err, "Would retry %d job(s):\n", len(targets))
 			t := newTable(f.Out, "ID", "NAME", "STATUS", "EXIT CODES")
 			for _, j := range targets {
-				t.row(fmt.Sprint(j.ID), j.Name, j.Status, strategy.FormatExitCodes(j.ExitCodes))
+				t.row(fmt.Sprint(j.ID), j.Name, string(j.Status), strategy.FormatExitCodes(j.ExitCodes))
 			}
 			return t.flush()
 		}

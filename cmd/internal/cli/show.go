@@ -79,7 +79,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 		fmt.Fprintln(w, "\nTasks:")
 		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "FAILURES", "BUDGET")
 		for _, task := range d.Tasks {
-			t.row("  "+strconv.Itoa(task.Task), task.Name, task.Status, strconv.Itoa(task.RecoveryCount),
+			t.row("  "+strconv.Itoa(task.Task), task.Name, string(task.Status), strconv.Itoa(task.RecoveryCount),
 				strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors))
 		}
 		t.flush()
@@ -94,7 +94,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 			if a.Cloud != nil {
 				where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
 			}
-			outcome := a.State
+			outcome := string(a.State)
 			if a.Outcome != nil {
 				outcome = *a.Outcome
 			}

@@ -21,6 +21,7 @@ import (
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
 	"sortie/controller/home"
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/controller/store"
 )
@@ -104,7 +105,7 @@ func nodeLogs(h string, out io.Writer) *cobra.Command {
 			}
 			chunks := [][]byte{}
 			for _, a := range as {
-				if a.TaskIdx != task || a.Attempt != attempt || a.State != store.AttemptRunning {
+				if a.TaskIdx != task || a.Attempt != attempt || a.State != lifecycle.AttemptRunning {
 					continue
 				}
 				prov, err := clouds.NewSet(cfg, all.Clouds()).Provider(ctx, a.Cloud)

@@ -13,6 +13,7 @@ import (
 
 	"sortie/controller/clouds"
 	sortiehome "sortie/controller/home"
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 )
 
@@ -113,8 +114,8 @@ func waitAll(ctx context.Context, db *sql.DB, n int, poll, timeout, report time.
 			return nil, err
 		}
 		ended := 0
-		for _, st := range []string{"SUCCEEDED", "CANCELLED", "FAILED", "FAILED_SETUP", "FAILED_PRECHECKS", "FAILED_NO_RESOURCE", "FAILED_CONTROLLER"} {
-			ended += counts[st]
+		for _, st := range lifecycle.TerminalStatuses() {
+			ended += counts[string(st)]
 		}
 		if ended >= n {
 			return counts, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sortiehome "sortie/controller/home"
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -103,16 +104,16 @@ func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 	for id := 1; id <= o.Jobs; id++ {
 		sub := base.Add(time.Duration(id) * time.Minute)
 		start := sub.Add(40 * time.Second)
-		status, outcome, codes, state, reason, action := store.Succeeded, "succeeded", "[0]", store.AttemptEnded, "every node exited 0", "succeed"
+		status, outcome, codes, state, reason, action := lifecycle.Succeeded, "succeeded", "[0]", lifecycle.AttemptEnded, "every node exited 0", "succeed"
 		var failure, ended any = nil, fmtT(start.Add(20 * time.Minute))
 		switch {
 		case id > firstRunning && id%2 == 0:
-			status, outcome, codes, state, reason, action, ended = store.Running, "", "[]", store.AttemptRunning, "", "", nil
+			status, outcome, codes, state, reason, action, ended = lifecycle.Running, "", "[]", lifecycle.AttemptRunning, "", "", nil
 		case id%25 == 0:
-			status, outcome, codes, reason, action = store.Failed, "user_failure", "[1]", "node 0 exited 1", "fail"
+			status, outcome, codes, reason, action = lifecycle.Failed, "user_failure", "[1]", "node 0 exited 1", "fail"
 			failure = "restart 3/2 on errors"
 		case id%97 == 0:
-			status, outcome, codes, reason, action = store.Cancelled, "cancelled", "[143]", "cancelled by user", "cancel"
+			status, outcome, codes, reason, action = lifecycle.Cancelled, "cancelled", "[143]", "cancelled by user", "cancel"
 		}
 		recoveries := 0
 		if id%7 == 0 {
