@@ -82,9 +82,9 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 	}
 	wait := c.Config.LaunchBackoff().Delay(round, c.Rand)
 	next := c.Now().Add(wait)
-	err = c.Store.SetWaiting(ctx, j.ID, a.TaskIdx, lifecycle.Pending, strategy.BackingOffReason(tries, wait), &next, round)
-	if errors.Is(err, store.ErrTerminal) {
-		return nil
+	err = c.Store.SetWaiting(ctx, j.ID, a.TaskIdx, strategy.BackingOffReason(tries, wait), &next, round)
+	if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrCancelRequested) {
+		return nil // ended or being cancelled meanwhile: the next look sees it as it is
 	}
 	return err
 }

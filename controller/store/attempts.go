@@ -129,24 +129,37 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 }
 
 // NewAttempt starts the next attempt of the job's current task and sets the
-// job's status (STARTING, or RECOVERING after a recovery). With reuse set,
-// the attempt runs on that ended attempt's cluster and starts in state
-// "starting"; otherwise it is "launching" on a new cluster named by
-// clusterName(attempt number).
+// job's and the task's status (STARTING, or RECOVERING after a recovery).
+// With reuse set, the attempt runs on that ended attempt's cluster and
+// starts in state "starting"; otherwise it is "launching" on a new cluster
+// named by clusterName(attempt number).
 func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterName func(attempt int) string, reuse *Attempt, jobStatus lifecycle.Status) (*Attempt, error) {
+	if jobStatus != lifecycle.Starting && jobStatus != lifecycle.Recovering {
+		return nil, fmt.Errorf("job %d: a new attempt makes a job %s or %s, not %s", jobID, lifecycle.Starting, lifecycle.Recovering, jobStatus)
+	}
 	var out *Attempt
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		j, err := findJob(ctx, tx, jobID)
+		j, err := readJob(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		if j.Status.Terminal() {
-			return fmt.Errorf("job %d is %s: %w", jobID, j.Status, ErrTerminal)
+		if j.status.Terminal() {
+			return fmt.Errorf("job %d is %s: %w", jobID, j.status, ErrTerminal)
 		}
-		if j.CancelRequested {
+		if j.cancelRequested {
 			return fmt.Errorf("job %d: %w", jobID, ErrCancelRequested)
 		}
 		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
+			return err
+		}
+		if err := lifecycle.CheckJob(jobID, j.status, jobStatus); err != nil {
+			return err
+		}
+		ts, err := readTask(ctx, tx, jobID, task)
+		if err != nil {
+			return err
+		}
+		if err := lifecycle.CheckTask(jobID, task, ts, jobStatus); err != nil {
 			return err
 		}
 		var n int
@@ -188,26 +201,64 @@ func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region
 	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND `+openSQL, cloud, region, zone, attemptID)
 }
 
-// MarkLaunched records an attempt's cluster as up: its nodes' instance ids.
+// MarkLaunched records an attempt's cluster as up (the attempt is
+// starting): its nodes' instance ids.
 func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region, zone string, instanceIDs []string) error {
 	ids, _ := json.Marshal(instanceIDs)
-	return s.exec(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ? AND `+openSQL,
-		lifecycle.AttemptStarting, cloud, region, zone, string(ids), attemptID)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		a, err := readAttempt(ctx, tx, attemptID)
+		if err != nil {
+			return err
+		}
+		if err := a.moveTo(lifecycle.AttemptStarting); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ?`,
+			lifecycle.AttemptStarting, cloud, region, zone, string(ids), attemptID)
+		return err
+	})
 }
 
 // MarkRunning records that the task runs on every node of the attempt and
-// the job is RUNNING.
-func (s *Store) MarkRunning(ctx context.Context, a *Attempt) error {
+// the job is RUNNING; a job being cancelled stays CANCELLING.
+func (s *Store) MarkRunning(ctx context.Context, at *Attempt) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		now := fmtTime(s.now())
-		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ? AND `+openSQL, lifecycle.AttemptRunning, a.ID); err != nil {
+		a, err := readAttempt(ctx, tx, at.ID)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, lifecycle.Running, a.JobID, a.TaskIdx); err != nil {
+		if err := a.moveTo(lifecycle.AttemptRunning); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', started_at = COALESCE(started_at, ?)
-			WHERE id = ? AND status NOT IN `+terminalSQL+` AND cancel_requested = 0`, lifecycle.Running, now, a.JobID)
+		ts, err := readTask(ctx, tx, a.job, a.task)
+		if err != nil {
+			return err
+		}
+		if err := lifecycle.CheckTask(a.job, a.task, ts, lifecycle.Running); err != nil {
+			return err
+		}
+		j, err := readJob(ctx, tx, a.job)
+		if err != nil {
+			return err
+		}
+		next := lifecycle.Running
+		if j.cancelRequested {
+			next = j.status
+		}
+		if err := lifecycle.CheckJob(a.job, j.status, next); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ?`, lifecycle.AttemptRunning, at.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, lifecycle.Running, a.job, a.task); err != nil {
+			return err
+		}
+		if j.cancelRequested {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', started_at = COALESCE(started_at, ?) WHERE id = ?`,
+			lifecycle.Running, fmtTime(s.now()), a.job)
 		return err
 	})
 }
@@ -224,22 +275,28 @@ func (s *Store) SetUnreachable(ctx context.Context, a *Attempt, n int, reason st
 	})
 }
 
-// SetWaiting puts a job in status (PENDING while no placement has capacity)
-// with a reason shown to the user and the time of its next try.
-func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, status lifecycle.Status, reason string, next *time.Time, launchRound int) error {
+// SetWaiting makes a job PENDING while no placement has capacity, with a
+// reason shown to the user and the time of its next round of launch tries.
+// It fails with ErrTerminal when the job has ended, and with
+// ErrCancelRequested when it is being cancelled.
+func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, reason string, next *time.Time, launchRound int) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET launch_round = ? WHERE job_id = ? AND idx = ?`, launchRound, jobID, task); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, next_action_at = ?
-			WHERE id = ? AND status NOT IN `+terminalSQL+` AND cancel_requested = 0`, status, reason, fmtTimePtr(next), jobID)
+		j, err := readJob(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrTerminal
+		if j.cancelRequested && !j.status.Terminal() {
+			return fmt.Errorf("job %d: %w", jobID, ErrCancelRequested)
 		}
-		return nil
+		if err := lifecycle.CheckJob(jobID, j.status, lifecycle.Pending); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET launch_round = ? WHERE job_id = ? AND idx = ?`, launchRound, jobID, task); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, next_action_at = ? WHERE id = ?`,
+			lifecycle.Pending, reason, fmtTimePtr(next), jobID)
+		return err
 	})
 }
 

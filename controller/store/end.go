@@ -40,11 +40,49 @@ type End struct {
 }
 
 // EndAttempt applies e. It fails with ErrAttemptEnded if the attempt has
-// already ended, and with ErrTerminal if the job has.
+// already ended, with ErrTerminal if the job has, and with ErrNotAMove if
+// e moves the job or the task in a way the lifecycle does not; then nothing
+// is written. A job being cancelled keeps its status (CANCELLING) unless e
+// ends it: the cancel ends it next.
 func (s *Store) EndAttempt(ctx context.Context, e End) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		a := e.Attempt
 		now := s.now()
+		at, err := readAttempt(ctx, tx, a.ID)
+		if err != nil {
+			return err
+		}
+		if err := at.moveTo(lifecycle.AttemptEnded); err != nil {
+			return err
+		}
+		j, err := readJob(ctx, tx, a.JobID)
+		if err != nil {
+			return err
+		}
+		jobStatus, statusReason := e.JobStatus, e.StatusReason
+		if j.cancelRequested && !jobStatus.Terminal() {
+			jobStatus, statusReason = j.status, "cancel requested"
+		}
+		if err := lifecycle.CheckJob(a.JobID, j.status, jobStatus); err != nil {
+			return err
+		}
+		tasks, err := readTasks(ctx, tx, a.JobID)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			switch {
+			case t.idx == a.TaskIdx:
+				err = lifecycle.CheckTask(a.JobID, t.idx, t.status, e.TaskStatus)
+			case jobStatus.Terminal() && t.status == lifecycle.Pending:
+				// The tasks after the one that ended the job never run.
+				err = lifecycle.CheckTask(a.JobID, t.idx, t.status, lifecycle.Cancelled)
+			}
+			if err != nil {
+				return err
+			}
+		}
+
 		codes, err := json.Marshal(e.ExitCodes)
 		if err != nil {
 			return err
@@ -52,13 +90,9 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 		if e.ExitCodes == nil {
 			codes = []byte("[]")
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?
-			WHERE id = ? AND `+openSQL, lifecycle.AttemptEnded, e.Outcome, string(codes), e.Reason, e.Action, e.Decision, fmtTime(now), a.ID)
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?
+			WHERE id = ?`, lifecycle.AttemptEnded, e.Outcome, string(codes), e.Reason, e.Action, e.Decision, fmtTime(now), a.ID); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("attempt %d of job %d: %w", a.Attempt, a.JobID, ErrAttemptEnded)
 		}
 		var ended any
 		if e.TaskStatus.Terminal() {
@@ -69,11 +103,24 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 			e.TaskStatus, e.RecoveryCount, e.RestartsOnErrors, nullStr(e.PreemptedIn), ended, a.JobID, a.TaskIdx); err != nil {
 			return err
 		}
-		if err := setJobAfterAttempt(ctx, tx, a.JobID, string(codes), e, now); err != nil {
+		var jobEnded any
+		if jobStatus.Terminal() {
+			jobEnded = fmtTime(now)
+		}
+		advance := 0
+		if e.NextTask {
+			advance = 1
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, failure_reason = COALESCE(?, failure_reason),
+			next_action_at = ?, exit_codes = ?, current_task = current_task + ?, ended_at = ?,
+			recovery_count = (SELECT COALESCE(SUM(recovery_count), 0) FROM tasks WHERE job_id = ?),
+			restarts_on_errors = (SELECT COALESCE(SUM(restarts_on_errors), 0) FROM tasks WHERE job_id = ?)
+			WHERE id = ?`,
+			jobStatus, statusReason, nullStr(e.FailureReason), fmtTimePtr(e.NextActionAt), string(codes), advance, jobEnded,
+			a.JobID, a.JobID, a.JobID); err != nil {
 			return err
 		}
-		if e.JobStatus.Terminal() {
-			// The tasks after the one that ended the job never run.
+		if jobStatus.Terminal() {
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, lifecycle.Cancelled, a.JobID, lifecycle.Pending); err != nil {
 				return err
 			}
@@ -92,46 +139,42 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 	})
 }
 
-func setJobAfterAttempt(ctx context.Context, tx *sql.Tx, jobID int64, codes string, e End, now time.Time) error {
-	var ended any
-	if e.JobStatus.Terminal() {
-		ended = fmtTime(now)
-	}
-	advance := 0
-	if e.NextTask {
-		advance = 1
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, failure_reason = COALESCE(?, failure_reason),
-		next_action_at = ?, exit_codes = ?, current_task = current_task + ?, ended_at = ?,
-		recovery_count = (SELECT COALESCE(SUM(recovery_count), 0) FROM tasks WHERE job_id = ?),
-		restarts_on_errors = (SELECT COALESCE(SUM(restarts_on_errors), 0) FROM tasks WHERE job_id = ?)
-		WHERE id = ? AND status NOT IN `+terminalSQL,
-		e.JobStatus, e.StatusReason, nullStr(e.FailureReason), fmtTimePtr(e.NextActionAt), codes, advance, ended, jobID, jobID, jobID)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("job %d: %w", jobID, ErrTerminal)
-	}
-	return nil
-}
-
 // FinishJob ends a job that has no open attempt (cancelled before launch,
 // failed prechecks) with a terminal status; the remaining tasks take status
-// taskStatus.
+// taskStatus. It fails with ErrOpenAttempt while an attempt is open, with
+// ErrTerminal if the job has ended, and with ErrNotAMove for a move the
+// lifecycle does not list; then nothing is written.
 func (s *Store) FinishJob(ctx context.Context, jobID int64, status lifecycle.Status, failureReason string, taskStatus lifecycle.Status) error {
+	if !status.Terminal() || !taskStatus.Terminal() {
+		return fmt.Errorf("job %d: FinishJob ends a job, not with %s (tasks %s)", jobID, status, taskStatus)
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
 			return err
 		}
-		now := fmtTime(s.now())
-		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', failure_reason = ?, next_action_at = NULL, ended_at = ?
-			WHERE id = ? AND status NOT IN `+terminalSQL, status, nullStr(failureReason), now, jobID)
+		j, err := readJob(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("job %d: %w", jobID, ErrTerminal)
+		if err := lifecycle.CheckJob(jobID, j.status, status); err != nil {
+			return err
+		}
+		tasks, err := readTasks(ctx, tx, jobID)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			if t.status.Terminal() {
+				continue
+			}
+			if err := lifecycle.CheckTask(jobID, t.idx, t.status, taskStatus); err != nil {
+				return err
+			}
+		}
+		now := fmtTime(s.now())
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', failure_reason = ?, next_action_at = NULL, ended_at = ?
+			WHERE id = ?`, status, nullStr(failureReason), now, jobID); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = ?, ended_at = COALESCE(ended_at, ?) WHERE job_id = ? AND status NOT IN `+terminalSQL,
 			taskStatus, now, jobID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -307,14 +308,24 @@ func (s *Store) RequestCancel(ctx context.Context, ids []int64) ([]int64, error)
 	var marked []int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
-			res, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested'
-				WHERE id = ? AND status NOT IN `+terminalSQL, lifecycle.Cancelling, id)
+			j, err := readJob(ctx, tx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				marked = append(marked, id)
+			if j.status.Terminal() {
+				continue
 			}
+			if err := lifecycle.CheckJob(id, j.status, lifecycle.Cancelling); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested' WHERE id = ?`,
+				lifecycle.Cancelling, id); err != nil {
+				return err
+			}
+			marked = append(marked, id)
 		}
 		return nil
 	})

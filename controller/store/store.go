@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3" // also the database/sql driver "sqlite3"
+
+	"sortie/controller/lifecycle"
 )
 
 //go:embed migrations/*.sql
@@ -25,13 +27,17 @@ var migrations embed.FS
 // ErrNotFound is returned for a job id that does not exist.
 var ErrNotFound = errors.New("not found")
 
-// ErrTerminal is returned when a change would touch a job that has ended:
-// a terminal status never changes.
-var ErrTerminal = errors.New("job has already ended")
+// ErrTerminal is wrapped by the error when a change would touch a job that
+// has ended: a terminal status never changes.
+var ErrTerminal = lifecycle.ErrTerminal
 
-// ErrAttemptEnded is returned when an attempt is ended a second time: exit
-// codes are written exactly once.
-var ErrAttemptEnded = errors.New("attempt has already ended")
+// ErrAttemptEnded is wrapped by the error when an attempt is changed after
+// it ended, or ended a second time: exit codes are written exactly once.
+var ErrAttemptEnded = lifecycle.ErrAttemptEnded
+
+// ErrNotAMove is wrapped by the error (a *lifecycle.MoveError) when a
+// change would move a status in a way the lifecycle's tables do not list.
+var ErrNotAMove = lifecycle.ErrNotAMove
 
 // Store is the SQLite state of one SORTIE_HOME.
 type Store struct {

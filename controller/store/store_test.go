@@ -102,6 +102,9 @@ func TestAttemptLifecycle(t *testing.T) {
 	if a2.Attempt != 2 || a2.Cluster != a1.Cluster || a2.State != lifecycle.AttemptStarting || a2.Zone != "local-a" {
 		t.Fatalf("reused attempt: %+v", a2)
 	}
+	if err := s.MarkRunning(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.EndAttempt(ctx, End{Attempt: a2, Outcome: "succeeded", ExitCodes: []*int{code(0), code(0)},
 		Action: "next_task", RecoveryCount: 1, TaskStatus: lifecycle.Succeeded, NextTask: true, JobStatus: lifecycle.Starting}); err != nil {
 		t.Fatal(err)
@@ -114,6 +117,7 @@ func TestAttemptLifecycle(t *testing.T) {
 	if err != nil || a3.Attempt != 1 {
 		t.Fatalf("task 1 attempt: %+v %v", a3, err)
 	}
+	running(t, s, a3)
 	if err := s.EndAttempt(ctx, End{Attempt: a3, Outcome: "user_failure", ExitCodes: []*int{code(1)}, Action: "fail",
 		RestartsOnErrors: 1, TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed, FailureReason: "exit code 1",
 		KnownFailure: &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: lifecycle.Failed, ExitCodes: []*int{code(1)}}}); err != nil {
@@ -150,16 +154,12 @@ func TestRetryChain(t *testing.T) {
 	if _, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig}, []NewTask{{}}); !errors.Is(err, ErrNotTerminal) {
 		t.Fatalf("retry of a pending job: %v", err)
 	}
-	if err := s.FinishJob(ctx, orig, lifecycle.Failed, "boom", lifecycle.Failed); err != nil {
-		t.Fatal(err)
-	}
+	endFailed(t, s, orig, "boom")
 	r1, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig, Trigger: "manual", RetryReason: "flaky"}, []NewTask{{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishJob(ctx, r1, lifecycle.Failed, "", lifecycle.Failed); err != nil {
-		t.Fatal(err)
-	}
+	endFailed(t, s, r1, "")
 	r2, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &r1, Trigger: "manual"}, []NewTask{{}})
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +186,13 @@ func TestForgetFailure(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}})
+	status := lifecycle.Starting
 	for _, k := range []string{"aa11", "aa22", "bb33"} {
-		a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+		a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status = lifecycle.Recovering
 		if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering,
 			KnownFailure: &KnownFailure{InputKey: k, JobID: id, Status: lifecycle.Failed}}); err != nil {
 			t.Fatal(err)
@@ -228,6 +233,11 @@ func TestNeverTwoLiveAttempts(t *testing.T) {
 	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering}); err != nil {
 		t.Fatal(err)
 	}
+	// Its attempt ended asking for a restart, but the job is being
+	// cancelled: it stays CANCELLING until the cancel ends it.
+	if j, _ := s.Job(ctx, id); j.Status != lifecycle.Cancelling || j.StatusReason != "cancel requested" {
+		t.Fatalf("job being cancelled after its attempt ended: %s (%s)", j.Status, j.StatusReason)
+	}
 	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting); !errors.Is(err, ErrCancelRequested) {
 		t.Fatalf("new attempt of a job being cancelled: %v", err)
 	}
@@ -241,6 +251,7 @@ func TestEndingTheJobSkipsTheRestOfThePipeline(t *testing.T) {
 	s, _ := openTest(t)
 	id, _ := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{}, {}, {}})
 	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+	running(t, s, a)
 	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +262,32 @@ func TestEndingTheJobSkipsTheRestOfThePipeline(t *testing.T) {
 	}
 	if diff := cmp.Diff([]lifecycle.Status{lifecycle.Failed, lifecycle.Cancelled, lifecycle.Cancelled}, got); diff != "" {
 		t.Errorf("task statuses (-want +got):\n%s", diff)
+	}
+}
+
+// running launches a and starts its task: the job is RUNNING.
+func running(t *testing.T, s *Store, a *Attempt) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.MarkLaunched(ctx, a.ID, "local", "local", "local-a", []string{"n0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkRunning(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// endFailed runs a first attempt of job id that fails for good.
+func endFailed(t *testing.T, s *Store, id int64, reason string) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, s, a)
+	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", ExitCodes: []*int{code(1)}, Action: "fail",
+		TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed, FailureReason: reason}); err != nil {
+		t.Fatal(err)
 	}
 }
