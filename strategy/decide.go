@@ -6,6 +6,7 @@
 package strategy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,8 +25,11 @@ const (
 	SetupFailure Outcome = "setup_failure" // the setup step exited non-zero
 	Preempted    Outcome = "preempted"     // the cloud took a node away
 	NodeLost     Outcome = "node_lost"     // the cloud says a node is gone
-	LaunchFailed Outcome = "launch_failed" // no placement could be launched
-	Cancelled    Outcome = "cancelled"
+	LaunchFailed Outcome = "launch_failed" // no placement could be launched, or the request cannot be met
+	Cancelled    Outcome = "cancelled"     // the user cancelled the job
+	// ControllerError: sortie itself could not go on with the attempt (a
+	// stored spec it cannot read). Never the user's fault, never silent.
+	ControllerError Outcome = "controller_error"
 )
 
 // Action is what the controller does next.
@@ -58,6 +62,8 @@ const (
 	RuleJobSucceeded    Rule = "JobSucceeded"
 	RuleCancelled       Rule = "Cancelled"
 	RuleLaunchFailed    Rule = "LaunchFailed"
+	RulePrechecks       Rule = "Prechecks"
+	RuleControllerError Rule = "ControllerError"
 	RuleUnknownOutcome  Rule = "UnknownOutcome"
 )
 
@@ -71,8 +77,10 @@ const (
 	reasonNoRestartsLeft = "%s; no restarts left (max_restarts_on_errors %d)"
 	reasonTaskSucceeded  = "task succeeded; starting the next task"
 	reasonJobSucceeded   = "succeeded"
-	reasonCancelled      = "cancelled"
+	reasonCancelled      = "cancelled by user"
 	reasonLaunchFailed   = "launch failed"
+	reasonPrechecks      = "the request cannot be launched"
+	reasonController     = "controller error"
 	reasonUnknownOutcome = "attempt ended with unknown outcome %q"
 )
 
@@ -123,8 +131,14 @@ type Ended struct {
 	// Placement is where the attempt ran.
 	Placement schema.Placement
 	// Detail is an optional provider- or controller-given detail
-	// ("Server.SpotInstanceTermination"), folded into the reason.
+	// ("Server.SpotInstanceTermination"), folded into the reason. For
+	// launch_failed it is the whole reason: what failed, and where.
 	Detail string
+	// Prechecks marks a launch_failed attempt whose launch failed in a way
+	// no retry can fix (no credentials, an infeasible request, an input
+	// gone since the launch): the job ends FAILED_PRECHECKS rather than
+	// FAILED_NO_RESOURCE.
+	Prechecks bool
 }
 
 // Decision is what to do after an attempt, and why.
@@ -151,14 +165,21 @@ type Decision struct {
 //     RestartsOnErrors+1; Restart while it is <= MaxRestartsOnErrors, else
 //     Fail with FAILED or FAILED_SETUP.
 //  4. succeeded: NextTask, or Succeed when it was the last task.
-//  5. cancelled: Cancel.
-//  6. launch_failed: Fail with FAILED_NO_RESOURCE. The placement logic
+//  5. cancelled: Cancel with CANCELLED, "cancelled by user".
+//  6. launch_failed with Ended.Prechecks: Fail with FAILED_PRECHECKS at
+//     once, since no retry can fix it.
+//  7. launch_failed: Fail with FAILED_NO_RESOURCE. The placement logic
 //     (Order, NoResourceReason) has already spent every round of launch
-//     tries by the time an attempt ends this way; Detail should carry the
-//     NoResourceReason. Prechecks failures never reach Decide: they end the
-//     job as FAILED_PRECHECKS at the launch.
+//     tries by the time an attempt ends this way.
+//     For both, Detail is the reason (NoResourceReason's text, the
+//     provider's error); without one it is "launch failed" or "the request
+//     cannot be launched".
+//  8. controller_error: Fail with FAILED_CONTROLLER, "controller error: "
+//     and Detail, the error that stopped the controller.
 //
-// An outcome outside these ends the job FAILED_CONTROLLER, never silently.
+// An outcome outside these ends the job FAILED_CONTROLLER too, never
+// silently. Every ending of a job goes through Decide, so each of these
+// texts is the one users see in `jobs show`.
 func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 	switch e.Outcome {
 	case Preempted:
@@ -182,12 +203,19 @@ func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 		return Decision{Action: Cancel, Counters: c, Status: lifecycle.Cancelled,
 			Rule: RuleCancelled, Reason: withDetail(reasonCancelled, e.Detail)}
 	case LaunchFailed:
-		reason := reasonLaunchFailed
+		if e.Prechecks {
+			return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedPrechecks,
+				Rule: RulePrechecks, Reason: cmp.Or(e.Detail, reasonPrechecks)}
+		}
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedNoResource,
+			Rule: RuleLaunchFailed, Reason: cmp.Or(e.Detail, reasonLaunchFailed)}
+	case ControllerError:
+		reason := reasonController
 		if e.Detail != "" {
 			reason += ": " + e.Detail
 		}
-		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedNoResource,
-			Rule: RuleLaunchFailed, Reason: reason}
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedController,
+			Rule: RuleControllerError, Reason: reason}
 	default:
 		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedController,
 			Rule: RuleUnknownOutcome, Reason: withDetail(fmt.Sprintf(reasonUnknownOutcome, e.Outcome), e.Detail)}

@@ -193,25 +193,72 @@ func TestDecide(t *testing.T) {
 			want:     Decision{Action: Succeed, Status: "SUCCEEDED", Rule: RuleJobSucceeded, Reason: "succeeded"},
 		},
 		{
-			name:     "cancel",
+			name:     "cancel keeps the counters",
 			policy:   budget2,
-			counters: Counters{RecoveryCount: 2},
-			ended:    Ended{Outcome: Cancelled, Detail: "by request"},
-			want: Decision{Action: Cancel, Counters: Counters{RecoveryCount: 2}, Status: "CANCELLED", Rule: RuleCancelled,
-				Reason: "cancelled (by request)"},
+			counters: Counters{RecoveryCount: 2, RestartsOnErrors: 1},
+			ended:    Ended{Outcome: Cancelled, ExitCodes: codes(143), Placement: zoneA},
+			want: Decision{Action: Cancel, Counters: Counters{RecoveryCount: 2, RestartsOnErrors: 1}, Status: "CANCELLED",
+				Rule: RuleCancelled, Reason: "cancelled by user"},
 		},
 		{
-			name:   "launch failure ends FAILED_NO_RESOURCE with the placement reason",
+			name:   "cancel with a detail",
 			policy: budget2,
-			ended:  Ended{Outcome: LaunchFailed, Detail: "no resources after 3 rounds; tried local/local-a 3 times: no capacity"},
-			want: Decision{Action: Fail, Status: "FAILED_NO_RESOURCE", Rule: RuleLaunchFailed,
-				Reason: "launch failed: no resources after 3 rounds; tried local/local-a 3 times: no capacity"},
+			ended:  Ended{Outcome: Cancelled, Detail: "jobs cancel --all"},
+			want:   Decision{Action: Cancel, Status: "CANCELLED", Rule: RuleCancelled, Reason: "cancelled by user (jobs cancel --all)"},
+		},
+		{
+			name:     "cancel of a middle task ends the job too",
+			policy:   budget2,
+			ended:    Ended{Outcome: Cancelled},
+			lastTask: false,
+			want:     Decision{Action: Cancel, Status: "CANCELLED", Rule: RuleCancelled, Reason: "cancelled by user"},
+		},
+		{
+			name:     "launch failure ends FAILED_NO_RESOURCE with the placement reason",
+			policy:   budget2,
+			counters: Counters{RecoveryCount: 1},
+			ended:    Ended{Outcome: LaunchFailed, Detail: "no resources after 3 rounds; tried local/local-a 3 times: no capacity"},
+			want: Decision{Action: Fail, Counters: Counters{RecoveryCount: 1}, Status: "FAILED_NO_RESOURCE", Rule: RuleLaunchFailed,
+				Reason: "no resources after 3 rounds; tried local/local-a 3 times: no capacity"},
 		},
 		{
 			name:   "launch failure without detail",
 			policy: budget2,
 			ended:  Ended{Outcome: LaunchFailed},
 			want:   Decision{Action: Fail, Status: "FAILED_NO_RESOURCE", Rule: RuleLaunchFailed, Reason: "launch failed"},
+		},
+		{
+			name:   "a launch no retry can fix ends FAILED_PRECHECKS at once",
+			policy: budget2,
+			ended:  Ended{Outcome: LaunchFailed, Prechecks: true, Detail: "launch in aws/us-east-1/us-east-1a: no credentials"},
+			want: Decision{Action: Fail, Status: "FAILED_PRECHECKS", Rule: RulePrechecks,
+				Reason: "launch in aws/us-east-1/us-east-1a: no credentials"},
+		},
+		{
+			name:   "prechecks without detail",
+			policy: budget2,
+			ended:  Ended{Outcome: LaunchFailed, Prechecks: true},
+			want:   Decision{Action: Fail, Status: "FAILED_PRECHECKS", Rule: RulePrechecks, Reason: "the request cannot be launched"},
+		},
+		{
+			name:   "prechecks means nothing for other outcomes",
+			policy: budget2,
+			ended:  Ended{Outcome: Preempted, Prechecks: true, Placement: zoneA},
+			want:   Decision{Action: Recover, Counters: Counters{RecoveryCount: 1}, Rule: RulePreempted, Reason: "spot preemption in local/local-a"},
+		},
+		{
+			name:     "controller error ends FAILED_CONTROLLER with the error",
+			policy:   budget2,
+			counters: Counters{RecoveryCount: 3, RestartsOnErrors: 1},
+			ended:    Ended{Outcome: ControllerError, Detail: "job 7 spec: unexpected end of JSON input"},
+			want: Decision{Action: Fail, Counters: Counters{RecoveryCount: 3, RestartsOnErrors: 1}, Status: "FAILED_CONTROLLER",
+				Rule: RuleControllerError, Reason: "controller error: job 7 spec: unexpected end of JSON input"},
+		},
+		{
+			name:   "controller error without detail",
+			policy: budget2,
+			ended:  Ended{Outcome: ControllerError},
+			want:   Decision{Action: Fail, Status: "FAILED_CONTROLLER", Rule: RuleControllerError, Reason: "controller error"},
 		},
 		{
 			name:   "unknown outcome is never silent",
@@ -283,16 +330,18 @@ func TestDecideSequence(t *testing.T) {
 }
 
 func TestDecideEveryDecisionHasReason(t *testing.T) {
-	outcomes := []Outcome{Succeeded, UserFailure, SetupFailure, Preempted, NodeLost, LaunchFailed, Cancelled, ""}
+	outcomes := []Outcome{Succeeded, UserFailure, SetupFailure, Preempted, NodeLost, LaunchFailed, Cancelled, ControllerError, ""}
 	for _, o := range outcomes {
 		for _, last := range []bool{false, true} {
-			d := Decide(Policy{}, Counters{}, Ended{Outcome: o}, last)
-			if d.Reason == "" || d.Rule == "" || d.Action == "" {
-				t.Errorf("Decide(%q, last=%v) = %+v: want an action, a rule and a reason", o, last, d)
-			}
-			terminal := d.Action == Succeed || d.Action == Fail || d.Action == Cancel
-			if terminal != (d.Status != "") {
-				t.Errorf("Decide(%q, last=%v): action %s with status %q; want a status exactly for terminal actions", o, last, d.Action, d.Status)
+			for _, prechecks := range []bool{false, true} {
+				d := Decide(Policy{}, Counters{}, Ended{Outcome: o, Prechecks: prechecks}, last)
+				if d.Reason == "" || d.Rule == "" || d.Action == "" {
+					t.Errorf("Decide(%q, last=%v) = %+v: want an action, a rule and a reason", o, last, d)
+				}
+				terminal := d.Action == Succeed || d.Action == Fail || d.Action == Cancel
+				if terminal != (d.Status != "") || (d.Status != "" && !d.Status.Terminal()) {
+					t.Errorf("Decide(%q, last=%v): action %s with status %q; want a terminal status exactly for terminal actions", o, last, d.Action, d.Status)
+				}
 			}
 		}
 	}
