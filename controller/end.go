@@ -19,25 +19,40 @@ import (
 func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
 	p, err := spec(j)
 	if err != nil {
-		return err
+		return c.failController(ctx, j, a, err)
 	}
-	task := p.Tasks[a.TaskIdx]
-	tasks, err := c.Store.Tasks(ctx, j.ID)
-	if err != nil {
-		return err
-	}
-	t := tasks[a.TaskIdx]
 	if e.outcome != strategy.Succeeded {
 		// Stop what is left so no process outlives its attempt.
 		if codes := c.stopNodes(ctx, a); e.codes == nil {
 			e.codes = codes
 		}
 	}
-	logDir := c.collectLogs(ctx, j, a)
-	d := strategy.Decide(strategy.PolicyFrom(task.Recovery()),
+	return c.finish(ctx, j, a, p, e, c.collectLogs(ctx, j, a))
+}
+
+// finish is where every attempt ends: observed by endAttempt, cancelled,
+// failed to launch, or given up by the controller. It asks strategy.Decide
+// what follows e, writes it in one transaction, and then tears the cluster
+// down unless the task restarts on it. p, the job's pipeline, may be nil
+// for the endings whose decision does not depend on the task's policy: a
+// cancel, a launch failure, a controller error (which may be that the spec
+// cannot be read). logDir is where the attempt's logs were kept, if anywhere.
+func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, e ended, logDir string) error {
+	tasks, err := c.Store.Tasks(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	t := tasks[a.TaskIdx]
+	var policy strategy.Policy
+	last := a.TaskIdx == j.NumTasks-1
+	if p != nil {
+		policy = strategy.PolicyFrom(p.Tasks[a.TaskIdx].Recovery())
+		last = a.TaskIdx == len(p.Tasks)-1
+	}
+	d := strategy.Decide(policy,
 		strategy.Counters{RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors},
-		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail},
-		a.TaskIdx == len(p.Tasks)-1)
+		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks},
+		last)
 	end := store.End{
 		Attempt: a, Outcome: string(e.outcome), ExitCodes: e.codes, Reason: e.reason,
 		Action: string(d.Action), Decision: d.Reason,
@@ -58,20 +73,19 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 		end.TaskStatus, end.JobStatus, end.ClearKnownFailure = lifecycle.Succeeded, lifecycle.Succeeded, j.InputKey
 		terminal = true
 	default: // Fail, Cancel
-		status := d.Status
-		if status == "" {
-			status = lifecycle.Failed
+		end.TaskStatus, end.JobStatus = d.Status, d.Status
+		if d.Action == strategy.Fail {
+			end.FailureReason = d.Reason
 		}
-		end.TaskStatus, end.JobStatus, end.FailureReason = status, status, d.Reason
-		if (status == lifecycle.Failed || status == lifecycle.FailedSetup) && j.InputKey != "" {
+		if (d.Status == lifecycle.Failed || d.Status == lifecycle.FailedSetup) && j.InputKey != "" && p != nil {
 			end.KnownFailure = &store.KnownFailure{InputKey: j.InputKey, JobID: j.ID, TaskName: taskName(p, a.TaskIdx),
-				Status: status, ExitCodes: e.codes, LogPath: logDir}
+				Status: d.Status, ExitCodes: e.codes, LogPath: logDir}
 		}
 		terminal = true
 	}
 	if err := c.Store.EndAttempt(ctx, end); err != nil {
 		if errors.Is(err, store.ErrAttemptEnded) || errors.Is(err, store.ErrTerminal) {
-			return nil
+			return nil // ended meanwhile: whoever ended it tears down
 		}
 		return err
 	}
@@ -88,6 +102,31 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 		next = *end.NextActionAt
 	}
 	c.sched.ContinueAt(j.ID, next)
+	return nil
+}
+
+// finishJob ends a job that has no open attempt as e decides (a cancel, a
+// controller error), and tears down the cluster its last attempt kept for
+// a restart.
+func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error {
+	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
+	if err != nil {
+		return err
+	}
+	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, strategy.Ended{Outcome: e.outcome, Detail: e.detail}, false)
+	var failure string
+	if d.Action == strategy.Fail {
+		failure = d.Reason
+	}
+	if err := c.Store.FinishJob(ctx, j.ID, d.Status, failure, d.Status); err != nil {
+		if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
+			return nil // ended meanwhile, or an attempt started: the next look ends that
+		}
+		return err
+	}
+	c.Log.Info("job ended", "job", j.ID, "status", d.Status, "reason", d.Reason)
+	c.terminate(ctx, last)
+	c.cleanupSecrets(j.ID)
 	return nil
 }
 

@@ -47,7 +47,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 		err = fmt.Errorf("no placement satisfies the request")
 	}
 	if err != nil {
-		return c.endLaunch(ctx, j, a, t, lifecycle.FailedPrechecks, fmt.Sprintf("no placement for %s: %v", task.Resources.Cloud, err))
+		return c.endLaunch(ctx, j, a, p, true, fmt.Sprintf("no placement for %s: %v", task.Resources.Cloud, err))
 	}
 	var preempted *schema.Placement
 	if t.PreemptedIn != "" {
@@ -73,12 +73,12 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 			return rerr
 		}
 		if class == provision.ClassPrechecks {
-			return c.endLaunch(ctx, j, a, t, lifecycle.FailedPrechecks, fmt.Sprintf("launch in %s: %v", cand.Placement, err))
+			return c.endLaunch(ctx, j, a, p, true, fmt.Sprintf("launch in %s: %v", cand.Placement, err))
 		}
 	}
 	round := t.LaunchRound + 1
 	if round >= c.Config.Controller.LaunchRounds {
-		return c.endLaunch(ctx, j, a, t, lifecycle.FailedNoResource, strategy.NoResourceReason(tries, round))
+		return c.endLaunch(ctx, j, a, p, false, strategy.NoResourceReason(tries, round))
 	}
 	wait := c.Config.LaunchBackoff().Delay(round, c.Rand)
 	next := c.Now().Add(wait)
@@ -154,20 +154,11 @@ func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Ta
 	return c.startAttempt(ctx, j, task, a)
 }
 
-// endLaunch ends an attempt that never got a cluster, and its job.
-func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, t *store.Task, status lifecycle.Status, reason string) error {
-	c.terminate(ctx, a)
-	err := c.Store.EndAttempt(ctx, store.End{
-		Attempt: a, Outcome: string(strategy.LaunchFailed), Reason: reason,
-		Action: string(strategy.Fail), Decision: reason,
-		RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors,
-		TaskStatus: status, JobStatus: status, FailureReason: reason,
-	})
-	if err != nil {
-		return err
-	}
-	c.cleanupSecrets(j.ID)
-	return nil
+// endLaunch ends an attempt that never got its task started, and its job:
+// FAILED_PRECHECKS when no retry can fix why (prechecks), else
+// FAILED_NO_RESOURCE. reason says what failed.
+func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, prechecks bool, reason string) error {
+	return c.finish(ctx, j, a, p, ended{outcome: strategy.LaunchFailed, reason: reason, detail: reason, prechecks: prechecks}, "")
 }
 
 func instanceIDs(cl *provision.Cluster) []string {

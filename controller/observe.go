@@ -16,8 +16,10 @@ import (
 type ended struct {
 	outcome strategy.Outcome
 	codes   []*int
-	reason  string
-	detail  string
+	reason  string // why the attempt ended, stored with it
+	detail  string // what strategy.Decide folds into its reason
+	// prechecks: a launch_failed that no retry can fix.
+	prechecks bool
 }
 
 // observe checks a running attempt: the provider's view of its nodes first

@@ -117,62 +117,27 @@ func (c *Controller) terminate(ctx context.Context, a *store.Attempt) {
 // cancel stops the job's running attempt, keeps its logs, and ends the job
 // CANCELLED; the tasks after it never start.
 func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt) error {
+	e := ended{outcome: strategy.Cancelled, reason: reasonCancelled}
 	if a == nil {
-		last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
-		if err != nil {
-			return err
-		}
-		if err := c.Store.FinishJob(ctx, j.ID, lifecycle.Cancelled, "", lifecycle.Cancelled); err != nil {
-			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
-				return nil // ended meanwhile, or an attempt started: the next look cancels that
-			}
-			return err
-		}
-		// A cluster kept for a restart after a back-off goes too.
-		c.terminate(ctx, last)
-		c.cleanupSecrets(j.ID)
-		return nil
+		return c.finishJob(ctx, j, e)
 	}
-	var codes []*int
 	if a.State != lifecycle.AttemptLaunching {
-		codes = c.stopNodes(ctx, a)
+		e.codes = c.stopNodes(ctx, a)
 	}
-	c.collectLogs(ctx, j, a)
-	tasks, err := c.Store.Tasks(ctx, j.ID)
-	if err != nil {
-		return err
-	}
-	t := tasks[a.TaskIdx]
-	err = c.Store.EndAttempt(ctx, store.End{
-		Attempt: a, Outcome: string(strategy.Cancelled), ExitCodes: codes, Reason: "cancelled by user",
-		Action: string(strategy.Cancel), Decision: "cancelled by user",
-		RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors, TaskStatus: lifecycle.Cancelled,
-		JobStatus: lifecycle.Cancelled,
-	})
-	if err != nil && !errors.Is(err, store.ErrAttemptEnded) {
-		return err
-	}
-	c.terminate(ctx, a)
-	c.cleanupSecrets(j.ID)
-	return nil
+	return c.finish(ctx, j, a, nil, e, c.collectLogs(ctx, j, a))
 }
 
+// reasonCancelled is why a cancelled attempt ended.
+const reasonCancelled = "cancelled by user"
+
 // failController ends a job FAILED_CONTROLLER: sortie itself cannot go on
-// with it (a spec it cannot read). Never silent: the reason is stored.
+// with it (a spec it cannot read). Never silent: the reason is stored, and
+// the open attempt, if any, ends with outcome controller_error.
 func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.Attempt, cause error) error {
 	c.Log.Error("job cannot continue", "job", j.ID, "err", cause)
-	reason := fmt.Sprintf("controller error: %v", cause)
-	defer c.cleanupSecrets(j.ID)
-	if a != nil {
-		c.terminate(ctx, a)
-		return c.Store.EndAttempt(ctx, store.End{Attempt: a, Outcome: string(strategy.LaunchFailed), Reason: reason,
-			Action: string(strategy.Fail), Decision: reason, TaskStatus: lifecycle.FailedController,
-			JobStatus: lifecycle.FailedController, FailureReason: reason})
+	e := ended{outcome: strategy.ControllerError, reason: fmt.Sprintf("controller error: %v", cause), detail: cause.Error()}
+	if a == nil {
+		return c.finishJob(ctx, j, e)
 	}
-	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
-	if err != nil {
-		return err
-	}
-	c.terminate(ctx, last)
-	return c.Store.FinishJob(ctx, j.ID, lifecycle.FailedController, reason, lifecycle.FailedController)
+	return c.finish(ctx, j, a, nil, e, "")
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -46,11 +45,7 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 	}
 	if problem := c.missingInputs(j, task, secrets); problem != "" {
 		// No retry can fix these: fail the job rather than start it wrong.
-		tasks, err := c.Store.Tasks(ctx, j.ID)
-		if err != nil {
-			return err
-		}
-		return c.endLaunch(ctx, j, a, tasks[a.TaskIdx], lifecycle.FailedPrechecks, problem)
+		return c.endLaunch(ctx, j, a, nil, true, problem)
 	}
 	for rank := range cl.Nodes {
 		r, err := c.runner(ctx, prov, cl, rank, a)

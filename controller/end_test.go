@@ -1,0 +1,201 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sortie/controller/lifecycle"
+	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/schema"
+)
+
+// Every ending goes through strategy.Decide, and each is stored with the
+// outcome class, action and texts users see in `jobs show`.
+func TestEveryEndingGoesThroughDecide(t *testing.T) {
+	ctx := context.Background()
+	type want struct {
+		outcome, action string
+		reason          string // the attempt's; "" when it has none
+		decision        string // a prefix of the attempt's decision
+		status          lifecycle.Status
+		failure         string // a prefix of the job's failure reason; "" for none
+		tasks           []lifecycle.Status
+	}
+	for _, tc := range []struct {
+		name string
+		yaml string
+		// end brings the job to its end and returns it.
+		end  func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64
+		want want
+	}{
+		{
+			name: "cancel of a running attempt",
+			yaml: "run: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				j, a := runningAttempt(t, c, cloud, yaml)
+				if _, err := c.Store.RequestCancel(ctx, []int64{j.ID}); err != nil {
+					t.Fatal(err)
+				}
+				j, _ = c.Store.Job(ctx, j.ID)
+				if err := c.reconcile(ctx, j, a, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			},
+			want: want{outcome: "cancelled", action: "cancel", reason: "cancelled by user", decision: "cancelled by user",
+				status: lifecycle.Cancelled, tasks: []lifecycle.Status{lifecycle.Cancelled}},
+		},
+		{
+			name: "cancel before any attempt",
+			yaml: "name: p\n---\nrun: a\n---\nrun: b\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				id := createJob(t, c, yaml)
+				if _, err := c.Store.RequestCancel(ctx, []int64{id}); err != nil {
+					t.Fatal(err)
+				}
+				j, _ := c.Store.Job(ctx, id)
+				if err := c.reconcile(ctx, j, nil, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			},
+			want: want{status: lifecycle.Cancelled, tasks: []lifecycle.Status{lifecycle.Cancelled, lifecycle.Cancelled}},
+		},
+		{
+			name: "a spec that cannot be read, on a running attempt",
+			yaml: "run: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				j, a := runningAttempt(t, c, cloud, yaml)
+				j.Spec = []byte(`{"tasks": [`)
+				if err := c.endAttempt(ctx, j, a, ended{outcome: "succeeded", codes: []*int{new(int)}, reason: "every node exited 0"}); err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			},
+			want: want{outcome: "controller_error", action: "fail", reason: "controller error: job 1 spec:",
+				decision: "controller error: job 1 spec:", status: lifecycle.FailedController, failure: "controller error: job 1 spec:",
+				tasks: []lifecycle.Status{lifecycle.FailedController}},
+		},
+		{
+			name: "a spec that cannot be read, on a launching attempt",
+			yaml: "run: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				id := createJob(t, c, yaml)
+				a, err := c.Store.NewAttempt(ctx, id, 0, func(n int) string { return provision.ClusterName(id, 0, n) }, nil, lifecycle.Starting)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, _ := c.Store.Job(ctx, id)
+				j.Spec = []byte(`not json`)
+				if err := c.reconcile(ctx, j, a, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			},
+			want: want{outcome: "controller_error", action: "fail", reason: "controller error: job 1 spec:",
+				decision: "controller error: job 1 spec:", status: lifecycle.FailedController, failure: "controller error: job 1 spec:",
+				tasks: []lifecycle.Status{lifecycle.FailedController}},
+		},
+		{
+			name: "a request no placement satisfies fails the prechecks",
+			yaml: "run: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				id := createJob(t, c, yaml) // cloud local; the fake cloud offers none of it
+				j, _ := c.Store.Job(ctx, id)
+				if err := c.reconcile(ctx, j, nil, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			},
+			want: want{outcome: "launch_failed", action: "fail", reason: "no placement for local:",
+				decision: "no placement for local:", status: lifecycle.FailedPrechecks,
+				failure: "no placement for local:", tasks: []lifecycle.Status{lifecycle.FailedPrechecks}},
+		},
+		{
+			name: "an input gone before the start fails the prechecks",
+			yaml: "secrets: {TOKEN: null}\nrun: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				id := createJob(t, c, yaml)
+				a, err := c.Store.NewAttempt(ctx, id, 0, func(n int) string { return provision.ClusterName(id, 0, n) }, nil, lifecycle.Starting)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cl, _ := cloud.Launch(ctx, provision.ClusterSpec{Name: a.Cluster, Placement: schema.Placement{Cloud: "fake", Region: "r", Zone: "r-a"}})
+				if err := c.Store.MarkLaunched(ctx, a.ID, "fake", "r", "r-a", instanceIDs(cl)); err != nil {
+					t.Fatal(err)
+				}
+				a.Cloud, a.Region, a.Zone, a.State = "fake", "r", "r-a", lifecycle.AttemptStarting
+				j, _ := c.Store.Job(ctx, id)
+				if err := c.reconcile(ctx, j, a, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			},
+			want: want{outcome: "launch_failed", action: "fail", reason: "the value of secret TOKEN was not kept at launch",
+				decision: "the value of secret TOKEN was not kept at launch", status: lifecycle.FailedPrechecks,
+				failure: "the value of secret TOKEN was not kept at launch", tasks: []lifecycle.Status{lifecycle.FailedPrechecks}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+			c := newTestController(t, cloud)
+			id := tc.end(t, c, cloud, tc.yaml)
+			j, err := c.Store.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := tc.want
+			if j.Status != w.status || !strings.HasPrefix(j.FailureReason, w.failure) || (w.failure == "") != (j.FailureReason == "") {
+				t.Errorf("job %s, failure reason %q; want %s, %q...", j.Status, j.FailureReason, w.status, w.failure)
+			}
+			tasks, _ := c.Store.Tasks(ctx, id)
+			var got []lifecycle.Status
+			for _, task := range tasks {
+				got = append(got, task.Status)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(w.tasks) {
+				t.Errorf("tasks %v, want %v", got, w.tasks)
+			}
+			as, _ := c.Store.Attempts(ctx, id)
+			if w.outcome == "" {
+				if len(as) != 0 {
+					t.Errorf("attempts %+v, want none", as)
+				}
+				return
+			}
+			if len(as) != 1 {
+				t.Fatalf("attempts %+v, want one", as)
+			}
+			a := as[0]
+			if a.State != lifecycle.AttemptEnded || a.Outcome != w.outcome || a.Action != w.action ||
+				!strings.HasPrefix(a.Reason, w.reason) || !strings.HasPrefix(a.Decision, w.decision) {
+				t.Errorf("attempt %s: outcome %q action %q reason %q decision %q; want %q %q %q... %q...",
+					a.State, a.Outcome, a.Action, a.Reason, a.Decision, w.outcome, w.action, w.reason, w.decision)
+			}
+			if a.Cloud == "" {
+				return // never launched anywhere: nothing to tear down
+			}
+			if len(cloud.terminated) == 0 || cloud.terminated[len(cloud.terminated)-1] != a.Cluster {
+				t.Errorf("cluster %s not torn down (terminated %v)", a.Cluster, cloud.terminated)
+			}
+		})
+	}
+}
+
+func createJob(t *testing.T, c *Controller, yaml string) int64 {
+	t.Helper()
+	p, err := schema.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.Marshal()
+	tasks := make([]store.NewTask, len(p.Tasks))
+	id, err := c.Store.CreateJob(context.Background(), &store.Job{Name: "j", Spec: b, NumTasks: len(tasks)}, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
