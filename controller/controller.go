@@ -15,7 +15,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -243,11 +242,6 @@ func spec(j *store.Job) (*schema.Pipeline, error) {
 		return nil, fmt.Errorf("job %d: current task %d of %d", j.ID, j.CurrentTask, len(p.Tasks))
 	}
 	return p, nil
-}
-
-func placementJSON(p schema.Placement) string {
-	b, _ := json.Marshal(p)
-	return string(b)
 }
 
 func attemptPlacement(a *store.Attempt) schema.Placement {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
-	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -53,37 +53,16 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		strategy.Counters{RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors},
 		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks},
 		last)
-	end := store.End{
-		Attempt: a, Outcome: string(e.outcome), ExitCodes: e.codes, Reason: e.reason,
-		Action: string(d.Action), Decision: d.Reason,
-		RecoveryCount: d.Counters.RecoveryCount, RestartsOnErrors: d.Counters.RestartsOnErrors,
+	var next *time.Time
+	if d.Action == strategy.Recover || d.Action == strategy.Restart {
+		at := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
+		next = &at
 	}
-	terminal := false
-	switch d.Action {
-	case strategy.Recover, strategy.Restart:
-		end.TaskStatus, end.JobStatus, end.StatusReason = lifecycle.Recovering, lifecycle.Recovering, d.Reason
-		next := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
-		end.NextActionAt = &next
-		if d.Action == strategy.Recover {
-			end.PreemptedIn = placementJSON(attemptPlacement(a))
-		}
-	case strategy.NextTask:
-		end.TaskStatus, end.JobStatus, end.NextTask = lifecycle.Succeeded, lifecycle.Starting, true
-	case strategy.Succeed:
-		end.TaskStatus, end.JobStatus, end.ClearKnownFailure = lifecycle.Succeeded, lifecycle.Succeeded, j.InputKey
-		terminal = true
-	default: // Fail, Cancel
-		end.TaskStatus, end.JobStatus = d.Status, d.Status
-		if d.Action == strategy.Fail {
-			end.FailureReason = d.Reason
-		}
-		if (d.Status == lifecycle.Failed || d.Status == lifecycle.FailedSetup) && j.InputKey != "" && p != nil {
-			end.KnownFailure = &store.KnownFailure{InputKey: j.InputKey, JobID: j.ID, TaskName: taskName(p, a.TaskIdx),
-				Status: d.Status, ExitCodes: e.codes, LogPath: logDir}
-		}
-		terminal = true
+	facts := store.Facts{NextActionAt: next, LogPath: logDir}
+	if p != nil {
+		facts.TaskName = taskName(p, a.TaskIdx)
 	}
-	if err := c.Store.EndAttempt(ctx, end); err != nil {
+	if err := c.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.outcome, ExitCodes: e.codes, Reason: e.reason}, d, facts); err != nil {
 		if errors.Is(err, store.ErrAttemptEnded) || errors.Is(err, store.ErrTerminal) {
 			return nil // ended meanwhile: whoever ended it tears down
 		}
@@ -94,14 +73,14 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	if d.Action != strategy.Restart {
 		c.terminate(ctx, a)
 	}
-	if terminal {
+	if d.Status.Terminal() {
 		c.cleanupSecrets(j.ID)
 	}
-	next := c.Now()
-	if end.NextActionAt != nil {
-		next = *end.NextActionAt
+	if next == nil {
+		now := c.Now()
+		next = &now
 	}
-	c.sched.ContinueAt(j.ID, next)
+	c.sched.ContinueAt(j.ID, *next)
 	return nil
 }
 
@@ -114,11 +93,7 @@ func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error
 		return err
 	}
 	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, strategy.Ended{Outcome: e.outcome, Detail: e.detail}, false)
-	var failure string
-	if d.Action == strategy.Fail {
-		failure = d.Reason
-	}
-	if err := c.Store.FinishJob(ctx, j.ID, d.Status, failure, d.Status); err != nil {
+	if err := c.Store.FinishJob(ctx, j.ID, d); err != nil {
 		if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
 			return nil // ended meanwhile, or an attempt started: the next look ends that
 		}

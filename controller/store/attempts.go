@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 // Task is one task (pipeline stage) of a job, with its persisted counters.
@@ -352,7 +353,7 @@ func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE `+openSQL+`
 		UNION
 		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
-		WHERE j.`+activeSQL+` AND a.action = 'restart' AND a.task_idx = j.current_task
+		WHERE j.`+activeSQL+` AND a.action = '`+string(strategy.Restart)+`' AND a.task_idx = j.current_task
 			AND a.attempt = (SELECT MAX(attempt) FROM attempts b WHERE b.job_id = a.job_id AND b.task_idx = a.task_idx)`)
 	if err != nil {
 		return nil, err

@@ -8,45 +8,83 @@ import (
 	"time"
 
 	"sortie/controller/lifecycle"
+	"sortie/schema"
+	"sortie/strategy"
 )
 
-// End is everything that changes when an attempt ends, written in one
-// transaction: the attempt's outcome and exit codes (exactly once), the
-// decision, the task's counters, the job's status, and the known-failure
-// record.
-type End struct {
-	Attempt   *Attempt
-	Outcome   string
+// Observed is what the controller saw of an attempt that ended.
+type Observed struct {
+	Outcome strategy.Outcome
+	// ExitCodes has one entry per node in rank order; nil where unknown.
 	ExitCodes []*int
-	Reason    string // why the attempt ended
-	Action    string // what was decided
-	Decision  string // why, as shown to the user
-
-	RecoveryCount    int // the task's counters after the decision
-	RestartsOnErrors int
-	TaskStatus       lifecycle.Status
-	PreemptedIn      string // JSON placement, set on a preemption; "" keeps the old value
-	NextTask         bool   // move the job to its next task
-
-	JobStatus     lifecycle.Status
-	StatusReason  string
-	FailureReason string
-	NextActionAt  *time.Time
-
-	// KnownFailure, when set, records the job's inputs as a known failure.
-	KnownFailure *KnownFailure
-	// ClearKnownFailure, when set, forgets the known failure of that key.
-	ClearKnownFailure string
+	// Reason says why the attempt ended.
+	Reason string
 }
 
-// EndAttempt applies e. It fails with ErrAttemptEnded if the attempt has
-// already ended, with ErrTerminal if the job has, and with ErrNotAMove if
-// e moves the job or the task in a way the lifecycle does not; then nothing
-// is written. A job being cancelled keeps its status (CANCELLING) unless e
-// ends it: the cancel ends it next.
-func (s *Store) EndAttempt(ctx context.Context, e End) error {
+// Facts are what only the controller knows about an ending, besides what
+// it observed and what the strategy decided.
+type Facts struct {
+	// NextActionAt is when a restart or recovery may begin: its back-off.
+	// Nil means at once; other decisions ignore it.
+	NextActionAt *time.Time
+	// TaskName and LogPath describe the attempt in the known-failure record
+	// of a job that ends FAILED or FAILED_SETUP.
+	TaskName string
+	LogPath  string
+}
+
+// after is what a decision changes besides the attempt that ended.
+type after struct {
+	task, job    lifecycle.Status // the ended attempt's task's status, the job's
+	nextTask     bool             // the job moves on to its next task
+	statusReason string           // why the job is in that status, while it has not ended
+	failure      string           // the job's failure reason; "" keeps it
+}
+
+// afterDecision is the one place a decision becomes statuses: what the task
+// whose attempt ended and its job move to, given the job as it is now.
+// Recover and Restart make both RECOVERING; NextTask makes the task
+// SUCCEEDED and the job STARTING its next task; Succeed, Fail and Cancel
+// end both with the decision's status. A job being cancelled keeps its
+// status (CANCELLING) unless the decision ends it: the cancel ends it next.
+func afterDecision(d strategy.Decision, j jobNow) (after, error) {
+	var n after
+	switch d.Action {
+	case strategy.Recover, strategy.Restart:
+		n = after{task: lifecycle.Recovering, job: lifecycle.Recovering, statusReason: d.Reason}
+	case strategy.NextTask:
+		n = after{task: lifecycle.Succeeded, job: lifecycle.Starting, nextTask: true}
+	case strategy.Succeed, strategy.Fail, strategy.Cancel:
+		if !d.Status.Terminal() || (d.Action == strategy.Succeed) != (d.Status == lifecycle.Succeeded) {
+			return n, fmt.Errorf("job %d: decision %s with status %q does not end a job", j.id, d.Action, d.Status)
+		}
+		n = after{task: d.Status, job: d.Status}
+		if d.Action == strategy.Fail {
+			n.failure = d.Reason
+		}
+	default:
+		return n, fmt.Errorf("job %d: unknown decision %q", j.id, d.Action)
+	}
+	if j.cancelRequested && !n.job.Terminal() {
+		n.job, n.statusReason = j.status, "cancel requested"
+	}
+	return n, nil
+}
+
+// EndAttempt records how attempt a ended (o) and what follows (d, from
+// strategy.Decide), in one transaction: the attempt's outcome and exit
+// codes (exactly once) and the decision; the task's counters and status;
+// the job's status, exit codes and summed counters; on a recovery, where
+// the attempt ran (the strategy avoids it next); when the job ends, its
+// remaining tasks CANCELLED, and its inputs recorded as a known failure
+// (FAILED, FAILED_SETUP) or forgotten (SUCCEEDED).
+//
+// It fails with ErrAttemptEnded if the attempt has already ended, with
+// ErrTerminal if the job has, and with ErrNotAMove if the decision moves
+// the job or the task in a way the lifecycle does not; then nothing is
+// written.
+func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strategy.Decision, f Facts) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		a := e.Attempt
 		now := s.now()
 		at, err := readAttempt(ctx, tx, a.ID)
 		if err != nil {
@@ -55,60 +93,69 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 		if err := at.moveTo(lifecycle.AttemptEnded); err != nil {
 			return err
 		}
-		j, err := readJob(ctx, tx, a.JobID)
+		j, err := readJob(ctx, tx, at.job)
 		if err != nil {
 			return err
 		}
-		jobStatus, statusReason := e.JobStatus, e.StatusReason
-		if j.cancelRequested && !jobStatus.Terminal() {
-			jobStatus, statusReason = j.status, "cancel requested"
-		}
-		if err := lifecycle.CheckJob(a.JobID, j.status, jobStatus); err != nil {
+		if err := j.ended(); err != nil {
 			return err
 		}
-		tasks, err := readTasks(ctx, tx, a.JobID)
+		n, err := afterDecision(d, j)
+		if err != nil {
+			return err
+		}
+		if err := lifecycle.CheckJob(j.id, j.status, n.job); err != nil {
+			return err
+		}
+		tasks, err := readTasks(ctx, tx, j.id)
 		if err != nil {
 			return err
 		}
 		for _, t := range tasks {
 			switch {
-			case t.idx == a.TaskIdx:
-				err = lifecycle.CheckTask(a.JobID, t.idx, t.status, e.TaskStatus)
-			case jobStatus.Terminal() && t.status == lifecycle.Pending:
+			case t.idx == at.task:
+				err = lifecycle.CheckTask(j.id, t.idx, t.status, n.task)
+			case n.job.Terminal() && t.status == lifecycle.Pending:
 				// The tasks after the one that ended the job never run.
-				err = lifecycle.CheckTask(a.JobID, t.idx, t.status, lifecycle.Cancelled)
+				err = lifecycle.CheckTask(j.id, t.idx, t.status, lifecycle.Cancelled)
 			}
 			if err != nil {
 				return err
 			}
 		}
 
-		codes, err := json.Marshal(e.ExitCodes)
-		if err != nil {
-			return err
-		}
-		if e.ExitCodes == nil {
-			codes = []byte("[]")
+		codes := []byte("[]")
+		if o.ExitCodes != nil {
+			if codes, err = json.Marshal(o.ExitCodes); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?
-			WHERE id = ?`, lifecycle.AttemptEnded, e.Outcome, string(codes), e.Reason, e.Action, e.Decision, fmtTime(now), a.ID); err != nil {
+			WHERE id = ?`, lifecycle.AttemptEnded, o.Outcome, string(codes), o.Reason, d.Action, d.Reason, fmtTime(now), a.ID); err != nil {
 			return err
 		}
-		var ended any
-		if e.TaskStatus.Terminal() {
-			ended = fmtTime(now)
+		var taskEnded, preempted any
+		if n.task.Terminal() {
+			taskEnded = fmtTime(now)
+		}
+		if d.Action == strategy.Recover {
+			b, _ := json.Marshal(schema.Placement{Cloud: at.cloud, Region: at.region, Zone: at.zone})
+			preempted = string(b)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, recovery_count = ?, restarts_on_errors = ?,
 			preempted_in = COALESCE(?, preempted_in), launch_round = 0, ended_at = COALESCE(?, ended_at) WHERE job_id = ? AND idx = ?`,
-			e.TaskStatus, e.RecoveryCount, e.RestartsOnErrors, nullStr(e.PreemptedIn), ended, a.JobID, a.TaskIdx); err != nil {
+			n.task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, j.id, at.task); err != nil {
 			return err
 		}
-		var jobEnded any
-		if jobStatus.Terminal() {
+		var jobEnded, next any
+		if n.job.Terminal() {
 			jobEnded = fmtTime(now)
 		}
+		if d.Action == strategy.Recover || d.Action == strategy.Restart {
+			next = fmtTimePtr(f.NextActionAt)
+		}
 		advance := 0
-		if e.NextTask {
+		if n.nextTask {
 			advance = 1
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, failure_reason = COALESCE(?, failure_reason),
@@ -116,38 +163,39 @@ func (s *Store) EndAttempt(ctx context.Context, e End) error {
 			recovery_count = (SELECT COALESCE(SUM(recovery_count), 0) FROM tasks WHERE job_id = ?),
 			restarts_on_errors = (SELECT COALESCE(SUM(restarts_on_errors), 0) FROM tasks WHERE job_id = ?)
 			WHERE id = ?`,
-			jobStatus, statusReason, nullStr(e.FailureReason), fmtTimePtr(e.NextActionAt), string(codes), advance, jobEnded,
-			a.JobID, a.JobID, a.JobID); err != nil {
+			n.job, n.statusReason, nullStr(n.failure), next, string(codes), advance, jobEnded, j.id, j.id, j.id); err != nil {
 			return err
 		}
-		if jobStatus.Terminal() {
-			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, lifecycle.Cancelled, a.JobID, lifecycle.Pending); err != nil {
-				return err
-			}
+		if !n.job.Terminal() {
+			return nil
 		}
-		if e.KnownFailure != nil {
-			if err := recordFailure(ctx, tx, e.KnownFailure, now); err != nil {
-				return err
-			}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, lifecycle.Cancelled, j.id, lifecycle.Pending); err != nil {
+			return err
 		}
-		if e.ClearKnownFailure != "" {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, e.ClearKnownFailure); err != nil {
-				return err
-			}
+		if j.inputKey == "" {
+			return nil
+		}
+		switch n.job {
+		case lifecycle.Failed, lifecycle.FailedSetup:
+			// A deterministic failure of the user's code, not of the cloud.
+			return recordFailure(ctx, tx, &KnownFailure{InputKey: j.inputKey, JobID: j.id, TaskName: f.TaskName,
+				Status: n.job, ExitCodes: o.ExitCodes, LogPath: f.LogPath}, now)
+		case lifecycle.Succeeded:
+			_, err := tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, j.inputKey)
+			return err
 		}
 		return nil
 	})
 }
 
-// FinishJob ends a job that has no open attempt (cancelled before launch,
-// failed prechecks) with a terminal status; the remaining tasks take status
-// taskStatus. It fails with ErrOpenAttempt while an attempt is open, with
-// ErrTerminal if the job has ended, and with ErrNotAMove for a move the
-// lifecycle does not list; then nothing is written.
-func (s *Store) FinishJob(ctx context.Context, jobID int64, status lifecycle.Status, failureReason string, taskStatus lifecycle.Status) error {
-	if !status.Terminal() || !taskStatus.Terminal() {
-		return fmt.Errorf("job %d: FinishJob ends a job, not with %s (tasks %s)", jobID, status, taskStatus)
-	}
+// FinishJob ends a job that has no open attempt (cancelled before its next
+// attempt, or failed by the controller) as d decides: d must end the job.
+// Its unfinished tasks take the decision's status; its counters stay as
+// they are, since no attempt ended. It fails with ErrOpenAttempt while an
+// attempt is open, with ErrTerminal if the job has ended, and with
+// ErrNotAMove for a move the lifecycle does not list; then nothing is
+// written.
+func (s *Store) FinishJob(ctx context.Context, jobID int64, d strategy.Decision) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
 			return err
@@ -156,7 +204,17 @@ func (s *Store) FinishJob(ctx context.Context, jobID int64, status lifecycle.Sta
 		if err != nil {
 			return err
 		}
-		if err := lifecycle.CheckJob(jobID, j.status, status); err != nil {
+		if err := lifecycle.CheckJob(jobID, j.status, j.status); err != nil {
+			return err // ended
+		}
+		n, err := afterDecision(d, j)
+		if err != nil {
+			return err
+		}
+		if !n.job.Terminal() {
+			return fmt.Errorf("job %d: FinishJob ends a job; decision %s does not", jobID, d.Action)
+		}
+		if err := lifecycle.CheckJob(jobID, j.status, n.job); err != nil {
 			return err
 		}
 		tasks, err := readTasks(ctx, tx, jobID)
@@ -167,17 +225,17 @@ func (s *Store) FinishJob(ctx context.Context, jobID int64, status lifecycle.Sta
 			if t.status.Terminal() {
 				continue
 			}
-			if err := lifecycle.CheckTask(jobID, t.idx, t.status, taskStatus); err != nil {
+			if err := lifecycle.CheckTask(jobID, t.idx, t.status, n.task); err != nil {
 				return err
 			}
 		}
 		now := fmtTime(s.now())
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', failure_reason = ?, next_action_at = NULL, ended_at = ?
-			WHERE id = ?`, status, nullStr(failureReason), now, jobID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', failure_reason = COALESCE(?, failure_reason),
+			next_action_at = NULL, ended_at = ? WHERE id = ?`, n.job, nullStr(n.failure), now, jobID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = ?, ended_at = COALESCE(ended_at, ?) WHERE job_id = ? AND status NOT IN `+terminalSQL,
-			taskStatus, now, jobID)
+			n.task, now, jobID)
 		return err
 	})
 }

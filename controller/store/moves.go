@@ -34,6 +34,14 @@ func readJob(ctx context.Context, tx *sql.Tx, id int64) (jobNow, error) {
 	return j, err
 }
 
+// ended fails with ErrTerminal when the job has ended.
+func (j jobNow) ended() error {
+	if j.status.Terminal() {
+		return fmt.Errorf("job %d is %s: %w", j.id, j.status, ErrTerminal)
+	}
+	return nil
+}
+
 // taskNow is what a status change reads of one task.
 type taskNow struct {
 	idx    int

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 // state is everything the store holds about one job.
@@ -67,9 +69,10 @@ func TestForbiddenMovesAreRefused(t *testing.T) {
 			name:  "a job that never ran does not succeed",
 			setup: func(*testing.T, *Store, *Attempt) {},
 			change: func(s *Store, a *Attempt) error {
-				return s.EndAttempt(ctx, End{Attempt: a, Outcome: "succeeded", ExitCodes: []*int{code(0)}, Action: "succeed",
-					RecoveryCount: 4, TaskStatus: lifecycle.Succeeded, JobStatus: lifecycle.Succeeded, ClearKnownFailure: "k1",
-					KnownFailure: &KnownFailure{InputKey: "k2", JobID: a.JobID, Status: lifecycle.Failed}})
+				// It would clear the known failure of k1.
+				return s.EndAttempt(ctx, a, Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0)}},
+					strategy.Decision{Action: strategy.Succeed, Counters: strategy.Counters{RecoveryCount: 4}, Status: lifecycle.Succeeded, Reason: "succeeded"},
+					Facts{})
 			},
 			want: "job 1: STARTING → SUCCEEDED is not a move a job makes",
 		},
@@ -81,8 +84,11 @@ func TestForbiddenMovesAreRefused(t *testing.T) {
 				}
 			},
 			change: func(s *Store, a *Attempt) error {
-				return s.EndAttempt(ctx, End{Attempt: a, Outcome: "setup_failure", Action: "fail",
-					TaskStatus: lifecycle.FailedSetup, JobStatus: lifecycle.FailedSetup})
+				// It would record k1 as a known failure of this job.
+				return s.EndAttempt(ctx, a, Observed{Outcome: strategy.SetupFailure, ExitCodes: []*int{code(2)}},
+					strategy.Decision{Action: strategy.Fail, Counters: strategy.Counters{RestartsOnErrors: 1}, Status: lifecycle.FailedSetup,
+						Reason: "setup exit code 2; no restarts left (max_restarts_on_errors 0)"},
+					Facts{TaskName: "j", LogPath: "/logs"})
 			},
 			want: "job 1 task 0: STARTING → FAILED_SETUP is not a move a task makes",
 		},
@@ -131,5 +137,169 @@ func TestForbiddenMovesAreRefused(t *testing.T) {
 				t.Errorf("a refused change wrote (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// EndAttempt derives every status from the decision, in one place.
+func TestEndAttemptFollowsTheDecision(t *testing.T) {
+	ctx := context.Background()
+	seenFailed := Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(1)}, Reason: "node 0 exited 1"}
+	for _, tc := range []struct {
+		name      string
+		lastTask  bool
+		seen      Observed
+		d         strategy.Decision
+		job       lifecycle.Status
+		tasks     []lifecycle.Status
+		current   int
+		failure   string
+		reason    string // the job's status reason
+		preempted string // the task's preempted_in
+		known     *KnownFailure
+	}{
+		{
+			name: "recover keeps where the attempt ran",
+			seen: Observed{Outcome: strategy.Preempted, Reason: "node 0 preempted in local/local-a"},
+			d:    strategy.Decision{Action: strategy.Recover, Counters: strategy.Counters{RecoveryCount: 1}, Reason: "spot preemption in local/local-a"},
+			job:  lifecycle.Recovering, tasks: []lifecycle.Status{lifecycle.Recovering, lifecycle.Pending},
+			reason: "spot preemption in local/local-a", preempted: `{"cloud":"local","region":"local","zone":"local-a"}`,
+			known: &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+		{
+			name: "restart",
+			seen: seenFailed,
+			d:    strategy.Decision{Action: strategy.Restart, Counters: strategy.Counters{RestartsOnErrors: 1}, Reason: "exit code 1; restart 1/2 on errors"},
+			job:  lifecycle.Recovering, tasks: []lifecycle.Status{lifecycle.Recovering, lifecycle.Pending},
+			reason: "exit code 1; restart 1/2 on errors",
+			known:  &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+		{
+			name: "next task",
+			seen: Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0)}},
+			d:    strategy.Decision{Action: strategy.NextTask, Reason: "task succeeded; starting the next task"},
+			job:  lifecycle.Starting, tasks: []lifecycle.Status{lifecycle.Succeeded, lifecycle.Pending}, current: 1,
+			known: &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+		{
+			name:     "success forgets the inputs' known failure",
+			lastTask: true,
+			seen:     Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0)}},
+			d:        strategy.Decision{Action: strategy.Succeed, Status: lifecycle.Succeeded, Reason: "succeeded"},
+			job:      lifecycle.Succeeded, tasks: []lifecycle.Status{lifecycle.Succeeded, lifecycle.Succeeded}, current: 1,
+		},
+		{
+			name: "failure records the inputs as a known failure",
+			seen: seenFailed,
+			d: strategy.Decision{Action: strategy.Fail, Counters: strategy.Counters{RestartsOnErrors: 1}, Status: lifecycle.Failed,
+				Reason: "exit code 1; no restarts left (max_restarts_on_errors 0)"},
+			job: lifecycle.Failed, tasks: []lifecycle.Status{lifecycle.Failed, lifecycle.Cancelled},
+			failure: "exit code 1; no restarts left (max_restarts_on_errors 0)",
+			known:   &KnownFailure{InputKey: "key", JobID: 1, TaskName: "t0", Status: lifecycle.Failed, ExitCodes: []*int{code(1)}, LogPath: "/logs/1"},
+		},
+		{
+			name: "cancel leaves no failure reason",
+			seen: Observed{Outcome: strategy.Cancelled, ExitCodes: []*int{code(143)}, Reason: "cancelled by user"},
+			d:    cancelled,
+			job:  lifecycle.Cancelled, tasks: []lifecycle.Status{lifecycle.Cancelled, lifecycle.Cancelled},
+			known: &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+		{
+			name: "a controller error is not a known failure",
+			seen: Observed{Outcome: strategy.ControllerError, Reason: "controller error: boom"},
+			d:    strategy.Decision{Action: strategy.Fail, Status: lifecycle.FailedController, Reason: "controller error: boom"},
+			job:  lifecycle.FailedController, tasks: []lifecycle.Status{lifecycle.FailedController, lifecycle.Cancelled},
+			failure: "controller error: boom",
+			known:   &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openTest(t)
+			id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(`{}`), InputKey: "key"}, []NewTask{{Name: "t0"}, {Name: "t1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.tx(ctx, func(tx *sql.Tx) error {
+				return recordFailure(ctx, tx, &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed}, time.Now())
+			}); err != nil {
+				t.Fatal(err)
+			}
+			task := 0
+			if tc.lastTask {
+				a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+				running(t, s, a)
+				if err := s.EndAttempt(ctx, a, Observed{Outcome: strategy.Succeeded}, strategy.Decision{Action: strategy.NextTask}, Facts{}); err != nil {
+					t.Fatal(err)
+				}
+				task = 1
+			}
+			a, err := s.NewAttempt(ctx, id, task, clusterName(id, task), nil, lifecycle.Starting)
+			if err != nil {
+				t.Fatal(err)
+			}
+			running(t, s, a)
+			if err := s.EndAttempt(ctx, a, tc.seen, tc.d, Facts{TaskName: "t0", LogPath: "/logs/1"}); err != nil {
+				t.Fatal(err)
+			}
+			st := stateOf(t, s, id)
+			var tasks []lifecycle.Status
+			for _, task := range st.Tasks {
+				tasks = append(tasks, task.Status)
+			}
+			j := st.Job
+			if j.Status != tc.job || j.CurrentTask != tc.current || j.FailureReason != tc.failure || j.StatusReason != tc.reason {
+				t.Errorf("job %s task %d failure %q reason %q; want %s %d %q %q", j.Status, j.CurrentTask, j.FailureReason, j.StatusReason,
+					tc.job, tc.current, tc.failure, tc.reason)
+			}
+			if diff := cmp.Diff(tc.tasks, tasks); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+			if got := st.Tasks[task].PreemptedIn; got != tc.preempted {
+				t.Errorf("preempted_in %q, want %q", got, tc.preempted)
+			}
+			last := st.Attempts[len(st.Attempts)-1]
+			if last.Outcome != string(tc.seen.Outcome) || last.Action != string(tc.d.Action) || last.Decision != tc.d.Reason || last.Reason != tc.seen.Reason {
+				t.Errorf("attempt %+v", last)
+			}
+			var want []*KnownFailure
+			if tc.known != nil {
+				want = []*KnownFailure{tc.known}
+			}
+			if diff := cmp.Diff(want, st.Failures, cmpopts.IgnoreFields(KnownFailure{}, "RecordedAt")); diff != "" {
+				t.Errorf("known failures (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A decision that does not say how the job ends is refused.
+func TestDecisionsThatEndNothingAreRefused(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, _ := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(`{}`)}, []NewTask{{}})
+	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
+	running(t, s, a)
+	before := stateOf(t, s, id)
+	for _, d := range []strategy.Decision{
+		{Action: strategy.Fail},
+		{Action: strategy.Fail, Status: lifecycle.Running},
+		{Action: strategy.Succeed, Status: lifecycle.Failed},
+		{Action: "explode"},
+	} {
+		if err := s.EndAttempt(ctx, a, Observed{Outcome: strategy.UserFailure}, d, Facts{}); err == nil {
+			t.Errorf("EndAttempt took %+v", d)
+		}
+	}
+	if diff := cmp.Diff(before, stateOf(t, s, id)); diff != "" {
+		t.Errorf("a refused decision wrote (-before +after):\n%s", diff)
+	}
+	waiting, _ := s.CreateJob(ctx, &Job{Name: "w", Spec: []byte(`{}`)}, []NewTask{{}})
+	before = stateOf(t, s, waiting)
+	for _, d := range []strategy.Decision{{Action: strategy.Restart}, {Action: strategy.Fail, Status: lifecycle.Pending}} {
+		if err := s.FinishJob(ctx, waiting, d); err == nil || errors.Is(err, ErrOpenAttempt) {
+			t.Errorf("FinishJob of %+v: %v", d, err)
+		}
+	}
+	if diff := cmp.Diff(before, stateOf(t, s, waiting)); diff != "" {
+		t.Errorf("a refused decision wrote (-before +after):\n%s", diff)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 func TestShards(t *testing.T) {
@@ -30,7 +31,8 @@ func TestShards(t *testing.T) {
 		attempts = append(attempts, a)
 	}
 	// Job 3 has ended: no shard lists it.
-	if err := s.EndAttempt(ctx, End{Attempt: attempts[2], Outcome: "cancelled", TaskStatus: lifecycle.Cancelled, JobStatus: lifecycle.Cancelled}); err != nil {
+	if err := s.EndAttempt(ctx, attempts[2], Observed{Outcome: strategy.Cancelled, Reason: "cancelled by user"},
+		strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "cancelled by user"}, Facts{}); err != nil {
 		t.Fatal(err)
 	}
 	jobIDs := func(js []*Job) []int64 {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 type fakeClock struct{ t time.Time }
@@ -60,7 +61,7 @@ func TestReopenKeepsData(t *testing.T) {
 func TestAttemptLifecycle(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	id, err := s.CreateJob(ctx, &Job{Name: "train", Spec: []byte(`{}`)}, []NewTask{{Name: "t0"}, {Name: "t1"}})
+	id, err := s.CreateJob(ctx, &Job{Name: "train", Spec: []byte(`{}`), InputKey: "abc123"}, []NewTask{{Name: "t0"}, {Name: "t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,21 +78,28 @@ func TestAttemptLifecycle(t *testing.T) {
 	if err := s.MarkRunning(ctx, a1); err != nil {
 		t.Fatal(err)
 	}
-	end := End{Attempt: a1, Outcome: "user_failure", ExitCodes: []*int{code(0), code(29)}, Reason: "node 1 exited 29",
-		Action: "restart", Decision: "exit code 29 matched recover_on_exit_codes [29]", RecoveryCount: 1,
-		TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering}
-	if err := s.EndAttempt(ctx, end); err != nil {
+	seen := Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(0), code(29)}, Reason: "node 1 exited 29"}
+	restart := strategy.Decision{Action: strategy.Restart, Counters: strategy.Counters{RecoveryCount: 1},
+		Rule: strategy.RuleExitCodeMatched, Reason: "exit code 29 matched recover_on_exit_codes [29]"}
+	backoff := time.Date(2026, 1, 2, 3, 10, 0, 0, time.UTC)
+	if err := s.EndAttempt(ctx, a1, seen, restart, Facts{NextActionAt: &backoff}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndAttempt(ctx, end); !errors.Is(err, ErrAttemptEnded) {
+	if err := s.EndAttempt(ctx, a1, seen, restart, Facts{}); !errors.Is(err, ErrAttemptEnded) {
 		t.Fatalf("second end: got %v, want ErrAttemptEnded", err)
 	}
 	j, _ := s.Job(ctx, id)
 	if diff := cmp.Diff([]*int{code(0), code(29)}, j.ExitCodes); diff != "" {
 		t.Errorf("job exit codes (-want +got):\n%s", diff)
 	}
-	if j.RecoveryCount != 1 || j.Status != lifecycle.Recovering || j.StartedAt == nil {
+	if j.RecoveryCount != 1 || j.Status != lifecycle.Recovering || j.StartedAt == nil || j.StatusReason != restart.Reason ||
+		j.NextActionAt == nil || !j.NextActionAt.Equal(backoff) || j.FailureReason != "" {
 		t.Errorf("job after restart decision: %+v", j)
+	}
+	as, _ := s.Attempts(ctx, id)
+	if a := as[0]; a.State != lifecycle.AttemptEnded || a.Outcome != "user_failure" || a.Reason != "node 1 exited 29" ||
+		a.Action != "restart" || a.Decision != restart.Reason || a.EndedAt == nil {
+		t.Errorf("ended attempt: %+v", a)
 	}
 	// A restart reuses the cluster.
 	prev, _ := s.LastAttempt(ctx, id, 0)
@@ -105,22 +113,23 @@ func TestAttemptLifecycle(t *testing.T) {
 	if err := s.MarkRunning(ctx, a2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndAttempt(ctx, End{Attempt: a2, Outcome: "succeeded", ExitCodes: []*int{code(0), code(0)},
-		Action: "next_task", RecoveryCount: 1, TaskStatus: lifecycle.Succeeded, NextTask: true, JobStatus: lifecycle.Starting}); err != nil {
+	if err := s.EndAttempt(ctx, a2, Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0), code(0)}, Reason: "every node exited 0"},
+		strategy.Decision{Action: strategy.NextTask, Counters: strategy.Counters{RecoveryCount: 1}, Reason: "task succeeded; starting the next task"},
+		Facts{NextActionAt: &backoff}); err != nil {
 		t.Fatal(err)
 	}
 	j, _ = s.Job(ctx, id)
-	if j.CurrentTask != 1 {
-		t.Fatalf("current task = %d, want 1", j.CurrentTask)
+	if j.CurrentTask != 1 || j.Status != lifecycle.Starting || j.NextActionAt != nil || j.StatusReason != "" {
+		t.Fatalf("job after its first task: %+v", j)
 	}
 	a3, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, lifecycle.Starting)
 	if err != nil || a3.Attempt != 1 {
 		t.Fatalf("task 1 attempt: %+v %v", a3, err)
 	}
 	running(t, s, a3)
-	if err := s.EndAttempt(ctx, End{Attempt: a3, Outcome: "user_failure", ExitCodes: []*int{code(1)}, Action: "fail",
-		RestartsOnErrors: 1, TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed, FailureReason: "exit code 1",
-		KnownFailure: &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: lifecycle.Failed, ExitCodes: []*int{code(1)}}}); err != nil {
+	if err := s.EndAttempt(ctx, a3, Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(1)}, Reason: "node 0 exited 1"},
+		strategy.Decision{Action: strategy.Fail, Counters: strategy.Counters{RestartsOnErrors: 1}, Status: lifecycle.Failed, Reason: "exit code 1"},
+		Facts{TaskName: "t1", LogPath: "/logs/1/1/1"}); err != nil {
 		t.Fatal(err)
 	}
 	j, _ = s.Job(ctx, id)
@@ -128,7 +137,7 @@ func TestAttemptLifecycle(t *testing.T) {
 		t.Fatalf("ended job: %+v", j)
 	}
 	// A terminal status never changes.
-	if err := s.FinishJob(ctx, id, lifecycle.Cancelled, "", lifecycle.Cancelled); !errors.Is(err, ErrTerminal) {
+	if err := s.FinishJob(ctx, id, cancelled); !errors.Is(err, ErrTerminal) {
 		t.Fatalf("finish of an ended job: %v", err)
 	}
 	if _, err := s.NewAttempt(ctx, id, 1, clusterName(id, 1), nil, lifecycle.Starting); !errors.Is(err, ErrTerminal) {
@@ -137,11 +146,17 @@ func TestAttemptLifecycle(t *testing.T) {
 	if marked, _ := s.RequestCancel(ctx, []int64{id}); len(marked) != 0 {
 		t.Fatalf("cancel marked an ended job")
 	}
+	// FAILED records the job's inputs as a known failure.
 	f, err := s.KnownFailure(ctx, "abc123")
-	if err != nil || f == nil || f.JobID != id {
+	if err != nil || f == nil {
 		t.Fatalf("known failure: %+v %v", f, err)
 	}
-	as, _ := s.Attempts(ctx, id)
+	want := &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: lifecycle.Failed, ExitCodes: []*int{code(1)},
+		LogPath: "/logs/1/1/1", RecordedAt: f.RecordedAt}
+	if diff := cmp.Diff(want, f); diff != "" {
+		t.Errorf("known failure (-want +got):\n%s", diff)
+	}
+	as, _ = s.Attempts(ctx, id)
 	if len(as) != 3 {
 		t.Fatalf("attempts = %d", len(as))
 	}
@@ -185,18 +200,9 @@ func TestRetryChain(t *testing.T) {
 func TestForgetFailure(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}})
-	status := lifecycle.Starting
 	for _, k := range []string{"aa11", "aa22", "bb33"} {
-		a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, status)
-		if err != nil {
-			t.Fatal(err)
-		}
-		status = lifecycle.Recovering
-		if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering,
-			KnownFailure: &KnownFailure{InputKey: k, JobID: id, Status: lifecycle.Failed}}); err != nil {
-			t.Fatal(err)
-		}
+		id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`), InputKey: k}, []NewTask{{}})
+		endFailed(t, s, id, "exit code 1")
 	}
 	if _, err := s.ForgetFailure(ctx, "aa"); !errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("ambiguous prefix: %v", err)
@@ -224,13 +230,14 @@ func TestNeverTwoLiveAttempts(t *testing.T) {
 		t.Fatalf("second attempt while the first runs: %v", err)
 	}
 	// A job with a running attempt is not ended around it.
-	if err := s.FinishJob(ctx, id, lifecycle.Cancelled, "", lifecycle.Cancelled); !errors.Is(err, ErrOpenAttempt) {
+	if err := s.FinishJob(ctx, id, cancelled); !errors.Is(err, ErrOpenAttempt) {
 		t.Fatalf("finish with an open attempt: %v", err)
 	}
 	if _, err := s.RequestCancel(ctx, []int64{id}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Recovering, JobStatus: lifecycle.Recovering}); err != nil {
+	if err := s.EndAttempt(ctx, a, Observed{Outcome: strategy.NodeLost, Reason: "cluster vanished before the task started"},
+		strategy.Decision{Action: strategy.Recover, Counters: strategy.Counters{RecoveryCount: 1}, Reason: "node lost in local"}, Facts{}); err != nil {
 		t.Fatal(err)
 	}
 	// Its attempt ended asking for a restart, but the job is being
@@ -241,8 +248,14 @@ func TestNeverTwoLiveAttempts(t *testing.T) {
 	if _, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting); !errors.Is(err, ErrCancelRequested) {
 		t.Fatalf("new attempt of a job being cancelled: %v", err)
 	}
-	if err := s.FinishJob(ctx, id, lifecycle.Cancelled, "", lifecycle.Cancelled); err != nil {
+	if err := s.FinishJob(ctx, id, cancelled); err != nil {
 		t.Fatal(err)
+	}
+	j, _ := s.Job(ctx, id)
+	tasks, _ := s.Tasks(ctx, id)
+	if j.Status != lifecycle.Cancelled || j.FailureReason != "" || j.EndedAt == nil || j.RecoveryCount != 1 ||
+		tasks[0].Status != lifecycle.Cancelled || tasks[1].Status != lifecycle.Cancelled {
+		t.Fatalf("cancelled job: %+v; tasks %s, %s", j, tasks[0].Status, tasks[1].Status)
 	}
 }
 
@@ -252,7 +265,8 @@ func TestEndingTheJobSkipsTheRestOfThePipeline(t *testing.T) {
 	id, _ := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{}, {}, {}})
 	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
 	running(t, s, a)
-	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed}); err != nil {
+	if err := s.EndAttempt(ctx, a, Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(1)}},
+		strategy.Decision{Action: strategy.Fail, Status: lifecycle.Failed, Reason: "exit code 1"}, Facts{}); err != nil {
 		t.Fatal(err)
 	}
 	tasks, _ := s.Tasks(ctx, id)
@@ -286,8 +300,12 @@ func endFailed(t *testing.T, s *Store, id int64, reason string) {
 		t.Fatal(err)
 	}
 	running(t, s, a)
-	if err := s.EndAttempt(ctx, End{Attempt: a, Outcome: "user_failure", ExitCodes: []*int{code(1)}, Action: "fail",
-		TaskStatus: lifecycle.Failed, JobStatus: lifecycle.Failed, FailureReason: reason}); err != nil {
+	if err := s.EndAttempt(ctx, a, Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(1)}, Reason: "node 0 exited 1"},
+		strategy.Decision{Action: strategy.Fail, Counters: strategy.Counters{RestartsOnErrors: 1}, Status: lifecycle.Failed, Reason: reason},
+		Facts{}); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// cancelled is the decision that ends a job cancelled by the user.
+var cancelled = strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Rule: strategy.RuleCancelled, Reason: "cancelled by user"}
