@@ -78,7 +78,7 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 		Horizon:     cfg.Controller.PollInterval.D(),
 		Step:        c.step,
 		Report: func(id int64, err error) {
-			c.Log.Error("reconcile", "job", id, "err", err)
+			c.Log.Error(fmt.Sprintf("reconcile job %d: %v", id, err), "job", id)
 		},
 	})
 	return c

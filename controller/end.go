@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"sortie/controller/store"
@@ -40,7 +41,7 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, e ended, logDir string) error {
 	tasks, err := c.Store.Tasks(ctx, j.ID)
 	if err != nil {
-		return err
+		return fmt.Errorf("read tasks: %w", err)
 	}
 	t := tasks[a.TaskIdx]
 	var policy strategy.Policy
@@ -66,7 +67,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		if errors.Is(err, store.ErrAttemptEnded) || errors.Is(err, store.ErrTerminal) {
 			return nil // ended meanwhile: whoever ended it tears down
 		}
-		return err
+		return fmt.Errorf("record the end of %s: %w", attemptName(a), err)
 	}
 	c.Log.Info("attempt ended", "job", j.ID, "task", a.TaskIdx, "attempt", a.Attempt, "outcome", e.outcome,
 		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
@@ -90,14 +91,14 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error {
 	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
 	if err != nil {
-		return err
+		return fmt.Errorf("read the last attempt: %w", err)
 	}
 	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, strategy.Ended{Outcome: e.outcome, Detail: e.detail}, false)
 	if err := c.Store.FinishJob(ctx, j.ID, d); err != nil {
 		if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
 			return nil // ended meanwhile, or an attempt started: the next look ends that
 		}
-		return err
+		return fmt.Errorf("end the job: %w", err)
 	}
 	c.Log.Info("job ended", "job", j.ID, "status", d.Status, "reason", d.Reason)
 	c.terminate(ctx, last)

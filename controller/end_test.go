@@ -100,6 +100,22 @@ func TestEveryEndingGoesThroughDecide(t *testing.T) {
 				tasks: []lifecycle.Status{lifecycle.FailedController}},
 		},
 		{
+			name: "a zone no provider offers fails the prechecks, and the reason says so once",
+			yaml: "resources: {zone: nowhere}\nrun: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				id := createJob(t, c, yaml)
+				j, _ := c.Store.Job(ctx, id)
+				if err := c.reconcile(ctx, j, nil, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			},
+			want: want{outcome: "launch_failed", action: "fail",
+				reason:   "no placement satisfies the request (zone nowhere): check resources.cloud, region, zone and infra",
+				decision: "no placement satisfies the request (zone nowhere): check", status: lifecycle.FailedPrechecks,
+				failure: "no placement satisfies the request (zone nowhere)", tasks: []lifecycle.Status{lifecycle.FailedPrechecks}},
+		},
+		{
 			name: "a request no placement satisfies fails the prechecks",
 			yaml: "run: train\n",
 			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
@@ -110,9 +126,9 @@ func TestEveryEndingGoesThroughDecide(t *testing.T) {
 				}
 				return id
 			},
-			want: want{outcome: "launch_failed", action: "fail", reason: "no placement for local:",
-				decision: "no placement for local:", status: lifecycle.FailedPrechecks,
-				failure: "no placement for local:", tasks: []lifecycle.Status{lifecycle.FailedPrechecks}},
+			want: want{outcome: "launch_failed", action: "fail", reason: "no placement satisfies the request (cloud local)",
+				decision: "no placement satisfies the request (cloud local)", status: lifecycle.FailedPrechecks,
+				failure: "no placement satisfies the request (cloud local)", tasks: []lifecycle.Status{lifecycle.FailedPrechecks}},
 		},
 		{
 			name: "an input gone before the start fails the prechecks",

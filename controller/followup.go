@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"sortie/controller/lifecycle"
@@ -34,14 +35,14 @@ var firstChecks = [...]time.Duration{200 * time.Millisecond, time.Second}
 func (c *Controller) step(ctx context.Context, id int64) (bool, error) {
 	j, err := c.Store.Job(ctx, id)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("read job: %w", err)
 	}
 	if j.Status.Terminal() {
 		return false, nil
 	}
 	a, err := c.openAttempt(ctx, j)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("read the open attempt: %w", err)
 	}
 	var snap snapshot
 	if a != nil && a.State == lifecycle.AttemptRunning {

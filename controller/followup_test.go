@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -143,5 +146,34 @@ func TestAStepBetweenTicksReturnsItsError(t *testing.T) {
 	}
 	if more, err := c.step(ctx, id); !more || err == nil || !strings.Contains(err.Error(), "cloud down") {
 		t.Fatalf("step returned %t, %v; want true and the reconcile's error (cloud down)", more, err)
+	}
+}
+
+func TestAReconcileErrorSaysWhatWasBeingDone(t *testing.T) {
+	ctx := context.Background()
+	c := newTestController(t, &fakeCloud{})
+	c.Providers = noCloud{}
+	var logs bytes.Buffer
+	c.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	p, err := schema.Parse([]byte("run: train\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.Marshal()
+	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := &store.Attempt{Cluster: "kept", Cloud: "fake"}
+	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, lifecycle.Recovering); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	want := fmt.Sprintf("reconcile job %d: start attempt 1: cloud down", id)
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("the controller logged\n%s\nwant a line with %q", logs.String(), want)
 	}
 }

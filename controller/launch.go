@@ -33,7 +33,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 	}
 	tasks, err := c.Store.Tasks(ctx, j.ID)
 	if err != nil {
-		return err
+		return fmt.Errorf("read tasks: %w", err)
 	}
 	t := tasks[a.TaskIdx]
 	cands, err := strategy.Candidates(task.Resources, func(r schema.Resources) ([]schema.Placement, error) {
@@ -43,11 +43,10 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 		}
 		return prov.Placements(ctx, r)
 	})
-	if err == nil && len(cands) == 0 {
-		err = fmt.Errorf("no placement satisfies the request")
-	}
 	if err != nil {
-		return c.endLaunch(ctx, j, a, p, true, fmt.Sprintf("no placement for %s: %v", task.Resources.Cloud, err))
+		// Candidates' error names the request and what to check; when it
+		// finds nothing it says so itself (strategy.ErrNoCandidates).
+		return c.endLaunch(ctx, j, a, p, true, err.Error())
 	}
 	var preempted *schema.Placement
 	if t.PreemptedIn != "" {
@@ -86,7 +85,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 	if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrCancelRequested) {
 		return nil // ended or being cancelled meanwhile: the next look sees it as it is
 	}
-	return err
+	return fmt.Errorf("wait for capacity: %w", err)
 }
 
 // launchAt launches a's cluster at one candidate placement, recording the
@@ -98,7 +97,7 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 		return nil, provision.Prechecks(err)
 	}
 	if err := c.Store.SetPlacement(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("record placement %s: %w", pl, err)
 	}
 	a.Cloud, a.Region, a.Zone = pl.Cloud, pl.Region, pl.Zone
 	p, err := spec(j)
@@ -148,7 +147,7 @@ func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Ta
 		pl = attemptPlacement(a)
 	}
 	if err := c.Store.MarkLaunched(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, instanceIDs(cl)); err != nil {
-		return err
+		return fmt.Errorf("record the launched cluster: %w", err)
 	}
 	a.State = lifecycle.AttemptStarting
 	return c.startAttempt(ctx, j, task, a)

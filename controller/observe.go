@@ -53,7 +53,7 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 	}
 	if a.Unreachable > 0 {
 		if err := c.Store.SetUnreachable(ctx, a, 0, ""); err != nil {
-			return err
+			return fmt.Errorf("record the nodes reachable again: %w", err)
 		}
 	}
 	return c.judge(ctx, j, a, prov, cl, sts)

@@ -16,16 +16,16 @@ import (
 // recorded in the store or redoes an idempotent provider call.
 func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
 	if j.CancelRequested {
-		return c.cancel(ctx, j, a)
+		return wrapf(c.cancel(ctx, j, a), "cancel")
 	}
 	if j.NextActionAt != nil && c.Now().Before(*j.NextActionAt) {
 		return nil // backing off
 	}
 	if a != nil && a.State == lifecycle.AttemptRunning {
-		// Watching needs no spec (endAttempt reads it): parsing every
-		// running job's spec every tick was the largest cost of a tick with
-		// 10,000 jobs.
-		return c.observe(ctx, j, nil, a, snap)
+		// Watching needs no spec (endAttempt reads it when the attempt
+		// ends): parsing it for every running job at every tick would be
+		// most of a tick's work.
+		return wrapf(c.observe(ctx, j, nil, a, snap), "observe %s", attemptName(a))
 	}
 	p, err := spec(j)
 	if err != nil {
@@ -36,19 +36,36 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) || errors.Is(err, store.ErrCancelRequested) {
 				return nil // the job moved on since it was read; the next look sees it as it is
 			}
-			return err
+			return fmt.Errorf("create the next attempt: %w", err)
 		}
 	}
 	task := p.Tasks[a.TaskIdx]
 	switch a.State {
 	case lifecycle.AttemptLaunching:
-		return c.launchAttempt(ctx, j, p, a)
+		return wrapf(c.launchAttempt(ctx, j, p, a), "launch %s", attemptName(a))
 	case lifecycle.AttemptStarting:
-		return c.startAttempt(ctx, j, task, a)
+		return wrapf(c.startAttempt(ctx, j, task, a), "start %s", attemptName(a))
 	case lifecycle.AttemptRunning:
-		return c.observe(ctx, j, p, a, snap)
+		return wrapf(c.observe(ctx, j, p, a, snap), "observe %s", attemptName(a))
 	}
 	return nil
+}
+
+// wrapf says what was being done when err happened; nil stays nil.
+func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// attemptName names an attempt in errors: "attempt 3", or "task 1 attempt
+// 3" past a pipeline's first task.
+func attemptName(a *store.Attempt) string {
+	if a.TaskIdx > 0 {
+		return fmt.Sprintf("task %d attempt %d", a.TaskIdx, a.Attempt)
+	}
+	return fmt.Sprintf("attempt %d", a.Attempt)
 }
 
 // nextAttempt creates the current task's next attempt: on the same cluster
@@ -57,7 +74,7 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Attempt, error) {
 	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the last attempt: %w", err)
 	}
 	status := lifecycle.Starting
 	var reuse *store.Attempt

@@ -107,7 +107,7 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 		}
 	}
 	if err := uploadMounts(ctx, r, task, j.BaseDir); err != nil {
-		return err
+		return fmt.Errorf("upload file_mounts: %w", err)
 	}
 	env := map[string]string{}
 	for k, v := range task.Envs {

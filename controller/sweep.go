@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ import (
 func (c *Controller) SweepOrphans(ctx context.Context) error {
 	used, err := c.Store.Clouds(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("list the clouds in use: %w", err)
 	}
 	clouds := map[string]bool{}
 	for _, cl := range append(c.Providers.Opened(), used...) {
@@ -36,7 +37,7 @@ func (c *Controller) SweepOrphans(ctx context.Context) error {
 		// saw has its owner in this read, even while jobs run.
 		live, err := c.Store.LiveClusters(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("list live clusters: %w", err)
 		}
 		for _, cl := range cls {
 			if live[cl.Name] || allTerminated(cl) {
