@@ -265,7 +265,7 @@ func matchedExitCode(codes []*int, listed []int) (rank, code int, ok bool) {
 }
 
 // describeExitCodes says how an attempt failed: "exit code 1",
-// "exit codes [0, ?]" for several nodes (? is unknown), or that none is known.
+// "exit codes 0,?" for several nodes (? is unknown), or that none is known.
 func describeExitCodes(codes []*int, setup bool) string {
 	known := slices.IndexFunc(codes, func(c *int) bool { return c != nil }) >= 0
 	var s string
@@ -277,14 +277,7 @@ func describeExitCodes(codes []*int, setup bool) string {
 	case len(codes) == 1:
 		s = "exit code " + strconv.Itoa(*codes[0])
 	default:
-		parts := make([]string, len(codes))
-		for i, c := range codes {
-			parts[i] = "?"
-			if c != nil {
-				parts[i] = strconv.Itoa(*c)
-			}
-		}
-		s = "exit codes [" + strings.Join(parts, ", ") + "]"
+		s = "exit codes " + FormatExitCodes(codes)
 	}
 	if setup {
 		s = "setup " + s

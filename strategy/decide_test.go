@@ -168,7 +168,7 @@ func TestDecide(t *testing.T) {
 			policy: budget2,
 			ended:  Ended{Outcome: UserFailure, ExitCodes: []*int{codes(0)[0], nil, codes(3)[0]}, Detail: "OOM killed"},
 			want: Decision{Action: Restart, Counters: Counters{RestartsOnErrors: 1}, Rule: RuleRestartOnError,
-				Reason: "exit codes [0, ?, 3] (OOM killed); restart 1/2 on errors"},
+				Reason: "exit codes 0,?,3 (OOM killed); restart 1/2 on errors"},
 		},
 		{
 			name:   "negative budget is read as zero",
