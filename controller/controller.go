@@ -31,7 +31,7 @@ import (
 // Providers returns the provider for a cloud name.
 type Providers interface {
 	Provider(ctx context.Context, cloud string) (provision.Provider, error)
-	// Clouds lists the clouds whose providers are already open, for the
+	// Opened lists the clouds whose providers are already open, for the
 	// orphan sweep.
 	Opened() []string
 }
