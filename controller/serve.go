@@ -9,6 +9,7 @@ import (
 	"sortie/controller/config"
 	"sortie/controller/daemon"
 	"sortie/controller/home"
+	"sortie/controller/profiling"
 	"sortie/controller/store"
 )
 
@@ -20,7 +21,7 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 	// nothing to wake, and the first tick reads the store anyway.
 	var c *Controller
 	ready := make(chan struct{})
-	return daemon.Run(ctx, h, log, func(ctx context.Context) error {
+	return daemon.Run(ctx, h, func(ctx context.Context) error {
 		cfg, err := config.Load(h, os.Getenv)
 		if err != nil {
 			return err
@@ -30,6 +31,11 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 			return err
 		}
 		defer st.Close()
+		stopProfiles, err := profiling.Start(os.Getenv, log)
+		defer stopProfiles()
+		if err != nil {
+			return err
+		}
 		c = New(st, cfg, clouds.NewSet(cfg, cls), log)
 		close(ready)
 		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())

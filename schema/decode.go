@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -45,7 +44,7 @@ func aliases() map[string]string {
 	}
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 type decoder struct {
 	ps *problems
@@ -239,7 +238,7 @@ func (d *decoder) varNames(path string, v any, what string) (map[string]any, boo
 		return nil, false
 	}
 	for _, k := range sortedKeys(m) {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			d.ps.missing(join(path, k), "is not a valid variable name; use letters, digits and _, not starting with a digit")
 		}
 	}

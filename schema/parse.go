@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -87,7 +86,7 @@ type document struct {
 	line int // 1-based line of the document's first line in the file
 }
 
-var separator = regexp.MustCompile(`^(---|\.\.\.)(?:[ \t]+(.*))?$`)
+var separator = lazyRegexp(`^(---|\.\.\.)(?:[ \t]+(.*))?$`)
 
 // splitDocuments cuts a file at "---" lines. Separators are found by line
 // rather than by a YAML stream decoder so each document keeps its line
@@ -101,7 +100,7 @@ func splitDocuments(data []byte) []document {
 	lineNo := 0
 	for line := range strings.Lines(text) {
 		lineNo++
-		m := separator.FindStringSubmatch(strings.TrimRight(line, "\r\n"))
+		m := separator().FindStringSubmatch(strings.TrimRight(line, "\r\n"))
 		if m == nil {
 			b.WriteString(line)
 			continue
@@ -140,7 +139,7 @@ func decodeYAML(text string) (v any, empty bool, err error) {
 	return v, false, nil
 }
 
-var lineRef = regexp.MustCompile(`line (\d+)`)
+var lineRef = lazyRegexp(`line (\d+)`)
 
 // shiftLines makes a YAML error's line numbers count from the top of the
 // file rather than of its document, and puts it on one line.
@@ -149,7 +148,7 @@ func shiftLines(err error, offset int) string {
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.ReplaceAll(msg, "yaml: ", "")
 	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-	msg = lineRef.ReplaceAllStringFunc(msg, func(s string) string {
+	msg = lineRef().ReplaceAllStringFunc(msg, func(s string) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(s, "line "))
 		return "line " + strconv.Itoa(n+offset)
 	})

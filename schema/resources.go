@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,7 +132,7 @@ func (d *decoder) infra(path string, r *Resources) {
 	}
 }
 
-var quantityRE = regexp.MustCompile(`^(-?(?:\d+(?:\.\d*)?|\.\d+))\s*([A-Za-z]*)\s*(\+?)$`)
+var quantityRE = lazyRegexp(`^(-?(?:\d+(?:\.\d*)?|\.\d+))\s*([A-Za-z]*)\s*(\+?)$`)
 
 // memoryUnits are SkyPilot's size suffixes, as a factor to GB.
 func memoryUnits() map[string]float64 {
@@ -166,7 +165,7 @@ func (d *decoder) quantity(path string, v any, memory bool) string {
 		d.ps.add(path, v, "is %s; %s", typeName(v), fix)
 		return ""
 	}
-	m := quantityRE.FindStringSubmatch(text)
+	m := quantityRE().FindStringSubmatch(text)
 	if m == nil {
 		d.ps.add(path, v, "is not an amount; %s", fix)
 		return ""

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,12 +158,12 @@ func toRaw(p *Pipeline) (rawPipeline, error) {
 	return rp, nil
 }
 
-var taskPrefix = regexp.MustCompile(`^tasks\[(\d+)\](?:\.(.*))?$`)
+var taskPrefix = lazyRegexp(`^tasks\[(\d+)\](?:\.(.*))?$`)
 
 // selectTask picks the task a path is about, returns the path below it, and
 // the path as it is shown in overrides and problems.
 func selectTask(path string, n int) (task int, rest, shown, problem string) {
-	if m := taskPrefix.FindStringSubmatch(path); m != nil {
+	if m := taskPrefix().FindStringSubmatch(path); m != nil {
 		i, err := strconv.Atoi(m[1])
 		if err != nil || i >= n {
 			return 0, "", "", fmt.Sprintf("no such task; the pipeline has %d task(s), tasks[0] to tasks[%d]", n, n-1)
@@ -196,13 +195,13 @@ type step struct {
 // paths, accelerators), so the rest of a path below them is one key.
 func freeKeys() []string { return []string{"envs", "secrets", "file_mounts", "accelerators"} }
 
-var stepRE = regexp.MustCompile(`^([^.\[\]]+)((?:\[\d+\])*)`)
+var stepRE = lazyRegexp(`^([^.\[\]]+)((?:\[\d+\])*)`)
 
 func parsePath(path string) ([]step, string) {
 	var steps []step
 	rest := path
 	for {
-		m := stepRE.FindStringSubmatch(rest)
+		m := stepRE().FindStringSubmatch(rest)
 		if m == nil {
 			return nil, "is not a field path; write names separated by dots, with [N] for list items, e.g. resources.any_of[0].region"
 		}

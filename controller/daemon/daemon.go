@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -48,7 +47,7 @@ var errRunning = errors.New("a controller is already running for this SORTIE_HOM
 // Run holds h's controller lock and pid file and runs serve until ctx ends
 // or the process gets SIGTERM/SIGINT; each SIGUSR1 calls wake (a job was
 // submitted or cancelled: look at the store now).
-func Run(ctx context.Context, h string, log *slog.Logger, serve func(ctx context.Context) error, wake func()) error {
+func Run(ctx context.Context, h string, serve func(ctx context.Context) error, wake func()) error {
 	lk, err := lock(h)
 	// `controller status` and the CLI probe by taking the lock for an
 	// instant: a controller starting in that instant waits it out.
@@ -67,11 +66,6 @@ func Run(ctx context.Context, h string, log *slog.Logger, serve func(ctx context
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	defer os.Remove(home.PID(h))
-	stopProfiles, err := Profiling(os.Getenv, log)
-	defer stopProfiles()
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	sig := make(chan os.Signal, 1)

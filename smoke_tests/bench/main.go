@@ -215,6 +215,29 @@ func (b *bench) launch(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.log, "cli init: runs %v\n", r.Runs)
+	floor, err := b.minimal(ctx)
+	if err != nil {
+		return err
+	}
 	b.figure("cli_init_ms", suite.Ms(r.Median), 1, "ms")
+	b.figure("go_exec_floor_ms", suite.Ms(floor), 1, "ms")
+	b.figure("cli_init_ratio", float64(r.Median)/float64(floor), 2, "x")
 	return nil
+}
+
+// minimal builds the bench's minimal Go program and returns the median
+// time of running it, measured like sortie --help.
+func (b *bench) minimal(ctx context.Context) (time.Duration, error) {
+	bin := filepath.Join(b.o.work, "minimal")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "sortie/smoke_tests/bench/minimal")
+	cmd.Stdout, cmd.Stderr = b.log, b.log
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("go build minimal: %w", err)
+	}
+	r, err := suite.RunCLIInit(ctx, bin, b.o.launchRuns)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(b.log, "minimal Go program: runs %v\n", r.Runs)
+	return r.Median, nil
 }

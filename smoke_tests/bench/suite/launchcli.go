@@ -88,7 +88,7 @@ func RunCLIInit(ctx context.Context, bin string, runs int) (*LaunchResult, error
 		out, err := cmd.CombinedOutput()
 		el := time.Since(t0)
 		if err != nil {
-			return nil, fmt.Errorf("sortie --help: %w: %s", err, out)
+			return nil, fmt.Errorf("%s --help: %w: %s", filepath.Base(bin), err, out)
 		}
 		if i > 0 {
 			r.Runs = append(r.Runs, el)

@@ -1,4 +1,7 @@
-package daemon
+// Package profiling turns on the controller program's opt-in profiles. It
+// is a package of its own so that the CLI, which never profiles, does not
+// link net/http.
+package profiling
 
 import (
 	"context"
@@ -14,7 +17,7 @@ import (
 	"time"
 )
 
-// Profiling turns on the daemon's opt-in profiles, for finding what a
+// Start turns on the daemon's opt-in profiles, for finding what a
 // large run spends its time and memory on:
 //
 //	SORTIE_CPUPROFILE=FILE  a CPU profile from start to stop
@@ -22,7 +25,7 @@ import (
 //	SORTIE_PPROF=ADDR       net/http/pprof served on ADDR (e.g. 127.0.0.1:6060)
 //
 // It returns the function that ends them; nothing is on when none is set.
-func Profiling(getenv func(string) string, log *slog.Logger) (stop func(), err error) {
+func Start(getenv func(string) string, log *slog.Logger) (stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {

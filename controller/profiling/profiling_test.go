@@ -1,4 +1,4 @@
-package daemon
+package profiling
 
 import (
 	"log/slog"
@@ -15,7 +15,7 @@ func TestProfiling(t *testing.T) {
 		"SORTIE_MEMPROFILE": filepath.Join(dir, "mem.pprof"),
 		"SORTIE_PPROF":      "127.0.0.1:0",
 	}
-	stop, err := Profiling(func(k string) string { return env[k] }, slog.Default())
+	stop, err := Start(func(k string) string { return env[k] }, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestProfiling(t *testing.T) {
 			t.Errorf("%s: %v, want a profile", name, err)
 		}
 	}
-	_, err = Profiling(func(k string) string {
+	_, err = Start(func(k string) string {
 		if k == "SORTIE_PPROF" {
 			return "not an address"
 		}
@@ -34,7 +34,7 @@ func TestProfiling(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "SORTIE_PPROF") {
 		t.Errorf("bad SORTIE_PPROF: %v, want an error naming it", err)
 	}
-	stop, err = Profiling(func(string) string { return "" }, slog.Default())
+	stop, err = Start(func(string) string { return "" }, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
