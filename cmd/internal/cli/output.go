@@ -50,17 +50,27 @@ func printJSONList[T any](w io.Writer, items []T) error {
 	return bw.Flush()
 }
 
-// table writes aligned columns.
-type table struct{ tw *tabwriter.Writer }
+// table writes aligned columns through a buffer: tabwriter writes each
+// cell on its own, which unbuffered is a system call per cell.
+type table struct {
+	tw  *tabwriter.Writer
+	buf *bufio.Writer
+}
 
 func newTable(w io.Writer, headers ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	buf := bufio.NewWriterSize(w, 64<<10)
+	t := &table{tw: tabwriter.NewWriter(buf, 0, 0, 2, ' ', 0), buf: buf}
 	t.row(headers...)
 	return t
 }
 
 func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t")) }
-func (t *table) flush() error       { return t.tw.Flush() }
+func (t *table) flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	return t.buf.Flush()
+}
 
 // ago says how long before now t was, as every table shows it.
 func ago(now, t time.Time) string { return service.Age(now.Sub(t)) + " ago" }
