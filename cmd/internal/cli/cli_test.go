@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -182,4 +183,41 @@ func TestShowSaysFailuresAgainstTheBudget(t *testing.T) {
 			t.Errorf("show printed\n%s\nwant it to contain %q", out, tc.want)
 		}
 	}
+}
+
+func TestIndentJSONIsJSONIndent(t *testing.T) {
+	for _, src := range []string{
+		`{}`, `[]`, `{"a":[]}`, `{"a":{}}`, `[1,2,[3,{}],{"b":null}]`,
+		`{"s":"a\"b,c:{[]}\\","t":"\u003chtml\u003e","n":-1.5e3,"x":[{"y":[true,false]}]}`,
+		`{"overrides":[{"path":"envs.A","old":"","new":"x"}],"exit_codes":[0,null,3],"retry_of":null}`,
+	} {
+		var want bytes.Buffer
+		if err := json.Indent(&want, []byte(src), "  ", "  "); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got := indentJSON(nil, []byte(src), "  "); string(got) != want.String() {
+			t.Errorf("indentJSON(%s) =\n%s\nwant\n%s", src, got, want.String())
+		}
+	}
+}
+
+// FuzzIndentJSON holds indentJSON to json.Indent on any valid JSON, made
+// compact first as json.Marshal writes it.
+func FuzzIndentJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[1,{"a":"]\"}"},[]]`, `"x"`, `{"a":{"b":[null,{}]}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(s)) != nil {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "  ", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := indentJSON(nil, compact.Bytes(), "  "); string(got) != want.String() {
+			t.Errorf("indentJSON(%s) =\n%s\nwant\n%s", compact.Bytes(), got, want.String())
+		}
+	})
 }

@@ -37,17 +37,77 @@ func printJSONList[T any](w io.Writer, items []T) error {
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	sep := "[\n  "
+	var out []byte
 	for i := range items {
-		b, err := json.MarshalIndent(&items[i], "  ", "  ")
+		b, err := json.Marshal(&items[i])
 		if err != nil {
 			return err
 		}
 		bw.WriteString(sep)
-		bw.Write(b)
+		out = indentJSON(out[:0], b, "  ")
+		bw.Write(out)
 		sep = ",\n  "
 	}
 	bw.WriteString("\n]\n")
 	return bw.Flush()
+}
+
+// indentJSON appends src, compact JSON as json.Marshal writes it, to dst
+// indented as json.Indent(dst, src, prefix, "  ") would: it trusts src to
+// be valid, which lets it skip json.Indent's validating scanner, most of
+// the cost of printing a long list.
+func indentJSON(dst, src []byte, prefix string) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(dst, '\n')
+		dst = append(dst, prefix...)
+		for range depth {
+			dst = append(dst, "  "...)
+		}
+	}
+	inString, escaped := false, false
+	for i, c := range src {
+		if inString {
+			dst = append(dst, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			dst = append(dst, c)
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				continue // an empty object or array stays {} or []
+			}
+			depth++
+			newline()
+		case '}', ']':
+			if i > 0 && (src[i-1] == '{' || src[i-1] == '[') {
+				dst = append(dst, c)
+				continue
+			}
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // table writes aligned columns through a buffer: tabwriter writes each
