@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Several processes may open a new home at once (a CLI and the daemon it
@@ -37,5 +39,38 @@ func TestConcurrentOpensOfANewStore(t *testing.T) {
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}
+	}
+}
+
+// Opening a store that is already migrated takes no write lock: a command
+// that only reads, or that writes later, does not wait for the controller's
+// writes just to open the store.
+func TestOpenOfAMigratedStoreDoesNotWaitForWriters(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	writer, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	tx, err := writer.BeginTx(ctx, nil) // holds the write lock until the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ctx2, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err = Open(ctx2, path, nil)
+	if err != nil {
+		t.Fatalf("open while another connection writes: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Jobs(ctx2, JobFilter{}); err != nil {
+		t.Fatalf("read while another connection writes: %v", err)
 	}
 }
