@@ -130,20 +130,7 @@ func TestAStepBetweenTicksReturnsItsError(t *testing.T) {
 	ctx := context.Background()
 	c := newTestController(t, &fakeCloud{})
 	c.Providers = noCloud{}
-	p, err := schema.Parse([]byte("run: train\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := p.Marshal()
-	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b}, []store.NewTask{{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// An attempt restarting on a kept cluster: starting it asks the cloud.
-	kept := &store.Attempt{Cluster: "kept", Cloud: "fake"}
-	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, lifecycle.Recovering); err != nil {
-		t.Fatal(err)
-	}
+	id := restartOnKeptCluster(t, c)
 	if more, err := c.step(ctx, id); !more || err == nil || !strings.Contains(err.Error(), "cloud down") {
 		t.Fatalf("step returned %t, %v; want true and the reconcile's error (cloud down)", more, err)
 	}
@@ -155,19 +142,7 @@ func TestAReconcileErrorSaysWhatWasBeingDone(t *testing.T) {
 	c.Providers = noCloud{}
 	var logs bytes.Buffer
 	c.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	p, err := schema.Parse([]byte("run: train\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := p.Marshal()
-	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b}, []store.NewTask{{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := &store.Attempt{Cluster: "kept", Cloud: "fake"}
-	if _, err := c.Store.NewAttempt(ctx, id, 0, func(int) string { return "kept" }, kept, lifecycle.Recovering); err != nil {
-		t.Fatal(err)
-	}
+	id := restartOnKeptCluster(t, c)
 	if err := c.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -176,4 +151,16 @@ func TestAReconcileErrorSaysWhatWasBeingDone(t *testing.T) {
 	if !strings.Contains(logs.String(), want) {
 		t.Errorf("the controller logged\n%s\nwant a line with %q", logs.String(), want)
 	}
+}
+
+// restartOnKeptCluster stores a job whose next attempt restarts on the
+// cluster of the one before: starting it asks the cloud first.
+func restartOnKeptCluster(t *testing.T, c *Controller) int64 {
+	t.Helper()
+	id := createJob(t, c, "run: train\n")
+	kept := &store.Attempt{Cluster: "kept", Cloud: "fake"}
+	if _, err := c.Store.NewAttempt(context.Background(), id, 0, func(int) string { return "kept" }, kept, lifecycle.Recovering); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

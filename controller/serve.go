@@ -22,11 +22,7 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 	var c *Controller
 	ready := make(chan struct{})
 	return daemon.Run(ctx, h, func(ctx context.Context) error {
-		cfg, err := config.Load(h, os.Getenv)
-		if err != nil {
-			return err
-		}
-		st, err := store.Open(ctx, home.State(h), nil)
+		cfg, st, err := OpenHome(ctx, h)
 		if err != nil {
 			return err
 		}
@@ -49,4 +45,14 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		default:
 		}
 	})
+}
+
+// OpenHome reads h's configuration and opens its store.
+func OpenHome(ctx context.Context, h string) (config.Config, *store.Store, error) {
+	cfg, err := config.Load(h, os.Getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	st, err := store.Open(ctx, home.State(h), nil)
+	return cfg, st, err
 }

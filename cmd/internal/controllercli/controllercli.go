@@ -23,7 +23,6 @@ import (
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
-	"sortie/controller/store"
 )
 
 // Main runs the controller program's command line and returns its exit
@@ -90,11 +89,7 @@ func nodeLogs(h string, out io.Writer) *cobra.Command {
 				}
 				offs = append(offs, n)
 			}
-			cfg, err := config.Load(h, os.Getenv)
-			if err != nil {
-				return err
-			}
-			st, err := store.Open(ctx, home.State(h), nil)
+			cfg, st, err := controller.OpenHome(ctx, h)
 			if err != nil {
 				return err
 			}
