@@ -18,17 +18,22 @@ import (
 // writes the outcome, exit codes and decision in one transaction; then tears
 // the cluster down unless the task restarts on it.
 func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
-	p, err := spec(j)
-	if err != nil {
-		return c.failController(ctx, j, a, err)
-	}
 	if e.outcome != strategy.Succeeded {
 		// Stop what is left so no process outlives its attempt.
 		if codes := c.stopNodes(ctx, a); e.codes == nil {
 			e.codes = codes
 		}
 	}
-	return c.finish(ctx, j, a, p, e, c.collectLogs(ctx, j, a))
+	logDir := c.collectLogs(ctx, j, a)
+	p, err := spec(j)
+	if err != nil {
+		// The job cannot go on, but the exit codes seen and the logs kept
+		// are the attempt's all the same.
+		ce := c.controllerError(j, err)
+		ce.codes = e.codes
+		return c.finish(ctx, j, a, nil, ce, logDir)
+	}
+	return c.finish(ctx, j, a, p, e, logDir)
 }
 
 // finish is where every attempt ends: observed by endAttempt, cancelled,

@@ -2,14 +2,18 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
+	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // Every ending goes through strategy.Decide, and each is stored with the
@@ -214,4 +218,51 @@ func createJob(t *testing.T, c *Controller, yaml string) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// noCapacity offers one local placement and never has capacity there.
+type noCapacity struct{ *fakeCloud }
+
+func (noCapacity) Placements(context.Context, schema.Resources) ([]schema.Placement, error) {
+	return []schema.Placement{{Cloud: "local", Region: "local", Zone: "local-a"}}, nil
+}
+func (noCapacity) Launch(context.Context, provision.ClusterSpec) (*provision.Cluster, error) {
+	return nil, provision.Capacity(errors.New("no capacity in local-a"))
+}
+
+func TestWaitingForCapacityIsNoError(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	c.Providers = oneCloud{noCapacity{cloud}}
+	id := createJob(t, c, "run: train\n")
+	j, _ := c.Store.Job(ctx, id)
+	if err := c.reconcile(ctx, j, nil, snapshot{}); err != nil {
+		t.Fatalf("a round without capacity returned %v; it is a wait, not an error", err)
+	}
+	if j, _ = c.Store.Job(ctx, id); j.Status != lifecycle.Pending || !strings.Contains(j.StatusReason, "no capacity") {
+		t.Errorf("job %s (%s), want PENDING waiting for capacity", j.Status, j.StatusReason)
+	}
+}
+
+func TestASpecUnreadableAtTheEndKeepsTheExitCodes(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	j, a := runningAttempt(t, c, cloud, "run: train\n")
+	j.Spec = []byte(`{"tasks": [`)
+	three := 3
+	if err := c.endAttempt(ctx, j, a, ended{outcome: strategy.UserFailure, codes: []*int{&three}, reason: "node 0 exited 3"}); err != nil {
+		t.Fatal(err)
+	}
+	as, err := c.Store.Attempts(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as[0].Outcome != "controller_error" || strategy.FormatExitCodes(as[0].ExitCodes) != "3" {
+		t.Errorf("attempt %s with exit codes %s, want controller_error keeping 3", as[0].Outcome, strategy.FormatExitCodes(as[0].ExitCodes))
+	}
+	if _, err := os.Stat(home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)); err != nil {
+		t.Errorf("the attempt's log directory was not kept: %v", err)
+	}
 }

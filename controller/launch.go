@@ -85,7 +85,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 	if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrCancelRequested) {
 		return nil // ended or being cancelled meanwhile: the next look sees it as it is
 	}
-	return fmt.Errorf("wait for capacity: %w", err)
+	return wrapf(err, "wait for capacity")
 }
 
 // launchAt launches a's cluster at one candidate placement, recording the

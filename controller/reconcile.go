@@ -151,10 +151,16 @@ const reasonCancelled = "cancelled by user"
 // with it (a spec it cannot read). Never silent: the reason is stored, and
 // the open attempt, if any, ends with outcome controller_error.
 func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.Attempt, cause error) error {
-	c.Log.Error("job cannot continue", "job", j.ID, "err", cause)
-	e := ended{outcome: strategy.ControllerError, reason: fmt.Sprintf("controller error: %v", cause), detail: cause.Error()}
+	e := c.controllerError(j, cause)
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
 	return c.finish(ctx, j, a, nil, e, "")
+}
+
+// controllerError is the ending of a job sortie cannot go on with; it is
+// logged, never silent.
+func (c *Controller) controllerError(j *store.Job, cause error) ended {
+	c.Log.Error("job cannot continue", "job", j.ID, "err", cause)
+	return ended{outcome: strategy.ControllerError, reason: fmt.Sprintf("controller error: %v", cause), detail: cause.Error()}
 }
