@@ -48,6 +48,11 @@ var errRunning = errors.New("a controller is already running for this SORTIE_HOM
 // or the process gets SIGTERM/SIGINT; each SIGUSR1 calls wake (a job was
 // submitted or cancelled: look at the store now).
 func Run(ctx context.Context, h string, serve func(ctx context.Context) error, wake func()) error {
+	// SIGUSR1 is caught before the pid file says where to send it: its
+	// default action would end the process.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	defer signal.Stop(sig)
 	lk, err := lock(h)
 	// `controller status` and the CLI probe by taking the lock for an
 	// instant: a controller starting in that instant waits it out.
@@ -68,9 +73,6 @@ func Run(ctx context.Context, h string, serve func(ctx context.Context) error, w
 	defer os.Remove(home.PID(h))
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGUSR1)
-	defer signal.Stop(sig)
 	go func() {
 		for {
 			select {
@@ -116,7 +118,9 @@ func Running(h string) int {
 // beside the running executable, else on PATH.
 func BinaryPath(getenv func(string) string) (string, error) {
 	if p := getenv("SORTIE_CONTROLLER_BIN"); p != "" {
-		return p, nil
+		// Absolute: the controller is started in SORTIE_HOME, where a
+		// path relative to the caller's directory means something else.
+		return filepath.Abs(p)
 	}
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), Binary)

@@ -68,6 +68,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 		shown = start
 	}
 	cur := newCursor()
+	cur.following = true
 	for {
 		as, err = s.Store.Attempts(ctx, j.ID)
 		if err != nil {
@@ -86,6 +87,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 			if done {
 				shown++
 				cur = newCursor()
+				cur.following = true
 				continue
 			}
 		} else if j, err = s.Store.Job(ctx, req.ID); err != nil {
@@ -124,6 +126,9 @@ type cursor struct {
 	offsets []int64
 	partial [][]byte
 	fresh   bool
+	// following: a log that cannot be read this time is read at the next
+	// poll instead of ending the command.
+	following bool
 }
 
 func newCursor() *cursor { return &cursor{fresh: true} }
@@ -172,6 +177,11 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 		}
 	case s.RemoteLogs != nil:
 		chunks, err = s.RemoteLogs(ctx, a, cur.offsets)
+		if err != nil && cur.following {
+			// Asked again at the next poll, like a node that did not
+			// answer; the kept copy follows when the attempt ends.
+			return false, nil
+		}
 	}
 	if err != nil {
 		return false, err

@@ -39,6 +39,10 @@ type Service struct {
 	Getenv func(string) string
 	// StartDaemon starts the controller if it is not running; tests replace it.
 	StartDaemon func(ctx context.Context, home string) error
+	// FindDaemon says whether StartDaemon can start the controller, before
+	// a job is stored or marked: a launch that cannot start it stores
+	// nothing. Nil means it can.
+	FindDaemon func() error
 	// CheckClouds answers `sortie check`; nil checks the clouds of Clouds.
 	CheckClouds func(ctx context.Context) ([]clouds.Check, error)
 	// RemoteLogs reads a running attempt's node logs on a cloud that is
@@ -60,7 +64,8 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv, StartDaemon: daemon.Ensure}, nil
+	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv,
+		StartDaemon: daemon.Ensure, FindDaemon: func() error { _, err := daemon.BinaryPath(os.Getenv); return err }}, nil
 }
 
 // Close closes the store.
@@ -190,6 +195,9 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	}
 	// The secrets are on disk before the job is committed, so no controller
 	// can see the job without them.
+	if err := s.findDaemon(); err != nil {
+		return nil, err
+	}
 	id, err := s.Store.CreateJobWith(ctx, j, tasks, func(id int64) error { return home.WriteSecrets(s.Home, id, secrets) })
 	if err != nil {
 		return nil, fmt.Errorf("store the job: %w", err)
@@ -388,6 +396,9 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 			}
 		}
 	}
+	if err := s.findDaemon(); err != nil {
+		return nil, err
+	}
 	marked, err := s.Store.RequestCancel(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("cancel jobs: %w", err)
@@ -419,6 +430,16 @@ func checkMountSources(p *schema.Pipeline) error {
 				return &UsageError{Err: fmt.Errorf("tasks[%d].file_mounts.%s: %q is a bucket; only local sources are copied to nodes so far: download it in setup instead", i, dst, src)}
 			}
 		}
+	}
+	return nil
+}
+
+func (s *Service) findDaemon() error {
+	if s.FindDaemon == nil {
+		return nil
+	}
+	if err := s.FindDaemon(); err != nil {
+		return fmt.Errorf("cannot start the controller, so nothing was changed: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,92 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sortie/controller/clouds"
+	"sortie/controller/lifecycle"
+	"sortie/controller/store"
+)
+
+func testService(t *testing.T) *Service {
+	t.Helper()
+	t.Setenv("SORTIE_POLL_INTERVAL", "")
+	s, err := Open(context.Background(), t.TempDir(), clouds.Light())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.StartDaemon = func(context.Context, string) error { return nil }
+	s.FindDaemon = nil
+	return s
+}
+
+func TestNothingChangesWhenTheControllerCannotStart(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	task := filepath.Join(t.TempDir(), "task.yaml")
+	if err := os.WriteFile(task, []byte("run: train\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	running, err := s.Launch(ctx, LaunchRequest{File: task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := errors.New("sortie-controller is neither beside this program nor on PATH")
+	s.FindDaemon = func() error { return missing }
+	s.StartDaemon = func(context.Context, string) error { return missing }
+
+	if _, err := s.Launch(ctx, LaunchRequest{File: task, Name: "second"}); !errors.Is(err, missing) {
+		t.Errorf("launch without a controller: %v, want the controller's error", err)
+	}
+	if jobs, _ := s.Store.Jobs(ctx, store.JobFilter{}); len(jobs) != 1 {
+		t.Errorf("%d jobs stored, want only the first", len(jobs))
+	}
+	if _, err := s.Cancel(ctx, CancelRequest{IDs: []int64{running.ID}}); !errors.Is(err, missing) {
+		t.Errorf("cancel without a controller: %v, want the controller's error", err)
+	}
+	if j, _ := s.Store.Job(ctx, running.ID); j.Status != lifecycle.Pending || j.CancelRequested {
+		t.Errorf("job %s (cancel requested %t), want it left PENDING", j.Status, j.CancelRequested)
+	}
+}
+
+func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := testService(t)
+	id, err := s.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte("{}")}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := &store.Attempt{Cluster: "c", Cloud: "aws", InstanceIDs: []string{"i-1"}}
+	a, err := s.Store.NewAttempt(ctx, id, 0, func(int) string { return "c" }, kept, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.MarkRunning(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	s.RemoteLogs = func(context.Context, *store.Attempt, []int64) ([][]byte, error) {
+		calls++
+		if calls == 1 {
+			return nil, errors.New("the controller program could not be run")
+		}
+		cancel() // the second poll read it: stop following
+		return [][]byte{[]byte("step 1\n")}, nil
+	}
+	var out bytes.Buffer
+	err = s.Logs(ctx, LogsRequest{ID: id, Follow: true, Poll: 1}, &out)
+	if !errors.Is(err, context.Canceled) || out.String() != "step 1\n" {
+		t.Errorf("follow returned %v after printing %q; want it to go on past the failed read and print step 1", err, out.String())
+	}
+	// Printed once, not following: the error is the command's.
+	if err := s.Logs(context.Background(), LogsRequest{ID: id}, &bytes.Buffer{}); err != nil {
+		t.Errorf("logs of a running attempt: %v", err)
+	}
+}
