@@ -86,6 +86,7 @@ func submit(ctx context.Context, d *Daemon, file string, n, batch int, progress 
 	// The controller already runs; it is told of new jobs by a nudge, as
 	// the CLI's launch tells it.
 	svc.StartDaemon = func(context.Context, string) error { return nil }
+	svc.FindDaemon = nil
 	ids := make([]int64, 0, n)
 	for i := 0; i < n; i++ {
 		j, err := svc.Launch(ctx, service.LaunchRequest{File: file, Name: fmt.Sprintf("bench-%d", i)})
