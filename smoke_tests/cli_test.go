@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestLaunchFollowsLogsAndExitsWithTheOutcome(t *testing.T) {
@@ -74,15 +73,5 @@ func TestCancelDuringRestartBackoffTearsDownTheKeptCluster(t *testing.T) {
 	}
 	e.must("jobs", "cancel", strconv.FormatInt(id, 10))
 	e.waitStatus(id, "CANCELLED")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ents, _ := os.ReadDir(e.home + "/local/clusters")
-		if len(ents) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("clusters left after the cancel: %v", ents)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e.waitNoClusters("after the cancel")
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"sortie/controller/service"
 )
@@ -159,17 +158,7 @@ run: |
 	if _, err := os.Stat(e.home + "/local"); err != nil {
 		t.Fatalf("the local provider's state is not where this test looks: %v", err)
 	}
-	// The cluster is torn down after the job's end is recorded, so the
-	// status can be seen a moment before the teardown is done.
-	var ents []os.DirEntry
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if ents, _ = os.ReadDir(e.home + "/local/clusters"); len(ents) == 0 {
-			break
-		}
-	}
-	if len(ents) != 0 {
-		t.Errorf("clusters left 10s after the job ended: %v", ents)
-	}
+	e.waitNoClusters("after the job ended")
 	for n := 1; n <= 2; n++ {
 		out := e.must("jobs", "logs", strconv.FormatInt(id, 10), "--attempt", strconv.Itoa(n)).stdout
 		if !strings.Contains(out, "output of attempt "+strconv.Itoa(n)) {

@@ -253,3 +253,21 @@ func killLeftovers(t *testing.T, home string) {
 		_ = syscallKill(pid)
 	}
 }
+
+// waitNoClusters waits until the local provider has no cluster left. A
+// cluster is torn down after its job's end is recorded, so the status can
+// be seen a moment before the teardown is done.
+func (e *env) waitNoClusters(when string) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ := os.ReadDir(filepath.Join(e.home, "local", "clusters"))
+		if len(ents) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("clusters left 10s %s: %v", when, ents)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

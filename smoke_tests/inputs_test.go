@@ -109,7 +109,5 @@ func TestInputsGoneBeforeStartFailPrechecks(t *testing.T) {
 	if !strings.Contains(deref(d.FailureReason), "workdir") {
 		t.Errorf("failure_reason %q", deref(d.FailureReason))
 	}
-	if ents, _ := os.ReadDir(filepath.Join(e.home, "local", "clusters")); len(ents) != 0 {
-		t.Errorf("clusters left: %v", ents)
-	}
+	e.waitNoClusters("after the prechecks failed")
 }
