@@ -248,59 +248,63 @@ type QueueRequest struct {
 // Queue lists jobs: every job with All, else the unfinished ones and the
 // newest finished ones.
 func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error) {
-	for _, st := range req.Statuses {
-		if !st.Valid() {
-			return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, joinStatuses(lifecycle.Statuses()))}
-		}
-	}
-	if err := store.ValidGlob(req.NameGlob); err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
-	}
-	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob}
-	var jobs []*store.Job
-	var err error
-	if req.All || len(req.Statuses) > 0 {
-		jobs, err = s.Store.Jobs(ctx, f)
-	} else {
-		f.Active = true
-		jobs, err = s.Store.Jobs(ctx, f)
-		if err == nil {
-			var done []*store.Job
-			done, err = s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: lifecycle.TerminalStatuses(), Limit: req.Finished})
-			jobs = mergeNewestFirst(jobs, done)
-		}
-	}
+	var out []JobView
+	err := s.QueueEach(ctx, req, func(v JobView) error { out = append(out, v); return nil })
 	if err != nil {
 		return nil, err
-	}
-	out := make([]JobView, len(jobs))
-	for i, j := range jobs {
-		out[i] = viewJob(j)
 	}
 	return out, nil
 }
 
-func joinStatuses(ss []lifecycle.Status) string {
-	parts := make([]string, len(ss))
-	for i, s := range ss {
-		parts[i] = string(s)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func mergeNewestFirst(a, b []*store.Job) []*store.Job {
-	out := make([]*store.Job, 0, len(a)+len(b))
-	i, k := 0, 0
-	for i < len(a) || k < len(b) {
-		if k >= len(b) || (i < len(a) && a[i].ID > b[k].ID) {
-			out = append(out, a[i])
-			i++
-		} else {
-			out = append(out, b[k])
-			k++
+// QueueEach is Queue one job at a time, newest first, for listings too
+// long to hold: fn sees each job as the store reads it.
+func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobView) error) error {
+	for _, st := range req.Statuses {
+		if !st.Valid() {
+			return &UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, joinStatuses(lifecycle.Statuses()))}
 		}
 	}
-	return out
+	if err := store.ValidGlob(req.NameGlob); err != nil {
+		return &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
+	}
+	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob}
+	each := func(j *store.Job) error { return fn(viewJob(j)) }
+	if req.All || len(req.Statuses) > 0 {
+		return wrapf(s.Store.EachJob(ctx, f, each), "list jobs")
+	}
+	// The newest finished jobs are few: read them first, then interleave
+	// them by id with the unfinished ones as those stream by.
+	done, err := s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: lifecycle.TerminalStatuses(), Limit: req.Finished})
+	if err != nil {
+		return fmt.Errorf("list finished jobs: %w", err)
+	}
+	f.Active = true
+	err = s.Store.EachJob(ctx, f, func(j *store.Job) error {
+		for len(done) > 0 && done[0].ID > j.ID {
+			if err := each(done[0]); err != nil {
+				return err
+			}
+			done = done[1:]
+		}
+		return each(j)
+	})
+	if err != nil {
+		return fmt.Errorf("list unfinished jobs: %w", err)
+	}
+	for _, j := range done {
+		if err := each(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrapf says what was being done when err happened; nil stays nil.
+func wrapf(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // ErrNoSuchJob is returned for an id that names no job.
@@ -442,4 +446,12 @@ func (s *Service) findDaemon() error {
 		return fmt.Errorf("cannot start the controller, so nothing was changed: %w", err)
 	}
 	return nil
+}
+
+func joinStatuses(ss []lifecycle.Status) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -169,6 +169,14 @@ type JobFilter struct {
 // Jobs returns the jobs matching f, newest first unless f.Ascending,
 // without their spec (Spec is empty): read one job whole with Job.
 func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
+	var out []*Job
+	err := s.EachJob(ctx, f, func(j *Job) error { out = append(out, j); return nil })
+	return out, err
+}
+
+// EachJob calls fn with each job Jobs would return, in its order, as it is
+// read: a long listing is never in memory whole. An error from fn stops it.
+func (s *Store) EachJob(ctx context.Context, f JobFilter, fn func(*Job) error) error {
 	var where []string
 	var args []any
 	if len(f.IDs) > 0 {
@@ -209,7 +217,21 @@ func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	return selectJobs(ctx, s.db, listColumns, q, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+listColumns+` FROM jobs `+q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(j); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // ValidGlob reports whether pattern is a well-formed name pattern.
@@ -219,11 +241,7 @@ func ValidGlob(pattern string) error {
 }
 
 func findJobs(ctx context.Context, q querier, tail string, args ...any) ([]*Job, error) {
-	return selectJobs(ctx, q, jobColumns, tail, args...)
-}
-
-func selectJobs(ctx context.Context, q querier, columns, tail string, args ...any) ([]*Job, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+columns+` FROM jobs `+tail, args...)
+	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+tail, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,25 +31,48 @@ func printJSON(w io.Writer, v any) error {
 // one item at a time: a list of many jobs is never indented whole in
 // memory.
 func printJSONList[T any](w io.Writer, items []T) error {
-	if len(items) == 0 {
-		_, err := io.WriteString(w, "[]\n")
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	sep := "[\n  "
-	var out []byte
+	l := newJSONList(w)
 	for i := range items {
-		b, err := json.Marshal(&items[i])
-		if err != nil {
+		if err := l.add(&items[i]); err != nil {
 			return err
 		}
-		bw.WriteString(sep)
-		out = indentJSON(out[:0], b, "  ")
-		bw.Write(out)
-		sep = ",\n  "
 	}
-	bw.WriteString("\n]\n")
-	return bw.Flush()
+	return l.close()
+}
+
+// jsonList writes a JSON list as printJSON would, item by item as they
+// come, so that a listing streamed from the store is never held whole.
+type jsonList struct {
+	bw       *bufio.Writer
+	out      []byte
+	nonEmpty bool
+}
+
+func newJSONList(w io.Writer) *jsonList { return &jsonList{bw: bufio.NewWriterSize(w, 64<<10)} }
+
+func (l *jsonList) add(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if l.nonEmpty {
+		l.bw.WriteString(",\n  ")
+	} else {
+		l.bw.WriteString("[\n  ")
+	}
+	l.nonEmpty = true
+	l.out = indentJSON(l.out[:0], b, "  ")
+	_, err = l.bw.Write(l.out)
+	return err
+}
+
+func (l *jsonList) close() error {
+	if l.nonEmpty {
+		l.bw.WriteString("\n]\n")
+	} else {
+		l.bw.WriteString("[]\n")
+	}
+	return l.bw.Flush()
 }
 
 // indentJSON appends src, compact JSON as json.Marshal writes it, to dst

@@ -59,13 +59,19 @@ func statuses(ss []string) []lifecycle.Status {
 }
 
 func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
+	req := service.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit}
 	return withService(ctx, f, func(svc Service) error {
-		jobs, err := svc.Queue(ctx, service.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit})
+		if opts.Output == "json" {
+			// Streamed: a listing of many jobs is never held whole.
+			l := newJSONList(f.Out)
+			if err := svc.QueueEach(ctx, req, func(v service.JobView) error { return l.add(&v) }); err != nil {
+				return err
+			}
+			return l.close()
+		}
+		jobs, err := svc.Queue(ctx, req)
 		if err != nil {
 			return err
-		}
-		if opts.Output == "json" {
-			return printJSONList(f.Out, jobs)
 		}
 		return printQueue(f, jobs)
 	})

@@ -24,6 +24,8 @@ import (
 type Service interface {
 	Launch(ctx context.Context, req service.LaunchRequest) (*service.JobView, error)
 	Queue(ctx context.Context, req service.QueueRequest) ([]service.JobView, error)
+	// QueueEach is Queue one job at a time, for -o json of long listings.
+	QueueEach(ctx context.Context, req service.QueueRequest, fn func(service.JobView) error) error
 	Show(ctx context.Context, id int64) (*service.JobDetail, error)
 	Logs(ctx context.Context, req service.LogsRequest, w io.Writer) error
 	Cancel(ctx context.Context, req service.CancelRequest) ([]int64, error)
