@@ -56,18 +56,7 @@ run: |
 	e.must("local", "preempt", strconv.FormatInt(spot, 10))
 
 	// Job 2: a pipeline that fails at its second task; the third never runs.
-	pipeline := e.launch(e.write("pipeline.yaml", `
-name: etl
----
-name: extract
-run: echo extract
----
-name: transform
-run: echo transform; exit 6
----
-name: load
-run: echo load
-`))
+	pipeline := e.launch(e.write("pipeline.yaml", etlPipeline))
 	// Job 3 fails; job 5 retries it with the override that fixes it.
 	retried := e.launch(e.write("fixme.yaml", "name: fixme\nrun: '[ \"$FIX\" = 1 ] || exit 4'\n"))
 	// Job 4: node 1 fails, sortie stops node 0, whose exit code is unknown.

@@ -122,9 +122,8 @@ func TestCapacityBackDuringBackoff(t *testing.T) {
 	}
 }
 
-func TestPipelineStopsAtFailedTask(t *testing.T) {
-	e := newEnv(t)
-	f := e.write("pipeline.yaml", `
+// etlPipeline fails at its second task; its third never runs.
+const etlPipeline = `
 name: etl
 ---
 name: extract
@@ -135,7 +134,11 @@ run: echo transform; exit 6
 ---
 name: load
 run: echo load
-`)
+`
+
+func TestPipelineStopsAtFailedTask(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("pipeline.yaml", etlPipeline)
 	id := e.launch(f)
 	d := e.waitStatus(id, "FAILED")
 	if len(d.Tasks) != 3 {
