@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -18,13 +20,11 @@ import (
 // writes the outcome, exit codes and decision in one transaction; then tears
 // the cluster down unless the task restarts on it.
 func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
-	if e.outcome != strategy.Succeeded {
-		// Stop what is left so no process outlives its attempt.
-		if codes := c.stopNodes(ctx, a); e.codes == nil {
-			e.codes = codes
-		}
+	// Stop what is left of a failed attempt so no process outlives it.
+	codes, logDir := c.wrapUp(ctx, j, a, e.outcome != strategy.Succeeded)
+	if e.codes == nil {
+		e.codes = codes
 	}
-	logDir := c.collectLogs(ctx, j, a)
 	p, err := spec(j)
 	if err != nil {
 		// The job cannot go on, but the exit codes seen and the logs kept
@@ -118,18 +118,35 @@ func taskName(p *schema.Pipeline, i int) string {
 	return p.Name
 }
 
-// stopNodes stops the task on every reachable node of a's cluster and
-// returns the exit codes the nodes recorded (nil where unknown).
-func (c *Controller) stopNodes(ctx context.Context, a *store.Attempt) []*int {
-	prov, err := c.Providers.Provider(ctx, a.Cloud)
-	if err != nil {
-		return nil
+// wrapUp ends what is left of attempt a on its nodes, asking the cloud
+// about its cluster once: with stop, it stops the task on every reachable
+// node and returns the exit codes they recorded (nil where unknown); then
+// it keeps every reachable node's log on the controller, before the
+// cluster is torn down. It returns the log directory.
+func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, stop bool) ([]*int, string) {
+	dir := home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)
+	keep := true
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.Log.Warn("log dir", "dir", dir, "err", err)
+		keep = false
 	}
-	got, err := prov.Status(ctx, []string{a.Cluster})
-	cl := got[a.Cluster]
+	prov, cl, err := c.cluster(ctx, a)
 	if err != nil || cl == nil {
-		return nil
+		return nil, dir
 	}
+	var codes []*int
+	if stop {
+		codes = c.stopNodes(ctx, prov, cl, a)
+	}
+	if keep {
+		c.keepLogs(ctx, j, a, prov, cl)
+	}
+	return codes, dir
+}
+
+// stopNodes stops the task on every running node of cl and returns the
+// exit codes the nodes recorded (nil where unknown).
+func (c *Controller) stopNodes(ctx context.Context, prov provision.Provider, cl *provision.Cluster, a *store.Attempt) []*int {
 	codes := make([]*int, len(cl.Nodes))
 	for rank, n := range cl.Nodes {
 		if n.State != provision.NodeRunning {

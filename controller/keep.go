@@ -10,27 +10,9 @@ import (
 	"sortie/provision/node"
 )
 
-// collectLogs copies every reachable node's log of a into the controller's
-// log directory before the cluster is torn down, and returns the directory.
-// A node it cannot reach keeps whatever was copied before.
-func (c *Controller) collectLogs(ctx context.Context, j *store.Job, a *store.Attempt) string {
-	dir := home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		c.Log.Warn("log dir", "dir", dir, "err", err)
-		return dir
-	}
-	if a.Cloud == "" {
-		return dir
-	}
-	prov, err := c.Providers.Provider(ctx, a.Cloud)
-	if err != nil {
-		return dir
-	}
-	got, err := prov.Status(ctx, []string{a.Cluster})
-	cl := got[a.Cluster]
-	if err != nil || cl == nil {
-		return dir
-	}
+// keepLogs copies every reachable node's log of a into the controller's
+// log directory. A node it cannot reach keeps whatever was copied before.
+func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster) {
 	for rank := range cl.Nodes {
 		r, err := c.runner(ctx, prov, cl, rank, a)
 		if err != nil {
@@ -42,7 +24,6 @@ func (c *Controller) collectLogs(ctx context.Context, j *store.Job, a *store.Att
 			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 		}
 	}
-	return dir
 }
 
 // keepLog copies a node's log to path chunk by chunk, so a large log never

@@ -97,18 +97,11 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 
 // healthy says whether every node of a's cluster is running.
 func (c *Controller) healthy(ctx context.Context, a *store.Attempt) bool {
-	if a.Cloud == "" {
+	_, cl, err := c.cluster(ctx, a)
+	if err != nil || cl == nil || len(cl.Nodes) == 0 {
 		return false
 	}
-	p, err := c.Providers.Provider(ctx, a.Cloud)
-	if err != nil {
-		return false
-	}
-	got, err := p.Status(ctx, []string{a.Cluster})
-	if err != nil || got[a.Cluster] == nil || len(got[a.Cluster].Nodes) == 0 {
-		return false
-	}
-	for _, n := range got[a.Cluster].Nodes {
+	for _, n := range cl.Nodes {
 		if n.State != provision.NodeRunning {
 			return false
 		}
@@ -138,10 +131,26 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
-	if a.State != lifecycle.AttemptLaunching {
-		e.codes = c.stopNodes(ctx, a)
+	codes, logDir := c.wrapUp(ctx, j, a, a.State != lifecycle.AttemptLaunching)
+	e.codes = codes
+	return c.finish(ctx, j, a, nil, e, logDir)
+}
+
+// cluster asks a's cloud about a's cluster: nil when the cloud does not
+// know it, or a was never placed.
+func (c *Controller) cluster(ctx context.Context, a *store.Attempt) (provision.Provider, *provision.Cluster, error) {
+	if a.Cloud == "" {
+		return nil, nil, nil
 	}
-	return c.finish(ctx, j, a, nil, e, c.collectLogs(ctx, j, a))
+	prov, err := c.Providers.Provider(ctx, a.Cloud)
+	if err != nil {
+		return nil, nil, err
+	}
+	got, err := prov.Status(ctx, []string{a.Cluster})
+	if err != nil {
+		return prov, nil, fmt.Errorf("status of %s: %w", a.Cluster, err)
+	}
+	return prov, got[a.Cluster], nil
 }
 
 // reasonCancelled is why a cancelled attempt ended.

@@ -20,15 +20,10 @@ import (
 // wrapper there. Both steps are idempotent, so a controller that died half
 // way does them again safely.
 func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt) error {
-	prov, err := c.Providers.Provider(ctx, a.Cloud)
+	prov, cl, err := c.cluster(ctx, a)
 	if err != nil {
 		return err
 	}
-	got, err := prov.Status(ctx, []string{a.Cluster})
-	if err != nil {
-		return fmt.Errorf("status of %s: %w", a.Cluster, err)
-	}
-	cl := got[a.Cluster]
 	if cl == nil || len(cl.Nodes) == 0 {
 		return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, reason: "cluster vanished before the task started"})
 	}
