@@ -7,11 +7,12 @@ package config
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	sortiehome "sortie/controller/home"
 
 	"sortie/strategy"
 )
@@ -129,7 +130,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // overrides from getenv, then fills defaults.
 func Load(home string, getenv func(string) string) (Config, error) {
 	cfg := Config{Home: home}
-	path := filepath.Join(home, "config.yaml")
+	path := sortiehome.Config(home)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:

@@ -58,7 +58,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 		if start < 0 {
 			return nil
 		}
-		_, err := s.emit(ctx, as[start], newCursor(), w)
+		_, err := s.emit(ctx, as[start], newCursor(false), w)
 		return err
 	}
 	// Follow: print attempt after attempt until the job has ended and its
@@ -67,8 +67,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 	if start > 0 {
 		shown = start
 	}
-	cur := newCursor()
-	cur.following = true
+	cur := newCursor(true)
 	for {
 		as, err = s.Store.Attempts(ctx, j.ID)
 		if err != nil {
@@ -86,8 +85,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 			}
 			if done {
 				shown++
-				cur = newCursor()
-				cur.following = true
+				cur = newCursor(true)
 				continue
 			}
 		} else if j, err = s.Store.Job(ctx, req.ID); err != nil {
@@ -131,7 +129,7 @@ type cursor struct {
 	following bool
 }
 
-func newCursor() *cursor { return &cursor{fresh: true} }
+func newCursor(following bool) *cursor { return &cursor{fresh: true, following: following} }
 
 func (c *cursor) grow(n int) {
 	for len(c.offsets) < n {

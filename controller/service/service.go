@@ -270,7 +270,10 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob}
 	each := func(j *store.Job) error { return fn(viewJob(j)) }
 	if req.All || len(req.Statuses) > 0 {
-		return wrapf(s.Store.EachJob(ctx, f, each), "list jobs")
+		if err := s.Store.EachJob(ctx, f, each); err != nil {
+			return fmt.Errorf("list jobs: %w", err)
+		}
+		return nil
 	}
 	// The newest finished jobs are few: read them first, then interleave
 	// them by id with the unfinished ones as those stream by.
@@ -297,14 +300,6 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 		}
 	}
 	return nil
-}
-
-// wrapf says what was being done when err happened; nil stays nil.
-func wrapf(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 // ErrNoSuchJob is returned for an id that names no job.

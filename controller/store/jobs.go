@@ -48,17 +48,18 @@ type NewTask struct {
 	InputKey string
 }
 
-const jobColumns = `id, name, status, status_reason, failure_reason, spec, base_dir, current_task, num_tasks,
-	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
-	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
-	submitted_at, started_at, ended_at`
+const (
+	jobColumns = columnsBeforeSpec + `spec` + columnsAfterSpec
+	// listColumns are jobColumns without the spec, which listings never
+	// show and which is most of a job's row.
+	listColumns = columnsBeforeSpec + `'' AS spec` + columnsAfterSpec
 
-// listColumns are jobColumns without the spec, which listings never show
-// and which is most of a job's row.
-const listColumns = `id, name, status, status_reason, failure_reason, '' AS spec, base_dir, current_task, num_tasks,
+	columnsBeforeSpec = `id, name, status, status_reason, failure_reason, `
+	columnsAfterSpec  = `, base_dir, current_task, num_tasks,
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
 	submitted_at, started_at, ended_at`
+)
 
 // CreateJob stores a new PENDING job and its tasks and returns its id. When
 // j.RetryOf is set, the original must have ended; the new job joins the
