@@ -22,9 +22,19 @@ import (
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
 )
+
+// TestMain removes the programs binary built, once every test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // binary builds the sortie CLI and the controller program beside it once
 // per test run, and returns the CLI's path.
@@ -36,6 +46,7 @@ func binary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "sortie")
 		out, err := exec.Command("go", "build", "-o", dir+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller").CombinedOutput()
 		if err != nil {
