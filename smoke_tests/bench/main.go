@@ -222,7 +222,7 @@ func (b *bench) launch(ctx context.Context) error {
 	}
 	b.figure("launch_cli_ms", suite.Ms(r.Median), 1, "ms")
 	b.figure("launch_cli_ratio", float64(r.Median)/float64(floor), 1, "x")
-	r, err = suite.RunCLIInit(ctx, b.o.bin, b.o.launchRuns)
+	r, err = suite.RunCLIInit(ctx, b.o.bin, b.home("launch"), b.o.launchRuns)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (b *bench) floor(ctx context.Context) (time.Duration, error) {
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("go build minimal: %w", err)
 	}
-	r, err := suite.RunCLIInit(ctx, bin, b.o.launchRuns)
+	r, err := suite.RunCLIInit(ctx, bin, b.o.work, b.o.launchRuns)
 	if err != nil {
 		return 0, err
 	}

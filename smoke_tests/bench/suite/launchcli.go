@@ -79,11 +79,11 @@ func RunLaunchCLI(ctx context.Context, o LaunchOptions) (*LaunchResult, error) {
 // RunCLIInit times `sortie --help`, from process start to exit, runs times
 // after one untimed run: what every command a user types pays before it
 // does anything.
-func RunCLIInit(ctx context.Context, bin string, runs int) (*LaunchResult, error) {
+func RunCLIInit(ctx context.Context, bin, home string, runs int) (*LaunchResult, error) {
 	r := &LaunchResult{}
 	for i := 0; i <= runs; i++ {
 		cmd := exec.CommandContext(ctx, bin, "--help")
-		cmd.Env = Environ(os.TempDir())
+		cmd.Env = Environ(home)
 		t0 := time.Now()
 		out, err := cmd.CombinedOutput()
 		el := time.Since(t0)
