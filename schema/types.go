@@ -12,17 +12,44 @@ type Pipeline struct {
 // Task is one document of a task file. Field names and shapes follow SkyPilot's
 // task YAML for the subset sortie supports.
 type Task struct {
-	Name       string            `json:"name,omitempty"`
-	Resources  Resources         `json:"resources"`
-	NumNodes   int               `json:"num_nodes,omitempty"`
-	Workdir    string            `json:"workdir,omitempty"`
-	FileMounts map[string]string `json:"file_mounts,omitempty"`
-	Envs       map[string]string `json:"envs,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	Resources Resources `json:"resources"`
+	NumNodes  int       `json:"num_nodes,omitempty"`
+	Workdir   string    `json:"workdir,omitempty"`
+	// WorkdirRepo is workdir given as {url, ref}: a git repository cloned
+	// at ref on every node, in place of a local directory. At most one of
+	// Workdir and WorkdirRepo is set.
+	WorkdirRepo *GitRepo          `json:"workdir_repo,omitempty"`
+	FileMounts  map[string]string `json:"file_mounts,omitempty"`
+	// StorageMounts are the file_mounts whose value is a bucket mapping
+	// ({name, source, store, mode, persistent}), by path on the node.
+	StorageMounts map[string]StorageMount `json:"storage_mounts,omitempty"`
+	Envs          map[string]string       `json:"envs,omitempty"`
 	// Secrets maps a name to nil (taken from the environment at launch) or a value.
 	// Secret values are never stored nor part of the input key.
 	Secrets map[string]*string `json:"secrets,omitempty"`
 	Setup   string             `json:"setup,omitempty"`
 	Run     string             `json:"run,omitempty"`
+}
+
+// GitRepo is a git repository at a ref (a branch, tag or commit; empty
+// is the remote's default branch).
+type GitRepo struct {
+	URL string `json:"url"`
+	Ref string `json:"ref,omitempty"`
+}
+
+// StorageMount is a bucket mounted or copied at a path on the node.
+type StorageMount struct {
+	// Name is the bucket's name; Source is a local path or bucket URL
+	// uploaded to it or read from.
+	Name   string `json:"name,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Store is s3 or gcs; Mode is COPY, MOUNT or MOUNT_CACHED.
+	Store string `json:"store,omitempty"`
+	Mode  string `json:"mode,omitempty"`
+	// Persistent false deletes the bucket when the job ends; nil is true.
+	Persistent *bool `json:"persistent,omitempty"`
 }
 
 // Resources is what a task asks of the cloud, and how its job recovers.
@@ -39,7 +66,18 @@ type Resources struct {
 	Accelerators map[string]int `json:"accelerators,omitempty"`
 	UseSpot      bool           `json:"use_spot,omitempty"`
 	DiskSize     int            `json:"disk_size,omitempty"`
-	ImageID      string         `json:"image_id,omitempty"`
+	// ImageID is the image to boot; "docker:IMAGE" instead runs the task's
+	// setup and run inside that container image on the node.
+	ImageID string `json:"image_id,omitempty"`
+	// Ports are opened to the cluster's nodes, each "8080" or a range
+	// "10000-10010".
+	Ports []string `json:"ports,omitempty"`
+	// DiskTier is low, medium, high, ultra or best; NetworkTier is
+	// standard or best. Each cloud maps them to its own offerings.
+	DiskTier    string `json:"disk_tier,omitempty"`
+	NetworkTier string `json:"network_tier,omitempty"`
+	// Labels tag the cluster's VMs: tags on AWS, labels on GCP.
+	Labels map[string]string `json:"labels,omitempty"`
 	// AnyOf and Ordered are candidate placements; each item overrides fields above.
 	AnyOf       []Resources  `json:"any_of,omitempty"`
 	Ordered     []Resources  `json:"ordered,omitempty"`
