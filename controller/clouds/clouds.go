@@ -18,6 +18,7 @@ import (
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/local"
+	"sortie/schema"
 )
 
 // Cloud is one entry of the registry.
@@ -28,6 +29,10 @@ type Cloud struct {
 	// Check says whether the cloud is usable; nil leaves it out of
 	// `sortie check` (sim, a test cloud).
 	Check func(ctx context.Context, cfg config.Config) Check
+	// Placements answers as its provider's Placements would, from the
+	// configuration alone: no state, no credentials, nothing to close.
+	// Nil for a cloud whose provider must be asked.
+	Placements func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error)
 }
 
 // Check says whether one cloud is usable, and why not: an item of
@@ -63,6 +68,9 @@ func Local() Cloud {
 	return Cloud{
 		Name: "local",
 		Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) { return LocalProvider(cfg), nil },
+		Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
+			return LocalProvider(cfg).Placements(ctx, r)
+		},
 		Check: func(_ context.Context, cfg config.Config) Check {
 			var regions []string
 			for _, r := range LocalRegions(cfg) {
@@ -138,6 +146,22 @@ func (s *Set) Provider(ctx context.Context, cloud string) (provision.Provider, e
 	}
 	s.open[cloud] = p
 	return p, nil
+}
+
+// ConfigPlacements answers where cloud ("" means local) offers r when
+// its configuration alone says so; ok is false for a cloud this set does
+// not hold or whose provider must be asked.
+func (s *Set) ConfigPlacements(ctx context.Context, r schema.Resources) (ps []schema.Placement, ok bool, err error) {
+	cloud := r.Cloud
+	if cloud == "" {
+		cloud = "local"
+	}
+	c, found := s.clouds[cloud]
+	if !found || c.Placements == nil {
+		return nil, false, nil
+	}
+	ps, err = c.Placements(ctx, s.cfg, r)
+	return ps, true, err
 }
 
 func (s *Set) names() []string {

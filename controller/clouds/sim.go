@@ -8,6 +8,7 @@ import (
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/sim"
+	"sortie/schema"
 )
 
 // Sim is the cloud of hollow nodes, for scale and chaos tests of the
@@ -15,6 +16,9 @@ import (
 func Sim() Cloud {
 	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) {
 		return sim.Open(SimStatePath(cfg.Home), SimConfig(cfg))
+	}, Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
+		// A provider that is never launched on reads and saves no state.
+		return sim.New(SimConfig(cfg)).Placements(ctx, r)
 	}}
 }
 

@@ -94,6 +94,8 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		job       *store.Job
 		pipeline  *schema.Pipeline
 		overrides []schema.Override
+		secrets   map[string]string
+		key       string
 	}
 	plans := make([]planned, 0, len(targets))
 	for _, t := range targets {
@@ -115,11 +117,16 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 	}
 	// What can still refuse a retry is checked for every target first, so a
 	// bad one creates none rather than some.
-	for _, pl := range plans {
-		if _, err := s.resolveSecrets(pl.pipeline); err != nil {
+	for i := range plans {
+		pl := &plans[i]
+		var err error
+		if pl.secrets, err = s.resolveSecrets(pl.pipeline); err != nil {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
-		if _, err := s.inputKey(pl.pipeline, pl.job.BaseDir); err != nil {
+		if probs := inputProblems(pl.pipeline, pl.job.BaseDir); len(probs) > 0 {
+			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
+		}
+		if pl.key, err = inputKey(pl.pipeline, pl.job.BaseDir); err != nil {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
 	}
@@ -130,11 +137,11 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 			diff = nil
 		}
 		reason := req.Reason
-		if note := s.knownFailureNote(ctx, pl.pipeline, pl.job.BaseDir); note != "" {
+		if note := s.knownFailureNote(ctx, pl.key); note != "" {
 			reason += " (" + note + ")"
 		}
 		v, err := s.submit(ctx, pl.pipeline, submission{name: pl.job.Name, baseDir: pl.job.BaseDir, retry: pl.job,
-			reason: reason, overrides: diff, requestedBy: req.RequestedBy})
+			reason: reason, overrides: diff, requestedBy: req.RequestedBy, secrets: pl.secrets, key: pl.key})
 		if err != nil {
 			return results, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
@@ -153,11 +160,7 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 
 // knownFailureNote says when a retry's inputs already failed: a manual
 // retry runs anyway, and its reason records that it was asked knowingly.
-func (s *Service) knownFailureNote(ctx context.Context, p *schema.Pipeline, baseDir string) string {
-	key, err := schema.PipelineKey(p, baseDir)
-	if err != nil {
-		return ""
-	}
+func (s *Service) knownFailureNote(ctx context.Context, key string) string {
 	f, err := s.Store.KnownFailure(ctx, key)
 	if err != nil || f == nil {
 		return ""

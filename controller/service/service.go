@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -69,90 +67,28 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 }
 
 // Close closes the store.
-func (s *Service) Close() error { return s.Store.Close() }
-
-// LaunchRequest is `jobs launch`.
-type LaunchRequest struct {
-	// File is the task file's path; its directory anchors workdir and file_mounts.
-	File string
-	Name string
-	Envs map[string]string
-	// Resource overrides from the command line.
-	Cloud, Region, Zone string
-	UseSpot             *bool
-	RetryFailed         bool
+func (s *Service) Close() error {
+	if s.Store == nil {
+		return nil // opened by OpenConfig
+	}
+	return s.Store.Close()
 }
 
 // Launch validates the task file, refuses inputs that are a known failure
 // (unless RetryFailed), stores the job and makes sure the controller runs.
 func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, error) {
-	data, err := os.ReadFile(req.File)
-	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
-	}
-	p, err := schema.Parse(data)
+	pr, err := s.prepare(req)
 	if err != nil {
 		return nil, err
 	}
-	if p, err = applyLaunchOverrides(p, req); err != nil {
-		return nil, err
-	}
-	if err := checkMountSources(p); err != nil {
-		return nil, err
-	}
-	base, err := filepath.Abs(filepath.Dir(req.File))
-	if err != nil {
-		return nil, fmt.Errorf("task file %s: %w", req.File, err)
-	}
-	name := req.Name
-	if name == "" {
-		name = p.Name
-	}
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
-	}
-	return s.submit(ctx, p, submission{name: name, baseDir: base, retryFailed: req.RetryFailed})
-}
-
-// applyLaunchOverrides applies the command line's --env, --cloud,
-// --region, --zone and --use-spot to every task, validated like the task
-// file itself: a bad one is a usage error and nothing is stored.
-func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) (*schema.Pipeline, error) {
-	var sets []string
-	for i := range p.Tasks {
-		prefix := ""
-		if len(p.Tasks) > 1 {
-			prefix = fmt.Sprintf("tasks[%d].", i)
-		}
-		keys := make([]string, 0, len(req.Envs))
-		for k := range req.Envs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			sets = append(sets, prefix+"envs."+k+"="+req.Envs[k])
-		}
-		for field, v := range map[string]string{"cloud": req.Cloud, "region": req.Region, "zone": req.Zone} {
-			if v != "" {
-				sets = append(sets, prefix+"resources."+field+"="+v)
-			}
-		}
-		if req.UseSpot != nil {
-			sets = append(sets, fmt.Sprintf("%sresources.use_spot=%t", prefix, *req.UseSpot))
-		}
-	}
-	if len(sets) == 0 {
-		return p, nil
-	}
-	out, _, err := schema.ApplySet(p, sets)
-	if err != nil {
-		return nil, fmt.Errorf("command-line overrides: %w", err)
-	}
-	return out, nil
+	return s.submit(ctx, pr.pipeline, submission{name: pr.name, baseDir: pr.baseDir, retryFailed: req.RetryFailed,
+		secrets: pr.secrets, key: pr.key})
 }
 
 type submission struct {
 	name        string
+	secrets     map[string]string
+	key         string
 	baseDir     string
 	retryFailed bool
 	retry       *store.Job // set for a manual retry
@@ -163,14 +99,7 @@ type submission struct {
 
 // submit stores a validated pipeline as a new job.
 func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission) (*JobView, error) {
-	secrets, err := s.resolveSecrets(p)
-	if err != nil {
-		return nil, err
-	}
-	key, err := s.inputKey(p, sub.baseDir)
-	if err != nil {
-		return nil, err
-	}
+	key, secrets := sub.key, sub.secrets
 	if key != "" && !sub.retryFailed && sub.retry == nil {
 		f, err := s.Store.KnownFailure(ctx, key)
 		if err != nil {
@@ -211,28 +140,6 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	}
 	v := viewJob(got)
 	return &v, nil
-}
-
-// resolveSecrets takes each secret without a value from the environment.
-func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) {
-	out := map[string]string{}
-	var missing []string
-	for _, t := range p.Tasks {
-		for k, v := range t.Secrets {
-			switch {
-			case v != nil:
-				out[k] = *v
-			case s.Getenv(k) != "":
-				out[k] = s.Getenv(k)
-			default:
-				missing = append(missing, k)
-			}
-		}
-	}
-	if len(missing) > 0 {
-		return nil, &UsageError{Err: fmt.Errorf("secrets %s have no value: set them in the environment before launching", strings.Join(missing, ", "))}
-	}
-	return out, nil
 }
 
 // QueueRequest is `jobs queue`.
@@ -408,29 +315,6 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 		}
 	}
 	return marked, nil
-}
-
-// inputKey is the job's input key: the pipeline's spec, workdir and local
-// file_mounts. A workdir that cannot be read is the user's to fix.
-func (s *Service) inputKey(p *schema.Pipeline, baseDir string) (string, error) {
-	key, err := schema.PipelineKey(p, baseDir)
-	if err != nil {
-		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
-	}
-	return key, nil
-}
-
-// checkMountSources refuses file_mounts from buckets, which no provider
-// copies yet, before anything is stored.
-func checkMountSources(p *schema.Pipeline) error {
-	for i, t := range p.Tasks {
-		for dst, src := range t.FileMounts {
-			if strings.Contains(src, "://") {
-				return &UsageError{Err: fmt.Errorf("tasks[%d].file_mounts.%s: %q is a bucket; only local sources are copied to nodes so far: download it in setup instead", i, dst, src)}
-			}
-		}
-	}
-	return nil
 }
 
 func (s *Service) findDaemon() error {

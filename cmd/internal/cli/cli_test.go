@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +48,18 @@ func TestLaunchFlags(t *testing.T) {
 		argv []string
 		want LaunchOptions
 	}{
-		{[]string{"t.yaml"}, LaunchOptions{File: "t.yaml"}},
-		{[]string{"-d", "-n", "x", "--env", "A=1", "--env", "B=2=3", "t.yaml"}, LaunchOptions{File: "t.yaml", Name: "x", Detach: true, Envs: []string{"A=1", "B=2=3"}}},
-		{[]string{"--use-spot=false", "--region", "us-east-1", "--retry-failed", "t.yaml"}, LaunchOptions{File: "t.yaml", UseSpotSet: true, Region: "us-east-1", RetryFailed: true}},
+		{[]string{"t.yaml"}, LaunchOptions{File: "t.yaml", Output: "table"}},
+		{[]string{"-d", "-n", "x", "--env", "A=1", "--env", "B=2=3", "t.yaml"}, LaunchOptions{File: "t.yaml", Name: "x", Detach: true, Envs: []string{"A=1", "B=2=3"}, Output: "table"}},
+		{[]string{"--use-spot=false", "--region", "us-east-1", "--retry-failed", "t.yaml"}, LaunchOptions{File: "t.yaml", UseSpotSet: true, Region: "us-east-1", RetryFailed: true, Output: "table"}},
+		{[]string{"--no-use-spot", "t.yaml"}, LaunchOptions{File: "t.yaml", UseSpotSet: true, Output: "table"}},
+		{[]string{"--use-spot", "t.yaml"}, LaunchOptions{File: "t.yaml", UseSpot: true, UseSpotSet: true, Output: "table"}},
+		// The flags SkyPilot users type.
+		{[]string{"--gpus", "A100:8", "--cpus", "8+", "--memory", "32GB+", "--num-nodes", "2", "--infra", "aws/us-east-1",
+			"--env-file", ".env", "--secret", "TOKEN", "-y", "t.yaml"},
+			LaunchOptions{File: "t.yaml", GPUs: "A100:8", CPUs: "8+", Memory: "32GB+", NumNodes: 2, NumNodesSet: true,
+				Infra: "aws/us-east-1", EnvFile: ".env", Secrets: []string{"TOKEN"}, Yes: true, Output: "table"}},
+		{[]string{"--num-nodes", "0", "t.yaml"}, LaunchOptions{File: "t.yaml", NumNodesSet: true, Output: "table"}},
+		{[]string{"--dry-run", "-o", "json", "t.yaml"}, LaunchOptions{File: "t.yaml", DryRun: true, Output: "json"}},
 	}
 	for _, tc := range tests {
 		got, err := parse(t, NewCmdLaunch, tc.argv)
@@ -59,11 +70,140 @@ func TestLaunchFlags(t *testing.T) {
 			t.Errorf("%v (-want +got):\n%s", tc.argv, diff)
 		}
 	}
-	if _, err := parse(t, NewCmdLaunch, []string{}); exitCode(err) != ExitUsage {
-		t.Errorf("launch without a file: exit %d", exitCode(err))
+	for _, argv := range [][]string{
+		{},                                    // no file
+		{"-o", "json", "t.yaml"},              // -o without --dry-run
+		{"--dry-run", "-o", "yaml", "t.yaml"}, // not a format
+		{"--use-spot", "--no-use-spot", "t.yaml"},
+	} {
+		if _, err := parse(t, NewCmdLaunch, argv); exitCode(err) != ExitUsage {
+			t.Errorf("launch %v: exit %d (%v), want 2", argv, exitCode(err), err)
+		}
 	}
-	if _, err := parseEnvs([]string{"NOEQUALS"}); exitCode(err) != ExitUsage {
-		t.Errorf("bad --env: exit %d", exitCode(err))
+	f, _, errb := testFactory()
+	if code := Execute(f, []string{"jobs", "launch", "--num-nodes", "two", "t.yaml"}); code != ExitUsage || !strings.Contains(errb.String(), "--num-nodes") {
+		t.Errorf("--num-nodes two: exit %d, %s", code, errb)
+	}
+}
+
+func TestVarFlagsTakeABareKeyFromTheEnvironment(t *testing.T) {
+	lookup := func(k string) (string, bool) {
+		v, ok := map[string]string{"HF_TOKEN": "hf_abc", "EMPTY": ""}[k]
+		return v, ok
+	}
+	got, err := varFlags("--env", []string{"HF_TOKEN", "EMPTY", "A=x=y", "B="}, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"HF_TOKEN": "hf_abc", "EMPTY": "", "A": "x=y", "B": ""}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"UNSET", "=1"} {
+		_, err := varFlags("--secret", []string{bad}, lookup)
+		if exitCode(err) != ExitUsage || !strings.Contains(fmt.Sprint(err), "--secret") {
+			t.Errorf("--secret %s: %v (exit %d), want a usage error naming --secret", bad, err, exitCode(err))
+		}
+	}
+	if _, err := varFlags("--env", []string{"UNSET"}, lookup); !strings.Contains(fmt.Sprint(err), "pass --env UNSET=VALUE") {
+		t.Errorf("--env UNSET: %v, want the fix", err)
+	}
+}
+
+func TestLaunchRequestFromFlags(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	env := filepath.Join(dir, ".env")
+	if err := os.WriteFile(env, []byte("A=from-file\nB=from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _ := testFactory()
+	f.LookupEnv = func(k string) (string, bool) { return map[string]string{"S": "secret"}[k], k == "S" }
+	req, err := launchRequest(f, &LaunchOptions{File: "t.yaml", EnvFile: env, Envs: []string{"B=from-flag", "C=c"},
+		Secrets: []string{"S"}, GPUs: "L4", NumNodes: 0, NumNodesSet: true, UseSpotSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"A": "from-file", "B": "from-flag", "C": "c"}, req.Envs); diff != "" {
+		t.Errorf("--env wins over --env-file (-want +got):\n%s", diff)
+	}
+	if req.Secrets["S"] != "secret" || req.GPUs != "L4" || req.NumNodes == nil || *req.NumNodes != 0 || req.UseSpot == nil || *req.UseSpot {
+		t.Errorf("request %+v", req)
+	}
+	if req.Dir != dir {
+		t.Errorf("Dir %q, want the working directory %q", req.Dir, dir)
+	}
+	for _, opts := range []*LaunchOptions{
+		{File: "t.yaml", EnvFile: filepath.Join(dir, "missing.env")},
+		{File: "t.yaml", Secrets: []string{"NOT_SET"}},
+	} {
+		if _, err := launchRequest(f, opts); exitCode(err) != ExitUsage {
+			t.Errorf("%+v: %v, want a usage error", opts, err)
+		}
+	}
+}
+
+func TestParseEnvFile(t *testing.T) {
+	lookup := func(k string) (string, bool) {
+		v, ok := map[string]string{"HOME": "/home/u", "FROM_ENV": "env"}[k]
+		return v, ok
+	}
+	text := "\ufeff# a comment\n" +
+		"\n" +
+		"PLAIN=value\n" +
+		"export EXPORTED = spaced  \n" +
+		"INLINE=abc # a note\n" +
+		"HASH=abc#not-a-note\n" +
+		"ONLY_NOTE= # nothing\n" +
+		"EMPTY=\n" +
+		"SINGLE='a b # c \\' d'\n" +
+		"DOUBLE=\"x\\ty\\nz \\\" q\"  # note\n" +
+		"MULTI=\"line1\nline2\"\n" +
+		"'QUOTED_KEY'=k\n" +
+		"REF=${PLAIN}-${FROM_ENV}-${NOPE}-${NOPE:-dflt}-$PLAIN\n" +
+		"CRLF=yes\r\n" +
+		"PLAIN=again\n"
+	got, err := parseEnvFile(text, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"PLAIN": "again", "EXPORTED": "spaced", "INLINE": "abc", "HASH": "abc#not-a-note", "ONLY_NOTE": "", "EMPTY": "",
+		"SINGLE": "a b # c ' d", "DOUBLE": "x\ty\nz \" q", "MULTI": "line1\nline2", "QUOTED_KEY": "k",
+		"REF": "value-env--dflt-$PLAIN", "CRLF": "yes",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for text, wantErr := range map[string]string{
+		"A=1\nNOVALUE\n":       "line 2: NOVALUE has no value; write NOVALUE=VALUE",
+		"A=1\n\nB=\"open\n":    `line 3: the value of B opens a " quote that is not closed`,
+		"A='x' trailing\n":     `line 1: cannot read "trailing"`,
+		"=1\n":                 `line 1: cannot read "=1"`,
+		"A=\"x\nC=\"\nB='open": `line 3: the value of B opens a ' quote`,
+	} {
+		_, err := parseEnvFile(text, lookup)
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: %v, want %q", text, err, wantErr)
+		}
+	}
+}
+
+func TestSeveralProblemsAreCountedOnTop(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&schema.ValidationError{Problems: []schema.Problem{{Path: "workdir", Message: "is gone"}}}, "error: workdir: is gone\n"},
+		{&schema.ValidationError{Problems: []schema.Problem{{Path: "workdir", Message: "is gone"}, {Path: "envs.A", Message: "is required"}}},
+			"error: 2 problems in the task file:\nworkdir: is gone\nenvs.A: is required\n"},
+		{&schema.ValidationError{Problems: []schema.Problem{{Path: "--cpus", Value: `"x"`, Message: "is bad"}, {Path: "run", Message: "is missing"}}},
+			"error: 2 problems in the task file and the command line:\n--cpus: \"x\" is bad\nrun: is missing\n"},
+	} {
+		var b bytes.Buffer
+		printError(&b, tc.err)
+		if b.String() != tc.want {
+			t.Errorf("printed %q, want %q", b.String(), tc.want)
+		}
 	}
 }
 

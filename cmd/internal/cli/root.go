@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,12 +43,26 @@ type Factory struct {
 	In       io.Reader
 	Out, Err io.Writer
 	Getenv   func(string) string
-	Now      func() time.Time
+	// LookupEnv tells an unset variable from an empty one; nil takes an
+	// empty value for unset.
+	LookupEnv func(string) (string, bool)
+	Now       func() time.Time
 	// Service opens the controller's service.
 	Service func(ctx context.Context) (Service, error)
 	// Local opens the local service for commands that only make sense on
 	// this machine (controller, local, check).
 	Local func(ctx context.Context) (*service.Service, error)
+	// Plan answers `jobs launch --dry-run`: it reads the task file and
+	// config.yaml, and never the store nor the controller.
+	Plan func(ctx context.Context, req service.LaunchRequest) (*service.Plan, error)
+}
+
+func (f *Factory) lookupEnv(k string) (string, bool) {
+	if f.LookupEnv != nil {
+		return f.LookupEnv(k)
+	}
+	v := f.Getenv(k)
+	return v, v != ""
 }
 
 // Home is $SORTIE_HOME, default ~/.sortie.
@@ -68,7 +83,7 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 // Main runs the command line and returns the process's exit status.
 func Main(args []string, in io.Reader, out, errw io.Writer) int {
-	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, Now: time.Now}
+	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, LookupEnv: os.LookupEnv, Now: time.Now}
 	f.Local = func(ctx context.Context) (*service.Service, error) {
 		svc, err := service.Open(ctx, f.Home(), clouds.Light())
 		if err == nil {
@@ -77,6 +92,13 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 		return svc, err
 	}
 	f.Service = func(ctx context.Context) (Service, error) { return f.Local(ctx) }
+	f.Plan = func(ctx context.Context, req service.LaunchRequest) (*service.Plan, error) {
+		svc, err := service.OpenConfig(f.Home(), clouds.Light())
+		if err != nil {
+			return nil, err
+		}
+		return svc.Plan(ctx, req)
+	}
 	return Execute(f, args)
 }
 
@@ -94,9 +116,25 @@ func Execute(f *Factory, args []string) int {
 	code := exitCode(err)
 	var ee *exitError
 	if !errors.As(err, &ee) {
-		fmt.Fprintln(f.Err, "error:", err)
+		printError(f.Err, err)
 	}
 	return code
+}
+
+// printError writes err for a person: several problems of a task file
+// under a line that counts them, anything else on its own.
+func printError(w io.Writer, err error) {
+	if ve, ok := err.(*schema.ValidationError); ok && len(ve.Problems) > 1 {
+		where := "in the task file"
+		for _, p := range ve.Problems {
+			if strings.HasPrefix(p.Path, "--") {
+				where = "in the task file and the command line"
+			}
+		}
+		fmt.Fprintf(w, "error: %d problems %s:\n%s\n", len(ve.Problems), where, ve)
+		return
+	}
+	fmt.Fprintln(w, "error:", err)
 }
 
 func exitCode(err error) int {

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"sortie/controller/service"
+)
+
+// printPlan writes `jobs launch --dry-run`'s plan as a person reads it.
+func printPlan(w io.Writer, p *service.Plan) error {
+	fmt.Fprintf(w, "Plan for job %s (dry run: nothing stored, nothing started)\n", p.Name)
+	fmt.Fprintf(w, "Input key: %s\n", p.InputKey)
+	byController := false
+	for _, t := range p.Tasks {
+		name := "-"
+		if t.Name != nil {
+			name = *t.Name
+		}
+		fmt.Fprintf(w, "\nTask %d: %s   nodes: %d\n", t.Task, name, t.NumNodes)
+		codes := "none"
+		if len(t.RecoverOnExitCodes) > 0 {
+			codes = joinInts(t.RecoverOnExitCodes)
+		}
+		fmt.Fprintf(w, "  Recovery:    %s, max_restarts_on_errors %d, recover_on_exit_codes %s\n", t.Strategy, t.MaxRestartsOnErrors, codes)
+		fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
+		tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
+		for i, pl := range t.Placements {
+			where := strings.Join(nonEmpty(pl.Cloud, deref(pl.Region), deref(pl.Zone)), "/")
+			if pl.Region == nil {
+				where += " (any region)"
+			}
+			spot := "no"
+			if pl.UseSpot {
+				spot = "yes"
+			}
+			tb.row("    "+strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy)
+			byController = byController || pl.ResolvedBy == "controller"
+		}
+		if err := tb.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  Ports:       %s\n", listOrNone(t.Ports))
+		fmt.Fprintf(w, "  Workdir:     %s\n", ptrOrNone(t.Workdir))
+		if len(t.FileMounts) == 0 {
+			fmt.Fprintln(w, "  File mounts: none")
+		} else {
+			fmt.Fprintln(w, "  File mounts:")
+			for _, m := range t.FileMounts {
+				fmt.Fprintf(w, "    %s ← %s\n", m.Path, m.Source)
+			}
+		}
+		fmt.Fprintf(w, "  Envs:        %s\n", listOrNone(t.Envs))
+		fmt.Fprintf(w, "  Secrets:     %s\n", listOrNone(t.Secrets))
+	}
+	if byController {
+		fmt.Fprintln(w, "\nPlacements resolved by the controller are listed as requested: the controller asks the cloud for its regions, zones and machine types when it launches.")
+	}
+	return nil
+}
+
+// describeRequest says what a placement asks for: a machine type, or the
+// amounts the smallest fitting type is chosen by; "-" on a cloud without
+// sizes when nothing is asked.
+func describeRequest(p service.PlacementPlan) string {
+	var parts []string
+	if p.InstanceType != nil {
+		parts = append(parts, *p.InstanceType)
+	}
+	if p.CPUs != nil {
+		parts = append(parts, *p.CPUs+" CPUs")
+	}
+	if p.Memory != nil {
+		parts = append(parts, *p.Memory+" GB")
+	}
+	if p.Accelerators != nil {
+		parts = append(parts, *p.Accelerators)
+	}
+	if p.DiskSize != nil {
+		parts = append(parts, fmt.Sprintf("disk %d GB", *p.DiskSize))
+	}
+	if p.ImageID != nil {
+		parts = append(parts, "image "+*p.ImageID)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+func ptrOrNone(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return *s
+}
+
+func joinInts(l []int) string {
+	parts := make([]string, len(l))
+	for i, n := range l {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,147 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"sortie/schema"
+)
+
+// override is one command-line flag that sets a task field.
+type override struct {
+	flag  string // as typed: --cpus
+	field string // below resources., or a task field
+	value string // "" removes the field
+	// location overrides move a candidate that names a place of its own.
+	location bool
+	resource bool
+}
+
+// launchOverrides lists the request's resource flags in a fixed order.
+// "none" (and "*" for a place) removes the field, as in SkyPilot.
+func launchOverrides(req LaunchRequest) ([]override, error) {
+	if req.Infra != "" && (req.Cloud != "" || req.Region != "" || req.Zone != "") {
+		return nil, &UsageError{Err: errors.New("--infra names the cloud, region and zone at once; give it alone, without --cloud, --region or --zone")}
+	}
+	var out []override
+	add := func(flag, field, v string, location bool) {
+		if v == "" {
+			return
+		}
+		if strings.EqualFold(v, "none") || location && v == "*" {
+			v = ""
+		}
+		out = append(out, override{flag: flag, field: field, value: v, location: location, resource: true})
+	}
+	add("--infra", "infra", req.Infra, true)
+	add("--cloud", "cloud", req.Cloud, true)
+	add("--region", "region", req.Region, true)
+	add("--zone", "zone", req.Zone, true)
+	add("--cpus", "cpus", req.CPUs, false)
+	add("--memory", "memory", req.Memory, false)
+	add("--gpus", "accelerators", req.GPUs, false)
+	if req.UseSpot != nil {
+		out = append(out, override{flag: "--use-spot", field: "use_spot", value: strconv.FormatBool(*req.UseSpot), resource: true})
+	}
+	if req.NumNodes != nil {
+		out = append(out, override{flag: "--num-nodes", field: "num_nodes", value: strconv.Itoa(*req.NumNodes)})
+	}
+	return out, nil
+}
+
+// setsField says whether a candidate (an any_of or ordered item) sets the
+// field an override is about, and so must take the override too: a
+// candidate's own value would otherwise win over the task's.
+func setsField(r schema.Resources, o override) bool {
+	if o.location {
+		return r.Cloud != "" || r.Region != "" || r.Zone != "" || r.Infra != ""
+	}
+	switch o.field {
+	case "cpus":
+		return r.CPUs != ""
+	case "memory":
+		return r.Memory != ""
+	case "accelerators":
+		return len(r.Accelerators) > 0
+	case "use_spot":
+		return r.UseSpot
+	}
+	return false
+}
+
+// applyLaunchOverrides applies the command line's resource flags to every
+// task, and to each of its candidates that sets the same field, as
+// SkyPilot overrides every resources of a task: `--gpus L4` replaces an
+// accelerator set, `--region` moves every candidate there. They are
+// validated like the task file; a bad one is a usage error naming the
+// flag, and nothing is stored.
+func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) (*schema.Pipeline, error) {
+	ovs, err := launchOverrides(req)
+	if err != nil || len(ovs) == 0 {
+		return p, err
+	}
+	var sets []string
+	flags := map[string]string{} // assignment path → flag
+	for i, t := range p.Tasks {
+		prefix := ""
+		if len(p.Tasks) > 1 {
+			prefix = fmt.Sprintf("tasks[%d].", i)
+		}
+		for _, o := range ovs {
+			if !o.resource {
+				sets = append(sets, prefix+o.field+"="+o.value)
+				flags[prefix+o.field] = o.flag
+				continue
+			}
+			paths := []string{prefix + "resources." + o.field}
+			for name, items := range map[string][]schema.Resources{"any_of": t.Resources.AnyOf, "ordered": t.Resources.Ordered} {
+				for j, item := range items {
+					if setsField(item, o) {
+						paths = append(paths, fmt.Sprintf("%sresources.%s[%d].%s", prefix, name, j, o.field))
+					}
+				}
+			}
+			for _, path := range paths {
+				sets = append(sets, path+"="+o.value)
+				flags[path] = o.flag
+			}
+		}
+	}
+	out, _, err := schema.ApplySet(p, sets)
+	if err == nil {
+		return out, nil
+	}
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, fmt.Errorf("command-line overrides: %w", err)
+	}
+	// Name the flag, once, rather than every task and candidate it set.
+	var probs []schema.Problem
+	seen := map[string]bool{}
+	for _, pr := range ve.Problems {
+		if flag := flagOf(pr.Path, flags); flag != "" {
+			pr.Path = flag
+		} else {
+			pr.Message += " (after the command line's overrides)"
+		}
+		if k := pr.Error(); !seen[k] {
+			seen[k] = true
+			probs = append(probs, pr)
+		}
+	}
+	return nil, &schema.ValidationError{Problems: probs}
+}
+
+// flagOf finds the flag that set path or the field that holds it; "" if
+// none did.
+func flagOf(path string, flags map[string]string) string {
+	best, flag := "", ""
+	for p, f := range flags {
+		if (path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[")) && len(p) > len(best) {
+			best, flag = p, f
+		}
+	}
+	return flag
+}

@@ -1,0 +1,200 @@
+package service
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sortie/controller/clouds"
+	"sortie/controller/config"
+	"sortie/provision/fit"
+	"sortie/schema"
+	"sortie/strategy"
+)
+
+// Plan is `jobs launch --dry-run`: what a launch would store and where it
+// would run, found without storing or starting anything.
+type Plan struct {
+	Name string `json:"name"`
+	// InputKey is the key a launch would store (known failures).
+	InputKey string     `json:"input_key"`
+	Tasks    []TaskPlan `json:"tasks"`
+	// Warnings are the fields sortie accepts and ignores, one line each.
+	Warnings []string `json:"warnings"`
+}
+
+// TaskPlan is one task of a plan.
+type TaskPlan struct {
+	Task     int     `json:"task"`
+	Name     *string `json:"name"`
+	NumNodes int     `json:"num_nodes"`
+	// Placements are the task's candidates in the order a first launch
+	// tries them.
+	Placements []PlacementPlan `json:"placements"`
+	Ports      []string        `json:"ports"`
+	// Workdir is the absolute path of the directory uploaded to each node.
+	Workdir    *string     `json:"workdir"`
+	FileMounts []MountPlan `json:"file_mounts"`
+	// Envs and Secrets are names only: values are never shown.
+	Envs                []string `json:"envs"`
+	Secrets             []string `json:"secrets"`
+	Strategy            string   `json:"strategy"`
+	MaxRestartsOnErrors int      `json:"max_restarts_on_errors"`
+	RecoverOnExitCodes  []int    `json:"recover_on_exit_codes"`
+}
+
+// PlacementPlan is one candidate placement and what would be asked there.
+type PlacementPlan struct {
+	Cloud  string  `json:"cloud"`
+	Region *string `json:"region"`
+	Zone   *string `json:"zone"`
+	// ResolvedBy is "sortie" when the placement was checked against the
+	// cloud's offer, "controller" when the cloud can only be asked by the
+	// controller program: the placement is listed as requested.
+	ResolvedBy   string  `json:"resolved_by"`
+	InstanceType *string `json:"instance_type"`
+	CPUs         *string `json:"cpus"`
+	Memory       *string `json:"memory"`
+	Accelerators *string `json:"accelerators"`
+	UseSpot      bool    `json:"use_spot"`
+	DiskSize     *int    `json:"disk_size"`
+	ImageID      *string `json:"image_id"`
+}
+
+// MountPlan is one local file_mounts entry.
+type MountPlan struct {
+	Path   string `json:"path"`
+	Source string `json:"source"`
+}
+
+// OpenConfig opens home's configuration only, for a verb that reads no
+// store: it creates nothing, not even the home.
+func OpenConfig(h string, cls []clouds.Cloud) (*Service, error) {
+	cfg, err := config.Load(h, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Home: h, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv}, nil
+}
+
+// Plan validates a launch exactly as Launch does and says where it would
+// run, storing nothing and starting nothing. Every problem found is in
+// one *schema.ValidationError.
+func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
+	var warned []string
+	warn := req.Warn
+	req.Warn = func(w string) {
+		warned = append(warned, w)
+		if warn != nil {
+			warn(w)
+		}
+	}
+	pr, err := s.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	p := pr.pipeline
+	plan := &Plan{Name: pr.name, InputKey: pr.key, Tasks: []TaskPlan{}, Warnings: warned}
+	if plan.Warnings == nil {
+		plan.Warnings = []string{}
+	}
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		rec := t.Recovery()
+		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: nonNil(t.Resources.Ports),
+			FileMounts: []MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
+			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
+			RecoverOnExitCodes: rec.RecoverOnExitCodes}
+		if tp.RecoverOnExitCodes == nil {
+			tp.RecoverOnExitCodes = []int{}
+		}
+		if t.Workdir != "" {
+			w := localPath(pr.baseDir, t.Workdir)
+			tp.Workdir = &w
+		}
+		for _, dst := range sortedKeys(t.FileMounts) {
+			tp.FileMounts = append(tp.FileMounts, MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
+		}
+		var err error
+		tp.Placements, err = s.placements(ctx, t)
+		if err != nil {
+			probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error()})
+		}
+		plan.Tasks = append(plan.Tasks, tp)
+	}
+	if len(probs) > 0 {
+		return nil, &schema.ValidationError{Problems: probs}
+	}
+	return plan, nil
+}
+
+// placements lists a task's candidates as the controller would order a
+// first launch. A cloud known from the configuration alone (local, sim)
+// is asked here; any other (aws, gcp) only by the controller, so its
+// request is listed as given.
+func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPlan, error) {
+	resolved := map[schema.Placement]bool{}
+	cands, err := strategy.Candidates(t.Resources, func(r schema.Resources) ([]schema.Placement, error) {
+		ps, ok, err := s.Clouds.ConfigPlacements(ctx, r)
+		if ok || err != nil {
+			for _, p := range ps {
+				resolved[p] = true
+			}
+			return ps, err
+		}
+		return []schema.Placement{{Cloud: r.Cloud, Region: r.Region, Zone: r.Zone}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
+	out := make([]PlacementPlan, 0, len(cands))
+	for _, c := range cands {
+		r := c.Resources
+		pp := PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
+			ResolvedBy: "controller", InstanceType: strPtr(r.InstanceType), CPUs: strPtr(r.CPUs), Memory: strPtr(r.Memory),
+			Accelerators: strPtr(formatAccelerators(r.Accelerators)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID)}
+		if resolved[c.Placement] {
+			pp.ResolvedBy = "sortie"
+		}
+		if r.DiskSize > 0 {
+			pp.DiskSize = &r.DiskSize
+		}
+		// A VM cloud picks the smallest machine with these when nothing
+		// is asked.
+		if vmCloud(c.Placement.Cloud) && r.InstanceType == "" && r.CPUs == "" && r.Memory == "" && len(r.Accelerators) == 0 {
+			pp.CPUs, pp.Memory = strPtr(fit.DefaultCPUs), strPtr(fit.DefaultMemory)
+		}
+		out = append(out, pp)
+	}
+	return out, nil
+}
+
+// vmCloud says whether a cloud launches machines of a size, rather than
+// running nodes on this machine (local) or nowhere (sim).
+func vmCloud(cloud string) bool { return cloud != "local" && cloud != "sim" && cloud != "" }
+
+// formatAccelerators writes accelerators as a task file does: "A100:1",
+// several in name order separated by ", ".
+func formatAccelerators(acc map[string]int) string {
+	names := make([]string, 0, len(acc))
+	for n := range acc {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + ":" + strconv.Itoa(acc[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

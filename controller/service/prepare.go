@@ -1,0 +1,303 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sortie/schema"
+)
+
+// LaunchRequest is `jobs launch`.
+type LaunchRequest struct {
+	// File is the task file's path.
+	File string
+	// Dir is where a relative workdir or file_mounts source is taken from:
+	// the directory the command runs in, as SkyPilot does. Empty means this
+	// process's working directory.
+	Dir  string
+	Name string
+	// Envs override and fill every task's envs (--env, --env-file); a
+	// variable the file declares without a value must be given here.
+	Envs map[string]string
+	// Secrets override every task's secrets (--secret).
+	Secrets map[string]string
+	// Resource overrides from the command line, applied to every task and
+	// to each of its candidates that sets the field: "" leaves the field
+	// as the file has it, "none" removes it.
+	Cloud, Region, Zone, Infra string
+	CPUs, Memory, GPUs         string
+	NumNodes                   *int
+	UseSpot                    *bool
+	RetryFailed                bool
+	// Warn is told each field the task file sets that sortie accepts and
+	// ignores, one line each; nil drops them.
+	Warn func(string) `json:"-"`
+}
+
+// prepared is a launch request made into a pipeline ready to store.
+type prepared struct {
+	pipeline *schema.Pipeline
+	name     string
+	baseDir  string
+	secrets  map[string]string
+	key      string
+}
+
+// prepare reads, validates and completes a launch request without storing
+// anything: the task file, the command line's overrides, required envs,
+// secrets and the local inputs. Every problem found after the file parses
+// is reported at once, in one *schema.ValidationError, each with the path
+// a task file problem would have and a fix.
+func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
+	data, err := os.ReadFile(req.File)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+	}
+	if err := checkVarNames("--env", req.Envs); err != nil {
+		return nil, err
+	}
+	if err := checkVarNames("--secret", req.Secrets); err != nil {
+		return nil, err
+	}
+	p, err := parseWithEnvs(data, req.Envs)
+	if err != nil {
+		return nil, err
+	}
+	if p, err = applyLaunchOverrides(p, req); err != nil {
+		return nil, err
+	}
+	if req.Warn != nil {
+		for _, w := range warnings(p) {
+			req.Warn(w)
+		}
+	}
+	for _, t := range p.Tasks {
+		for k, v := range req.Secrets {
+			if t.Secrets == nil {
+				t.Secrets = map[string]*string{}
+			}
+			t.Secrets[k] = &v
+		}
+	}
+	base := req.Dir
+	if base == "" {
+		if base, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	if base, err = filepath.Abs(base); err != nil {
+		return nil, fmt.Errorf("working directory %s: %w", req.Dir, err)
+	}
+	var probs []schema.Problem
+	if err := unresolved(p); err != nil {
+		var ve *schema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, err
+		}
+		probs = append(probs, ve.Problems...)
+	}
+	secrets, missing := s.secretValues(p)
+	probs = append(probs, missing...)
+	probs = append(probs, inputProblems(p, base)...)
+	if len(probs) > 0 {
+		return nil, &schema.ValidationError{Problems: probs}
+	}
+	key, err := inputKey(p, base)
+	if err != nil {
+		return nil, err
+	}
+	name := req.Name
+	if name == "" {
+		name = p.Name
+	}
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
+	}
+	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key}, nil
+}
+
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkVarNames refuses --env or --secret names no shell could read.
+func checkVarNames(flag string, vars map[string]string) error {
+	var probs []schema.Problem
+	for _, k := range sortedKeys(vars) {
+		if !varName.MatchString(k) {
+			probs = append(probs, schema.Problem{Path: flag + " " + k,
+				Message: "is not a valid variable name; use letters, digits and _, not starting with a digit"})
+		}
+	}
+	if len(probs) > 0 {
+		return &schema.ValidationError{Problems: probs}
+	}
+	return nil
+}
+
+// taskPath is where a problem of task i is: "workdir" in a file of one
+// task, "tasks[1].workdir" in a pipeline, as the parser names them.
+func taskPath(p *schema.Pipeline, i int, field string) string {
+	if len(p.Tasks) == 1 {
+		return field
+	}
+	return fmt.Sprintf("tasks[%d].%s", i, field)
+}
+
+// secretValues takes each secret without a value from the environment,
+// and names every one that has none there either.
+func (s *Service) secretValues(p *schema.Pipeline) (map[string]string, []schema.Problem) {
+	out := map[string]string{}
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		for _, k := range sortedKeys(t.Secrets) {
+			v := t.Secrets[k]
+			switch {
+			case v != nil:
+				out[k] = *v
+			case s.Getenv(k) != "":
+				out[k] = s.Getenv(k)
+			default:
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "secrets."+k),
+					Message: fmt.Sprintf("has no value; set %s in your environment or pass --secret %s=VALUE", k, k)})
+			}
+		}
+	}
+	return out, probs
+}
+
+// resolveSecrets is secretValues as one error, for a retry.
+func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) {
+	out, probs := s.secretValues(p)
+	if len(probs) > 0 {
+		return nil, &schema.ValidationError{Problems: probs}
+	}
+	return out, nil
+}
+
+// localPath is where a workdir or file_mounts source of a task launched
+// from base is: "~" is the user's home, a relative path starts at base.
+func localPath(base, p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
+// inputProblems names every workdir and local file_mounts source that is
+// not there to upload, and every bucket source, which no provider copies
+// yet.
+func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
+	var probs []schema.Problem
+	relHint := func(path string) string {
+		if filepath.IsAbs(path) || strings.HasPrefix(path, "~") {
+			return ""
+		}
+		return fmt.Sprintf("; relative paths are taken from the directory sortie runs in (%s), as in SkyPilot: run sortie from the directory %s is relative to, or give an absolute path", base, path)
+	}
+	for i, t := range p.Tasks {
+		if t.Workdir != "" {
+			abs := localPath(base, t.Workdir)
+			info, err := os.Stat(abs)
+			switch {
+			case err != nil:
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "workdir"), Value: strconv.Quote(t.Workdir),
+					Message: fmt.Sprintf("cannot be read: %s%s", statReason(abs, err), relHint(t.Workdir))})
+			case !info.IsDir():
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "workdir"), Value: strconv.Quote(t.Workdir),
+					Message: fmt.Sprintf("is not a directory (%s); give the directory the task runs in, and put single files under file_mounts", abs)})
+			}
+		}
+		for _, dst := range sortedKeys(t.FileMounts) {
+			src := t.FileMounts[dst]
+			path := taskPath(p, i, "file_mounts."+dst)
+			if strings.Contains(src, "://") {
+				probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
+					Message: "is a bucket; only local sources are copied to nodes so far: download it in setup instead"})
+				continue
+			}
+			abs := localPath(base, src)
+			if _, err := os.Stat(abs); err != nil {
+				probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
+					Message: fmt.Sprintf("source cannot be read: %s%s", statReason(abs, err), relHint(src))})
+			}
+		}
+	}
+	return probs
+}
+
+func statReason(abs string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return abs + " does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		return abs + ": permission denied"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// inputKey is the job's input key: the pipeline's spec, workdir and local
+// file_mounts. A file under them that cannot be read is a problem of the
+// workdir or mount that holds it, each named, with a fix.
+func inputKey(p *schema.Pipeline, base string) (string, error) {
+	key, err := schema.PipelineKey(p, base)
+	if err == nil {
+		return key, nil
+	}
+	// Find which inputs fail by hashing each alone: slow, but only on the
+	// way to an error.
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		if t.Workdir != "" {
+			only := &schema.Task{Workdir: t.Workdir}
+			if _, err := schema.InputKey(only, base); err != nil {
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "workdir"), Value: strconv.Quote(t.Workdir),
+					Message: "cannot be read whole: " + readReason(err) + "; fix its permissions, or list it in .sortieignore to leave it out"})
+			}
+		}
+		for _, dst := range sortedKeys(t.FileMounts) {
+			only := &schema.Task{FileMounts: map[string]string{dst: t.FileMounts[dst]}}
+			if _, err := schema.InputKey(only, base); err != nil {
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "file_mounts."+dst), Value: strconv.Quote(t.FileMounts[dst]),
+					Message: "source cannot be read whole: " + readReason(err) + "; fix its permissions"})
+			}
+		}
+	}
+	if len(probs) == 0 {
+		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
+	}
+	return "", &schema.ValidationError{Problems: probs}
+}
+
+// readReason is the file and the reason of a failed read, without the
+// layers of context the hashing added.
+func readReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,307 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"sortie/controller/clouds"
+	"sortie/controller/lifecycle"
+	"sortie/controller/store"
+	"sortie/schema"
+	"sortie/strategy"
+)
+
+// project lays out files under a new directory and returns it.
+func project(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %v (%T), want a *schema.ValidationError", err, err)
+	}
+	var out []string
+	for _, p := range ve.Problems {
+		out = append(out, p.Error())
+	}
+	return out
+}
+
+func TestRelativePathsAreTakenFromTheLaunchDirectory(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{
+		"code/train.py":        "print(1)\n",
+		"data/shard.csv":       "a\n",
+		"examples/train.yaml":  "workdir: code\nfile_mounts: {/data/shard.csv: data/shard.csv}\nrun: python train.py\n",
+		"examples/here.yaml":   "workdir: .\nrun: ls\n",
+		"examples/code/old.py": "print('the file directory, not the launch directory')\n",
+	})
+	file := filepath.Join(root, "examples", "train.yaml")
+
+	// Launched from the project root, as a SkyPilot user would.
+	j, err := s.Launch(ctx, LaunchRequest{File: file, Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.Store.Job(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.BaseDir != root {
+		t.Errorf("base dir %q, want the launch directory %q", stored.BaseDir, root)
+	}
+	want, err := schema.PipelineKey(mustParse(t, file), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *j.InputKey != want {
+		t.Errorf("input key hashed another workdir than %s/code", root)
+	}
+
+	// workdir: . is the launch directory, wherever the file is.
+	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "examples", "here.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := plan.Tasks[0].Workdir; w == nil || *w != root {
+		t.Errorf("workdir . resolved to %v, want %s", w, root)
+	}
+
+	// From the file's directory, the same file names other paths.
+	_, err = s.Launch(ctx, LaunchRequest{File: file, Dir: filepath.Join(root, "examples")})
+	got := problems(t, err)
+	if len(got) != 1 || !strings.Contains(got[0], `file_mounts./data/shard.csv: "data/shard.csv" source cannot be read: `+root+`/examples/data/shard.csv does not exist`) ||
+		!strings.Contains(got[0], "relative paths are taken from the directory sortie runs in") {
+		t.Errorf("problems %q", got)
+	}
+
+	// A retry keeps the launch's directory, whatever the caller's is.
+	endJob(t, s, j.ID)
+	t.Chdir(t.TempDir())
+	res, err := s.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retried, _ := s.Store.Job(ctx, res[0].Retry.ID)
+	if retried.BaseDir != root || *res[0].Retry.InputKey != want {
+		t.Errorf("retry base dir %q key %v, want %q and the launch's key", retried.BaseDir, *res[0].Retry.InputKey, root)
+	}
+}
+
+func mustParse(t *testing.T, file string) *schema.Pipeline {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := schema.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// endJob ends a job CANCELLED as the controller would, so it can be retried.
+func endJob(t *testing.T, s *Service, id int64) {
+	t.Helper()
+	d := strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "cancelled by user"}
+	if err := s.Store.FinishJob(context.Background(), id, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLaunchStageProblemsComeTogether(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{
+		"one.yaml":  "workdir: code\nfile_mounts: {/a: missing.txt, /b: s3://bucket/x}\nsecrets: {TOKEN: null}\nrun: 'true'\n",
+		"two.yaml":  "name: p\n---\nrun: 'true'\n---\nworkdir: gone\nrun: 'true'\n",
+		"file.yaml": "workdir: notadir\nrun: 'true'\n",
+		"notadir":   "x",
+	})
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"one.yaml", []string{
+			"secrets.TOKEN: has no value; set TOKEN in your environment or pass --secret TOKEN=VALUE",
+			`workdir: "code" cannot be read: ` + root + "/code does not exist",
+			`file_mounts./a: "missing.txt" source cannot be read: ` + root + "/missing.txt does not exist",
+			`file_mounts./b: "s3://bucket/x" is a bucket`,
+		}},
+		{"two.yaml", []string{`tasks[1].workdir: "gone" cannot be read: ` + root + "/gone does not exist"}},
+		{"file.yaml", []string{`workdir: "notadir" is not a directory (` + root + "/notadir); give the directory the task runs in"}},
+	} {
+		_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, tc.file), Dir: root})
+		got := problems(t, err)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: problems %q, want %d", tc.file, got, len(tc.want))
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], tc.want[i]) {
+				t.Errorf("%s: problem %d is\n%s\nwant it to start with\n%s", tc.file, i, got[i], tc.want[i])
+			}
+		}
+	}
+	// The secret given on the command line is enough.
+	if _, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root}); err == nil {
+		t.Error("plan of a pipeline whose second task's workdir is gone passed")
+	}
+	jobs, _ := s.Store.Jobs(ctx, store.JobFilter{})
+	if len(jobs) != 0 {
+		t.Errorf("%d jobs stored by refused launches", len(jobs))
+	}
+}
+
+func TestSecretFlagFillsEveryTask(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"p.yaml": "run: 'true'\n---\nsecrets: {TOKEN: null}\nrun: 'true'\n"})
+	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Secrets: map[string]string{"TOKEN": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range plan.Tasks {
+		if diff := cmp.Diff([]string{"TOKEN"}, tp.Secrets); diff != "" {
+			t.Errorf("task %d secrets (-want +got):\n%s", tp.Task, diff)
+		}
+	}
+	_, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Secrets: map[string]string{"BAD-NAME": "v"}})
+	if got := problems(t, err); len(got) != 1 || !strings.HasPrefix(got[0], "--secret BAD-NAME: is not a valid variable name") {
+		t.Errorf("problems %q", got)
+	}
+}
+
+func TestOverridesReachEveryCandidateThatSetsTheField(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{
+		"t.yaml": `
+resources:
+  cpus: 2
+  ordered:
+    - {region: local, zone: local-b, accelerators: A100:1}
+    - {zone: local-a}
+run: 'true'
+`,
+		"p.yaml": "name: p\n---\nrun: 'true'\n---\nrun: 'true'\n",
+	})
+	spot, nodes := true, 3
+	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, CPUs: "8+", GPUs: "L4:2", Zone: "local-a",
+		UseSpot: &spot, NumNodes: &nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := plan.Tasks[0]
+	if tp.NumNodes != 3 {
+		t.Errorf("num_nodes %d, want 3", tp.NumNodes)
+	}
+	// Both candidates name a place, so --zone moves both to local-a: one
+	// placement is left. The first one's accelerators are replaced.
+	if len(tp.Placements) != 1 {
+		t.Fatalf("placements %+v, want the one both candidates became", tp.Placements)
+	}
+	pl := tp.Placements[0]
+	if deref(pl.Zone) != "local-a" || deref(pl.CPUs) != "8+" || deref(pl.Accelerators) != "L4:2" || !pl.UseSpot || pl.ResolvedBy != "sortie" {
+		t.Errorf("placement %+v", pl)
+	}
+
+	// "none" removes a field, as in SkyPilot.
+	plan, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, CPUs: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range plan.Tasks[0].Placements {
+		if pl.CPUs != nil {
+			t.Errorf("--cpus none left cpus %s", *pl.CPUs)
+		}
+	}
+
+	// Every task of a pipeline takes the flags.
+	plan, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Memory: "16+"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range plan.Tasks {
+		if deref(tp.Placements[0].Memory) != "16+" {
+			t.Errorf("task %d memory %v", tp.Task, tp.Placements[0].Memory)
+		}
+	}
+
+	// A bad value names the flag, once, however many tasks it set.
+	_, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, CPUs: "many", Memory: "16+"})
+	got := problems(t, err)
+	if len(got) != 1 || !strings.HasPrefix(got[0], `--cpus: "many"`) {
+		t.Errorf("problems %q, want one naming --cpus", got)
+	}
+	_, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Infra: "local", Region: "local"})
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--infra") {
+		t.Errorf("--infra with --region: %v", err)
+	}
+}
+
+func TestPlanListsCloudsTheControllerResolves(t *testing.T) {
+	ctx := context.Background()
+	root := project(t, map[string]string{"t.yaml": `
+resources:
+  any_of:
+    - {cloud: aws, region: us-east-1}
+    - {cloud: gcp}
+    - {cloud: aws, instance_type: m6i.large, region: us-west-2, zone: us-west-2b}
+run: 'true'
+`})
+	home := filepath.Join(root, "home")
+	s, err := OpenConfig(home, clouds.Light())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, pl := range plan.Tasks[0].Placements {
+		got = append(got, strings.Join([]string{pl.Cloud, deref(pl.Region), deref(pl.Zone), pl.ResolvedBy,
+			deref(pl.InstanceType), deref(pl.CPUs), deref(pl.Memory)}, "|"))
+	}
+	want := []string{
+		"aws|us-east-1||controller||2+|8+",
+		"gcp|||controller||2+|8+",
+		"aws|us-west-2|us-west-2b|controller|m6i.large||",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("placements (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dry run made the home: %v", err)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
