@@ -1,15 +1,10 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // ParseOptions are the values a launch brings to a task file.
@@ -166,24 +161,6 @@ func splitDocuments(data []byte) []document {
 	}
 	cur.text = b.String()
 	return append(docs, cur)
-}
-
-// decodeYAML turns one document into JSON values, numbers kept exact.
-// Duplicate keys are errors: the second silently winning hides mistakes.
-func decodeYAML(text string) (v any, empty bool, err error) {
-	j, err := yaml.YAMLToJSONStrict([]byte(text))
-	if err != nil {
-		return nil, false, err
-	}
-	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
-		return nil, true, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, false, fmt.Errorf("decode converted YAML: %w", err)
-	}
-	return v, false, nil
 }
 
 var lineRef = lazyRegexp(`line (\d+)`)

@@ -244,7 +244,7 @@ func fmtWrap(err error) error { return errors.Join(errors.New("launch train.yaml
 
 func TestYAMLErrorLinesCountFromFileTop(t *testing.T) {
 	_, err := Parse([]byte("run: a\n---\nrun: b\n---\nrun: c\nrun: d\n"))
-	if err == nil || !strings.Contains(err.Error(), "tasks[2]: invalid YAML: line 6:") {
+	if err == nil || !strings.Contains(err.Error(), "tasks[2]: invalid YAML: line 6, column 1:") {
 		t.Errorf("error = %v, want tasks[2] with line 6", err)
 	}
 }
