@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -18,26 +19,38 @@ func taskFields() []string {
 	return []string{"name", "resources", "num_nodes", "workdir", "file_mounts", "envs", "secrets", "setup", "run"}
 }
 
-// skypilotTaskFields are task fields SkyPilot knows that sortie does not
-// run; naming them beats "unknown field" for someone bringing a SkyPilot file.
-func skypilotTaskFields() map[string]string {
+// ignoredTaskFields are SkyPilot task fields that mean nothing to a
+// managed job sortie runs: accepted, with this warning.
+func ignoredTaskFields() map[string]string {
 	return map[string]string{
-		"service":        "SkyPilot's serving section is not supported; remove it",
-		"config":         "per-task SkyPilot config is not supported; remove it",
-		"volumes":        "volumes are not supported; use file_mounts",
-		"event_callback": "event callbacks are not supported; remove it",
-		"inputs":         "SkyPilot's inputs (for its optimizer) are not supported; remove it",
-		"outputs":        "SkyPilot's outputs (for its optimizer) are not supported; remove it",
+		"service":              "ignored: SkyServe's service section does not apply to a managed job, which runs the task once with no replicas or endpoint",
+		"event_callback":       "ignored: sortie runs no event callback",
+		"inputs":               "ignored: a size hint for SkyPilot's optimizer, which sortie does not have",
+		"outputs":              "ignored: a size hint for SkyPilot's optimizer, which sortie does not have",
+		"file_mounts_mapping":  "ignored: SkyPilot writes it when it hands a task to its own controller",
+		"api_server_access":    "ignored: sortie has no API server for a task to reach",
+		"_metadata":            "ignored: SkyPilot's internal metadata",
+		"_user_specified_yaml": "ignored: SkyPilot's internal copy of the task file",
+	}
+}
+
+// refusedTaskFields are SkyPilot task fields naming features sortie
+// lacks: a task using them cannot run as its author meant.
+func refusedTaskFields() map[string]string {
+	return map[string]string{
+		"pool":            "SkyPilot pools are not supported: sortie launches a cluster for each job; remove pool",
+		"volumes":         "SkyPilot volumes are not supported; copy the data with file_mounts instead",
+		"volume_mounts":   "SkyPilot volumes are not supported; copy the data with file_mounts instead",
+		"managed_secrets": "SkyPilot's managed secrets are not supported; list each name under secrets with a null value to take it from the environment at launch",
 	}
 }
 
 // aliases map names people reach for to the field sortie calls them.
 func aliases() map[string]string {
 	return map[string]string{
-		"gpus":          "accelerators",
 		"gpu":           "accelerators",
-		"spot_recovery": "job_recovery",
 		"recovery":      "job_recovery",
+		"spot_recovery": "job_recovery",
 		"env":           "envs",
 		"command":       "run",
 		"nodes":         "num_nodes",
@@ -48,12 +61,35 @@ var envName = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 type decoder struct {
 	ps *problems
+	// warnings collects one line per field accepted but ignored.
+	warnings *[]string
+}
+
+// warn records a field that is accepted and ignored.
+func (d *decoder) warn(path, format string, args ...any) {
+	if d.warnings == nil {
+		return
+	}
+	*d.warnings = append(*d.warnings, path+": "+fmt.Sprintf(format, args...))
+}
+
+// fieldRules say what happens to keys outside a mapping's known fields:
+// ignored ones are warned about, refused ones get their own message, the
+// rest are unknown.
+type fieldRules struct {
+	ignored map[string]string
+	refused map[string]string
 }
 
 // mapping checks that v is a mapping (null counts as an empty one) and
 // reports every key outside known. notes replace "unknown field" for keys
 // with a more useful explanation.
 func (d *decoder) mapping(path string, v any, known []string, notes map[string]string) (map[string]any, bool) {
+	return d.mappingWith(path, v, known, fieldRules{refused: notes})
+}
+
+// mappingWith is mapping with warnings for ignored keys as well.
+func (d *decoder) mappingWith(path string, v any, known []string, rules fieldRules) (map[string]any, bool) {
 	if v == nil {
 		return map[string]any{}, true
 	}
@@ -66,7 +102,11 @@ func (d *decoder) mapping(path string, v any, known []string, notes map[string]s
 		if slices.Contains(known, k) {
 			continue
 		}
-		d.unknown(join(path, k), k, known, notes)
+		if msg, ok := rules.ignored[k]; ok {
+			d.warn(join(path, k), "%s", msg)
+			continue
+		}
+		d.unknown(join(path, k), k, known, rules.refused)
 	}
 	return m, true
 }
@@ -133,10 +173,9 @@ func (d *decoder) boolean(path string, v any) bool {
 	return false
 }
 
-// decodeTask decodes one task document; path is "" or "tasks[N]".
-func decodeTask(ps *problems, path string, raw any) *Task {
-	d := &decoder{ps: ps}
-	m, ok := d.mapping(path, raw, taskFields(), skypilotTaskFields())
+// task decodes one task document; path is "" or "tasks[N]".
+func (d *decoder) task(path string, raw any) *Task {
+	m, ok := d.mappingWith(path, raw, taskFields(), fieldRules{ignored: ignoredTaskFields(), refused: refusedTaskFields()})
 	if !ok {
 		return nil
 	}
@@ -153,62 +192,48 @@ func decodeTask(ps *problems, path string, raw any) *Task {
 			}
 		}
 	}
-	if v, ok := m["workdir"].(map[string]any); ok {
-		d.ps.add(join(path, "workdir"), v, "is a mapping; a git workdir is not supported, give a local directory")
-	} else {
-		t.Workdir = d.str(join(path, "workdir"), m["workdir"])
-	}
-	t.FileMounts = d.fileMounts(join(path, "file_mounts"), m["file_mounts"])
-	t.Envs = d.envs(join(path, "envs"), m["envs"])
+	t.Envs, t.RequiredEnvs = d.envs(join(path, "envs"), m["envs"])
+	t.Workdir, t.WorkdirRepo = d.workdir(join(path, "workdir"), m["workdir"], t.Envs)
+	t.FileMounts, t.StorageMounts = d.fileMounts(join(path, "file_mounts"), m["file_mounts"], t.Envs)
 	t.Secrets = d.secrets(join(path, "secrets"), m["secrets"])
 	t.Setup = d.str(join(path, "setup"), m["setup"])
-	run, present := m["run"]
-	t.Run = d.str(join(path, "run"), run)
-	switch {
-	case !present || run == nil:
-		ps.missing(join(path, "run"), "missing; give the command the task runs, e.g. run: python train.py")
-	case t.Run != "" && strings.TrimSpace(t.Run) == "":
-		ps.add(join(path, "run"), t.Run, "is blank; give the command the task runs")
-	case t.Run == "":
-		if _, isString := run.(string); isString {
-			ps.add(join(path, "run"), run, "is empty; give the command the task runs")
-		}
+	// No run is a setup-only task, as in SkyPilot: it succeeds when its
+	// setup does.
+	t.Run = d.str(join(path, "run"), m["run"])
+	if v, present := m["config"]; present {
+		d.config(join(path, "config"), v)
+	}
+	if v, present := m["experimental"]; present {
+		d.experimental(join(path, "experimental"), v)
 	}
 	return t
 }
 
-func (d *decoder) fileMounts(path string, v any) map[string]string {
-	if v == nil {
-		return nil
-	}
+// config warns about each key of SkyPilot's per-task config, none of
+// which sortie uses: its own settings live in its config.yaml.
+func (d *decoder) config(path string, v any) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.ps.add(path, v, "is %s; expected a mapping of remote path to local path or bucket URL", typeName(v))
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for _, dst := range sortedKeys(m) {
-		p := join(path, dst)
-		if strings.TrimSpace(dst) == "" {
-			d.ps.missing(p, "has an empty remote path; give the path on the node")
-			continue
+		if v != nil {
+			d.ps.add(path, v, "is %s; expected a mapping of SkyPilot config keys", typeName(v))
 		}
-		switch src := m[dst].(type) {
-		case string:
-			if strings.TrimSpace(src) == "" {
-				d.ps.add(p, src, "is empty; give a local path or a bucket URL")
-				continue
-			}
-			out[dst] = src
-		case map[string]any:
-			d.ps.add(p, src, "is a storage mount, which is not supported; give a local path or a bucket URL")
-		case nil:
-			d.ps.missing(p, "has no source; give a local path or a bucket URL")
-		default:
-			d.ps.add(p, src, "is %s; give a local path or a bucket URL", typeName(src))
-		}
+		return
 	}
-	return out
+	for _, k := range sortedKeys(m) {
+		d.warn(join(path, k), "ignored: sortie does not use SkyPilot's %s config", k)
+	}
+}
+
+// experimental is SkyPilot's older spelling of config:
+// experimental.config_overrides.
+func (d *decoder) experimental(path string, v any) {
+	m, ok := d.mapping(path, v, []string{"config_overrides"}, nil)
+	if !ok {
+		return
+	}
+	if co, present := m["config_overrides"]; present {
+		d.config(join(path, "config_overrides"), co)
+	}
 }
 
 // scalarString turns a YAML scalar into the string SkyPilot would pass on:
@@ -245,15 +270,17 @@ func (d *decoder) varNames(path string, v any, what string) (map[string]any, boo
 	return m, true
 }
 
-func (d *decoder) envs(path string, v any) map[string]string {
+// envs reads the task's variables. A null value is SkyPilot's "required
+// at launch": its name goes to required, for --env to fill.
+func (d *decoder) envs(path string, v any) (vals map[string]string, required []string) {
 	m, ok := d.varNames(path, v, "value")
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	out := make(map[string]string, len(m))
 	for _, k := range sortedKeys(m) {
 		if m[k] == nil {
-			d.ps.missing(join(path, k), "has no value; give one, or declare it under secrets to take it from the environment at launch")
+			required = append(required, k)
 			continue
 		}
 		s, ok := scalarString(m[k])
@@ -263,10 +290,14 @@ func (d *decoder) envs(path string, v any) map[string]string {
 		}
 		out[k] = s
 	}
-	return out
+	return out, required
 }
 
 func (d *decoder) secrets(path string, v any) map[string]*string {
+	if _, isList := v.([]any); isList {
+		d.ps.missing(path, "is a list of SkyPilot managed secret references, which are not supported; give a mapping of name to value, or to null to take it from the environment at launch")
+		return nil
+	}
 	m, ok := d.varNames(path, v, "value or null")
 	if !ok {
 		return nil

@@ -60,7 +60,7 @@ func (t *Task) Recovery() JobRecovery {
 
 // Clone is a deep copy of the pipeline.
 func (p *Pipeline) Clone() *Pipeline {
-	c := &Pipeline{Name: p.Name, Tasks: make([]*Task, len(p.Tasks))}
+	c := &Pipeline{Name: p.Name, Tasks: make([]*Task, len(p.Tasks)), Warnings: slices.Clone(p.Warnings)}
 	for i, t := range p.Tasks {
 		c.Tasks[i] = t.Clone()
 	}
@@ -73,6 +73,21 @@ func (t *Task) Clone() *Task {
 	c.Resources = t.Resources.clone()
 	c.FileMounts = maps.Clone(t.FileMounts)
 	c.Envs = maps.Clone(t.Envs)
+	c.RequiredEnvs = slices.Clone(t.RequiredEnvs)
+	if t.WorkdirRepo != nil {
+		repo := *t.WorkdirRepo
+		c.WorkdirRepo = &repo
+	}
+	if t.StorageMounts != nil {
+		c.StorageMounts = make(map[string]StorageMount, len(t.StorageMounts))
+		for k, sm := range t.StorageMounts {
+			if sm.Persistent != nil {
+				b := *sm.Persistent
+				sm.Persistent = &b
+			}
+			c.StorageMounts[k] = sm
+		}
+	}
 	if t.Secrets != nil {
 		c.Secrets = make(map[string]*string, len(t.Secrets))
 		for k, v := range t.Secrets {
@@ -89,6 +104,8 @@ func (t *Task) Clone() *Task {
 func (r Resources) clone() Resources {
 	c := r
 	c.Accelerators = maps.Clone(r.Accelerators)
+	c.Ports = slices.Clone(r.Ports)
+	c.Labels = maps.Clone(r.Labels)
 	cloneList := func(l []Resources) []Resources {
 		if l == nil {
 			return nil

@@ -1,20 +1,35 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
+
+// ParseOptions are the values a launch brings to a task file.
+type ParseOptions struct {
+	// Env holds the --env and --env-file values: each one overrides the
+	// variable of that name in every task's envs (adding it where a task
+	// has none) and so fills a null ("required at launch") one, before
+	// ${VAR} substitution runs.
+	Env map[string]string
+}
 
 // Parse reads a task file: one task, or several YAML documents separated by
 // "---" that run in order as one job (a first document holding only name
 // names that pipeline). Unknown fields and bad values are reported all at
 // once in a *ValidationError. The tasks come back with defaults applied.
+// Parse(data) is ParseWith(data, ParseOptions{}).
 func Parse(data []byte) (*Pipeline, error) {
+	return ParseWith(data, ParseOptions{})
+}
+
+// ParseWith reads a task file as Parse does, with the launch's values in
+// opts applied first. Fields accepted but ignored come back as one line
+// each in the pipeline's Warnings; what is valid but still missing before
+// a launch (a required env) is left for Unresolved to report.
+func ParseWith(data []byte, opts ParseOptions) (*Pipeline, error) {
 	docs := splitDocuments(data)
 	var rp rawPipeline
 	var values []any
@@ -28,22 +43,25 @@ func Parse(data []byte) (*Pipeline, error) {
 		}
 	}
 	if len(values) > 1 {
-		if m, ok := values[0].(map[string]any); ok && len(m) == 1 {
-			if name, ok := m["name"]; ok {
-				rp.name, rp.hasName = name, true
-				values = values[1:]
-			}
+		if m, ok := values[0].(map[string]any); ok && isHeader(m) {
+			rp.header, rp.hasHeader = m, true
+			values = values[1:]
 		}
 	}
 	rp.tasks = values
+	rp.env = opts.Env
 	return rp.decode()
 }
 
 // rawPipeline is a task file decoded from YAML but not yet checked.
 type rawPipeline struct {
-	name    any
-	hasName bool
-	tasks   []any
+	// header is a leading document of pipeline fields only (name, and
+	// SkyPilot's execution and job-group fields).
+	header    map[string]any
+	hasHeader bool
+	tasks     []any
+	// env overrides every task's envs (ParseOptions.Env).
+	env map[string]string
 }
 
 // badDocument holds the place of a document that is not valid YAML, so the
@@ -52,11 +70,12 @@ type badDocument struct{ msg string }
 
 func (rp rawPipeline) decode() (*Pipeline, error) {
 	ps := &problems{}
-	d := &decoder{ps: ps}
 	p := &Pipeline{}
-	if rp.hasName {
-		p.Name = d.str("name", rp.name)
+	d := &decoder{ps: ps, warnings: &p.Warnings}
+	if rp.hasHeader {
+		p.Name = d.header(rp.header)
 	}
+	d.launchEnv(rp.env)
 	if len(rp.tasks) == 0 {
 		ps.missing("", "the file holds no task; a task needs at least a command, e.g. run: python train.py")
 	}
@@ -69,7 +88,7 @@ func (rp rawPipeline) decode() (*Pipeline, error) {
 			ps.missing(path, "invalid YAML: %s", bad.msg)
 			continue
 		}
-		p.Tasks = append(p.Tasks, decodeTask(ps, path, raw))
+		p.Tasks = append(p.Tasks, d.task(path, withEnv(raw, rp.env)))
 	}
 	if err := ps.err(); err != nil {
 		return nil, err
@@ -79,6 +98,29 @@ func (rp rawPipeline) decode() (*Pipeline, error) {
 	}
 	p.ApplyDefaults()
 	return p, nil
+}
+
+// withEnv returns a task document with env set in its envs, leaving raw
+// itself unchanged; anything but a mapping is returned as it is, for the
+// decoder to report.
+func withEnv(raw any, env map[string]string) any {
+	m, ok := raw.(map[string]any)
+	if !ok || len(env) == 0 {
+		return raw
+	}
+	out := maps.Clone(m)
+	envs := map[string]any{}
+	if old, ok := m["envs"].(map[string]any); ok {
+		envs = maps.Clone(old)
+	} else if m["envs"] != nil {
+		// Not a mapping: left for the decoder to report as written.
+		return raw
+	}
+	for k, v := range env {
+		envs[k] = v
+	}
+	out["envs"] = envs
+	return out
 }
 
 type document struct {
@@ -121,24 +163,6 @@ func splitDocuments(data []byte) []document {
 	return append(docs, cur)
 }
 
-// decodeYAML turns one document into JSON values, numbers kept exact.
-// Duplicate keys are errors: the second silently winning hides mistakes.
-func decodeYAML(text string) (v any, empty bool, err error) {
-	j, err := yaml.YAMLToJSONStrict([]byte(text))
-	if err != nil {
-		return nil, false, err
-	}
-	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
-		return nil, true, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, false, fmt.Errorf("decode converted YAML: %w", err)
-	}
-	return v, false, nil
-}
-
 var lineRef = lazyRegexp(`line (\d+)`)
 
 // shiftLines makes a YAML error's line numbers count from the top of the
@@ -154,4 +178,55 @@ func shiftLines(err error, offset int) string {
 	})
 	fields := strings.Fields(strings.ReplaceAll(msg, "\n", " ; "))
 	return strings.ReplaceAll(strings.Join(fields, " "), " ;", ";")
+}
+
+// headerFields are the fields of a pipeline's leading document: its name,
+// and SkyPilot's execution mode and job-group settings.
+func headerFields() []string {
+	return []string{"name", "execution", "primary_tasks", "termination_delay"}
+}
+
+// isHeader reports whether a file's first document holds pipeline fields
+// only, so it names the tasks after it rather than being one.
+func isHeader(m map[string]any) bool {
+	if len(m) == 0 {
+		return false
+	}
+	for k := range m {
+		if !slices.Contains(headerFields(), k) {
+			return false
+		}
+	}
+	return true
+}
+
+// header reads a pipeline's leading document and returns its name.
+// execution: parallel makes the file a SkyPilot job group, whose tasks run
+// side by side; sortie runs a file's tasks one after another only.
+func (d *decoder) header(m map[string]any) string {
+	name := d.str("name", m["name"])
+	exec := d.str("execution", m["execution"])
+	switch strings.ToLower(strings.TrimSpace(exec)) {
+	case "", "serial":
+	case "parallel":
+		d.ps.add("execution", exec, "makes this file a SkyPilot job group, which is not supported: sortie runs a file's tasks one after another; remove execution to run them in order")
+		return name
+	default:
+		d.ps.add("execution", exec, "is not an execution mode; use serial (the tasks run in order)")
+	}
+	for _, k := range []string{"primary_tasks", "termination_delay"} {
+		if _, present := m[k]; present {
+			d.ps.missing(k, "is a SkyPilot job-group setting, which is not supported: sortie runs a file's tasks one after another; remove it")
+		}
+	}
+	return name
+}
+
+// launchEnv checks the names given with --env and --env-file.
+func (d *decoder) launchEnv(env map[string]string) {
+	for _, k := range sortedKeys(env) {
+		if !envName().MatchString(k) {
+			d.ps.missing("--env "+k, "is not a valid variable name; use letters, digits and _, not starting with a digit")
+		}
+	}
 }

@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected .json files of testdata/valid from the parser's output")
+var update = flag.Bool("update", false, "rewrite the expected .json, .warnings and .errors files of testdata from the parser's output")
 
 // TestFixtures parses every file in testdata: each valid/X.yaml must give
-// the pipeline in valid/X.json, each invalid/X.yaml exactly the problems in
-// invalid/X.errors, one per line.
+// the pipeline in valid/X.json and exactly the warnings in valid/X.warnings
+// (none when there is no such file), each invalid/X.yaml exactly the
+// problems in invalid/X.errors, one per line.
 func TestFixtures(t *testing.T) {
 	valid, _ := filepath.Glob("testdata/valid/*.yaml")
 	invalid, _ := filepath.Glob("testdata/invalid/*.yaml")
@@ -40,8 +42,15 @@ func TestFixtures(t *testing.T) {
 			if err := json.Unmarshal(readFile(t, wantFile), &want); err != nil {
 				t.Fatalf("read %s: %v", wantFile, err)
 			}
-			if diff := cmp.Diff(&want, p); diff != "" {
+			if diff := cmp.Diff(&want, p, cmpopts.IgnoreFields(Pipeline{}, "Warnings")); diff != "" {
 				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+			}
+			warnFile := strings.TrimSuffix(file, ".yaml") + ".warnings"
+			if *update {
+				writeLines(t, warnFile, p.Warnings)
+			}
+			if diff := cmp.Diff(readLines(t, warnFile), p.Warnings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -55,11 +64,42 @@ func TestFixtures(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("error %T is not a *ValidationError: %v", err, err)
 			}
-			want := strings.Split(strings.TrimRight(string(readFile(t, strings.TrimSuffix(file, ".yaml")+".errors")), "\n"), "\n")
+			errFile := strings.TrimSuffix(file, ".yaml") + ".errors"
+			if *update {
+				writeLines(t, errFile, strings.Split(ve.Error(), "\n"))
+			}
+			want := strings.Split(strings.TrimRight(string(readFile(t, errFile)), "\n"), "\n")
 			if diff := cmp.Diff(want, strings.Split(ve.Error(), "\n")); diff != "" {
 				t.Errorf("problems mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// readLines reads a file of one item per line; a missing file is no items.
+func readLines(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+}
+
+// writeLines writes lines to name, or removes name when there are none.
+func writeLines(t *testing.T, name string, lines []string) {
+	t.Helper()
+	if len(lines) == 0 {
+		if err := os.Remove(name); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -204,7 +244,7 @@ func fmtWrap(err error) error { return errors.Join(errors.New("launch train.yaml
 
 func TestYAMLErrorLinesCountFromFileTop(t *testing.T) {
 	_, err := Parse([]byte("run: a\n---\nrun: b\n---\nrun: c\nrun: d\n"))
-	if err == nil || !strings.Contains(err.Error(), "tasks[2]: invalid YAML: line 6:") {
+	if err == nil || !strings.Contains(err.Error(), "tasks[2]: invalid YAML: line 6, column 1:") {
 		t.Errorf("error = %v, want tasks[2] with line 6", err)
 	}
 }

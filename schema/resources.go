@@ -13,21 +13,36 @@ func Clouds() []string { return []string{"local", "sim", "aws", "gcp"} }
 
 func resourceFields(candidate bool) []string {
 	f := []string{"cloud", "infra", "region", "zone", "instance_type", "cpus", "memory",
-		"accelerators", "use_spot", "disk_size", "image_id"}
+		"accelerators", "gpus", "use_spot", "disk_size", "disk_tier", "network_tier", "image_id", "ports", "labels"}
 	if !candidate {
 		f = append(f, "any_of", "ordered", "job_recovery")
 	}
 	return f
 }
 
+// ignoredResourceFields are SkyPilot resources fields that mean nothing to
+// a managed job sortie runs, or that SkyPilot fills in for itself.
+func ignoredResourceFields() map[string]string {
+	internal := "ignored: SkyPilot sets it for itself"
+	return map[string]string{
+		"autostop":                   "ignored: a managed job's cluster is torn down when the job ends",
+		"priority":                   "ignored: sortie starts jobs in the order they are launched",
+		"priority_class":             "ignored: sortie starts jobs in the order they are launched",
+		"max_hourly_cost":            "ignored: sortie does not price instances; pin instance_type to bound the cost",
+		"local_disk":                 "ignored: sortie does not choose instances by their local disks; pin instance_type instead",
+		"_cluster_config_overrides":  internal,
+		"_no_missing_accel_warnings": internal,
+		"_docker_login_config":       internal,
+		"_is_image_managed":          internal,
+		"_requires_fuse":             internal,
+	}
+}
+
 func resourceNotes(candidate bool) map[string]string {
 	notes := map[string]string{
-		"ports":            "ports are not supported; remove it",
-		"labels":           "labels are not supported; remove it",
-		"disk_tier":        "disk_tier is not supported; remove it",
-		"network_tier":     "network_tier is not supported; remove it",
-		"accelerator_args": "accelerator_args are not supported; remove it",
-		"autostop":         "autostop does not apply to managed jobs; remove it",
+		"accelerator_args": "accelerator_args (TPU settings) are not supported: sortie does not launch TPUs",
+		"volumes":          "SkyPilot volumes are not supported; copy the data with file_mounts instead",
+		"hooks":            "lifecycle hooks are not supported (SkyPilot takes them under config.hooks, not resources)",
 	}
 	if candidate {
 		notes["any_of"] = "candidates cannot nest; list every candidate directly under resources.any_of or resources.ordered"
@@ -39,7 +54,8 @@ func resourceNotes(candidate bool) map[string]string {
 
 func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	var r Resources
-	m, ok := d.mapping(path, v, resourceFields(candidate), resourceNotes(candidate))
+	m, ok := d.mappingWith(path, v, resourceFields(candidate),
+		fieldRules{ignored: ignoredResourceFields(), refused: resourceNotes(candidate)})
 	if !ok {
 		return r
 	}
@@ -55,24 +71,35 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	r.InstanceType = d.str(join(path, "instance_type"), m["instance_type"])
 	r.CPUs = d.quantity(join(path, "cpus"), m["cpus"], false)
 	r.Memory = d.quantity(join(path, "memory"), m["memory"], true)
-	r.Accelerators = d.accelerators(join(path, "accelerators"), m["accelerators"])
-	r.UseSpot = d.boolean(join(path, "use_spot"), m["use_spot"])
-	if v, present := m["disk_size"]; present {
-		if n, ok := d.integer(join(path, "disk_size"), v); ok {
-			if n < 1 {
-				d.ps.add(join(path, "disk_size"), v, "is too small; give the disk size in GB, 1 or more")
-			} else {
-				r.DiskSize = n
-			}
+	accPath, accRaw := join(path, "accelerators"), m["accelerators"]
+	if g, present := m["gpus"]; present {
+		if _, both := m["accelerators"]; both {
+			d.ps.missing(join(path, "gpus"), "cannot be used with accelerators: gpus is SkyPilot's other name for it; keep one of them")
+		} else {
+			accPath, accRaw = join(path, "gpus"), g
 		}
 	}
-	if img, ok := m["image_id"].(map[string]any); ok {
-		d.ps.add(join(path, "image_id"), img, "is a mapping; per-region images are not supported, give one image id")
-	} else {
-		r.ImageID = d.str(join(path, "image_id"), m["image_id"])
+	accs := d.accelerators(accPath, accRaw)
+	if candidate && len(accs.choices) > 1 {
+		d.ps.add(accPath, accRaw, "lists several accelerators; a candidate takes one, so list each as its own candidate")
+		accs.choices = nil
 	}
+	if len(accs.choices) == 1 {
+		r.Accelerators = accs.choices[0]
+	}
+	r.UseSpot = d.boolean(join(path, "use_spot"), m["use_spot"])
+	r.DiskSize = d.diskSize(join(path, "disk_size"), m["disk_size"])
+	r.DiskTier = d.tier(join(path, "disk_tier"), m["disk_tier"], diskTiers())
+	r.NetworkTier = d.tier(join(path, "network_tier"), m["network_tier"], networkTiers())
+	r.Ports = d.ports(join(path, "ports"), m["ports"])
+	r.Labels = d.labels(join(path, "labels"), m["labels"])
+	images := d.imageID(join(path, "image_id"), m["image_id"])
 	if candidate {
+		r.ImageID = images.pick(d, join(path, "image_id"), r.Region, join(path, "region"), true)
 		return r
+	}
+	if images.perRegion == nil {
+		r.ImageID = images.one
 	}
 	_, hasAnyOf := m["any_of"]
 	_, hasOrdered := m["ordered"]
@@ -82,13 +109,40 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	r.AnyOf = d.candidates(join(path, "any_of"), m["any_of"], r)
 	r.Ordered = d.candidates(join(path, "ordered"), m["ordered"], r)
 	r.JobRecovery = d.jobRecovery(join(path, "job_recovery"), m["job_recovery"])
+	if len(accs.choices) > 1 {
+		d.expandAccelerators(path, accPath, &r, accs)
+	}
+	if images.perRegion != nil {
+		d.expandImages(path, &r, images)
+	}
 	return r
+}
+
+// otherClouds are the clouds SkyPilot knows and sortie has no provider
+// for, by the names (and aliases) SkyPilot accepts.
+func otherClouds() map[string]string {
+	return map[string]string{
+		"kubernetes": "kubernetes", "k8s": "kubernetes", "azure": "azure", "lambda": "lambda",
+		"runpod": "runpod", "oci": "oci", "ibm": "ibm", "fluidstack": "fluidstack",
+		"paperspace": "paperspace", "cudo": "cudo", "do": "do", "nebius": "nebius",
+		"vast": "vast", "scp": "scp", "vsphere": "vsphere", "ssh": "ssh",
+		"hyperbolic": "hyperbolic", "slurm": "slurm", "seeweb": "seeweb",
+		"shadeform": "shadeform", "primeintellect": "primeintellect", "coreweave": "coreweave",
+	}
 }
 
 func (d *decoder) cloud(path, c string) string {
 	lc := strings.ToLower(strings.TrimSpace(c))
 	if slices.Contains(Clouds(), lc) {
 		return lc
+	}
+	if name, ok := otherClouds()[lc]; ok {
+		also := ""
+		if name != lc {
+			also = " (" + name + ")"
+		}
+		d.ps.add(path, c, "is not a provider of sortie yet%s; sortie runs on local, aws, gcp", also)
+		return ""
 	}
 	if s := suggest(lc, Clouds()); s != "" {
 		d.ps.add(path, c, "is not a cloud sortie supports; did you mean %q?", s)
@@ -103,6 +157,11 @@ func (d *decoder) cloud(path, c string) string {
 // problem rather than a silent winner.
 func (d *decoder) infra(path string, r *Resources) {
 	parts := strings.Split(strings.TrimSpace(r.Infra), "/")
+	// A Kubernetes context may hold slashes: name the cloud before counting.
+	if first := strings.ToLower(strings.TrimSpace(parts[0])); otherClouds()[first] != "" {
+		d.cloud(path, parts[0])
+		return
+	}
 	if len(parts) > 3 {
 		d.ps.add(path, r.Infra, "has too many parts; write CLOUD, CLOUD/REGION or CLOUD/REGION/ZONE")
 		return
@@ -186,74 +245,6 @@ func (d *decoder) quantity(path string, v any, memory bool) string {
 		return ""
 	}
 	return strconv.FormatFloat(n, 'f', -1, 64) + m[3]
-}
-
-// accelerators normalises "A100:2", {A100: 2} and lists of the string form
-// to name -> count. Several names are alternatives, as in SkyPilot.
-func (d *decoder) accelerators(path string, v any) map[string]int {
-	out := map[string]int{}
-	add := func(p, name string, count int) {
-		if _, dup := out[name]; dup {
-			d.ps.add(p, name, "is listed twice; list each accelerator once")
-			return
-		}
-		out[name] = count
-	}
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case string:
-		if name, n, ok := d.accelerator(path, v); ok {
-			add(path, name, n)
-		}
-	case []any:
-		if len(v) == 0 {
-			d.ps.add(path, v, `is empty; give one or more accelerators, e.g. ["A100:1", "V100:1"], or remove it`)
-		}
-		for i, item := range v {
-			s, ok := item.(string)
-			if !ok {
-				d.ps.add(index(path, i), item, `is %s; write each accelerator as "NAME:COUNT"`, typeName(item))
-				continue
-			}
-			if name, n, ok := d.accelerator(index(path, i), s); ok {
-				add(index(path, i), name, n)
-			}
-		}
-	case map[string]any:
-		if len(v) == 0 {
-			d.ps.add(path, v, "is empty; give one or more accelerators, e.g. {A100: 1}, or remove it")
-		}
-		for _, name := range sortedKeys(v) {
-			if n, ok := d.count(join(path, name), v[name]); ok {
-				add(join(path, name), name, n)
-			}
-		}
-	default:
-		d.ps.add(path, v, `is %s; write "A100:1", {A100: 1} or a list of "NAME:COUNT"`, typeName(v))
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-func (d *decoder) accelerator(path, s string) (string, int, bool) {
-	name, count, hasCount := strings.Cut(strings.TrimSpace(s), ":")
-	name = strings.TrimSpace(name)
-	if name == "" {
-		d.ps.add(path, s, `has no accelerator name; write "NAME" or "NAME:COUNT", e.g. "A100:1"`)
-		return "", 0, false
-	}
-	if !hasCount {
-		return name, 1, true
-	}
-	n, problem := parseCount(json.Number(strings.TrimSpace(count)))
-	if problem != "" {
-		d.ps.add(path, s, "has a count that %s", problem)
-		return "", 0, false
-	}
-	return name, n, true
 }
 
 func (d *decoder) count(path string, v any) (int, bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 		var old any
 		var had bool
 		if task < 0 {
-			old, had = orig.name, orig.hasName
+			old, had = orig.header["name"]
 		} else {
 			old, had = lookup(orig.tasks[task], steps)
 		}
@@ -87,7 +88,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 			continue
 		}
 		if task < 0 {
-			rp.name, rp.hasName = val, !del
+			rp.setName(val, del)
 		} else {
 			node, problem := set(rp.tasks[task], steps, val, del, "")
 			if problem != "" {
@@ -140,7 +141,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 func toRaw(p *Pipeline) (rawPipeline, error) {
 	var rp rawPipeline
 	if p.Name != "" && (len(p.Tasks) != 1 || p.Name != p.Tasks[0].Name) {
-		rp.name, rp.hasName = p.Name, true
+		rp.setName(p.Name, false)
 	}
 	for i, t := range p.Tasks {
 		b, err := json.Marshal(t)
@@ -153,9 +154,40 @@ func toRaw(p *Pipeline) (rawPipeline, error) {
 		if err := dec.Decode(&v); err != nil {
 			return rp, fmt.Errorf("decode task %d: %w", i, err)
 		}
+		// A required env goes back to the null it was written as, so
+		// --set envs.NAME=VALUE fills it.
+		if m, ok := v.(map[string]any); ok {
+			if req, ok := m["required_envs"].([]any); ok {
+				envs, _ := m["envs"].(map[string]any)
+				if envs == nil {
+					envs = map[string]any{}
+				}
+				for _, name := range req {
+					if s, ok := name.(string); ok {
+						envs[s] = nil
+					}
+				}
+				m["envs"] = envs
+				delete(m, "required_envs")
+			}
+		}
 		rp.tasks = append(rp.tasks, v)
 	}
 	return rp, nil
+}
+
+// setName sets or removes the pipeline's name in its header document.
+func (rp *rawPipeline) setName(v any, del bool) {
+	h := maps.Clone(rp.header)
+	if h == nil {
+		h = map[string]any{}
+	}
+	if del {
+		delete(h, "name")
+	} else {
+		h["name"] = v
+	}
+	rp.header, rp.hasHeader = h, len(h) > 0
 }
 
 var taskPrefix = lazyRegexp(`^tasks\[(\d+)\](?:\.(.*))?$`)

@@ -163,8 +163,8 @@ func TestApplySetErrors(t *testing.T) {
 			[]string{"resources.job_recovery.recover_on_exit_codes[1]: 300 is not an exit code (0-255)"}},
 		{"negative restarts", setBase, []string{"resources.job_recovery.max_restarts_on_errors=-1"},
 			[]string{"resources.job_recovery.max_restarts_on_errors: -1 is negative; use 0 or more (0: a failure with an unlisted exit code ends the job)"}},
-		{"removing run", setBase, []string{"run="},
-			[]string{"run: missing; give the command the task runs, e.g. run: python train.py"}},
+		{"port out of range", setBase, []string{"resources.ports=0"},
+			[]string{`resources.ports: 0 is out of range; give a port from 1 to 65535 or a range "LOW-HIGH", e.g. 8080 or "10000-10010"`}},
 		{"every problem at once", setBase, []string{"nonsense", "resources.cpus=[", "run.x=1", "resources.any_of[3].cloud=aws", "num_nodes=0"},
 			[]string{
 				`nonsense: is not an assignment; write PATH=VALUE, e.g. resources.memory=32`,

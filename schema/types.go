@@ -7,6 +7,9 @@ type Pipeline struct {
 	// Name names the job; from a leading name-only document, else the first task's name.
 	Name  string  `json:"name,omitempty"`
 	Tasks []*Task `json:"tasks"`
+	// Warnings has one line per field of the file that was accepted and
+	// ignored, each starting with the field's path. Not stored.
+	Warnings []string `json:"-"`
 }
 
 // Task is one document of a task file. Field names and shapes follow SkyPilot's
@@ -25,6 +28,10 @@ type Task struct {
 	// ({name, source, store, mode, persistent}), by path on the node.
 	StorageMounts map[string]StorageMount `json:"storage_mounts,omitempty"`
 	Envs          map[string]string       `json:"envs,omitempty"`
+	// RequiredEnvs are the envs the file gives no value (null): SkyPilot's
+	// "required at launch", filled by --env or --env-file. A task with any
+	// left cannot launch (Pipeline.Unresolved).
+	RequiredEnvs []string `json:"required_envs,omitempty"`
 	// Secrets maps a name to nil (taken from the environment at launch) or a value.
 	// Secret values are never stored nor part of the input key.
 	Secrets map[string]*string `json:"secrets,omitempty"`

@@ -178,6 +178,18 @@ func merge(base, item schema.Resources) schema.Resources {
 	if item.ImageID != "" {
 		m.ImageID = item.ImageID
 	}
+	if item.Ports != nil {
+		m.Ports = item.Ports
+	}
+	if item.DiskTier != "" {
+		m.DiskTier = item.DiskTier
+	}
+	if item.NetworkTier != "" {
+		m.NetworkTier = item.NetworkTier
+	}
+	if item.Labels != nil {
+		m.Labels = item.Labels
+	}
 	if item.JobRecovery != nil {
 		m.JobRecovery = item.JobRecovery
 	}

@@ -176,6 +176,16 @@ func TestCandidates(t *testing.T) {
 			},
 		},
 		{
+			name: "items override ports, tiers and labels",
+			r: schema.Resources{Cloud: "aws", Region: "us-west-2", Ports: []string{"8080"}, DiskTier: "low", NetworkTier: "standard",
+				Labels:  map[string]string{"team": "a"},
+				Ordered: []schema.Resources{{}, {Ports: []string{"9000-9010"}, DiskTier: "best", NetworkTier: "best", Labels: map[string]string{"team": "b"}}}},
+			want: []Candidate{
+				at(pl("aws", "us-west-2", "us-west-2a"), schema.Resources{Ports: []string{"8080"}, DiskTier: "low", NetworkTier: "standard", Labels: map[string]string{"team": "a"}}),
+				at(pl("aws", "us-west-2", "us-west-2a"), schema.Resources{Ports: []string{"9000-9010"}, DiskTier: "best", NetworkTier: "best", Labels: map[string]string{"team": "b"}}),
+			},
+		},
+		{
 			name: "an ordered item nothing is offered for is skipped",
 			r:    schema.Resources{Cloud: "local", Ordered: []schema.Resources{{Region: "nowhere"}, {Region: "r2", Zone: "r2-a"}}},
 			want: []Candidate{at(pl("local", "r2", "r2-a"), schema.Resources{})},
@@ -191,6 +201,40 @@ func TestCandidates(t *testing.T) {
 				t.Errorf("Candidates() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A task file's accelerator set or list reaches the candidates as one
+// candidate per accelerator, in the order the file's form gives.
+func TestCandidatesFromAcceleratorAlternatives(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want []Candidate
+	}{
+		{"resources: {cloud: aws, region: us-east-1, accelerators: {H100:1, A100:1}}", []Candidate{
+			at(pl("aws", "us-east-1", "us-east-1a"), schema.Resources{Accelerators: map[string]int{"A100": 1}}),
+			at(pl("aws", "us-east-1", "us-east-1a"), schema.Resources{Accelerators: map[string]int{"H100": 1}}),
+			at(pl("aws", "us-east-1", "us-east-1b"), schema.Resources{Accelerators: map[string]int{"A100": 1}}),
+			at(pl("aws", "us-east-1", "us-east-1b"), schema.Resources{Accelerators: map[string]int{"H100": 1}}),
+		}},
+		{"resources: {cloud: aws, zone: us-east-1b, accelerators: [H100:8, A100:8]}", []Candidate{
+			at(pl("aws", "us-east-1", "us-east-1b"), schema.Resources{Accelerators: map[string]int{"H100": 8}}),
+			at(pl("aws", "us-east-1", "us-east-1b"), schema.Resources{Accelerators: map[string]int{"A100": 8}}),
+		}},
+	} {
+		p, err := schema.Parse([]byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		r := p.Tasks[0].Resources
+		r.JobRecovery = nil
+		got, err := Candidates(r, offer)
+		if err != nil {
+			t.Fatalf("%s: Candidates: %v", tt.yaml, err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tt.yaml, diff)
+		}
 	}
 }
 

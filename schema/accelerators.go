@@ -1,0 +1,129 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// accelSpec is resources.accelerators read: one choice, or alternatives.
+// SkyPilot reads a mapping of several ({A100: 1, H100: 1}, or the flow set
+// {A100:1, H100:1}, whose keys have null values) as any one of them, and a
+// list of several as an ordered preference.
+type accelSpec struct {
+	choices []map[string]int
+	ordered bool
+}
+
+// accelerators reads "A100:2", {A100: 2}, {A100:1, H100:1}, {L4, A10g}
+// and lists of "NAME:COUNT". Each choice holds one accelerator.
+func (d *decoder) accelerators(path string, v any) accelSpec {
+	var spec accelSpec
+	seen := map[string]bool{}
+	add := func(p string, raw any, name string, count int) {
+		if seen[name] {
+			d.ps.add(p, raw, "is listed twice; list each accelerator once")
+			return
+		}
+		seen[name] = true
+		spec.choices = append(spec.choices, map[string]int{name: count})
+	}
+	switch v := v.(type) {
+	case nil:
+	case string:
+		if name, n, ok := d.accelerator(path, v); ok {
+			add(path, v, name, n)
+		}
+	case []any:
+		spec.ordered = true
+		if len(v) == 0 {
+			d.ps.add(path, v, `is empty; give one or more accelerators, e.g. ["A100:1", "V100:1"], or remove it`)
+		}
+		for i, item := range v {
+			s, ok := item.(string)
+			if !ok {
+				d.ps.add(index(path, i), item, `is %s; write each accelerator as "NAME:COUNT"`, typeName(item))
+				continue
+			}
+			if name, n, ok := d.accelerator(index(path, i), s); ok {
+				add(index(path, i), s, name, n)
+			}
+		}
+	case map[string]any:
+		if len(v) == 0 {
+			d.ps.add(path, v, "is empty; give one or more accelerators, e.g. {A100: 1}, or remove it")
+		}
+		for _, key := range sortedKeys(v) {
+			p := join(path, key)
+			if v[key] == nil {
+				// {A100:1, H100} — the count, if any, is in the key.
+				if name, n, ok := d.accelerator(p, key); ok {
+					add(p, key, name, n)
+				}
+				continue
+			}
+			if strings.Contains(key, ":") {
+				d.ps.add(p, v[key], "gives a count twice; write either {%s} or {NAME: COUNT}", key)
+				continue
+			}
+			if n, ok := d.count(p, v[key]); ok {
+				add(p, v[key], strings.TrimSpace(key), n)
+			}
+		}
+	default:
+		d.ps.add(path, v, `is %s; write "A100:1", {A100: 1}, a set {A100:1, H100:1} or a list of "NAME:COUNT"`, typeName(v))
+	}
+	return spec
+}
+
+func (d *decoder) accelerator(path, s string) (string, int, bool) {
+	name, count, hasCount := strings.Cut(strings.TrimSpace(s), ":")
+	name = strings.TrimSpace(name)
+	if name == "" {
+		d.ps.add(path, s, `has no accelerator name; write "NAME" or "NAME:COUNT", e.g. "A100:1"`)
+		return "", 0, false
+	}
+	if !hasCount {
+		return name, 1, true
+	}
+	n, problem := parseCount(json.Number(strings.TrimSpace(count)))
+	if problem != "" {
+		d.ps.add(path, s, "has a count that %s", problem)
+		return "", 0, false
+	}
+	return name, n, true
+}
+
+// expandAccelerators turns several accelerator choices into candidates,
+// one accelerator each: a set becomes any_of, a list ordered. With
+// candidates already written, each one that names no accelerator of its
+// own is crossed with every choice.
+func (d *decoder) expandAccelerators(path, accPath string, r *Resources, accs accelSpec) {
+	items, ordered := r.AnyOf, accs.ordered
+	switch {
+	case len(r.AnyOf) > 0 && accs.ordered:
+		d.ps.missing(accPath, "is an ordered list of accelerators, which cannot be combined with any_of; write the accelerators as a set {A100:1, H100:1}, or use %s instead of any_of", join(path, "ordered"))
+		return
+	case len(r.Ordered) > 0:
+		items, ordered = r.Ordered, true
+	case len(r.AnyOf) == 0:
+		items = []Resources{{}}
+	}
+	var out []Resources
+	for _, item := range items {
+		if item.Accelerators != nil {
+			out = append(out, item)
+			continue
+		}
+		for _, choice := range accs.choices {
+			c := item.clone()
+			c.Accelerators = choice
+			out = append(out, c)
+		}
+	}
+	r.Accelerators = nil
+	if ordered {
+		r.AnyOf, r.Ordered = nil, out
+	} else {
+		r.AnyOf, r.Ordered = out, nil
+	}
+}

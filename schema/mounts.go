@@ -1,0 +1,157 @@
+package schema
+
+import (
+	"slices"
+	"strings"
+)
+
+// workdir reads workdir: a local directory, or {url, ref}, a git
+// repository cloned on every node. ${VAR} is substituted from envs.
+func (d *decoder) workdir(path string, v any, envs map[string]string) (string, *GitRepo) {
+	switch v := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		dir := substitute(v, envs)
+		if strings.TrimSpace(dir) == "" {
+			d.ps.add(path, v, "is empty; give a local directory, or remove it")
+			return "", nil
+		}
+		return dir, nil
+	case map[string]any:
+		m, ok := d.mapping(path, v, []string{"url", "ref"}, nil)
+		if !ok {
+			return "", nil
+		}
+		repo := &GitRepo{
+			URL: substitute(d.str(join(path, "url"), m["url"]), envs),
+			Ref: substitute(d.str(join(path, "ref"), m["ref"]), envs),
+		}
+		if strings.TrimSpace(repo.URL) == "" {
+			d.ps.missing(join(path, "url"), "is missing; give the git repository's URL, e.g. url: https://github.com/org/repo.git")
+			return "", nil
+		}
+		return "", repo
+	}
+	d.ps.add(path, v, "is %s; give a local directory, or {url: REPO, ref: BRANCH} for a git repository", typeName(v))
+	return "", nil
+}
+
+func storageFields() []string {
+	return []string{"name", "source", "store", "mode", "persistent"}
+}
+
+// ignoredStorageFields tune how SkyPilot mounts a bucket; sortie's
+// mounts, when they run, use their own settings.
+func ignoredStorageFields() map[string]string {
+	return map[string]string{
+		"mount_options":    "ignored: sortie mounts buckets with its own options",
+		"config":           "ignored: sortie mounts buckets with its own options",
+		"type":             "ignored: SkyPilot's internal mount type",
+		"_is_sky_managed":  "ignored: SkyPilot's internal bucket flag",
+		"_bucket_sub_path": "ignored: SkyPilot's internal bucket path",
+		"_force_delete":    "ignored: SkyPilot's internal bucket flag",
+	}
+}
+
+func storeTypes() []string   { return []string{"s3", "gcs"} }
+func storageModes() []string { return []string{"COPY", "MOUNT", "MOUNT_CACHED"} }
+
+// fileMounts reads file_mounts: each remote path takes a local path or a
+// bucket URL (FileMounts), or a storage mapping (StorageMounts). ${VAR} in
+// paths, URLs and storage fields is substituted from envs, as SkyPilot does
+// when it reads the file.
+func (d *decoder) fileMounts(path string, v any, envs map[string]string) (map[string]string, map[string]StorageMount) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.ps.add(path, v, "is %s; expected a mapping of remote path to local path, bucket URL or storage mount", typeName(v))
+		return nil, nil
+	}
+	files := map[string]string{}
+	var storage map[string]StorageMount
+	for _, written := range sortedKeys(m) {
+		p := join(path, written)
+		dst := substitute(written, envs)
+		if strings.TrimSpace(dst) == "" {
+			d.ps.missing(p, "has an empty remote path; give the path on the node")
+			continue
+		}
+		if _, dup := files[dst]; dup {
+			d.ps.missing(p, "is the same remote path as another mount once variables are filled in; mount each path once")
+			continue
+		}
+		if _, dup := storage[dst]; dup {
+			d.ps.missing(p, "is the same remote path as another mount once variables are filled in; mount each path once")
+			continue
+		}
+		switch src := m[written].(type) {
+		case string:
+			src = substitute(src, envs)
+			if strings.TrimSpace(src) == "" {
+				d.ps.add(p, src, "is empty; give a local path, a bucket URL or a storage mount")
+				continue
+			}
+			files[dst] = src
+		case map[string]any:
+			if sm, ok := d.storageMount(p, src, envs); ok {
+				if storage == nil {
+					storage = map[string]StorageMount{}
+				}
+				storage[dst] = sm
+			}
+		case nil:
+			d.ps.missing(p, "has no source; give a local path, a bucket URL or a storage mount")
+		default:
+			d.ps.add(p, src, "is %s; give a local path, a bucket URL or a storage mount", typeName(src))
+		}
+	}
+	if len(files) == 0 {
+		files = nil
+	}
+	return files, storage
+}
+
+// storageMount reads {name, source, store, mode, persistent}. Store is
+// lower-cased and mode upper-cased, as SkyPilot reads them.
+func (d *decoder) storageMount(path string, v map[string]any, envs map[string]string) (StorageMount, bool) {
+	m, ok := d.mappingWith(path, v, storageFields(), fieldRules{ignored: ignoredStorageFields()})
+	if !ok {
+		return StorageMount{}, false
+	}
+	before := len(d.ps.list)
+	var sm StorageMount
+	sm.Name = substitute(d.str(join(path, "name"), m["name"]), envs)
+	switch src := m["source"].(type) {
+	case []any:
+		d.ps.add(join(path, "source"), src, "is a list; sortie uploads one source per bucket, give one path or URL")
+	default:
+		sm.Source = substitute(d.str(join(path, "source"), src), envs)
+	}
+	if sm.Name == "" && sm.Source == "" {
+		d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")
+	}
+	if s := d.str(join(path, "store"), m["store"]); s != "" {
+		store := strings.ToLower(strings.TrimSpace(s))
+		if slices.Contains(storeTypes(), store) {
+			sm.Store = store
+		} else {
+			d.ps.add(join(path, "store"), s, "is not a store sortie supports; use s3 or gcs")
+		}
+	}
+	if s := d.str(join(path, "mode"), m["mode"]); s != "" {
+		mode := strings.ToUpper(strings.TrimSpace(s))
+		if slices.Contains(storageModes(), mode) {
+			sm.Mode = mode
+		} else {
+			d.ps.add(join(path, "mode"), s, "is not a storage mode; use COPY, MOUNT or MOUNT_CACHED")
+		}
+	}
+	if v, present := m["persistent"]; present && v != nil {
+		b := d.boolean(join(path, "persistent"), v)
+		sm.Persistent = &b
+	}
+	return sm, len(d.ps.list) == before
+}
