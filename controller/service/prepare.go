@@ -74,7 +74,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		return nil, err
 	}
 	if req.Warn != nil {
-		for _, w := range warnings(p) {
+		for _, w := range p.Warnings {
 			req.Warn(w)
 		}
 	}
@@ -96,7 +96,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		return nil, fmt.Errorf("working directory %s: %w", req.Dir, err)
 	}
 	var probs []schema.Problem
-	if err := unresolved(p); err != nil {
+	if err := p.Unresolved(); err != nil {
 		var ve *schema.ValidationError
 		if !errors.As(err, &ve) {
 			return nil, err
@@ -195,8 +195,7 @@ func localPath(base, p string) string {
 }
 
 // inputProblems names every workdir and local file_mounts source that is
-// not there to upload, and every bucket source, which no provider copies
-// yet.
+// not there to upload.
 func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
 	var probs []schema.Problem
 	relHint := func(path string) string {
@@ -222,9 +221,7 @@ func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
 			src := t.FileMounts[dst]
 			path := taskPath(p, i, "file_mounts."+dst)
 			if strings.Contains(src, "://") {
-				probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
-					Message: "is a bucket; only local sources are copied to nodes so far: download it in setup instead"})
-				continue
+				continue // a bucket: Unresolved refuses it
 			}
 			abs := localPath(base, src)
 			if _, err := os.Stat(abs); err != nil {

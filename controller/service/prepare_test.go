@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,7 +136,7 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{
-		"one.yaml":  "workdir: code\nfile_mounts: {/a: missing.txt, /b: s3://bucket/x}\nsecrets: {TOKEN: null}\nrun: 'true'\n",
+		"one.yaml":  "workdir: code\nfile_mounts: {/a: missing.txt, /b: s3://bucket/x}\nenvs: {HF_TOKEN: }\nsecrets: {TOKEN: null}\nrun: 'true'\n",
 		"two.yaml":  "name: p\n---\nrun: 'true'\n---\nworkdir: gone\nrun: 'true'\n",
 		"file.yaml": "workdir: notadir\nrun: 'true'\n",
 		"notadir":   "x",
@@ -144,10 +146,11 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 		want []string
 	}{
 		{"one.yaml", []string{
+			"envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE",
+			`file_mounts./b: "s3://bucket/x" is a bucket; buckets are not supported yet`,
 			"secrets.TOKEN: has no value; set TOKEN in your environment or pass --secret TOKEN=VALUE",
 			`workdir: "code" cannot be read: ` + root + "/code does not exist",
 			`file_mounts./a: "missing.txt" source cannot be read: ` + root + "/missing.txt does not exist",
-			`file_mounts./b: "s3://bucket/x" is a bucket`,
 		}},
 		{"two.yaml", []string{`tasks[1].workdir: "gone" cannot be read: ` + root + "/gone does not exist"}},
 		{"file.yaml", []string{`workdir: "notadir" is not a directory (` + root + "/notadir); give the directory the task runs in"}},
@@ -304,4 +307,74 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+func TestRequiredEnvsAndWarnings(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": `
+envs: {HF_TOKEN: , MODEL: small}
+service: {readiness_probe: /}
+run: echo $HF_TOKEN $MODEL
+`})
+	file := filepath.Join(root, "t.yaml")
+	var warned []string
+	warn := func(w string) { warned = append(warned, w) }
+
+	_, err := s.Launch(ctx, LaunchRequest{File: file, Dir: root, Warn: warn})
+	if got := problems(t, err); len(got) != 1 || got[0] != "envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE" {
+		t.Errorf("problems %q", got)
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "service: ") {
+		t.Errorf("warnings %q, want one about service", warned)
+	}
+
+	warned = nil
+	plan, err := s.Plan(ctx, LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x", "EXTRA": "1"}, Warn: warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"EXTRA", "HF_TOKEN", "MODEL"}, plan.Tasks[0].Envs); diff != "" {
+		t.Errorf("env names (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(warned, plan.Warnings); diff != "" || len(warned) != 1 {
+		t.Errorf("plan warnings %q, told %q", plan.Warnings, warned)
+	}
+	b, _ := json.Marshal(plan)
+	if strings.Contains(string(b), "hf_x") {
+		t.Errorf("the plan shows an env value: %s", b)
+	}
+
+	j, err := s.Launch(ctx, LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := s.Store.Job(ctx, j.ID)
+	p, err := schema.Unmarshal(stored.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tasks[0].Envs["HF_TOKEN"] != "hf_x" {
+		t.Errorf("stored envs %v", p.Tasks[0].Envs)
+	}
+}
+
+func TestRetryWarnsOfIgnoredFieldsItSets(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": "run: 'true'\n"})
+	j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endJob(t, s, j.ID)
+	var warned []string
+	_, err = s.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "r", Sets: []string{"resources.autostop=10"},
+		Warn: func(w string) { warned = append(warned, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], fmt.Sprintf("job %d: resources.autostop: ", j.ID)) {
+		t.Errorf("warnings %q", warned)
+	}
 }

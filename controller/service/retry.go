@@ -23,6 +23,9 @@ type RetryRequest struct {
 	Reason      string
 	Sets        []string
 	RequestedBy string
+	// Warn is told each field a --set gives that sortie accepts and
+	// ignores; nil drops them.
+	Warn func(string) `json:"-"`
 }
 
 // RetryResult pairs a retried job with its new retry.
@@ -111,6 +114,11 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if len(req.Sets) > 0 {
 			if p, ov, err = schema.ApplySet(p, req.Sets); err != nil {
 				return nil, fmt.Errorf("--set for job %d: %w", j.ID, err)
+			}
+			for _, w := range p.Warnings {
+				if req.Warn != nil {
+					req.Warn(fmt.Sprintf("job %d: %s", j.ID, w))
+				}
 			}
 		}
 		plans = append(plans, planned{job: j, pipeline: p, overrides: ov})

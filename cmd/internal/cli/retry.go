@@ -74,7 +74,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		who = v
 	}
 	req := service.RetryRequest{IDs: opts.IDs, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
-		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who}
+		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", w) }}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
 		if err != nil {
