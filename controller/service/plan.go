@@ -61,6 +61,8 @@ type PlacementPlan struct {
 	Accelerators *string `json:"accelerators"`
 	UseSpot      bool    `json:"use_spot"`
 	DiskSize     *int    `json:"disk_size"`
+	DiskTier     *string `json:"disk_tier"`
+	NetworkTier  *string `json:"network_tier"`
 	ImageID      *string `json:"image_id"`
 }
 
@@ -104,7 +106,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	var probs []schema.Problem
 	for i, t := range p.Tasks {
 		rec := t.Recovery()
-		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: nonNil(t.Resources.Ports),
+		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
 			FileMounts: []MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
 			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
 			RecoverOnExitCodes: rec.RecoverOnExitCodes}
@@ -156,7 +158,8 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		r := c.Resources
 		pp := PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
 			ResolvedBy: "controller", InstanceType: strPtr(r.InstanceType), CPUs: strPtr(r.CPUs), Memory: strPtr(r.Memory),
-			Accelerators: strPtr(formatAccelerators(r.Accelerators)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID)}
+			Accelerators: strPtr(formatAccelerators(r.Accelerators)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID),
+			DiskTier: strPtr(r.DiskTier), NetworkTier: strPtr(r.NetworkTier)}
 		if resolved[c.Placement] {
 			pp.ResolvedBy = "sortie"
 		}
@@ -190,11 +193,4 @@ func formatAccelerators(acc map[string]int) string {
 		parts[i] = n + ":" + strconv.Itoa(acc[n])
 	}
 	return strings.Join(parts, ", ")
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

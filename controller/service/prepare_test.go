@@ -378,3 +378,32 @@ func TestRetryWarnsOfIgnoredFieldsItSets(t *testing.T) {
 		t.Errorf("warnings %q", warned)
 	}
 }
+
+func TestShowListsTheTasksPorts(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{
+		"one.yaml": "resources:\n  ports: [8080, \"10000-10010\"]\n  any_of: [{zone: local-a, ports: 9090}, {zone: local-b, ports: 8080}]\nrun: 'true'\n",
+		"two.yaml": "name: p\n---\nrun: 'true'\n---\nresources: {ports: 22}\nrun: 'true'\n",
+	})
+	for file, want := range map[string][][]string{
+		"one.yaml": {{"8080", "10000-10010", "9090"}},
+		"two.yaml": {{}, {"22"}},
+	} {
+		j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, file), Dir: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.Show(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]string
+		for _, tv := range d.Tasks {
+			got = append(got, tv.Ports)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s ports (-want +got):\n%s", file, diff)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -227,12 +228,14 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	// leaves it 0 rather than hiding the job.
 	p, _ := schema.Unmarshal(j.Spec)
 	for _, t := range tasks {
-		budget := 0
+		budget, ports := 0, []string{}
 		if p != nil && t.Idx < len(p.Tasks) {
 			budget = p.Tasks[t.Idx].Recovery().MaxRestartsOnErrors
+			ports = taskPorts(p.Tasks[t.Idx].Resources)
 		}
 		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
-			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt)})
+			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, Ports: ports,
+			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt)})
 	}
 	as, err := s.Store.Attempts(ctx, id)
 	if err != nil {
@@ -263,6 +266,20 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 		d.Chain = append(d.Chain, viewJob(c))
 	}
 	return d, nil
+}
+
+// taskPorts are the ports a task opens: its resources' and those its
+// candidates add, each once, in the order written.
+func taskPorts(r schema.Resources) []string {
+	out := []string{}
+	for _, rs := range append(append([]schema.Resources{r}, r.AnyOf...), r.Ordered...) {
+		for _, p := range rs.Ports {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {

@@ -64,9 +64,12 @@ type TaskView struct {
 	// 2 shows 3.
 	RestartsOnErrors int `json:"restarts_on_errors"`
 	// MaxRestartsOnErrors is the task's budget of restarts on errors.
-	MaxRestartsOnErrors int        `json:"max_restarts_on_errors"`
-	StartedAt           *time.Time `json:"started_at"`
-	EndedAt             *time.Time `json:"ended_at"`
+	MaxRestartsOnErrors int `json:"max_restarts_on_errors"`
+	// Ports are opened on the task's nodes: "8080" or a range
+	// "10000-10010", from resources and its candidates.
+	Ports     []string   `json:"ports"`
+	StartedAt *time.Time `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
 }
 
 // AttemptView is one attempt of a task.

@@ -305,6 +305,28 @@ func TestPrintJSONListIsPrintJSON(t *testing.T) {
 	}
 }
 
+func TestShowListsPorts(t *testing.T) {
+	for _, tc := range []struct {
+		tasks []service.TaskView
+		want  string
+	}{
+		{[]service.TaskView{{Ports: []string{"8080", "10000-10010"}}}, "Ports:         8080, 10000-10010\n"},
+		{[]service.TaskView{{Task: 0, Name: "a", Ports: []string{}}, {Task: 1, Name: "b", Ports: []string{"22", "80"}}}, "  1     b     "},
+	} {
+		f, out, _ := testFactory()
+		d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Tasks: tc.tasks}
+		if err := printShow(f, d); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("show printed\n%s\nwant it to contain %q", out, tc.want)
+		}
+		if len(tc.tasks) > 1 && (!strings.Contains(out.String(), "PORTS") || !strings.Contains(out.String(), "22,80")) {
+			t.Errorf("the tasks table lacks the ports:\n%s", out)
+		}
+	}
+}
+
 func TestShowSaysFailuresAgainstTheBudget(t *testing.T) {
 	for _, tc := range []struct {
 		tasks []service.TaskView

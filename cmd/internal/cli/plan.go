@@ -81,6 +81,12 @@ func describeRequest(p service.PlacementPlan) string {
 	if p.DiskSize != nil {
 		parts = append(parts, fmt.Sprintf("disk %d GB", *p.DiskSize))
 	}
+	if p.DiskTier != nil {
+		parts = append(parts, "disk tier "+*p.DiskTier)
+	}
+	if p.NetworkTier != nil {
+		parts = append(parts, "network tier "+*p.NetworkTier)
+	}
 	if p.ImageID != nil {
 		parts = append(parts, "image "+*p.ImageID)
 	}

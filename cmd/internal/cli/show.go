@@ -74,13 +74,20 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
+	if len(d.Tasks) == 1 && len(d.Tasks[0].Ports) > 0 {
+		fmt.Fprintf(w, "Ports:         %s\n", strings.Join(d.Tasks[0].Ports, ", "))
+	}
 	printChain(f, d)
 	if len(d.Tasks) > 1 {
 		fmt.Fprintln(w, "\nTasks:")
-		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "FAILURES", "BUDGET")
+		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "FAILURES", "BUDGET", "PORTS")
 		for _, task := range d.Tasks {
+			ports := "-"
+			if len(task.Ports) > 0 {
+				ports = strings.Join(task.Ports, ",")
+			}
 			t.row("  "+strconv.Itoa(task.Task), task.Name, string(task.Status), strconv.Itoa(task.RecoveryCount),
-				strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors))
+				strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors), ports)
 		}
 		t.flush()
 	}
