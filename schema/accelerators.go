@@ -30,6 +30,15 @@ func (d *decoder) accelerators(path string, v any) accelSpec {
 	switch v := v.(type) {
 	case nil:
 	case string:
+		// "{A100:1, H100:1}" quoted is the set SkyPilot reads it as.
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			if inner, _, err := decodeYAML(t); err == nil {
+				switch inner.(type) {
+				case map[string]any, []any:
+					return d.accelerators(path, inner)
+				}
+			}
+		}
 		if name, n, ok := d.accelerator(path, v); ok {
 			add(path, v, name, n)
 		}

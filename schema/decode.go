@@ -175,7 +175,9 @@ func (d *decoder) boolean(path string, v any) bool {
 
 // task decodes one task document; path is "" or "tasks[N]".
 func (d *decoder) task(path string, raw any) *Task {
-	m, ok := d.mappingWith(path, raw, taskFields(), fieldRules{ignored: ignoredTaskFields(), refused: refusedTaskFields()})
+	// config and experimental are read below, to warn about each key.
+	known := append(taskFields(), "config", "experimental")
+	m, ok := d.mappingWith(path, raw, known, fieldRules{ignored: ignoredTaskFields(), refused: refusedTaskFields()})
 	if !ok {
 		return nil
 	}
@@ -193,9 +195,10 @@ func (d *decoder) task(path string, raw any) *Task {
 		}
 	}
 	t.Envs, t.RequiredEnvs = d.envs(join(path, "envs"), m["envs"])
-	t.Workdir, t.WorkdirRepo = d.workdir(join(path, "workdir"), m["workdir"], t.Envs)
-	t.FileMounts, t.StorageMounts = d.fileMounts(join(path, "file_mounts"), m["file_mounts"], t.Envs)
 	t.Secrets = d.secrets(join(path, "secrets"), m["secrets"])
+	vars := fillVars{envs: t.Envs, secrets: t.Secrets}
+	t.Workdir, t.WorkdirRepo = d.workdir(join(path, "workdir"), m["workdir"], vars)
+	t.FileMounts, t.StorageMounts = d.fileMounts(join(path, "file_mounts"), m["file_mounts"], vars)
 	t.Setup = d.str(join(path, "setup"), m["setup"])
 	// No run is a setup-only task, as in SkyPilot: it succeeds when its
 	// setup does.
