@@ -38,7 +38,7 @@ func (d *decoder) diskSize(path string, v any) int {
 	n *= factor
 	switch {
 	case err != nil || n < 1:
-		d.ps.add(path, v, "is too small; %s, 1 or more", fix)
+		d.ps.add(path, v, "is less than 1 GB; %s", fix)
 	case n != math.Trunc(n):
 		d.ps.add(path, v, "is not a whole number of GB; %s", fix)
 	case n > math.MaxInt32:
