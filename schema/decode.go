@@ -63,6 +63,8 @@ type decoder struct {
 	ps *problems
 	// warnings collects one line per field accepted but ignored.
 	warnings *[]string
+	// filled is set when ${VAR} must not be substituted again.
+	filled bool
 }
 
 // warn records a field that is accepted and ignored.

@@ -30,6 +30,9 @@ type fillVars struct {
 // does not, since the result is stored and shown, and says so rather than
 // leave the reference silently unfilled.
 func (d *decoder) fill(path, s string, vars fillVars) string {
+	if d.filled {
+		return s
+	}
 	out := substitute(s, vars.envs)
 	for _, m := range varRef().FindAllStringSubmatch(out, -1) {
 		if _, isSecret := vars.secrets[m[1]]; isSecret {

@@ -139,7 +139,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 // toRaw turns a pipeline back into the decoded-YAML form Parse checks, so an
 // edited copy goes through exactly the same validation as a file.
 func toRaw(p *Pipeline) (rawPipeline, error) {
-	var rp rawPipeline
+	rp := rawPipeline{filled: true}
 	if p.Name != "" && (len(p.Tasks) != 1 || p.Name != p.Tasks[0].Name) {
 		rp.setName(p.Name, false)
 	}
@@ -154,9 +154,24 @@ func toRaw(p *Pipeline) (rawPipeline, error) {
 		if err := dec.Decode(&v); err != nil {
 			return rp, fmt.Errorf("decode task %d: %w", i, err)
 		}
-		// A required env goes back to the null it was written as, so
-		// --set envs.NAME=VALUE fills it.
 		if m, ok := v.(map[string]any); ok {
+			// A git workdir and storage mounts go back to the fields they
+			// are written in.
+			if repo, ok := m["workdir_repo"]; ok {
+				m["workdir"] = repo
+				delete(m, "workdir_repo")
+			}
+			if sms, ok := m["storage_mounts"].(map[string]any); ok {
+				mounts, _ := m["file_mounts"].(map[string]any)
+				if mounts == nil {
+					mounts = map[string]any{}
+				}
+				maps.Copy(mounts, sms)
+				m["file_mounts"] = mounts
+				delete(m, "storage_mounts")
+			}
+			// A required env goes back to the null it was written as, so
+			// --set envs.NAME=VALUE fills it.
 			if req, ok := m["required_envs"].([]any); ok {
 				envs, _ := m["envs"].(map[string]any)
 				if envs == nil {
