@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -48,12 +49,11 @@ func refusedTaskFields() map[string]string {
 // aliases map names people reach for to the field sortie calls them.
 func aliases() map[string]string {
 	return map[string]string{
-		"gpu":           "accelerators",
-		"recovery":      "job_recovery",
-		"spot_recovery": "job_recovery",
-		"env":           "envs",
-		"command":       "run",
-		"nodes":         "num_nodes",
+		"gpu":      "accelerators",
+		"recovery": "job_recovery",
+		"env":      "envs",
+		"command":  "run",
+		"nodes":    "num_nodes",
 	}
 }
 
@@ -242,13 +242,14 @@ func (d *decoder) experimental(path string, v any) {
 }
 
 // scalarString turns a YAML scalar into the string SkyPilot would pass on:
-// it applies Python's str() to numbers and booleans, so true becomes "True".
+// it applies Python's str() to numbers and booleans, so true becomes "True"
+// and 1.50 becomes "1.5".
 func scalarString(v any) (string, bool) {
 	switch v := v.(type) {
 	case string:
 		return v, true
 	case json.Number:
-		return v.String(), true
+		return pythonNumber(v.String()), true
 	case bool:
 		if v {
 			return "True", true
@@ -256,6 +257,39 @@ func scalarString(v any) (string, bool) {
 		return "False", true
 	}
 	return "", false
+}
+
+// yaml11Float is a float as PyYAML reads one: it needs a dot, and an
+// exponent needs a sign; other number-like text (1e3) is a string there,
+// kept as written.
+var yaml11Float = lazyRegexp(`^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?$`)
+
+// pythonNumber writes a number as Python's str() does: integers as they
+// are, floats in Python's shortest form (1.50 is 1.5, 100. is 100.0,
+// 0.00001 is 1e-05).
+func pythonNumber(text string) string {
+	if !yaml11Float().MatchString(text) {
+		return text
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return text
+	}
+	sci := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, expText, _ := strings.Cut(sci, "e")
+	exp, _ := strconv.Atoi(expText)
+	if exp >= -4 && exp < 16 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	sign := "+"
+	if exp < 0 {
+		sign, exp = "-", -exp
+	}
+	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
 }
 
 func (d *decoder) varNames(path string, v any, what string) (map[string]any, bool) {
