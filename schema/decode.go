@@ -42,6 +42,7 @@ func refusedTaskFields() map[string]string {
 		"pool":            "SkyPilot pools are not supported: sortie launches a cluster for each job; remove pool",
 		"volumes":         "SkyPilot volumes are not supported; copy the data with file_mounts instead",
 		"volume_mounts":   "SkyPilot volumes are not supported; copy the data with file_mounts instead",
+		"job_recovery":    "belongs under resources, as in SkyPilot; move it to resources.job_recovery",
 		"managed_secrets": "SkyPilot's managed secrets are not supported; list each name under secrets with a null value to take it from the environment at launch",
 	}
 }
