@@ -178,6 +178,10 @@ func (d *decoder) imageID(path string, v any) images {
 		d.ps.add(path, m, "is empty; give an image id, or a mapping of region to image id")
 		return images{}
 	}
+	if _, both := m["docker"]; both {
+		d.ps.missing(join(path, "docker"), "gives a docker image beside VM images, which is not supported yet; give image_id: docker:IMAGE alone, or the VM images alone")
+		return images{}
+	}
 	out := images{perRegion: map[string]string{}}
 	for _, region := range sortedKeys(m) {
 		p := join(path, region)
