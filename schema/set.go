@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 			}
 			rp.tasks[task] = node
 			dropOtherLocationForm(node, steps)
+			dropCandidateAccelerators(node, steps)
 		}
 		if _, ok := seen[shown]; !ok {
 			seen[shown] = len(overrides)
@@ -240,7 +242,7 @@ type step struct {
 
 // freeKeys are the fields whose keys are the user's own names (variables,
 // paths, accelerators), so the rest of a path below them is one key.
-func freeKeys() []string { return []string{"envs", "secrets", "file_mounts", "accelerators"} }
+func freeKeys() []string { return []string{"envs", "secrets", "file_mounts", "accelerators", "labels"} }
 
 var stepRE = lazyRegexp(`^([^.\[\]]+)((?:\[\d+\])*)`)
 
@@ -386,6 +388,44 @@ func dropOtherLocationForm(task any, steps []step) {
 		delete(m, "zone")
 	case "cloud", "region", "zone":
 		delete(m, "infra")
+	}
+}
+
+// dropCandidateAccelerators makes setting resources.accelerators (or
+// gpus) apply to the whole task, as SkyPilot's --gpus does: the
+// candidates an accelerator set or list was expanded into lose their own
+// accelerators, and candidates left the same are listed once.
+func dropCandidateAccelerators(task any, steps []step) {
+	if len(steps) != 2 || steps[0].key != "resources" || (steps[1].key != "accelerators" && steps[1].key != "gpus") {
+		return
+	}
+	res, ok := lookup(task, steps[:1])
+	m, isMap := res.(map[string]any)
+	if !ok || !isMap {
+		return
+	}
+	other := map[string]string{"accelerators": "gpus", "gpus": "accelerators"}[steps[1].key]
+	delete(m, other)
+	for _, field := range []string{"any_of", "ordered"} {
+		items, ok := m[field].([]any)
+		if !ok {
+			continue
+		}
+		var kept []any
+		for _, item := range items {
+			if im, ok := item.(map[string]any); ok {
+				delete(im, "accelerators")
+				delete(im, "gpus")
+			}
+			if !slices.ContainsFunc(kept, func(k any) bool { return reflect.DeepEqual(k, item) }) {
+				kept = append(kept, item)
+			}
+		}
+		if len(kept) == 1 && reflect.DeepEqual(kept[0], map[string]any{}) {
+			delete(m, field)
+			continue
+		}
+		m[field] = kept
 	}
 }
 
