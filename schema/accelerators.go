@@ -30,6 +30,15 @@ func (d *decoder) accelerators(path string, v any) accelSpec {
 	switch v := v.(type) {
 	case nil:
 	case string:
+		// "{A100:1, H100:1}" quoted is the set SkyPilot reads it as.
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			if inner, _, err := decodeYAML(t); err == nil {
+				switch inner.(type) {
+				case map[string]any, []any:
+					return d.accelerators(path, inner)
+				}
+			}
+		}
 		if name, n, ok := d.accelerator(path, v); ok {
 			add(path, v, name, n)
 		}
@@ -39,13 +48,25 @@ func (d *decoder) accelerators(path string, v any) accelSpec {
 			d.ps.add(path, v, `is empty; give one or more accelerators, e.g. ["A100:1", "V100:1"], or remove it`)
 		}
 		for i, item := range v {
-			s, ok := item.(string)
-			if !ok {
-				d.ps.add(index(path, i), item, `is %s; write each accelerator as "NAME:COUNT"`, typeName(item))
-				continue
-			}
-			if name, n, ok := d.accelerator(index(path, i), s); ok {
-				add(index(path, i), s, name, n)
+			p := index(path, i)
+			switch item := item.(type) {
+			case string:
+				if name, n, ok := d.accelerator(p, item); ok {
+					add(p, item, name, n)
+				}
+			case map[string]any:
+				// - T4: 1, or - V100: (a count of 1), as SkyPilot allows.
+				if len(item) != 1 {
+					d.ps.add(p, item, `names %d accelerators; write each item as "NAME:COUNT" or {NAME: COUNT}`, len(item))
+					continue
+				}
+				for key, count := range item {
+					if name, n, ok := d.entry(join(p, key), key, count); ok {
+						add(p, item, name, n)
+					}
+				}
+			default:
+				d.ps.add(p, item, `is %s; write each accelerator as "NAME:COUNT"`, typeName(item))
 			}
 		}
 	case map[string]any:
@@ -54,25 +75,28 @@ func (d *decoder) accelerators(path string, v any) accelSpec {
 		}
 		for _, key := range sortedKeys(v) {
 			p := join(path, key)
-			if v[key] == nil {
-				// {A100:1, H100} — the count, if any, is in the key.
-				if name, n, ok := d.accelerator(p, key); ok {
-					add(p, key, name, n)
-				}
-				continue
-			}
-			if strings.Contains(key, ":") {
-				d.ps.add(p, v[key], "gives a count twice; write either {%s} or {NAME: COUNT}", key)
-				continue
-			}
-			if n, ok := d.count(p, v[key]); ok {
-				add(p, v[key], strings.TrimSpace(key), n)
+			if name, n, ok := d.entry(p, key, v[key]); ok {
+				add(p, v[key], name, n)
 			}
 		}
 	default:
 		d.ps.add(path, v, `is %s; write "A100:1", {A100: 1}, a set {A100:1, H100:1} or a list of "NAME:COUNT"`, typeName(v))
 	}
 	return spec
+}
+
+// entry reads one key and value of an accelerator mapping: {A100: 2}, or
+// {A100:1: null} and {H100: null}, where the count, if any, is in the key.
+func (d *decoder) entry(path, key string, count any) (string, int, bool) {
+	if count == nil {
+		return d.accelerator(path, key)
+	}
+	if strings.Contains(key, ":") {
+		d.ps.add(path, count, "gives a count twice; write either {%s} or {NAME: COUNT}", key)
+		return "", 0, false
+	}
+	n, ok := d.count(path, count)
+	return strings.TrimSpace(key), n, ok
 }
 
 func (d *decoder) accelerator(path, s string) (string, int, bool) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -41,6 +42,7 @@ func refusedTaskFields() map[string]string {
 		"pool":            "SkyPilot pools are not supported: sortie launches a cluster for each job; remove pool",
 		"volumes":         "SkyPilot volumes are not supported; copy the data with file_mounts instead",
 		"volume_mounts":   "SkyPilot volumes are not supported; copy the data with file_mounts instead",
+		"job_recovery":    "belongs under resources, as in SkyPilot; move it to resources.job_recovery",
 		"managed_secrets": "SkyPilot's managed secrets are not supported; list each name under secrets with a null value to take it from the environment at launch",
 	}
 }
@@ -48,12 +50,11 @@ func refusedTaskFields() map[string]string {
 // aliases map names people reach for to the field sortie calls them.
 func aliases() map[string]string {
 	return map[string]string{
-		"gpu":           "accelerators",
-		"recovery":      "job_recovery",
-		"spot_recovery": "job_recovery",
-		"env":           "envs",
-		"command":       "run",
-		"nodes":         "num_nodes",
+		"gpu":      "accelerators",
+		"recovery": "job_recovery",
+		"env":      "envs",
+		"command":  "run",
+		"nodes":    "num_nodes",
 	}
 }
 
@@ -63,6 +64,8 @@ type decoder struct {
 	ps *problems
 	// warnings collects one line per field accepted but ignored.
 	warnings *[]string
+	// filled is set when ${VAR} must not be substituted again.
+	filled bool
 }
 
 // warn records a field that is accepted and ignored.
@@ -175,7 +178,9 @@ func (d *decoder) boolean(path string, v any) bool {
 
 // task decodes one task document; path is "" or "tasks[N]".
 func (d *decoder) task(path string, raw any) *Task {
-	m, ok := d.mappingWith(path, raw, taskFields(), fieldRules{ignored: ignoredTaskFields(), refused: refusedTaskFields()})
+	// config and experimental are read below, to warn about each key.
+	known := append(taskFields(), "config", "experimental")
+	m, ok := d.mappingWith(path, raw, known, fieldRules{ignored: ignoredTaskFields(), refused: refusedTaskFields()})
 	if !ok {
 		return nil
 	}
@@ -193,9 +198,10 @@ func (d *decoder) task(path string, raw any) *Task {
 		}
 	}
 	t.Envs, t.RequiredEnvs = d.envs(join(path, "envs"), m["envs"])
-	t.Workdir, t.WorkdirRepo = d.workdir(join(path, "workdir"), m["workdir"], t.Envs)
-	t.FileMounts, t.StorageMounts = d.fileMounts(join(path, "file_mounts"), m["file_mounts"], t.Envs)
 	t.Secrets = d.secrets(join(path, "secrets"), m["secrets"])
+	vars := fillVars{envs: t.Envs, secrets: t.Secrets}
+	t.Workdir, t.WorkdirRepo = d.workdir(join(path, "workdir"), m["workdir"], vars)
+	t.FileMounts, t.StorageMounts = d.fileMounts(join(path, "file_mounts"), m["file_mounts"], vars)
 	t.Setup = d.str(join(path, "setup"), m["setup"])
 	// No run is a setup-only task, as in SkyPilot: it succeeds when its
 	// setup does.
@@ -237,13 +243,14 @@ func (d *decoder) experimental(path string, v any) {
 }
 
 // scalarString turns a YAML scalar into the string SkyPilot would pass on:
-// it applies Python's str() to numbers and booleans, so true becomes "True".
+// it applies Python's str() to numbers and booleans, so true becomes "True"
+// and 1.50 becomes "1.5".
 func scalarString(v any) (string, bool) {
 	switch v := v.(type) {
 	case string:
 		return v, true
 	case json.Number:
-		return v.String(), true
+		return pythonNumber(v.String()), true
 	case bool:
 		if v {
 			return "True", true
@@ -251,6 +258,39 @@ func scalarString(v any) (string, bool) {
 		return "False", true
 	}
 	return "", false
+}
+
+// yaml11Float is a float as PyYAML reads one: it needs a dot, and an
+// exponent needs a sign; other number-like text (1e3) is a string there,
+// kept as written.
+var yaml11Float = lazyRegexp(`^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?$`)
+
+// pythonNumber writes a number as Python's str() does: integers as they
+// are, floats in Python's shortest form (1.50 is 1.5, 100. is 100.0,
+// 0.00001 is 1e-05).
+func pythonNumber(text string) string {
+	if !yaml11Float().MatchString(text) {
+		return text
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return text
+	}
+	sci := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, expText, _ := strings.Cut(sci, "e")
+	exp, _ := strconv.Atoi(expText)
+	if exp >= -4 && exp < 16 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	sign := "+"
+	if exp < 0 {
+		sign, exp = "-", -exp
+	}
+	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
 }
 
 func (d *decoder) varNames(path string, v any, what string) (map[string]any, bool) {

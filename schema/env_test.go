@@ -129,3 +129,18 @@ func TestSubstitute(t *testing.T) {
 		}
 	}
 }
+
+// Python's str() of what PyYAML reads, as SkyPilot passes envs on.
+func TestPythonNumber(t *testing.T) {
+	for in, want := range map[string]string{
+		"1.50": "1.5", "100.": "100.0", "0.00001": "1e-05", "0.0001": "0.0001", "1.0e+16": "1e+16",
+		"1.5e-7": "1.5e-07", "123456789012345.6": "123456789012345.6", ".5": "0.5", "-2.0": "-2.0",
+		"1_000.5": "1000.5",
+		// Not floats to PyYAML: kept as written.
+		"1e16": "1e16", "1.0e4": "1.0e4", "10": "10", "12345678901234567890123": "12345678901234567890123",
+	} {
+		if got := pythonNumber(in); got != want {
+			t.Errorf("pythonNumber(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

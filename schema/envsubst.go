@@ -19,3 +19,26 @@ func substitute(s string, envs map[string]string) string {
 		return ref
 	})
 }
+
+// fillVars are what ${VAR} in file_mounts and workdir is filled from.
+type fillVars struct {
+	envs    map[string]string
+	secrets map[string]*string
+}
+
+// fill substitutes envs into s. SkyPilot fills secrets in too; sortie
+// does not, since the result is stored and shown, and says so rather than
+// leave the reference silently unfilled.
+func (d *decoder) fill(path, s string, vars fillVars) string {
+	if d.filled {
+		return s
+	}
+	out := substitute(s, vars.envs)
+	for _, m := range varRef().FindAllStringSubmatch(out, -1) {
+		if _, isSecret := vars.secrets[m[1]]; isSecret {
+			d.ps.add(path, s, "refers to the secret %s; secrets are not filled into paths, which are stored and shown: give the value under envs instead", m[1])
+			break
+		}
+	}
+	return out
+}

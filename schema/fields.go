@@ -38,7 +38,7 @@ func (d *decoder) diskSize(path string, v any) int {
 	n *= factor
 	switch {
 	case err != nil || n < 1:
-		d.ps.add(path, v, "is too small; %s, 1 or more", fix)
+		d.ps.add(path, v, "is less than 1 GB; %s", fix)
 	case n != math.Trunc(n):
 		d.ps.add(path, v, "is not a whole number of GB; %s", fix)
 	case n > math.MaxInt32:
@@ -176,6 +176,10 @@ func (d *decoder) imageID(path string, v any) images {
 	}
 	if len(m) == 0 {
 		d.ps.add(path, m, "is empty; give an image id, or a mapping of region to image id")
+		return images{}
+	}
+	if _, both := m["docker"]; both {
+		d.ps.missing(join(path, "docker"), "gives a docker image beside VM images, which is not supported yet; give image_id: docker:IMAGE alone, or the VM images alone")
 		return images{}
 	}
 	out := images{perRegion: map[string]string{}}

@@ -102,8 +102,29 @@ name: train
 		"secret name changed": strings.Replace(keyTask, "TOKEN", "TOKEN2", 1),
 		"exit codes changed":  strings.Replace(keyTask, "[29]", "[29, 30]", 1),
 		"bucket changed":      strings.Replace(keyTask, "s3://bucket/x", "s3://bucket/y", 1),
+		"port added":          strings.Replace(keyTask, "cpus: 2+", "cpus: 2+\n  ports: 8080", 1),
+		"accelerator set":     strings.Replace(keyTask, "cpus: 2+", "cpus: 2+\n  accelerators: {A100:1, H100:1}", 1),
 	}
 	for name, y := range different {
+		if k := key(t, y, dir); k == base {
+			t.Errorf("%s: key unchanged", name)
+		}
+	}
+}
+
+// A git workdir counts by its URL and ref; nothing local is read for it.
+func TestInputKeyGitWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	repo := "workdir: {url: https://github.com/org/repo.git, ref: v1}\nrun: make\n"
+	base := key(t, repo, dir)
+	if k := key(t, strings.Replace(repo, "{url", "{ url", 1), dir); k != base {
+		t.Error("the same repository and ref changed the key")
+	}
+	for name, y := range map[string]string{
+		"ref changed": strings.Replace(repo, "v1", "v2", 1),
+		"url changed": strings.Replace(repo, "org/repo", "org/fork", 1),
+		"no ref":      strings.Replace(repo, ", ref: v1", "", 1),
+	} {
 		if k := key(t, y, dir); k == base {
 			t.Errorf("%s: key unchanged", name)
 		}

@@ -7,12 +7,12 @@ import (
 
 // workdir reads workdir: a local directory, or {url, ref}, a git
 // repository cloned on every node. ${VAR} is substituted from envs.
-func (d *decoder) workdir(path string, v any, envs map[string]string) (string, *GitRepo) {
+func (d *decoder) workdir(path string, v any, vars fillVars) (string, *GitRepo) {
 	switch v := v.(type) {
 	case nil:
 		return "", nil
 	case string:
-		dir := substitute(v, envs)
+		dir := d.fill(path, v, vars)
 		if strings.TrimSpace(dir) == "" {
 			d.ps.add(path, v, "is empty; give a local directory, or remove it")
 			return "", nil
@@ -24,8 +24,8 @@ func (d *decoder) workdir(path string, v any, envs map[string]string) (string, *
 			return "", nil
 		}
 		repo := &GitRepo{
-			URL: substitute(d.str(join(path, "url"), m["url"]), envs),
-			Ref: substitute(d.str(join(path, "ref"), m["ref"]), envs),
+			URL: d.fill(join(path, "url"), d.str(join(path, "url"), m["url"]), vars),
+			Ref: d.fill(join(path, "ref"), d.str(join(path, "ref"), m["ref"]), vars),
 		}
 		if strings.TrimSpace(repo.URL) == "" {
 			d.ps.missing(join(path, "url"), "is missing; give the git repository's URL, e.g. url: https://github.com/org/repo.git")
@@ -61,7 +61,7 @@ func storageModes() []string { return []string{"COPY", "MOUNT", "MOUNT_CACHED"} 
 // bucket URL (FileMounts), or a storage mapping (StorageMounts). ${VAR} in
 // paths, URLs and storage fields is substituted from envs, as SkyPilot does
 // when it reads the file.
-func (d *decoder) fileMounts(path string, v any, envs map[string]string) (map[string]string, map[string]StorageMount) {
+func (d *decoder) fileMounts(path string, v any, vars fillVars) (map[string]string, map[string]StorageMount) {
 	if v == nil {
 		return nil, nil
 	}
@@ -74,7 +74,7 @@ func (d *decoder) fileMounts(path string, v any, envs map[string]string) (map[st
 	var storage map[string]StorageMount
 	for _, written := range sortedKeys(m) {
 		p := join(path, written)
-		dst := substitute(written, envs)
+		dst := d.fill(p, written, vars)
 		if strings.TrimSpace(dst) == "" {
 			d.ps.missing(p, "has an empty remote path; give the path on the node")
 			continue
@@ -89,14 +89,14 @@ func (d *decoder) fileMounts(path string, v any, envs map[string]string) (map[st
 		}
 		switch src := m[written].(type) {
 		case string:
-			src = substitute(src, envs)
+			src = d.fill(p, src, vars)
 			if strings.TrimSpace(src) == "" {
 				d.ps.add(p, src, "is empty; give a local path, a bucket URL or a storage mount")
 				continue
 			}
 			files[dst] = src
 		case map[string]any:
-			if sm, ok := d.storageMount(p, src, envs); ok {
+			if sm, ok := d.storageMount(p, src, vars); ok {
 				if storage == nil {
 					storage = map[string]StorageMount{}
 				}
@@ -116,19 +116,19 @@ func (d *decoder) fileMounts(path string, v any, envs map[string]string) (map[st
 
 // storageMount reads {name, source, store, mode, persistent}. Store is
 // lower-cased and mode upper-cased, as SkyPilot reads them.
-func (d *decoder) storageMount(path string, v map[string]any, envs map[string]string) (StorageMount, bool) {
+func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (StorageMount, bool) {
 	m, ok := d.mappingWith(path, v, storageFields(), fieldRules{ignored: ignoredStorageFields()})
 	if !ok {
 		return StorageMount{}, false
 	}
 	before := len(d.ps.list)
 	var sm StorageMount
-	sm.Name = substitute(d.str(join(path, "name"), m["name"]), envs)
+	sm.Name = d.fill(join(path, "name"), d.str(join(path, "name"), m["name"]), vars)
 	switch src := m["source"].(type) {
 	case []any:
 		d.ps.add(join(path, "source"), src, "is a list; sortie uploads one source per bucket, give one path or URL")
 	default:
-		sm.Source = substitute(d.str(join(path, "source"), src), envs)
+		sm.Source = d.fill(join(path, "source"), d.str(join(path, "source"), src), vars)
 	}
 	if sm.Name == "" && sm.Source == "" {
 		d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")

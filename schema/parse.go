@@ -62,6 +62,10 @@ type rawPipeline struct {
 	tasks     []any
 	// env overrides every task's envs (ParseOptions.Env).
 	env map[string]string
+	// filled says ${VAR} was substituted already: a pipeline turned back
+	// into raw form (toRaw) holds its paths as they were filled in, and
+	// filling them again would substitute values that contain $.
+	filled bool
 }
 
 // badDocument holds the place of a document that is not valid YAML, so the
@@ -71,7 +75,7 @@ type badDocument struct{ msg string }
 func (rp rawPipeline) decode() (*Pipeline, error) {
 	ps := &problems{}
 	p := &Pipeline{}
-	d := &decoder{ps: ps, warnings: &p.Warnings}
+	d := &decoder{ps: ps, warnings: &p.Warnings, filled: rp.filled}
 	if rp.hasHeader {
 		p.Name = d.header(rp.header)
 	}

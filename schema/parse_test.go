@@ -16,9 +16,10 @@ import (
 var update = flag.Bool("update", false, "rewrite the expected .json, .warnings and .errors files of testdata from the parser's output")
 
 // TestFixtures parses every file in testdata: each valid/X.yaml must give
-// the pipeline in valid/X.json and exactly the warnings in valid/X.warnings
-// (none when there is no such file), each invalid/X.yaml exactly the
-// problems in invalid/X.errors, one per line.
+// the pipeline in valid/X.json, exactly the warnings in valid/X.warnings
+// and the launch problems (Unresolved) in valid/X.unresolved (none when
+// there is no such file), each invalid/X.yaml exactly the problems in
+// invalid/X.errors, one per line.
 func TestFixtures(t *testing.T) {
 	valid, _ := filepath.Glob("testdata/valid/*.yaml")
 	invalid, _ := filepath.Glob("testdata/invalid/*.yaml")
@@ -51,6 +52,17 @@ func TestFixtures(t *testing.T) {
 			}
 			if diff := cmp.Diff(readLines(t, warnFile), p.Warnings, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+			}
+			var unresolved []string
+			if err := p.Unresolved(); err != nil {
+				unresolved = strings.Split(err.Error(), "\n")
+			}
+			unresolvedFile := strings.TrimSuffix(file, ".yaml") + ".unresolved"
+			if *update {
+				writeLines(t, unresolvedFile, unresolved)
+			}
+			if diff := cmp.Diff(readLines(t, unresolvedFile), unresolved, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Unresolved mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

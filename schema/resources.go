@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -30,6 +31,7 @@ func ignoredResourceFields() map[string]string {
 		"priority_class":             "ignored: sortie starts jobs in the order they are launched",
 		"max_hourly_cost":            "ignored: sortie does not price instances; pin instance_type to bound the cost",
 		"local_disk":                 "ignored: sortie does not choose instances by their local disks; pin instance_type instead",
+		"ephemeral_storage":          "ignored: SkyPilot's older setting for a Kubernetes pod's scratch disk; use disk_size for the node's disk",
 		"_cluster_config_overrides":  internal,
 		"_no_missing_accel_warnings": internal,
 		"_docker_login_config":       internal,
@@ -54,6 +56,9 @@ func resourceNotes(candidate bool) map[string]string {
 
 func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	var r Resources
+	if raw, ok := v.(map[string]any); ok && !candidate {
+		v = d.oldRecoveryName(path, raw)
+	}
 	m, ok := d.mappingWith(path, v, resourceFields(candidate),
 		fieldRules{ignored: ignoredResourceFields(), refused: resourceNotes(candidate)})
 	if !ok {
@@ -131,6 +136,26 @@ func otherClouds() map[string]string {
 	}
 }
 
+// oldRecoveryName reads spot_recovery, the name older SkyPilot releases
+// gave job_recovery, as job_recovery.
+func (d *decoder) oldRecoveryName(path string, m map[string]any) map[string]any {
+	old, present := m["spot_recovery"]
+	if !present {
+		return m
+	}
+	if _, both := m["job_recovery"]; both {
+		d.ps.missing(join(path, "spot_recovery"), "cannot be used with job_recovery: it is the older name for it; keep job_recovery")
+	} else {
+		d.warn(join(path, "spot_recovery"), "read as job_recovery, the name SkyPilot uses now")
+	}
+	out := maps.Clone(m)
+	delete(out, "spot_recovery")
+	if _, both := m["job_recovery"]; !both {
+		out["job_recovery"] = old
+	}
+	return out
+}
+
 func (d *decoder) cloud(path, c string) string {
 	lc := strings.ToLower(strings.TrimSpace(c))
 	if slices.Contains(Clouds(), lc) {
@@ -201,6 +226,7 @@ func memoryUnits() map[string]float64 {
 		"m": 1.0 / (1 << 10), "mb": 1.0 / (1 << 10), "mi": 1.0 / (1 << 10), "mib": 1.0 / (1 << 10),
 		"g": 1, "gb": 1, "gi": 1, "gib": 1,
 		"t": 1 << 10, "tb": 1 << 10, "ti": 1 << 10, "tib": 1 << 10,
+		"p": 1 << 20, "pb": 1 << 20, "pi": 1 << 20, "pib": 1 << 20,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 			}
 			rp.tasks[task] = node
 			dropOtherLocationForm(node, steps)
+			dropCandidateAccelerators(node, steps)
 		}
 		if _, ok := seen[shown]; !ok {
 			seen[shown] = len(overrides)
@@ -139,7 +141,7 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 // toRaw turns a pipeline back into the decoded-YAML form Parse checks, so an
 // edited copy goes through exactly the same validation as a file.
 func toRaw(p *Pipeline) (rawPipeline, error) {
-	var rp rawPipeline
+	rp := rawPipeline{filled: true}
 	if p.Name != "" && (len(p.Tasks) != 1 || p.Name != p.Tasks[0].Name) {
 		rp.setName(p.Name, false)
 	}
@@ -154,9 +156,24 @@ func toRaw(p *Pipeline) (rawPipeline, error) {
 		if err := dec.Decode(&v); err != nil {
 			return rp, fmt.Errorf("decode task %d: %w", i, err)
 		}
-		// A required env goes back to the null it was written as, so
-		// --set envs.NAME=VALUE fills it.
 		if m, ok := v.(map[string]any); ok {
+			// A git workdir and storage mounts go back to the fields they
+			// are written in.
+			if repo, ok := m["workdir_repo"]; ok {
+				m["workdir"] = repo
+				delete(m, "workdir_repo")
+			}
+			if sms, ok := m["storage_mounts"].(map[string]any); ok {
+				mounts, _ := m["file_mounts"].(map[string]any)
+				if mounts == nil {
+					mounts = map[string]any{}
+				}
+				maps.Copy(mounts, sms)
+				m["file_mounts"] = mounts
+				delete(m, "storage_mounts")
+			}
+			// A required env goes back to the null it was written as, so
+			// --set envs.NAME=VALUE fills it.
 			if req, ok := m["required_envs"].([]any); ok {
 				envs, _ := m["envs"].(map[string]any)
 				if envs == nil {
@@ -225,7 +242,7 @@ type step struct {
 
 // freeKeys are the fields whose keys are the user's own names (variables,
 // paths, accelerators), so the rest of a path below them is one key.
-func freeKeys() []string { return []string{"envs", "secrets", "file_mounts", "accelerators"} }
+func freeKeys() []string { return []string{"envs", "secrets", "file_mounts", "accelerators", "labels"} }
 
 var stepRE = lazyRegexp(`^([^.\[\]]+)((?:\[\d+\])*)`)
 
@@ -371,6 +388,44 @@ func dropOtherLocationForm(task any, steps []step) {
 		delete(m, "zone")
 	case "cloud", "region", "zone":
 		delete(m, "infra")
+	}
+}
+
+// dropCandidateAccelerators makes setting resources.accelerators (or
+// gpus) apply to the whole task, as SkyPilot's --gpus does: the
+// candidates an accelerator set or list was expanded into lose their own
+// accelerators, and candidates left the same are listed once.
+func dropCandidateAccelerators(task any, steps []step) {
+	if len(steps) != 2 || steps[0].key != "resources" || (steps[1].key != "accelerators" && steps[1].key != "gpus") {
+		return
+	}
+	res, ok := lookup(task, steps[:1])
+	m, isMap := res.(map[string]any)
+	if !ok || !isMap {
+		return
+	}
+	other := map[string]string{"accelerators": "gpus", "gpus": "accelerators"}[steps[1].key]
+	delete(m, other)
+	for _, field := range []string{"any_of", "ordered"} {
+		items, ok := m[field].([]any)
+		if !ok {
+			continue
+		}
+		var kept []any
+		for _, item := range items {
+			if im, ok := item.(map[string]any); ok {
+				delete(im, "accelerators")
+				delete(im, "gpus")
+			}
+			if !slices.ContainsFunc(kept, func(k any) bool { return reflect.DeepEqual(k, item) }) {
+				kept = append(kept, item)
+			}
+		}
+		if len(kept) == 1 && reflect.DeepEqual(kept[0], map[string]any{}) {
+			delete(m, field)
+			continue
+		}
+		m[field] = kept
 	}
 }
 

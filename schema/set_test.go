@@ -242,3 +242,45 @@ func TestParsePath(t *testing.T) {
 		}
 	}
 }
+
+// Setting accelerators replaces a file's accelerator set or list, as
+// SkyPilot's --gpus does, rather than hiding under the candidates it was
+// expanded into.
+func TestApplySetAcceleratorsReplacesAlternatives(t *testing.T) {
+	for _, tt := range []struct{ yaml, set string }{
+		{"resources: {accelerators: {A100:1, H100:1}}\nrun: x", "resources.accelerators=L4:1"},
+		{"resources: {accelerators: [A100:1, H100:1]}\nrun: x", "resources.gpus=L4:1"},
+		{"resources: {gpus: {A100:1, H100:1}}\nrun: x", "resources.accelerators={L4: 1}"},
+	} {
+		p := mustParse(t, tt.yaml)
+		got, _, err := ApplySet(p, []string{tt.set})
+		if err != nil {
+			t.Fatalf("%s with %s: %v", tt.yaml, tt.set, err)
+		}
+		r := got.Tasks[0].Resources
+		if diff := cmp.Diff(map[string]int{"L4": 1}, r.Accelerators); diff != "" || r.AnyOf != nil || r.Ordered != nil {
+			t.Errorf("%s with %s: accelerators %v, any_of %v, ordered %v", tt.yaml, tt.set, r.Accelerators, r.AnyOf, r.Ordered)
+		}
+	}
+	// Candidates that differ in more than accelerators stay, without theirs.
+	p := mustParse(t, "resources:\n  accelerators: {A100:1, H100:1}\n  any_of: [{region: us-east-1}, {region: us-west-2}]\nrun: x")
+	got, _, err := ApplySet(p, []string{"resources.accelerators=L4:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Resources{{Region: "us-east-1"}, {Region: "us-west-2"}}
+	if diff := cmp.Diff(want, got.Tasks[0].Resources.AnyOf); diff != "" {
+		t.Errorf("any_of (-want +got):\n%s", diff)
+	}
+}
+
+func TestApplySetLabelKeysWithDots(t *testing.T) {
+	p := mustParse(t, "run: x")
+	got, _, err := ApplySet(p, []string{"resources.labels.app.kubernetes.io/name=trainer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"app.kubernetes.io/name": "trainer"}, got.Tasks[0].Resources.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+}

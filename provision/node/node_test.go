@@ -142,6 +142,8 @@ func TestExitCodes(t *testing.T) {
 		{"setup fails and run is skipped", node.StartSpec{Setup: "echo s; exit 3", Run: "echo never"}, node.PhaseSetup, 3, "s\n"},
 		{"run killed by a signal", node.StartSpec{Run: "kill -KILL $$"}, node.PhaseRun, 137, ""},
 		{"empty run", node.StartSpec{}, node.PhaseRun, 0, ""},
+		// A task without run (SkyPilot's setup-only task) succeeds with its setup.
+		{"setup only", node.StartSpec{Setup: "echo s"}, node.PhaseRun, 0, "s\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
