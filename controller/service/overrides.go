@@ -41,13 +41,16 @@ func launchOverrides(req LaunchRequest) ([]override, error) {
 	add("--zone", "zone", req.Zone, true)
 	add("--cpus", "cpus", req.CPUs, false)
 	add("--memory", "memory", req.Memory, false)
-	add("--gpus", "accelerators", req.GPUs, false)
 	if req.UseSpot != nil {
 		out = append(out, override{flag: "--use-spot", field: "use_spot", value: strconv.FormatBool(*req.UseSpot), resource: true})
 	}
 	if req.NumNodes != nil {
 		out = append(out, override{flag: "--num-nodes", field: "num_nodes", value: strconv.Itoa(*req.NumNodes)})
 	}
+	// Last: setting accelerators replaces an accelerator set or list, and
+	// the candidates it leaves alike become one, which would move the
+	// indexes the other flags' candidate paths use.
+	add("--gpus", "accelerators", req.GPUs, false)
 	return out, nil
 }
 
@@ -64,7 +67,7 @@ func setsField(r schema.Resources, o override) bool {
 	case "memory":
 		return r.Memory != ""
 	case "accelerators":
-		return len(r.Accelerators) > 0
+		return false // ApplySet takes them from every candidate itself
 	case "use_spot":
 		return r.UseSpot
 	}

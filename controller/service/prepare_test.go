@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -405,5 +406,28 @@ func TestShowListsTheTasksPorts(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s ports (-want +got):\n%s", file, diff)
 		}
+	}
+}
+
+func TestGPUsFlagReplacesAnAcceleratorSet(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": `
+resources:
+  accelerators: {A100: 1, H100: 1}
+  ordered: [{zone: local-b}, {zone: local-a}]
+run: 'true'
+`})
+	spot := true
+	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, GPUs: "L4:1", UseSpot: &spot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, pl := range plan.Tasks[0].Placements {
+		got = append(got, deref(pl.Zone)+" "+deref(pl.Accelerators)+" "+strconv.FormatBool(pl.UseSpot))
+	}
+	if diff := cmp.Diff([]string{"local-b L4:1 true", "local-a L4:1 true"}, got); diff != "" {
+		t.Errorf("placements (-want +got):\n%s", diff)
 	}
 }
