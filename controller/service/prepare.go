@@ -79,6 +79,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		}
 	}
 	for _, t := range p.Tasks {
+		expandHome(t)
 		for k, v := range req.Secrets {
 			if t.Secrets == nil {
 				t.Secrets = map[string]*string{}
@@ -178,6 +179,26 @@ func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) 
 		return nil, &schema.ValidationError{Problems: probs}
 	}
 	return out, nil
+}
+
+// expandHome writes a workdir or file_mounts source under "~" as the
+// absolute path it names, as SkyPilot does when it loads a task: the
+// controller, which uploads them, reads the stored task.
+func expandHome(t *schema.Task) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return // left as written: the input check says it cannot be read
+	}
+	expand := func(p string) string {
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		return p
+	}
+	t.Workdir = expand(t.Workdir)
+	for dst, src := range t.FileMounts {
+		t.FileMounts[dst] = expand(src)
+	}
 }
 
 // localPath is where a workdir or file_mounts source of a task launched

@@ -431,3 +431,28 @@ run: 'true'
 		t.Errorf("placements (-want +got):\n%s", diff)
 	}
 }
+
+func TestHomeInPathsIsExpandedBeforeTheJobIsStored(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	home := project(t, map[string]string{"proj/run.sh": "echo hi\n", "data.csv": "a\n"})
+	t.Setenv("HOME", home)
+	root := project(t, map[string]string{"t.yaml": "workdir: ~/proj\nfile_mounts: {/data.csv: ~/data.csv}\nrun: bash run.sh\n"})
+	j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := s.Store.Job(ctx, j.ID)
+	p, err := schema.Unmarshal(stored.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller joins a relative path to the launch directory; it
+	// must find these as they are.
+	if got := p.Tasks[0].Workdir; got != filepath.Join(home, "proj") {
+		t.Errorf("stored workdir %q", got)
+	}
+	if got := p.Tasks[0].FileMounts["/data.csv"]; got != filepath.Join(home, "data.csv") {
+		t.Errorf("stored mount source %q", got)
+	}
+}
