@@ -383,3 +383,60 @@ func FuzzIndentJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
+	region, typ, cpus := "us-east-1", "m6i.large", "2+"
+	name, workdir := "train", "/proj/code"
+	plan := &service.Plan{Name: "train", InputKey: "abc", Warnings: []string{"service: ignored"}, Tasks: []service.TaskPlan{{
+		Task: 0, Name: &name, NumNodes: 2, Ports: []string{"8080"}, Workdir: &workdir,
+		FileMounts: []service.MountPlan{{Path: "/data", Source: "/proj/data"}}, Envs: []string{"HF_TOKEN"}, Secrets: []string{},
+		Strategy: "FAILOVER", RecoverOnExitCodes: []int{29},
+		Placements: []service.PlacementPlan{
+			{Cloud: "local", Region: strPtr("local"), Zone: strPtr("local-a"), ResolvedBy: "sortie"},
+			{Cloud: "aws", Region: &region, ResolvedBy: "controller", InstanceType: &typ, CPUs: &cpus, UseSpot: true},
+			{Cloud: "gcp", ResolvedBy: "controller"},
+		},
+	}}}
+	for _, tc := range []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"jobs", "launch", "--dry-run", "t.yaml", "--env", "HF_TOKEN=x"}, []string{
+			"Plan for job train (dry run: nothing stored, nothing started)", "Task 0: train   nodes: 2",
+			"FAILOVER, max_restarts_on_errors 0, recover_on_exit_codes 29",
+			"1  local/local/local-a", "-", "sortie", "2  aws/us-east-1 ", "m6i.large, 2+ CPUs", "yes", "3  gcp (any region)",
+			"Ports:       8080", "Workdir:     /proj/code", "/data ← /proj/data", "Envs:        HF_TOKEN", "Secrets:     none",
+			"resolved by the controller are listed as requested"}},
+	} {
+		f, out, _ := testFactory()
+		var asked service.LaunchRequest
+		f.Plan = func(_ context.Context, req service.LaunchRequest) (*service.Plan, error) {
+			asked = req
+			return plan, nil
+		}
+		f.Service = func(context.Context) (Service, error) { t.Fatal("a dry run opened the service"); return nil, nil }
+		if code := Execute(f, tc.argv); code != 0 {
+			t.Fatalf("%v: exit %d", tc.argv, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("plan lacks %q:\n%s", w, out)
+			}
+		}
+		if asked.Envs["HF_TOKEN"] != "x" || asked.File != "t.yaml" {
+			t.Errorf("request %+v", asked)
+		}
+	}
+	f, out, _ := testFactory()
+	f.Plan = func(context.Context, service.LaunchRequest) (*service.Plan, error) { return plan, nil }
+	if code := Execute(f, []string{"jobs", "launch", "--dry-run", "-o", "json", "t.yaml"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var want bytes.Buffer
+	printJSON(&want, plan)
+	if out.String() != want.String() {
+		t.Errorf("-o json printed\n%s\nwant\n%s", out, want.String())
+	}
+}
+
+func strPtr(s string) *string { return &s }
