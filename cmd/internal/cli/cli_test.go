@@ -179,6 +179,7 @@ func TestParseEnvFile(t *testing.T) {
 		"A=1\n\nB=\"open\n":    `line 3: the value of B opens a " quote that is not closed`,
 		"A='x' trailing\n":     `line 1: cannot read "trailing"`,
 		"=1\n":                 `line 1: cannot read "=1"`,
+		"A=1\nBAD-KEY=2\n":     "line 2: BAD-KEY is not a valid variable name",
 		"A=\"x\nC=\"\nB='open": `line 3: the value of B opens a ' quote`,
 	} {
 		_, err := parseEnvFile(text, lookup)

@@ -35,6 +35,9 @@ func parseEnvFile(text string, lookup func(string) (string, bool)) (map[string]s
 		if key == "" {
 			continue // a comment
 		}
+		if !envKey.MatchString(key) {
+			return nil, fmt.Errorf("line %d: %s is not a valid variable name; use letters, digits and _, not starting with a digit", line, key)
+		}
 		if !hasValue {
 			return nil, fmt.Errorf("line %d: %s has no value; write %s=VALUE", line, key, key)
 		}
@@ -65,6 +68,7 @@ var (
 	doubleEscapes  = regexp.MustCompile(`\\[\\'"abfnrtv]`)
 	singleEscapes  = regexp.MustCompile(`\\[\\']`)
 	variable       = regexp.MustCompile(`\$\{([^}:]*)(?::-([^}]*))?\}`)
+	envKey         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 type envReader struct {
