@@ -39,8 +39,23 @@ func launchOverrides(req LaunchRequest) ([]override, error) {
 	add("--cloud", "cloud", req.Cloud, true)
 	add("--region", "region", req.Region, true)
 	add("--zone", "zone", req.Zone, true)
+	add("--instance-type", "instance_type", req.InstanceType, false)
 	add("--cpus", "cpus", req.CPUs, false)
 	add("--memory", "memory", req.Memory, false)
+	add("--disk-size", "disk_size", req.DiskSize, false)
+	add("--disk-tier", "disk_tier", req.DiskTier, false)
+	add("--network-tier", "network_tier", req.NetworkTier, false)
+	add("--image-id", "image_id", req.ImageID, false)
+	if len(req.Ports) > 0 {
+		v := "[" + strings.Join(req.Ports, ", ") + "]"
+		if len(req.Ports) == 1 && strings.EqualFold(req.Ports[0], "none") {
+			v = ""
+		}
+		out = append(out, override{flag: "--ports", field: "ports", value: v, resource: true})
+	}
+	if req.Workdir != "" {
+		out = append(out, override{flag: "--workdir", field: "workdir", value: req.Workdir})
+	}
 	if req.UseSpot != nil {
 		out = append(out, override{flag: "--use-spot", field: "use_spot", value: strconv.FormatBool(*req.UseSpot), resource: true})
 	}
@@ -70,6 +85,18 @@ func setsField(r schema.Resources, o override) bool {
 		return false // ApplySet takes them from every candidate itself
 	case "use_spot":
 		return r.UseSpot
+	case "instance_type":
+		return r.InstanceType != ""
+	case "disk_size":
+		return r.DiskSize != 0
+	case "disk_tier":
+		return r.DiskTier != ""
+	case "network_tier":
+		return r.NetworkTier != ""
+	case "image_id":
+		return r.ImageID != ""
+	case "ports":
+		return len(r.Ports) > 0
 	}
 	return false
 }

@@ -31,11 +31,16 @@ type LaunchRequest struct {
 	// Resource overrides from the command line, applied to every task and
 	// to each of its candidates that sets the field: "" leaves the field
 	// as the file has it, "none" removes it.
-	Cloud, Region, Zone, Infra string
-	CPUs, Memory, GPUs         string
-	NumNodes                   *int
-	UseSpot                    *bool
-	RetryFailed                bool
+	Cloud, Region, Zone, Infra       string
+	InstanceType, CPUs, Memory, GPUs string
+	DiskSize, DiskTier, NetworkTier  string
+	ImageID                          string
+	Ports                            []string
+	NumNodes                         *int
+	UseSpot                          *bool
+	// Workdir replaces every task's workdir (--workdir).
+	Workdir     string
+	RetryFailed bool
 	// Warn is told each field the task file sets that sortie accepts and
 	// ignores, one line each; nil drops them.
 	Warn func(string) `json:"-"`

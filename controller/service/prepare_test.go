@@ -456,3 +456,44 @@ func TestHomeInPathsIsExpandedBeforeTheJobIsStored(t *testing.T) {
 		t.Errorf("stored mount source %q", got)
 	}
 }
+
+func TestMoreSkyPilotFlags(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{
+		"src/main.sh": "echo\n",
+		"t.yaml":      "resources:\n  ports: 22\n  ordered: [{zone: local-a, instance_type: big}, {zone: local-b}]\nrun: 'true'\n",
+	})
+	file := filepath.Join(root, "t.yaml")
+	plan, err := s.Plan(ctx, LaunchRequest{File: file, Dir: root, InstanceType: "small", DiskSize: "1TB", DiskTier: "high",
+		NetworkTier: "best", ImageID: "img-1", Ports: []string{"8080", "9000-9001"}, Workdir: "src"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := plan.Tasks[0]
+	if diff := cmp.Diff([]string{"8080", "9000-9001"}, tp.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
+	}
+	if tp.Workdir == nil || *tp.Workdir != filepath.Join(root, "src") {
+		t.Errorf("workdir %v", tp.Workdir)
+	}
+	for _, pl := range tp.Placements {
+		if deref(pl.InstanceType) != "small" || pl.DiskSize == nil || *pl.DiskSize != 1024 || deref(pl.DiskTier) != "high" ||
+			deref(pl.NetworkTier) != "best" || deref(pl.ImageID) != "img-1" {
+			t.Errorf("placement %s: %+v", deref(pl.Zone), pl)
+		}
+	}
+	plan, err = s.Plan(ctx, LaunchRequest{File: file, Dir: root, Ports: []string{"none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Tasks[0].Ports) != 0 {
+		t.Errorf("--ports none left %v", plan.Tasks[0].Ports)
+	}
+	_, err = s.Plan(ctx, LaunchRequest{File: file, Dir: root, Ports: []string{"70000"}, DiskTier: "fastest"})
+	got := problems(t, err)
+	all := strings.Join(got, "\n")
+	if len(got) != 2 || !strings.Contains(all, `--disk-tier: "fastest"`) || !strings.Contains(all, "--ports: 70000") {
+		t.Errorf("problems %q, want --ports and --disk-tier named", got)
+	}
+}

@@ -59,6 +59,10 @@ func TestLaunchFlags(t *testing.T) {
 			LaunchOptions{File: "t.yaml", GPUs: "A100:8", CPUs: "8+", Memory: "32GB+", NumNodes: 2, NumNodesSet: true,
 				Infra: "aws/us-east-1", EnvFile: ".env", Secrets: []string{"TOKEN"}, Yes: true, Output: "table"}},
 		{[]string{"--num-nodes", "0", "t.yaml"}, LaunchOptions{File: "t.yaml", NumNodesSet: true, Output: "table"}},
+		{[]string{"-t", "m6i.large", "--disk-size", "1TB", "--disk-tier", "best", "--network-tier", "best", "--image-id", "docker:ubuntu",
+			"--ports", "8080", "--ports", "10000-10010", "--workdir", "src", "t.yaml"},
+			LaunchOptions{File: "t.yaml", Instance: "m6i.large", DiskSize: "1TB", DiskTier: "best", NetworkTier: "best",
+				ImageID: "docker:ubuntu", Ports: []string{"8080", "10000-10010"}, Workdir: "src", Output: "table"}},
 		{[]string{"--dry-run", "-o", "json", "t.yaml"}, LaunchOptions{File: "t.yaml", DryRun: true, Output: "json"}},
 	}
 	for _, tc := range tests {

@@ -30,6 +30,13 @@ type LaunchOptions struct {
 	CPUs        string
 	Memory      string
 	GPUs        string
+	Instance    string
+	DiskSize    string
+	DiskTier    string
+	NetworkTier string
+	ImageID     string
+	Ports       []string
+	Workdir     string
 	NumNodes    int
 	NumNodesSet bool
 	UseSpot     bool
@@ -88,6 +95,13 @@ func NewCmdLaunch(f *Factory, runF func(context.Context, *LaunchOptions) error) 
 	fl.StringVar(&opts.CPUs, "cpus", "", "override resources.cpus: N (exactly) or N+ (at least)")
 	fl.StringVar(&opts.Memory, "memory", "", "override resources.memory in GB: N, N+, 32GB+")
 	fl.StringVar(&opts.GPUs, "gpus", "", "override resources.accelerators, e.g. A100:8 or A100 (one)")
+	fl.StringVarP(&opts.Instance, "instance-type", "t", "", "override resources.instance_type")
+	fl.StringVar(&opts.DiskSize, "disk-size", "", "override resources.disk_size: GB, or 1TB")
+	fl.StringVar(&opts.DiskTier, "disk-tier", "", "override resources.disk_tier: low, medium, high, ultra or best")
+	fl.StringVar(&opts.NetworkTier, "network-tier", "", "override resources.network_tier: standard or best")
+	fl.StringVar(&opts.ImageID, "image-id", "", "override resources.image_id")
+	fl.StringArrayVar(&opts.Ports, "ports", nil, "override resources.ports: a port or range LOW-HIGH (repeatable)")
+	fl.StringVar(&opts.Workdir, "workdir", "", "override workdir: the directory uploaded to every node")
 	fl.IntVar(&opts.NumNodes, "num-nodes", 0, "override num_nodes")
 	fl.BoolVar(&opts.UseSpot, "use-spot", false, "override resources.use_spot")
 	fl.BoolVar(&noSpot, "no-use-spot", false, "override resources.use_spot with false")
@@ -147,7 +161,9 @@ func launchRequest(f *Factory, opts *LaunchOptions) (service.LaunchRequest, erro
 	}
 	req := service.LaunchRequest{File: opts.File, Dir: dir, Name: opts.Name, Envs: envs, Secrets: secrets,
 		Cloud: opts.Cloud, Region: opts.Region, Zone: opts.Zone, Infra: opts.Infra,
-		CPUs: opts.CPUs, Memory: opts.Memory, GPUs: opts.GPUs, RetryFailed: opts.RetryFailed,
+		InstanceType: opts.Instance, CPUs: opts.CPUs, Memory: opts.Memory, GPUs: opts.GPUs, DiskSize: opts.DiskSize,
+		DiskTier: opts.DiskTier, NetworkTier: opts.NetworkTier, ImageID: opts.ImageID, Ports: opts.Ports,
+		Workdir: opts.Workdir, RetryFailed: opts.RetryFailed,
 		Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", w) }}
 	if opts.UseSpotSet {
 		req.UseSpot = &opts.UseSpot
