@@ -36,8 +36,11 @@ type TaskPlan struct {
 	Placements []PlacementPlan `json:"placements"`
 	Ports      []string        `json:"ports"`
 	// Workdir is the absolute path of the directory uploaded to each node.
-	Workdir    *string     `json:"workdir"`
-	FileMounts []MountPlan `json:"file_mounts"`
+	Workdir *string `json:"workdir"`
+	// WorkdirRepo is a workdir given as a git repository, cloned on each
+	// node instead.
+	WorkdirRepo *RepoPlan   `json:"workdir_repo"`
+	FileMounts  []MountPlan `json:"file_mounts"`
 	// Envs and Secrets are names only: values are never shown.
 	Envs                []string `json:"envs"`
 	Secrets             []string `json:"secrets"`
@@ -64,6 +67,12 @@ type PlacementPlan struct {
 	DiskTier     *string `json:"disk_tier"`
 	NetworkTier  *string `json:"network_tier"`
 	ImageID      *string `json:"image_id"`
+}
+
+// RepoPlan is a git repository at a ref ("" is the remote's default branch).
+type RepoPlan struct {
+	URL string  `json:"url"`
+	Ref *string `json:"ref"`
 }
 
 // MountPlan is one local file_mounts entry.
@@ -116,6 +125,9 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 		if t.Workdir != "" {
 			w := localPath(pr.baseDir, t.Workdir)
 			tp.Workdir = &w
+		}
+		if r := t.WorkdirRepo; r != nil {
+			tp.WorkdirRepo = &RepoPlan{URL: r.URL, Ref: strPtr(r.Ref)}
 		}
 		for _, dst := range sortedKeys(t.FileMounts) {
 			tp.FileMounts = append(tp.FileMounts, MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})

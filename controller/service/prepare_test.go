@@ -497,3 +497,16 @@ func TestMoreSkyPilotFlags(t *testing.T) {
 		t.Errorf("problems %q, want --ports and --disk-tier named", got)
 	}
 }
+
+func TestPlanShowsAGitWorkdir(t *testing.T) {
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": "workdir: {url: https://github.com/org/repo.git, ref: v1.2}\nrun: 'true'\n"})
+	plan, err := s.Plan(context.Background(), LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plan.Tasks[0].WorkdirRepo
+	if r == nil || r.URL != "https://github.com/org/repo.git" || deref(r.Ref) != "v1.2" || plan.Tasks[0].Workdir != nil {
+		t.Errorf("workdir %v, repo %+v", plan.Tasks[0].Workdir, r)
+	}
+}

@@ -43,7 +43,11 @@ func printPlan(w io.Writer, p *service.Plan) error {
 			return err
 		}
 		fmt.Fprintf(w, "  Ports:       %s\n", listOrNone(t.Ports))
-		fmt.Fprintf(w, "  Workdir:     %s\n", ptrOrNone(t.Workdir))
+		workdir := ptrOrNone(t.Workdir)
+		if r := t.WorkdirRepo; r != nil {
+			workdir = r.URL + " (git clone on each node, ref " + orDash(r.Ref) + ")"
+		}
+		fmt.Fprintf(w, "  Workdir:     %s\n", workdir)
 		if len(t.FileMounts) == 0 {
 			fmt.Fprintln(w, "  File mounts: none")
 		} else {
