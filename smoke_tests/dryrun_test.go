@@ -117,18 +117,36 @@ run: 'true'
 	if r.code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
 	}
-	r = e.run("jobs", "launch", "--dry-run", g)
-	if r.code != 2 {
-		t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+	if !strings.Contains(r.stderr, `--cpus: "lots"`) {
+		t.Errorf("the bad flag is not named:\n%s", r.stderr)
 	}
-	for _, want := range []string{"3 problems in the task file", "envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE",
-		`workdir: "nowhere" cannot be read`, `file_mounts./x: "missing.txt" source cannot be read`} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	// A valid file passes a dry run, listing what the launch still lacks
+	// here; the launch refuses it with every one of them.
+	r = e.run("jobs", "launch", "--dry-run", g)
+	if r.code != 0 {
+		t.Fatalf("dry run of a valid file that lacks inputs here: exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	missing := []string{"envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE",
+		`workdir: "nowhere" cannot be read`, `file_mounts./x: "missing.txt" source cannot be read`}
+	for _, want := range missing {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	if !strings.Contains(r.stderr, "note: the file is valid; a launch from here would be refused until 3 missing input(s) are given") {
+		t.Errorf("no note on stderr: %s", r.stderr)
+	}
 	if _, err := os.Stat(e.home); !os.IsNotExist(err) {
-		t.Errorf("a refused dry run made %s", e.home)
+		t.Errorf("a dry run made %s", e.home)
+	}
+	r = e.run("jobs", "launch", "-d", g)
+	if r.code != 2 || !strings.Contains(r.stderr, "3 problems in the task file") {
+		t.Fatalf("launch: exit %d, want 2 with 3 problems\n%s", r.code, r.stderr)
+	}
+	for _, want := range missing {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the launch's refusal lacks %q:\n%s", want, r.stderr)
+		}
 	}
 }
 

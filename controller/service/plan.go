@@ -19,11 +19,16 @@ import (
 // would run, found without storing or starting anything.
 type Plan struct {
 	Name string `json:"name"`
-	// InputKey is the key a launch would store (known failures).
-	InputKey string     `json:"input_key"`
+	// InputKey is the key a launch would store (known failures); nil
+	// while inputs are missing.
+	InputKey *string    `json:"input_key"`
 	Tasks    []TaskPlan `json:"tasks"`
 	// Warnings are the fields sortie accepts and ignores, one line each.
 	Warnings []string `json:"warnings"`
+	// Missing is what a launch would still refuse though the file is
+	// valid, one problem a line: an env or secret without a value, a
+	// local input that is not there, a bucket.
+	Missing []string `json:"missing"`
 }
 
 // TaskPlan is one task of a plan.
@@ -91,9 +96,12 @@ func OpenConfig(h string, cls []clouds.Cloud) (*Service, error) {
 	return &Service{Home: h, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv}, nil
 }
 
-// Plan validates a launch exactly as Launch does and says where it would
-// run, storing nothing and starting nothing. Every problem found is in
-// one *schema.ValidationError.
+// Plan validates a launch as Launch does and says where it would run,
+// storing nothing and starting nothing. A problem with the file, the
+// flags or the placements is an error (every one in one
+// *schema.ValidationError); what only the launch lacks (an env value, a
+// local file, a bucket) is listed in the plan's Missing, so that a valid
+// file passes wherever it is checked.
 func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	var warned []string
 	warn := req.Warn
@@ -108,7 +116,10 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 		return nil, err
 	}
 	p := pr.pipeline
-	plan := &Plan{Name: pr.name, InputKey: pr.key, Tasks: []TaskPlan{}, Warnings: warned}
+	plan := &Plan{Name: pr.name, InputKey: strPtr(pr.key), Tasks: []TaskPlan{}, Warnings: warned, Missing: []string{}}
+	for _, m := range pr.missing {
+		plan.Missing = append(plan.Missing, m.Error())
+	}
 	if plan.Warnings == nil {
 		plan.Warnings = []string{}
 	}

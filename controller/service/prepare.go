@@ -53,13 +53,26 @@ type prepared struct {
 	baseDir  string
 	secrets  map[string]string
 	key      string
+	// missing is what the launch lacks though the file and flags are
+	// valid: envs and secrets without a value, local inputs not there,
+	// features that parse but do not run yet. A launch is refused with
+	// them; a dry run lists them. key is "" when there are any.
+	missing []schema.Problem
+}
+
+// refusal is the error a launch gives for what it lacks, nil if nothing.
+func (pr *prepared) refusal() error {
+	if len(pr.missing) == 0 {
+		return nil
+	}
+	return &schema.ValidationError{Problems: pr.missing}
 }
 
 // prepare reads, validates and completes a launch request without storing
 // anything: the task file, the command line's overrides, required envs,
-// secrets and the local inputs. Every problem found after the file parses
-// is reported at once, in one *schema.ValidationError, each with the path
-// a task file problem would have and a fix.
+// secrets and the local inputs. A problem with the file or the flags is
+// an error; what the launch lacks besides is in missing, every problem at
+// once, each with the path a task file problem would have and a fix.
 func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	data, err := os.ReadFile(req.File)
 	if err != nil {
@@ -112,12 +125,16 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	secrets, missing := s.secretValues(p)
 	probs = append(probs, missing...)
 	probs = append(probs, inputProblems(p, base)...)
-	if len(probs) > 0 {
-		return nil, &schema.ValidationError{Problems: probs}
-	}
-	key, err := inputKey(p, base)
-	if err != nil {
-		return nil, err
+	key := ""
+	if len(probs) == 0 {
+		key, err = inputKey(p, base)
+		var ve *schema.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			probs = ve.Problems
+		case err != nil:
+			return nil, err
+		}
 	}
 	name := req.Name
 	if name == "" {
@@ -126,7 +143,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
 	}
-	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key}, nil
+	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key, missing: probs}, nil
 }
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -168,9 +168,14 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 			}
 		}
 	}
-	// The secret given on the command line is enough.
-	if _, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root}); err == nil {
-		t.Error("plan of a pipeline whose second task's workdir is gone passed")
+	// A dry run of the same valid file passes and lists what the launch
+	// lacks, each as the launch says it.
+	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Missing) != 1 || !strings.HasPrefix(plan.Missing[0], `tasks[1].workdir: "gone" cannot be read`) || plan.InputKey != nil {
+		t.Errorf("plan missing %q, input key %v", plan.Missing, plan.InputKey)
 	}
 	jobs, _ := s.Store.Jobs(ctx, store.JobFilter{})
 	if len(jobs) != 0 {
@@ -326,12 +331,16 @@ run: echo $HF_TOKEN $MODEL
 	if got := problems(t, err); len(got) != 1 || got[0] != "envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE" {
 		t.Errorf("problems %q", got)
 	}
+	plan, err := s.Plan(ctx, LaunchRequest{File: file, Dir: root})
+	if err != nil || len(plan.Missing) != 1 || !strings.HasPrefix(plan.Missing[0], "envs.HF_TOKEN: is required at launch") {
+		t.Errorf("dry run without HF_TOKEN: %v, missing %q", err, plan.Missing)
+	}
 	if len(warned) != 1 || !strings.HasPrefix(warned[0], "service: ") {
 		t.Errorf("warnings %q, want one about service", warned)
 	}
 
 	warned = nil
-	plan, err := s.Plan(ctx, LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x", "EXTRA": "1"}, Warn: warn})
+	plan, err = s.Plan(ctx, LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x", "EXTRA": "1"}, Warn: warn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,9 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := pr.refusal(); err != nil {
+		return nil, err
+	}
 	return s.submit(ctx, pr.pipeline, submission{name: pr.name, baseDir: pr.baseDir, retryFailed: req.RetryFailed,
 		secrets: pr.secrets, key: pr.key})
 }

@@ -392,7 +392,7 @@ func FuzzIndentJSON(f *testing.F) {
 func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 	region, typ, cpus := "us-east-1", "m6i.large", "2+"
 	name, workdir := "train", "/proj/code"
-	plan := &service.Plan{Name: "train", InputKey: "abc", Warnings: []string{"service: ignored"}, Tasks: []service.TaskPlan{{
+	plan := &service.Plan{Name: "train", InputKey: strPtr("abc"), Missing: []string{"envs.HF_TOKEN: is required at launch"}, Warnings: []string{"service: ignored"}, Tasks: []service.TaskPlan{{
 		Task: 0, Name: &name, NumNodes: 2, Ports: []string{"8080"}, Workdir: &workdir,
 		FileMounts: []service.MountPlan{{Path: "/data", Source: "/proj/data"}}, Envs: []string{"HF_TOKEN"}, Secrets: []string{},
 		Strategy: "FAILOVER", RecoverOnExitCodes: []int{29},
@@ -411,9 +411,10 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 			"FAILOVER, max_restarts_on_errors 0, recover_on_exit_codes 29",
 			"1  local/local/local-a", "-", "sortie", "2  aws/us-east-1 ", "m6i.large, 2+ CPUs", "yes", "3  gcp (any region)",
 			"Ports:       8080", "Workdir:     /proj/code", "/data ← /proj/data", "Envs:        HF_TOKEN", "Secrets:     none",
-			"resolved by the controller are listed as requested"}},
+			"resolved by the controller are listed as requested",
+			"a launch from here would be refused until these are given:\n  envs.HF_TOKEN: is required at launch"}},
 	} {
-		f, out, _ := testFactory()
+		f, out, errb := testFactory()
 		var asked service.LaunchRequest
 		f.Plan = func(_ context.Context, req service.LaunchRequest) (*service.Plan, error) {
 			asked = req
@@ -427,6 +428,9 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("plan lacks %q:\n%s", w, out)
 			}
+		}
+		if !strings.Contains(errb.String(), "note: the file is valid; a launch from here would be refused until 1 missing input(s) are given") {
+			t.Errorf("stderr %q lacks the note of what is missing", errb)
 		}
 		if asked.Envs["HF_TOKEN"] != "x" || asked.File != "t.yaml" {
 			t.Errorf("request %+v", asked)

@@ -184,6 +184,9 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 		if err != nil {
 			return err
 		}
+		if n := len(plan.Missing); n > 0 {
+			fmt.Fprintf(f.Err, "note: the file is valid; a launch from here would be refused until %d missing input(s) are given (see the plan)\n", n)
+		}
 		if opts.Output == "json" {
 			return printJSON(f.Out, plan)
 		}

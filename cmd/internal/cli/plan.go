@@ -12,7 +12,7 @@ import (
 // printPlan writes `jobs launch --dry-run`'s plan as a person reads it.
 func printPlan(w io.Writer, p *service.Plan) error {
 	fmt.Fprintf(w, "Plan for job %s (dry run: nothing stored, nothing started)\n", p.Name)
-	fmt.Fprintf(w, "Input key: %s\n", p.InputKey)
+	fmt.Fprintf(w, "Input key: %s\n", orDash(p.InputKey))
 	byController := false
 	for _, t := range p.Tasks {
 		name := "-"
@@ -61,6 +61,12 @@ func printPlan(w io.Writer, p *service.Plan) error {
 	}
 	if byController {
 		fmt.Fprintln(w, "\nPlacements resolved by the controller are listed as requested: the controller asks the cloud for its regions, zones and machine types when it launches.")
+	}
+	if len(p.Missing) > 0 {
+		fmt.Fprintln(w, "\nThe file is valid, but a launch from here would be refused until these are given:")
+		for _, m := range p.Missing {
+			fmt.Fprintln(w, "  "+m)
+		}
 	}
 	return nil
 }
