@@ -519,3 +519,20 @@ func TestPlanShowsAGitWorkdir(t *testing.T) {
 		t.Errorf("workdir %v, repo %+v", plan.Tasks[0].Workdir, r)
 	}
 }
+
+func TestLaunchRefusesPlacementsTheConfigDoesNotOffer(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": "resources: {zone: nowhere}\nrun: 'true'\n", "aws.yaml": "resources: {cloud: aws, zone: nowhere}\nrun: 'true'\n"})
+	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if got := problems(t, err); len(got) != 1 || !strings.HasPrefix(got[0], "resources: ") || !strings.Contains(got[0], "nowhere") {
+		t.Errorf("problems %q", got)
+	}
+	if _, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root}); err == nil {
+		t.Error("the dry run passed a zone the local cloud does not have")
+	}
+	// A cloud only the controller can ask is left to it.
+	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "aws.yaml"), Dir: root}); err != nil {
+		t.Errorf("launch on aws: %v", err)
+	}
+}

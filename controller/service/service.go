@@ -85,6 +85,17 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	if err := pr.refusal(); err != nil {
 		return nil, err
 	}
+	// What the dry run would refuse for its placements, the launch
+	// refuses too, rather than store a job that can only fail prechecks.
+	var probs []schema.Problem
+	for i, t := range pr.pipeline.Tasks {
+		if _, err := s.placements(ctx, t); err != nil {
+			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &schema.ValidationError{Problems: probs}
+	}
 	return s.submit(ctx, pr.pipeline, submission{name: pr.name, baseDir: pr.baseDir, retryFailed: req.RetryFailed,
 		secrets: pr.secrets, key: pr.key})
 }
