@@ -1,6 +1,7 @@
 package smoke_tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,6 +92,22 @@ func TestDryRunPrintsThePlanAndStoresNothing(t *testing.T) {
 	}
 	if st := e.run("controller", "status"); !strings.HasPrefix(st.stdout, "not running") {
 		t.Errorf("controller status after a dry run: %s", st.stdout)
+	}
+}
+
+func TestEnvFlagWithoutAValuePassesTheCallersOn(t *testing.T) {
+	e := newEnv(t, "HF_TOKEN=from-the-shell")
+	f := e.write("t.yaml", "envs: {HF_TOKEN: }\nrun: 'true'\n")
+	r := e.run("jobs", "launch", "--dry-run", f, "--env", "HF_TOKEN", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("--env HF_TOKEN with HF_TOKEN set: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := dig(decodeJSON(t, r.stdout), "missing"); fmt.Sprint(got) != "[]" {
+		t.Errorf("missing %v, want nothing: HF_TOKEN came from the shell", got)
+	}
+	r = e.run("jobs", "launch", "--dry-run", f, "--env", "NOT_IN_THE_SHELL")
+	if r.code != 2 || !strings.Contains(r.stderr, "--env NOT_IN_THE_SHELL: NOT_IN_THE_SHELL is not set in your environment") {
+		t.Errorf("--env of an unset variable: exit %d\n%s", r.code, r.stderr)
 	}
 }
 
