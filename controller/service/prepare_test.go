@@ -536,3 +536,32 @@ func TestLaunchRefusesPlacementsTheConfigDoesNotOffer(t *testing.T) {
 		t.Errorf("launch on aws: %v", err)
 	}
 }
+
+func TestUnreadableInputsAreNamedWithAFix(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a file of mode 000; this needs an ordinary user")
+	}
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"code/ok.py": "x\n", "code/private.key": "k\n", "data/a.csv": "a\n", "data/b.csv": "b\n",
+		"t.yaml": "workdir: code\nfile_mounts: {/data: data}\nrun: 'true'\n"})
+	for _, f := range []string{"code/private.key", "data/b.csv"} {
+		if err := os.Chmod(filepath.Join(root, f), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	got := problems(t, err)
+	want := []string{
+		`workdir: "code" cannot be read whole: ` + filepath.Join(root, "code/private.key") + ": permission denied; fix its permissions, or list it in .sortieignore",
+		`file_mounts./data: "data" source cannot be read whole: ` + filepath.Join(root, "data/b.csv") + ": permission denied",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems %q", got)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d is\n%s\nwant it to start with\n%s", i, got[i], want[i])
+		}
+	}
+}
