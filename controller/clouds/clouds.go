@@ -148,10 +148,13 @@ func (s *Set) Provider(ctx context.Context, cloud string) (provision.Provider, e
 	return p, nil
 }
 
-// ConfigPlacements answers where cloud ("" means local) offers r when
-// its configuration alone says so; ok is false for a cloud this set does
-// not hold or whose provider must be asked.
+// ConfigPlacements answers where r's cloud ("" means local) offers r
+// when its configuration alone says so; ok is false for a cloud this set
+// (nil holds none) does not hold or whose provider must be asked.
 func (s *Set) ConfigPlacements(ctx context.Context, r schema.Resources) (ps []schema.Placement, ok bool, err error) {
+	if s == nil {
+		return nil, false, nil
+	}
 	cloud := r.Cloud
 	if cloud == "" {
 		cloud = "local"
