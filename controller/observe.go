@@ -63,9 +63,14 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 func cloudEnded(cl *provision.Cluster, a *store.Attempt) (ended, bool) {
 	for _, n := range cl.Nodes {
 		switch n.State {
-		case provision.NodePreempted, provision.NodeStopped:
+		case provision.NodePreempted:
 			return ended{outcome: strategy.Preempted, detail: n.Reason,
 				reason: fmt.Sprintf("node %d %s in %s", n.Rank, n.State, attemptPlacement(a))}, true
+		case provision.NodeStopped:
+			// Only the cloud's own reasons are a preemption; a stop by
+			// anyone else (a user's, of an on-demand VM too) loses the node.
+			return ended{outcome: strategy.NodeLost, detail: n.Reason,
+				reason: fmt.Sprintf("node %d was stopped in %s", n.Rank, attemptPlacement(a))}, true
 		case provision.NodeGone, provision.NodeTerminated:
 			return ended{outcome: strategy.NodeLost, detail: n.Reason,
 				reason: fmt.Sprintf("node %d is gone from %s", n.Rank, attemptPlacement(a))}, true
