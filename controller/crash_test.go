@@ -301,3 +301,35 @@ func (s stopWatcher) Exec(ctx context.Context, script string, stdin io.Reader) (
 	}
 	return s.Runner.Exec(ctx, script, stdin)
 }
+
+// A node that cannot write its exit code (a full disk, injected here by
+// directories in the way of the files) never turns a failure into a free
+// recovery: the code it kept in a marker's name counts, and with no code
+// at all the failure spends the budget (0 here: FAILED).
+func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
+	for _, tc := range []struct {
+		name, block, codes, reason string
+	}{
+		{"the code kept in a marker", `mkdir "$SORTIE_NODE_DIR/exit_code.tmp"`, "1", "could not be written"},
+		{"no code at all", `mkdir "$SORTIE_NODE_DIR/exit_code.tmp" "$SORTIE_NODE_DIR/exit_code.unwritten.run.1.-"`, "?", "died without an exit code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := localController(t)
+			id := createJob(t, c, "resources: {cloud: local}\nrun: '"+tc.block+"; exit 1'\n")
+			a := untilRunning(t, c, id)
+			waitFor(t, runners(t, c, a)[0], "the wrapper's end", func(st node.Status) bool { return st.Done || !st.WrapperAlive })
+			var j *store.Job
+			for range 2 { // a dead wrapper is looked at twice
+				if j, _ = step(t, c, id); j.Status.Terminal() {
+					break
+				}
+			}
+			as, _ := c.Store.Attempts(ctx, id)
+			if j.Status != lifecycle.Failed || len(as) != 1 || strategy.FormatExitCodes(as[0].ExitCodes) != tc.codes || !strings.Contains(as[0].Reason, tc.reason) {
+				t.Errorf("job %s, %d attempts, first %s %s (%s); want FAILED after one attempt with %s, %q",
+					j.Status, len(as), as[0].Outcome, strategy.FormatExitCodes(as[0].ExitCodes), as[0].Reason, tc.codes, tc.reason)
+			}
+		})
+	}
+}
