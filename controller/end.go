@@ -82,11 +82,16 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	c.Log.Info("attempt ended", "job", j.ID, "task", a.TaskIdx, "attempt", a.Attempt, "outcome", e.outcome,
 		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
+	// What follows a recorded end is done even by a controller that is
+	// stopping: a graceful stop leaves no attempt ended with its task
+	// still running or its cluster up.
+	actx, cancel := afterEnd(ctx)
+	defer cancel()
 	if w != nil && e.outcome != strategy.Succeeded {
-		c.stopLeftovers(ctx, j, a, w)
+		c.stopLeftovers(actx, j, a, w)
 	}
 	if d.Action != strategy.Restart {
-		c.terminate(ctx, a)
+		c.terminate(actx, a)
 	}
 	if d.Status.Terminal() {
 		c.cleanupSecrets(j.ID)
@@ -97,6 +102,21 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	c.sched.ContinueAt(j.ID, *next)
 	return nil
+}
+
+// teardownGrace is how long a stopping controller goes on with the work
+// that follows an end it recorded.
+const teardownGrace = 20 * time.Second
+
+// afterEnd is the context of the work that must follow a recorded end: it
+// outlives ctx by teardownGrace.
+func afterEnd(ctx context.Context) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(teardownGrace, cancel) })
+	return actx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // finishJob ends a job that has no open attempt as e decides (a cancel, a
@@ -115,7 +135,9 @@ func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error
 		return fmt.Errorf("end the job: %w", err)
 	}
 	c.Log.Info("job ended", "job", j.ID, "status", d.Status, "reason", d.Reason)
-	c.terminate(ctx, last)
+	actx, cancel := afterEnd(ctx)
+	defer cancel()
+	c.terminate(actx, last)
 	c.cleanupSecrets(j.ID)
 	return nil
 }

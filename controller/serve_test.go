@@ -12,6 +12,8 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/provision/node"
 	"sortie/provision/sim"
 	"sortie/schema"
 )
@@ -77,3 +79,56 @@ func specOf(t *testing.T, yaml string) []byte {
 	b, _ := p.Marshal()
 	return b
 }
+
+// A controller stopping just after it recorded an attempt's end still
+// tears the attempt's cluster down: the stop cancels its context, not the
+// teardown that must follow the end.
+func TestTeardownOutlivesAStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cloud := &ctxCloud{fakeCloud: &fakeCloud{clusters: map[string]*provision.Cluster{}}}
+	c := newTestController(t, cloud.fakeCloud)
+	c.Providers = oneCloud{cloud}
+	j, a := runningAttempt(t, c, cloud.fakeCloud, "run: train\n")
+	// The stop comes as the end is recorded.
+	c.Log = slog.New(cancelOn{msg: "attempt ended", cancel: cancel})
+	if err := c.judge(ctx, j, a, cloud, cloud.clusters[a.Cluster], []node.Status{{Started: true, Done: true, Phase: node.PhaseRun}}); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the stop did not come")
+	}
+	if len(cloud.terminated) != 1 || cloud.cancelled != 0 {
+		t.Errorf("terminated %v, %d with a cancelled context; want %s torn down", cloud.terminated, cloud.cancelled, a.Cluster)
+	}
+}
+
+// ctxCloud counts the Terminate calls whose context was already done.
+type ctxCloud struct {
+	*fakeCloud
+	cancelled int
+}
+
+func (c *ctxCloud) Terminate(ctx context.Context, name string) error {
+	if ctx.Err() != nil {
+		c.cancelled++
+		return ctx.Err()
+	}
+	return c.fakeCloud.Terminate(ctx, name)
+}
+
+// cancelOn is a log handler that calls cancel when msg is logged.
+type cancelOn struct {
+	msg    string
+	cancel func()
+}
+
+func (h cancelOn) Enabled(context.Context, slog.Level) bool { return true }
+func (h cancelOn) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.cancel()
+	}
+	return nil
+}
+func (h cancelOn) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h cancelOn) WithGroup(string) slog.Handler      { return h }
