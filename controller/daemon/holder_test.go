@@ -129,3 +129,35 @@ func TestStalePIDFileNamesAnotherProcess(t *testing.T) {
 		t.Errorf("process %d, named by a stale pid file, was killed", other.Process.Pid)
 	}
 }
+
+// Where the kernel's lock table cannot be read, the pid file is used only
+// while the lock is held, and only for a process that has the lock file
+// open.
+func TestPIDFileIsCheckedAgainstTheLock(t *testing.T) {
+	h := t.TempDir()
+	lk, err := lock(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(home.Lock(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !held(h) {
+		t.Error("held = false while this process holds the lock")
+	}
+	if pid, ok := lockTable(fi); !ok || pid != os.Getpid() {
+		t.Errorf("lockTable = %d, %v; want this process, %d", pid, ok, os.Getpid())
+	}
+	other := bystander(t)
+	if !hasOpen(os.Getpid(), fi) || hasOpen(other.Process.Pid, fi) {
+		t.Errorf("hasOpen: holder %v, bystander %v; want true, false", hasOpen(os.Getpid(), fi), hasOpen(other.Process.Pid, fi))
+	}
+	lk.Close()
+	if held(h) {
+		t.Error("held = true once the lock is released")
+	}
+	if pid, ok := lockTable(fi); !ok || pid != 0 {
+		t.Errorf("lockTable after release = %d, %v; want 0, true", pid, ok)
+	}
+}
