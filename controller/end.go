@@ -17,13 +17,15 @@ import (
 )
 
 // endAttempt keeps the attempt's logs, asks the strategy what to do, and
-// writes the outcome, exit codes and decision in one transaction; then tears
-// the cluster down unless the task restarts on it.
+// writes the outcome, exit codes and decision in one transaction; only then
+// does it stop what still runs on the nodes, and tear the cluster down
+// unless the task restarts on it. Recording first means a controller killed
+// at any point leaves either no end (the next one observes the nodes as
+// they are, real exit codes included) or the true one.
 func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
-	// Stop what is left of a failed attempt so no process outlives it.
-	codes, logDir := c.wrapUp(ctx, j, a, e.outcome != strategy.Succeeded)
+	w := c.wrapUp(ctx, j, a, e.codes == nil)
 	if e.codes == nil {
-		e.codes = codes
+		e.codes = w.codes
 	}
 	p, err := spec(j)
 	if err != nil {
@@ -31,19 +33,20 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 		// are the attempt's all the same.
 		ce := c.controllerError(j, err)
 		ce.codes = e.codes
-		return c.finish(ctx, j, a, nil, ce, logDir)
+		return c.finish(ctx, j, a, nil, ce, w)
 	}
-	return c.finish(ctx, j, a, p, e, logDir)
+	return c.finish(ctx, j, a, p, e, w)
 }
 
 // finish is where every attempt ends: observed by endAttempt, cancelled,
 // failed to launch, or given up by the controller. It asks strategy.Decide
-// what follows e, writes it in one transaction, and then tears the cluster
-// down unless the task restarts on it. p, the job's pipeline, may be nil
-// for the endings whose decision does not depend on the task's policy: a
-// cancel, a launch failure, a controller error (which may be that the spec
-// cannot be read). logDir is where the attempt's logs were kept, if anywhere.
-func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, e ended, logDir string) error {
+// what follows e, writes it in one transaction, then stops the tasks still
+// running on the attempt's nodes and tears the cluster down unless the task
+// restarts on it. p, the job's pipeline, may be nil for the endings whose
+// decision does not depend on the task's policy: a cancel, a launch
+// failure, a controller error (which may be that the spec cannot be read).
+// w is what wrapUp found of the attempt's cluster, nil when it was not asked.
+func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, e ended, w *wrapped) error {
 	tasks, err := c.Store.Tasks(ctx, j.ID)
 	if err != nil {
 		return fmt.Errorf("read tasks: %w", err)
@@ -64,7 +67,10 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		at := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
 		next = &at
 	}
-	facts := store.Facts{NextActionAt: next, LogPath: logDir}
+	facts := store.Facts{NextActionAt: next}
+	if w != nil {
+		facts.LogPath = w.logDir
+	}
 	if p != nil {
 		facts.TaskName = taskName(p, a.TaskIdx)
 	}
@@ -76,8 +82,16 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	c.Log.Info("attempt ended", "job", j.ID, "task", a.TaskIdx, "attempt", a.Attempt, "outcome", e.outcome,
 		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
+	// What follows a recorded end is done even by a controller that is
+	// stopping: a graceful stop leaves no attempt ended with its task
+	// still running or its cluster up.
+	actx, cancel := afterEnd(ctx)
+	defer cancel()
+	if w != nil && e.outcome != strategy.Succeeded {
+		c.stopLeftovers(actx, j, a, w)
+	}
 	if d.Action != strategy.Restart {
-		c.terminate(ctx, a)
+		c.terminate(actx, a)
 	}
 	if d.Status.Terminal() {
 		c.cleanupSecrets(j.ID)
@@ -88,6 +102,21 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	c.sched.ContinueAt(j.ID, *next)
 	return nil
+}
+
+// teardownGrace is how long a stopping controller goes on with the work
+// that follows an end it recorded.
+const teardownGrace = 20 * time.Second
+
+// afterEnd is the context of the work that must follow a recorded end: it
+// outlives ctx by teardownGrace.
+func afterEnd(ctx context.Context) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(teardownGrace, cancel) })
+	return actx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // finishJob ends a job that has no open attempt as e decides (a cancel, a
@@ -106,7 +135,9 @@ func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error
 		return fmt.Errorf("end the job: %w", err)
 	}
 	c.Log.Info("job ended", "job", j.ID, "status", d.Status, "reason", d.Reason)
-	c.terminate(ctx, last)
+	actx, cancel := afterEnd(ctx)
+	defer cancel()
+	c.terminate(actx, last)
 	c.cleanupSecrets(j.ID)
 	return nil
 }
@@ -118,41 +149,55 @@ func taskName(p *schema.Pipeline, i int) string {
 	return p.Name
 }
 
-// wrapUp ends what is left of attempt a on its nodes, asking the cloud
-// about its cluster once: with stop, it stops the task on every reachable
-// node and returns the exit codes they recorded (nil where unknown); then
-// it keeps every reachable node's log on the controller, before the
-// cluster is torn down. It returns the log directory.
-func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, stop bool) ([]*int, string) {
-	dir := home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)
-	keep := true
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		c.Log.Warn("log dir", "dir", dir, "err", err)
-		keep = false
+// wrapped is what wrapUp found of an attempt's cluster.
+type wrapped struct {
+	prov   provision.Provider
+	cl     *provision.Cluster // nil when the cloud does not know it
+	logDir string             // where the attempt's logs are kept
+	keep   bool               // logDir could be made
+	codes  []*int             // the exit codes the nodes recorded, nil where unknown
+}
+
+// wrapUp asks the cloud about a's cluster once, reads the exit codes the
+// nodes recorded (with codes), and keeps every reachable node's log on the
+// controller, before anything is recorded or stopped. It stops nothing:
+// a node still running has no exit code yet, and the one it gets when
+// sortie stops it, after the end is recorded, is sortie's.
+func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, codes bool) *wrapped {
+	w := &wrapped{logDir: home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt), keep: true}
+	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
+		c.Log.Warn("log dir", "dir", w.logDir, "err", err)
+		w.keep = false
 	}
 	prov, cl, err := c.cluster(ctx, a)
 	if err != nil || cl == nil {
-		return nil, dir
+		return w
 	}
-	var codes []*int
-	if stop {
-		codes = c.stopNodes(ctx, prov, cl, a)
+	w.prov, w.cl = prov, cl
+	if codes {
+		w.codes = c.recordedCodes(ctx, prov, cl, a)
 	}
-	if keep {
+	if w.keep {
 		c.keepLogs(ctx, j, a, prov, cl)
 	}
-	return codes, dir
+	return w
 }
 
-// stopNodes stops the task on every running node of cl and returns the
-// exit codes the nodes recorded (nil where unknown).
-func (c *Controller) stopNodes(ctx context.Context, prov provision.Provider, cl *provision.Cluster, a *store.Attempt) []*int {
+// recordedCodes polls every running node of cl and returns the exit codes
+// the tasks recorded themselves (nil where none, or where it was sortie's).
+func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider, cl *provision.Cluster, a *store.Attempt) []*int {
 	codes := make([]*int, len(cl.Nodes))
 	for rank, n := range cl.Nodes {
 		if n.State != provision.NodeRunning {
 			continue
 		}
-		if st, ok := c.stopNode(ctx, prov, cl, rank, a); ok && st.Done {
+		r, err := c.runner(ctx, prov, cl, rank, a)
+		if err != nil {
+			continue
+		}
+		st, err := node.Poll(ctx, r)
+		r.Close()
+		if err == nil && st.Done && !st.Stopped {
 			code := st.ExitCode
 			codes[rank] = &code
 		}
@@ -160,17 +205,48 @@ func (c *Controller) stopNodes(ctx context.Context, prov provision.Provider, cl 
 	return codes
 }
 
-func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (node.Status, bool) {
+// stopLeftovers stops the task on every node of an ended attempt where it
+// still runs, so that no process outlives its attempt (a restart may reuse
+// the cluster), and keeps those nodes' logs again with what the stop made
+// them write.
+func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.Attempt, w *wrapped) {
+	if w.cl == nil {
+		return
+	}
+	for rank, n := range w.cl.Nodes {
+		if n.State != provision.NodeRunning {
+			continue
+		}
+		if !c.stopNode(ctx, w.prov, w.cl, rank, a) || !w.keep {
+			continue
+		}
+		r, err := c.runner(ctx, w.prov, w.cl, rank, a)
+		if err != nil {
+			continue
+		}
+		if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)); err != nil {
+			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+		}
+		r.Close()
+	}
+}
+
+// stopNode stops the task on one node unless it has ended; it says whether
+// it stopped one.
+func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) bool {
 	r, err := c.runner(ctx, prov, cl, rank, a)
 	if err != nil {
-		return node.Status{}, false
+		return false
 	}
 	defer r.Close()
+	if st, err := node.Poll(ctx, r); err == nil && st.Done {
+		return false
+	}
 	if err := node.Stop(ctx, r); err != nil {
 		c.Log.Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
+		return false
 	}
-	st, err := node.Poll(ctx, r)
-	return st, err == nil
+	return true
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -157,7 +157,7 @@ func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Ta
 // FAILED_PRECHECKS when no retry can fix why (prechecks), else
 // FAILED_NO_RESOURCE. reason says what failed.
 func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, prechecks bool, reason string) error {
-	return c.finish(ctx, j, a, p, ended{outcome: strategy.LaunchFailed, reason: reason, detail: reason, prechecks: prechecks}, "")
+	return c.finish(ctx, j, a, p, ended{outcome: strategy.LaunchFailed, reason: reason, detail: reason, prechecks: prechecks}, nil)
 }
 
 func instanceIDs(cl *provision.Cluster) []string {

@@ -63,9 +63,14 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 func cloudEnded(cl *provision.Cluster, a *store.Attempt) (ended, bool) {
 	for _, n := range cl.Nodes {
 		switch n.State {
-		case provision.NodePreempted, provision.NodeStopped:
+		case provision.NodePreempted:
 			return ended{outcome: strategy.Preempted, detail: n.Reason,
 				reason: fmt.Sprintf("node %d %s in %s", n.Rank, n.State, attemptPlacement(a))}, true
+		case provision.NodeStopped:
+			// Only the cloud's own reasons are a preemption; a stop by
+			// anyone else (a user's, of an on-demand VM too) loses the node.
+			return ended{outcome: strategy.NodeLost, detail: n.Reason,
+				reason: fmt.Sprintf("node %d was stopped in %s", n.Rank, attemptPlacement(a))}, true
 		case provision.NodeGone, provision.NodeTerminated:
 			return ended{outcome: strategy.NodeLost, detail: n.Reason,
 				reason: fmt.Sprintf("node %d is gone from %s", n.Rank, attemptPlacement(a))}, true
@@ -88,11 +93,13 @@ func (c *Controller) preemptedSince(ctx context.Context, prov provision.Provider
 	return cloudEnded(cl, a)
 }
 
-// judge ends the attempt once every node has an exit code. When one node
-// failed, the others are stopped so the attempt does not wait for them.
+// judge ends the attempt when its outcome is known: at the first failed
+// node (the others are stopped once the end is recorded, so their codes
+// are unknown), when a wrapper died without an exit code, or when every
+// node has ended.
 func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
 	codes := make([]*int, len(sts))
-	done, failed := true, false
+	running, failed, dead := false, false, -1
 	for rank, st := range sts {
 		switch {
 		case st.Done && st.Stopped:
@@ -104,56 +111,73 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			codes[rank] = &code
 			failed = failed || code != 0
 		case !st.WrapperAlive:
-			if e, ok := c.preemptedSince(ctx, prov, a); ok {
-				return c.endAttempt(ctx, j, a, e)
+			if dead < 0 {
+				dead = rank
 			}
-			if a.Unreachable == 0 {
-				// Seen once, it may be a wrapper a restarted controller
-				// caught between its start marker and its pid: look again.
-				return c.Store.SetUnreachable(ctx, a, 1, fmt.Sprintf("the task's wrapper on node %d is not running and left no exit code; checking again", rank))
-			}
-			return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, codes: codes,
-				reason: fmt.Sprintf("the task's wrapper on node %d died without an exit code", rank)})
 		default:
-			done = false
+			running = true
 		}
 	}
-	if done && failed {
-		// A spot interruption kills the task before the cloud reports the
-		// node gone: ask the cloud again before calling it the user's failure.
+	if failed || dead >= 0 {
+		// A spot interruption kills the task, or the node, before the
+		// cloud reports it gone: ask the cloud again before calling it the
+		// task's failure.
 		if e, ok := c.preemptedSince(ctx, prov, a); ok {
 			e.codes = codes
 			return c.endAttempt(ctx, j, a, e)
 		}
 	}
-	if !done {
-		if failed {
-			for rank, st := range sts {
-				if !st.Done {
-					c.stopNode(ctx, prov, cl, rank, a)
-				}
-			}
+	if failed {
+		return c.endAttempt(ctx, j, a, failure(sts, codes))
+	}
+	if dead >= 0 {
+		if a.Unreachable == 0 {
+			// Seen once, it may be a wrapper a restarted controller
+			// caught between its start marker and its pid: look again.
+			return c.Store.SetUnreachable(ctx, a, 1, fmt.Sprintf("the task's wrapper on node %d is not running and left no exit code; checking again", dead))
 		}
+		// The node runs but the task's wrapper is gone without a code
+		// (killed, or its disk full): no exit code is known, which is a
+		// failure within the restart budget, never a free recovery.
+		e := ended{outcome: strategy.UserFailure, codes: codes,
+			reason: fmt.Sprintf("the task's wrapper on node %d died without an exit code", dead),
+			detail: fmt.Sprintf("the task's wrapper on node %d died without an exit code", dead)}
+		if sts[dead].Phase == node.PhaseSetup {
+			e.outcome = strategy.SetupFailure
+		}
+		return c.endAttempt(ctx, j, a, e)
+	}
+	if running {
 		return nil
 	}
-	if !failed && slices.IndexFunc(codes, func(c *int) bool { return c != nil }) < 0 {
+	if slices.IndexFunc(codes, func(c *int) bool { return c != nil }) < 0 {
 		return c.endAttempt(ctx, j, a, ended{outcome: strategy.NodeLost, codes: codes,
 			reason: "every node was stopped before its task ended"})
 	}
-	e := ended{outcome: strategy.Succeeded, codes: codes, reason: "every node exited 0"}
+	return c.endAttempt(ctx, j, a, ended{outcome: strategy.Succeeded, codes: codes, reason: "every node exited 0"})
+}
+
+// failure is how an attempt with a failed node ended: a setup failure when
+// a node's setup failed, else the run's failure of the first failed node.
+func failure(sts []node.Status, codes []*int) ended {
+	e := ended{codes: codes}
 	for rank, st := range sts {
-		if st.ExitCode == 0 || st.Stopped {
+		if !st.Done || st.Stopped || st.ExitCode == 0 {
 			continue
 		}
-		if st.Phase == "setup" {
-			e.outcome, e.reason = strategy.SetupFailure, fmt.Sprintf("setup on node %d exited %d", rank, st.ExitCode)
+		unwritten := ""
+		if st.Unwritten {
+			unwritten = " (its exit code file could not be written: is the node's disk full?)"
+		}
+		if st.Phase == node.PhaseSetup {
+			e.outcome, e.reason = strategy.SetupFailure, fmt.Sprintf("setup on node %d exited %d%s", rank, st.ExitCode, unwritten)
 			break
 		}
-		if e.outcome == strategy.Succeeded {
-			e.outcome, e.reason = strategy.UserFailure, fmt.Sprintf("node %d exited %d", rank, st.ExitCode)
+		if e.outcome == "" {
+			e.outcome, e.reason = strategy.UserFailure, fmt.Sprintf("node %d exited %d%s", rank, st.ExitCode, unwritten)
 		}
 	}
-	return c.endAttempt(ctx, j, a, e)
+	return e
 }
 
 // unreachable counts a failed check of a node its provider says is running.

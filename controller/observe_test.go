@@ -128,7 +128,9 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 		// The snapshot said running; by the time the node was polled the
 		// cloud had taken it, killing the wrapper.
 		{"wrapper dead, cloud took the node", []node.Status{{Started: true}}, true, "preempted", 0},
-		{"wrapper dead, node still up", []node.Status{{Started: true}}, false, "node_lost", 0},
+		// The node runs but the wrapper died without a code (killed, or
+		// its disk full): no code known is a failure within the budget.
+		{"wrapper dead, node still up", []node.Status{{Started: true}}, false, "user_failure", 1},
 		// A spot interruption's SIGTERM reached the task before the cloud
 		// reported the node gone.
 		{"exit 143, cloud took the node", []node.Status{code(143)}, true, "preempted", 0},
@@ -320,5 +322,35 @@ func TestSweepSparesTheClusterKeptForARestart(t *testing.T) {
 	}
 	if len(cloud.terminated) != 0 {
 		t.Errorf("the sweep terminated %v, the cluster kept for the restart", cloud.terminated)
+	}
+}
+
+// Only the cloud's own reasons are a preemption: an instance stopped by a
+// user (EC2's Client.UserInitiatedShutdown, an on-demand VM too) is a lost
+// node, and nothing says "spot".
+func TestAUsersStopIsALostNodeNotAPreemption(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		state   provision.NodeState
+		reason  string
+		outcome string
+	}{
+		{provision.NodeStopped, "Client.UserInitiatedShutdown", "node_lost"},
+		{provision.NodePreempted, "Server.SpotInstanceTermination", "preempted"},
+	} {
+		cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+		c := newTestController(t, cloud)
+		j, a := runningAttempt(t, c, cloud, "run: train\n")
+		cl := cloud.clusters[a.Cluster]
+		cl.Nodes[0].State, cl.Nodes[0].Reason = tc.state, tc.reason
+		snap := snapshot{clusters: map[string]*provision.Cluster{a.Cluster: cl}, failed: map[string]error{}}
+		if err := c.observe(ctx, j, nil, a, snap); err != nil {
+			t.Fatal(err)
+		}
+		as, _ := c.Store.Attempts(ctx, j.ID)
+		if as[0].Outcome != tc.outcome || strings.Contains(as[0].Decision+as[0].Reason, "spot preemption") || !strings.Contains(as[0].Decision, tc.reason) {
+			t.Errorf("%s (%s): outcome %s, reason %q, decision %q; want %s naming %s, never \"spot preemption\"",
+				tc.state, tc.reason, as[0].Outcome, as[0].Reason, as[0].Decision, tc.outcome, tc.reason)
+		}
 	}
 }

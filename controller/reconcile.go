@@ -86,6 +86,14 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	if last != nil {
 		status = lifecycle.Recovering
 		if last.Action == string(strategy.Restart) && c.healthy(ctx, last) {
+			// A controller killed between recording the end and stopping
+			// the nodes left the last task running: stop it before the
+			// next one starts beside it.
+			if prov, cl, err := c.cluster(ctx, last); err == nil && cl != nil {
+				for rank := range cl.Nodes {
+					c.stopNode(ctx, prov, cl, rank, last)
+				}
+			}
 			reuse = last
 		} else {
 			c.terminate(ctx, last)
@@ -131,9 +139,12 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
-	codes, logDir := c.wrapUp(ctx, j, a, a.State != lifecycle.AttemptLaunching)
-	e.codes = codes
-	return c.finish(ctx, j, a, nil, e, logDir)
+	// Nodes that ended on their own keep their codes; those still running
+	// are stopped by sortie once the cancel is recorded, and their codes,
+	// sortie's, are unknown.
+	w := c.wrapUp(ctx, j, a, true)
+	e.codes = w.codes
+	return c.finish(ctx, j, a, nil, e, w)
 }
 
 // cluster asks a's cloud about a's cluster: nil when the cloud does not
@@ -164,7 +175,7 @@ func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
-	return c.finish(ctx, j, a, nil, e, "")
+	return c.finish(ctx, j, a, nil, e, nil)
 }
 
 // controllerError is the ending of a job sortie cannot go on with; it is

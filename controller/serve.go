@@ -32,10 +32,16 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		if err != nil {
 			return err
 		}
-		c = New(st, cfg, clouds.NewSet(cfg, cls), log)
+		provs := clouds.NewSet(cfg, cls)
+		c = New(st, cfg, provs, log)
 		close(ready)
 		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
 		err = c.Run(ctx)
+		// Run has waited for every step: the providers can save what
+		// they keep (the sim's clusters) for the next controller.
+		if cerr := provs.Close(); cerr != nil {
+			c.Log.Warn("close providers", "err", cerr)
+		}
 		c.Log.Info("controller stopped")
 		return err
 	}, func() {

@@ -44,8 +44,8 @@ type NodeState string
 const (
 	NodePending    NodeState = "pending"    // booting
 	NodeRunning    NodeState = "running"    // up; the wrapper can be reached
-	NodePreempted  NodeState = "preempted"  // the cloud took it away (spot interruption)
-	NodeStopped    NodeState = "stopped"    // stopped by the cloud for another reason
+	NodePreempted  NodeState = "preempted"  // the cloud took it away for its own reasons (a spot interruption, maintenance)
+	NodeStopped    NodeState = "stopped"    // stopped, not by the cloud's own doing (a user's stop): a lost node
 	NodeGone       NodeState = "gone"       // terminated or missing, not by sortie's asking
 	NodeTerminated NodeState = "terminated" // terminated because sortie asked
 )

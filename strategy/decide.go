@@ -70,7 +70,7 @@ const (
 // Reason texts. They are shown to users and matched by scripts, so they only
 // change on purpose.
 const (
-	reasonPreempted      = "spot preemption in %s"
+	reasonPreempted      = "preemption in %s"
 	reasonNodeLost       = "node lost in %s"
 	reasonMatched        = "%s matched recover_on_exit_codes %s"
 	reasonRestart        = "%s; restart %d/%d on errors"

@@ -36,7 +36,7 @@ func TestDecide(t *testing.T) {
 			counters: Counters{RecoveryCount: 1, RestartsOnErrors: 2},
 			ended:    Ended{Outcome: Preempted, Placement: zoneA},
 			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 2, RestartsOnErrors: 2},
-				Rule: RulePreempted, Reason: "spot preemption in local/local-a"},
+				Rule: RulePreempted, Reason: "preemption in local/local-a"},
 		},
 		{
 			name:   "preemption folds the provider's detail into the reason",
@@ -44,7 +44,7 @@ func TestDecide(t *testing.T) {
 			ended: Ended{Outcome: Preempted, Placement: schema.Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"},
 				Detail: "Server.SpotInstanceTermination"},
 			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 1}, Rule: RulePreempted,
-				Reason: "spot preemption in us-east-1/us-east-1a (Server.SpotInstanceTermination)"},
+				Reason: "preemption in us-east-1/us-east-1a (Server.SpotInstanceTermination)"},
 		},
 		{
 			name:     "node lost recovers even with exhausted budget",
@@ -244,7 +244,7 @@ func TestDecide(t *testing.T) {
 			name:   "prechecks means nothing for other outcomes",
 			policy: budget2,
 			ended:  Ended{Outcome: Preempted, Prechecks: true, Placement: zoneA},
-			want:   Decision{Action: Recover, Counters: Counters{RecoveryCount: 1}, Rule: RulePreempted, Reason: "spot preemption in local/local-a"},
+			want:   Decision{Action: Recover, Counters: Counters{RecoveryCount: 1}, Rule: RulePreempted, Reason: "preemption in local/local-a"},
 		},
 		{
 			name:     "controller error ends FAILED_CONTROLLER with the error",

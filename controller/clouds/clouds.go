@@ -10,7 +10,9 @@ package clouds
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -188,6 +190,25 @@ func (s *Set) Opened() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Close closes every provider opened so far that holds something (the
+// sim's state file, whose final save runs then; a cloud client's
+// connections), and forgets them. A controller that stops calls it after
+// its last step.
+func (s *Set) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for name, p := range s.open {
+		if c, ok := p.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s: %w", name, err))
+			}
+		}
+		delete(s.open, name)
+	}
+	return errors.Join(errs...)
 }
 
 // Check reports every cloud of the set that has a check: local first, then

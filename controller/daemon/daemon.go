@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -48,21 +47,25 @@ var errRunning = errors.New("a controller is already running for this SORTIE_HOM
 // or the process gets SIGTERM/SIGINT; each SIGUSR1 calls wake (a job was
 // submitted or cancelled: look at the store now).
 func Run(ctx context.Context, h string, serve func(ctx context.Context) error, wake func()) error {
-	// SIGUSR1 is caught before the pid file says where to send it: its
-	// default action would end the process.
+	// SIGUSR1 is caught before the lock says where to send it: its default
+	// action would end the process.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
 	defer signal.Stop(sig)
 	lk, err := lock(h)
-	// `controller status` and the CLI probe by taking the lock for an
-	// instant: a controller starting in that instant waits it out.
-	for deadline := time.Now().Add(2 * time.Second); errors.Is(err, errRunning) && pid(h) <= 0 && time.Now().Before(deadline); {
+	// Where the kernel's lock table cannot be read, `controller status`
+	// and the CLI probe the lock for an instant: a controller starting in
+	// that instant waits it out. A controller holding it is named at once.
+	for deadline := time.Now().Add(2 * time.Second); errors.Is(err, errRunning) && holder(h) <= 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		lk, err = lock(h)
 	}
 	if err != nil {
 		if errors.Is(err, errRunning) {
-			return fmt.Errorf("%w (pid %d)", err, pid(h))
+			if p := holder(h); p > 0 {
+				return fmt.Errorf("%w (pid %d)", err, p)
+			}
+			return err
 		}
 		return fmt.Errorf("take the controller lock: %w", err)
 	}
@@ -70,7 +73,13 @@ func Run(ctx context.Context, h string, serve func(ctx context.Context) error, w
 	if err := home.WriteFileAtomic(home.PID(h), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write pid file: %w", err)
 	}
-	defer os.Remove(home.PID(h))
+	// Removed only while this process still holds the lock: a pid file
+	// written by a later controller is that one's.
+	defer func() {
+		if pidFile(h) == os.Getpid() {
+			os.Remove(home.PID(h))
+		}
+	}()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {
@@ -86,33 +95,11 @@ func Run(ctx context.Context, h string, serve func(ctx context.Context) error, w
 	return serve(ctx)
 }
 
-// pid returns the pid of h's running controller from its pid file, or 0.
-func pid(h string) int {
-	b, err := os.ReadFile(home.PID(h))
-	if err != nil {
-		return 0
-	}
-	p, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || p <= 0 {
-		return 0
-	}
-	return p
-}
-
 // Running reports the pid of h's controller, 0 when none runs, or -1 when
-// one holds the lock but has not written its pid yet. The lock, not the pid
-// file, is the truth: a pid file can outlive a kill -9.
-func Running(h string) int {
-	lk, err := lock(h)
-	if err == nil {
-		lk.Close()
-		return 0
-	}
-	if p := pid(h); p > 0 {
-		return p
-	}
-	return -1
-}
+// one holds the lock but which process it is cannot be told. The lock,
+// not the pid file, is the truth: a pid file can outlive a kill -9, be
+// deleted, or name a process that reused the pid.
+func Running(h string) int { return holder(h) }
 
 // BinaryPath finds the controller program: $SORTIE_CONTROLLER_BIN, else
 // beside the running executable, else on PATH.
@@ -164,7 +151,7 @@ func Ensure(ctx context.Context, h string) error {
 	go cmd.Wait() //nolint:errcheck // reaped so it never lingers as a zombie of a long-lived caller
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if pid(h) > 0 {
+		if Running(h) > 0 {
 			return nil
 		}
 		select {
@@ -180,8 +167,11 @@ func Ensure(ctx context.Context, h string) error {
 // stopped, or 0 when none ran.
 func Stop(ctx context.Context, h string) (int, error) {
 	p := Running(h)
-	if p <= 0 {
+	if p == 0 {
 		return 0, nil
+	}
+	if p < 0 {
+		return 0, fmt.Errorf("a controller holds the lock %s, but which process it is cannot be told (no /proc/locks, no pid file naming a holder of the lock); stop it by hand", home.Lock(h))
 	}
 	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
 		return p, fmt.Errorf("signal controller (pid %d): %w", p, err)

@@ -305,6 +305,9 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	_, err := s.db.ExecContext(ctx, q, args...)
+	if isBusy(err) {
+		return s.busyError(err)
+	}
 	return err
 }
 

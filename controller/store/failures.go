@@ -83,6 +83,9 @@ func (s *Store) ForgetFailure(ctx context.Context, prefix string) (string, error
 // ForgetAllFailures removes every record and returns how many there were.
 func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM known_failures`)
+	if isBusy(err) {
+		return 0, s.busyError(err)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -160,9 +160,9 @@ func TestEndAttemptFollowsTheDecision(t *testing.T) {
 		{
 			name: "recover keeps where the attempt ran",
 			seen: Observed{Outcome: strategy.Preempted, Reason: "node 0 preempted in local/local-a"},
-			d:    strategy.Decision{Action: strategy.Recover, Counters: strategy.Counters{RecoveryCount: 1}, Reason: "spot preemption in local/local-a"},
+			d:    strategy.Decision{Action: strategy.Recover, Counters: strategy.Counters{RecoveryCount: 1}, Reason: "preemption in local/local-a"},
 			job:  lifecycle.Recovering, tasks: []lifecycle.Status{lifecycle.Recovering, lifecycle.Pending},
-			reason: "spot preemption in local/local-a", preempted: `{"cloud":"local","region":"local","zone":"local-a"}`,
+			reason: "preemption in local/local-a", preempted: `{"cloud":"local","region":"local","zone":"local-a"}`,
 			known: &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
 		},
 		{

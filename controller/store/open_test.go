@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +74,87 @@ func TestOpenOfAMigratedStoreDoesNotWaitForWriters(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Jobs(ctx2, JobFilter{}); err != nil {
 		t.Fatalf("read while another connection writes: %v", err)
+	}
+}
+
+// With another connection holding the write lock (the controller in the
+// middle of a write), every read works at once, and a write waits for the
+// busy timeout and then says the store is busy: never a migration error.
+func TestBusyStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.CreateJob(ctx, &Job{Name: "x", Spec: []byte(`{}`)}, []NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	writer, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	tx, err := writer.BeginTx(ctx, nil) // holds the write lock until the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	s, err = open(ctx, path, nil, 50*time.Millisecond)
+	if err != nil {
+		t.Fatalf("open while another connection writes: %v", err)
+	}
+	defer s.Close()
+	reads := map[string]func() error{
+		"jobs":          func() error { _, err := s.Jobs(ctx, JobFilter{}); return err },
+		"job":           func() error { _, err := s.Job(ctx, id); return err },
+		"tasks":         func() error { _, err := s.Tasks(ctx, id); return err },
+		"attempts":      func() error { _, err := s.Attempts(ctx, id); return err },
+		"launch tries":  func() error { _, err := s.LaunchTries(ctx, id); return err },
+		"failures":      func() error { _, err := s.KnownFailures(ctx); return err },
+		"retries":       func() error { _, err := s.Retries(ctx, id); return err },
+		"open attempts": func() error { _, err := s.OpenAttempts(ctx); return err },
+	}
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Errorf("%s while another connection writes: %v", name, err)
+		}
+	}
+	_, err = s.RequestCancel(ctx, []int64{id})
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "write lock of "+path) || strings.Contains(err.Error(), "migrat") {
+		t.Errorf("a write on a busy store: %v; want ErrBusy naming the store, no migration", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RequestCancel(ctx, []int64{id}); err != nil {
+		t.Errorf("the write once the lock is free: %v", err)
+	}
+}
+
+// A store that lacks a migration, opened while another connection holds
+// the write lock, says the store is busy rather than that a migration
+// failed.
+func TestMigratingABusyStoreSaysBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	writer, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	tx, err := writer.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE other (x)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = open(ctx, path, nil, 50*time.Millisecond)
+	if !errors.Is(err, ErrBusy) || strings.Contains(err.Error(), "migrate") {
+		t.Errorf("open of a new store while another connection writes: %v; want it to say the store is busy", err)
 	}
 }

@@ -50,40 +50,68 @@ type Store struct {
 	// long sleeps; queued on a mutex they follow each other at once.
 	// Other processes (the CLI) still meet the busy timeout, rarely.
 	wmu sync.Mutex
+	// path and busy say which file a busy error is about, and how long a
+	// writer waited for another process's write lock.
+	path string
+	busy time.Duration
 }
+
+// BusyTimeout is how long a write waits for another process (the
+// controller, a CLI) to let go of the store's write lock before it fails
+// with ErrBusy.
+const BusyTimeout = 15 * time.Second
+
+// ErrBusy is wrapped by the error of a write that waited BusyTimeout for
+// another process's write lock.
+var ErrBusy = errors.New("the store is busy")
 
 // Open opens (creating if needed) the database at path and applies pending
 // migrations. now is the clock for timestamps; nil means time.Now.
 func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+	return open(ctx, path, now, BusyTimeout)
+}
+
+func open(ctx context.Context, path string, now func() time.Time, busy time.Duration) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
 	// _txlock=immediate takes the write lock at BEGIN, so two processes (the
-	// CLI and the daemon) never deadlock upgrading a read lock.
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=15000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
+	// CLI and the daemon) never deadlock upgrading a read lock. Reads run
+	// outside transactions and take no lock a writer holds (WAL).
+	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL", path, busy.Milliseconds())
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db, now: now}
+	s := &Store{db: db, now: now, path: path, busy: busy}
 	// Opening a new store switches it to WAL, which SQLite does without
 	// waiting for a lock: two processes opening one new home at once (a CLI
 	// and the daemon it starts) can find it busy. That passes in moments.
 	err = s.migrate(ctx)
-	for deadline := time.Now().Add(10 * time.Second); isBusy(err) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(min(10*time.Second, busy)); isBusy(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
-			err = ctx.Err()
+			db.Close()
+			return nil, fmt.Errorf("open %s: %w", path, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 			err = s.migrate(ctx)
 		}
 	}
 	if err != nil {
 		db.Close()
+		if isBusy(err) {
+			return nil, s.busyError(err)
+		}
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// busyError says what a write that found the store locked waited for.
+func (s *Store) busyError(err error) error {
+	return fmt.Errorf("%w: another process (the controller, or another sortie command) has held the write lock of %s for %s; try again in a moment (%v)",
+		ErrBusy, s.path, s.busy, err)
 }
 
 func isBusy(err error) bool {
@@ -103,7 +131,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	// A store that has every migration needs no write: reading which it has
 	// takes no lock a writer holds, so a command opening the store never
 	// waits for the controller's writes just to open it.
-	if s.migrated(ctx, names) {
+	done, err := s.migrated(ctx, names)
+	if err != nil {
+		return err
+	}
+	if done {
 		return nil
 	}
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
@@ -117,31 +149,35 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// migrated says whether every one of names is applied; any error (no
-// migrations table yet) says no, and the writing path finds out more.
-func (s *Store) migrated(ctx context.Context, names []string) bool {
+// migrated says whether every one of names is applied; a store without a
+// migrations table has none. A busy store is an error, which Open waits
+// out, never a reason to write.
+func (s *Store) migrated(ctx context.Context, names []string) (bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name FROM migrations`)
+	if isBusy(err) {
+		return false, err
+	}
 	if err != nil {
-		return false
+		return false, nil // no table yet: the writing path finds out more
 	}
 	defer rows.Close()
 	applied := map[string]bool{}
 	for rows.Next() {
 		var n string
-		if rows.Scan(&n) != nil {
-			return false
+		if err := rows.Scan(&n); err != nil {
+			return false, err
 		}
 		applied[n] = true
 	}
-	if rows.Err() != nil {
-		return false
+	if err := rows.Err(); err != nil {
+		return false, err
 	}
 	for _, n := range names {
 		if !applied[n] {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 func (s *Store) applyMigration(ctx context.Context, name string) error {
@@ -175,14 +211,24 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
+	if isBusy(err) {
+		return s.busyError(err)
+	}
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
+		if isBusy(err) {
+			return s.busyError(err)
+		}
 		return err
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	if isBusy(err) {
+		return s.busyError(err)
+	}
+	return err
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -25,9 +25,11 @@ const (
 
 // nodeState maps an instance's state and StateReason code to sortie's view.
 // A terminated or stopped instance with a cloud-side reason (Server.*) was
-// taken away: preempted. Terminated at a user's request (sortie's own
-// Terminate, or someone in the console) is terminated. Terminated for any
-// other reason, or none, is gone.
+// taken away by the cloud: preempted. Only those are: a stop for any other
+// reason (a user's, Client.UserInitiatedShutdown) is stopped, which the
+// controller counts as a lost node. Terminated at a user's request
+// (sortie's own Terminate, or someone in the console) is terminated.
+// Terminated for any other reason, or none, is gone.
 func nodeState(state types.InstanceStateName, reasonCode string) provision.NodeState {
 	cloudSide := strings.HasPrefix(reasonCode, "Server.")
 	switch state {
@@ -44,7 +46,7 @@ func nodeState(state types.InstanceStateName, reasonCode string) provision.NodeS
 		}
 		return provision.NodeGone
 	case types.InstanceStateNameStopping, types.InstanceStateNameStopped:
-		if reasonCode == ReasonSpotTermination || reasonCode == ReasonSpotShutdown {
+		if cloudSide {
 			return provision.NodePreempted
 		}
 		return provision.NodeStopped

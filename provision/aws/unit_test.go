@@ -82,7 +82,8 @@ func TestNodeState(t *testing.T) {
 		{types.InstanceStateNameTerminated, "", provision.NodeGone},
 		{types.InstanceStateNameStopped, ReasonSpotShutdown, provision.NodePreempted},
 		{types.InstanceStateNameStopped, ReasonUserShutdown, provision.NodeStopped},
-		{types.InstanceStateNameStopping, "Server.ScheduledStop", provision.NodeStopped},
+		{types.InstanceStateNameStopping, "Server.ScheduledStop", provision.NodePreempted},
+		{types.InstanceStateNameStopped, "Client.InstanceInitiatedShutdown", provision.NodeStopped},
 		{"", "", provision.NodeGone},
 	}
 	for _, tt := range tests {

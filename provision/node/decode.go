@@ -107,7 +107,9 @@ func unquoteWord(s string) (val, rest string, ok bool) {
 }
 
 // FormatStatus renders st exactly as the Poll script prints it, so that a
-// hollow node's answer parses back to st.
+// hollow node's answer parses back to st. Stopped is written as a stop that
+// came before the end, which parses back to Stopped only with a code of 143
+// or 137, as a real node's would.
 func FormatStatus(st Status) []byte {
 	var b bytes.Buffer
 	if st.Started {
@@ -117,9 +119,16 @@ func FormatStatus(st Status) []byte {
 		fmt.Fprintf(&b, "phase=%s\n", st.Phase)
 	}
 	if st.Done {
-		fmt.Fprintf(&b, "exit=%s %d\n", st.Phase, st.ExitCode)
+		how := "-"
+		if st.Stopped {
+			how = "stop"
+		}
+		fmt.Fprintf(&b, "exit=%s %d %s\n", st.Phase, st.ExitCode, how)
+		if st.Unwritten {
+			b.WriteString("unwritten=1\n")
+		}
 	}
-	if st.Stopped {
+	if st.StopAsked {
 		b.WriteString("stopped=1\n")
 	}
 	if st.WrapperAlive {

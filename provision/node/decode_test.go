@@ -101,6 +101,9 @@ func TestFormatStatusParsesBack(t *testing.T) {
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 29},
 		{Started: true, Phase: PhaseSetup, Done: true, ExitCode: 143, WrapperAlive: true},
 		{Started: true, Phase: PhaseRun},
+		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 143, Stopped: true, StopAsked: true},
+		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 0, StopAsked: true},
+		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 1, Unwritten: true},
 	} {
 		got, err := parseStatus(FormatStatus(st))
 		if err != nil {
@@ -134,5 +137,35 @@ func TestStartFilesAndEnv(t *testing.T) {
 	}
 	if _, err := ParseEnv([]byte("A=1\n")); err == nil {
 		t.Error("ParseEnv of a line without export: no error")
+	}
+}
+
+// Whose code it is: a stop asked before the phase ended and Stop's signal
+// make it sortie's; anything else is the task's own.
+func TestWhoseExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		out         string
+		stopped     bool
+		code        int
+		wantProblem bool
+	}{
+		{"exit=run 143 stop\n", true, 143, false},
+		{"exit=setup 137 stop\nstopped=1\n", true, 137, false},
+		{"exit=run 29 stop\nstopped=1\n", false, 29, false}, // ended on its own as the stop came
+		{"exit=run 143 -\nstopped=1\n", false, 143, false},  // ended before the stop was asked
+		{"exit=run 0 -\nstopped=1\n", false, 0, false},
+		{"exit=run 143\nstopped=1\n", true, 143, false}, // an older wrapper: the marker decides
+		{"exit=run 3\nstopped=1\n", false, 3, false},
+		{"exit=run 3 maybe\n", false, 0, true},
+		{"exit=run 3 - x\n", false, 0, true},
+	} {
+		st, err := parseStatus([]byte(tc.out))
+		if (err != nil) != tc.wantProblem {
+			t.Errorf("%q: error %v, want one: %v", tc.out, err, tc.wantProblem)
+			continue
+		}
+		if !tc.wantProblem && (st.Stopped != tc.stopped || st.ExitCode != tc.code) {
+			t.Errorf("%q: stopped %v code %d, want %v %d", tc.out, st.Stopped, st.ExitCode, tc.stopped, tc.code)
+		}
 	}
 }

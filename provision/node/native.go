@@ -50,7 +50,7 @@ func pollHere(dir string) ([]byte, bool) {
 		return nil, false
 	}
 	var b bytes.Buffer
-	if isDir(d + "/started") {
+	if exists(d+"/begun") || exists(d+"/pid") {
 		b.WriteString("started=1\n")
 	}
 	for _, f := range [...]struct{ name, key string }{{"phase", "phase="}, {"exit_code", "exit="}} {
@@ -65,6 +65,15 @@ func pollHere(dir string) ([]byte, bool) {
 		b.WriteString(f.key)
 		b.Write(bytes.TrimRight(v, "\n")) // as $(cat ...) does
 		b.WriteByte('\n')
+	}
+	if !isRegular(d + "/exit_code") {
+		marker, ok := unwrittenMarker(d)
+		if !ok {
+			return nil, false
+		}
+		if marker != "" {
+			b.WriteString("exit=" + strings.ReplaceAll(marker, ".", " ") + "\nunwritten=1\n")
+		}
 	}
 	if isRegular(d + "/stop") {
 		b.WriteString("stopped=1\n")
@@ -160,6 +169,34 @@ func readLogHere(dir, fromVar, maxVar string) ([]byte, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// unwrittenMarker returns what follows "exit_code.unwritten." in the name
+// of the one such regular file in d, "" when there is none; ok is false
+// when the script's glob could answer otherwise (several, an odd name).
+func unwrittenMarker(d string) (string, bool) {
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return "", false
+	}
+	found := ""
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "exit_code.unwritten.")
+		if !ok || !isRegular(d+"/"+e.Name()) {
+			continue
+		}
+		if found != "" || rest == "" || strings.ContainsRune(rest, '\n') {
+			return "", false
+		}
+		found = rest
+	}
+	return found, true
+}
+
+// exists is test -e: true for anything there, following symlinks.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // isDir is test -d: true for a directory, or a symlink to one.

@@ -77,10 +77,16 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 		}
 	}
 	// The first Start to make this directory owns the node; any later one
-	// leaves the running task alone.
+	// leaves the running task alone, unless no wrapper began: then it
+	// finishes the start a dead controller left half done.
 	if err := os.Mkdir(d+"/started", 0o777); err != nil {
-		os.RemoveAll(s)
-		return true, nil
+		if exists(d+"/begun") || exists(d+"/pid") || !isDir(d+"/started") {
+			os.RemoveAll(s)
+			if isDir(d + "/started") {
+				return true, nil
+			}
+			return fail(err)
+		}
 	}
 	w := req.Vars["W"]
 	switch {
@@ -180,7 +186,7 @@ func startWrapper(ctx context.Context, bash, d string, env []string) error {
 	}
 	pr.SetReadDeadline(deadline)
 	io.Copy(io.Discard, pr)
-	if _, err := os.Stat(d + "/pid"); err == nil {
+	if exists(d+"/pid") || exists(d+"/begun") {
 		return nil
 	}
 	return fmt.Errorf("the wrapper wrote no pid file within 5s; see %s", d)

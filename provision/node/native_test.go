@@ -110,6 +110,29 @@ func TestAnswerHereMatchesPollScript(t *testing.T) {
 	sameAnswer(t, "done and stopped", poll(d))
 	write(t, filepath.Join(d, "exit_code"), "run 3")
 	sameAnswer(t, "exit code without a newline", poll(d))
+	write(t, filepath.Join(d, "exit_code"), "run 143 stop\n")
+	sameAnswer(t, "exit code with how it ended", poll(d))
+	write(t, filepath.Join(d, "begun"), "")
+	sameAnswer(t, "begun", poll(d))
+	if err := os.Remove(filepath.Join(d, "exit_code")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "exit_code.unwritten.run.7.-"), "")
+	sameAnswer(t, "an exit code that could not be written", poll(d))
+	write(t, filepath.Join(d, "exit_code"), "run 7 -\n")
+	sameAnswer(t, "exit code and its marker", poll(d))
+	if err := os.Remove(filepath.Join(d, "exit_code")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "exit_code.unwritten.setup.1.stop"), "")
+	if req, _ := Decode(poll(d)); func() bool { _, ok := AnswerHere(req); return ok }() {
+		t.Error("two exit code markers answered here; the script's glob decides")
+	}
+	for _, f := range []string{"exit_code.unwritten.run.7.-", "exit_code.unwritten.setup.1.stop"} {
+		if err := os.Remove(filepath.Join(d, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	live := holder(t, d+"/wrapper.sh")
 	other := holder(t, d+"/wrapper.sh.not")
@@ -214,7 +237,7 @@ func TestStartHereMatchesStartScript(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		ec, _ := os.ReadFile(d + "/exit_code")
-		if string(ec) != "run 0\n" {
+		if string(ec) != "run 0 -\n" {
 			t.Fatalf("%s: exit_code %q", d, ec)
 		}
 		log, _ := os.ReadFile(d + "/log")

@@ -11,7 +11,9 @@
 //	pid                                 the wrapper's pid (its own session and group)
 //	phase pgid.setup pgid.run           the current phase and each phase's process group
 //	log                                 stdout and stderr of both phases
-//	exit_code                           "<phase> <code>", written once, durably
+//	begun                               made by the wrapper that owns the node, first
+//	exit_code                           "<phase> <code> <-|stop>", written once, durably
+//	exit_code.unwritten.<phase>.<code>.<-|stop>  the same, when exit_code could not be written
 //	stop                                asks the wrapper not to begin another phase
 //	workdir/                            the default working directory of the task
 package node
@@ -63,17 +65,24 @@ type StartSpec struct {
 
 // Status is what Poll observed on a node.
 type Status struct {
-	Started bool   // Start has claimed the node
+	Started bool   // a wrapper began on the node (a Start that died half way has not)
 	Phase   string // PhaseSetup or PhaseRun: the current one, or the one that ended the task
-	Done    bool   // exit_code is written
+	Done    bool   // the exit code is written
 	// ExitCode is the exit code of Phase when Done; 128+N when killed by signal N.
 	ExitCode int
 	// WrapperAlive tells "no exit code yet" from "the wrapper died without
 	// writing one" (the node rebooted, or someone killed it).
 	WrapperAlive bool
-	// Stopped says Stop was asked on this node: its exit code, if any, is
-	// the one sortie caused, not the task's own.
+	// Stopped says the exit code is the one sortie caused: Stop was asked
+	// before the phase ended, and the phase ended by its signal (143 or
+	// 137). A task that ended on its own keeps its code, Stopped false,
+	// even when Stop was asked after.
 	Stopped bool
+	// StopAsked says Stop was asked on this node, before or after the end.
+	StopAsked bool
+	// Unwritten says the wrapper could not write its exit_code file (a full
+	// disk) and recorded the code in a marker's name instead.
+	Unwritten bool
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when
@@ -169,11 +178,18 @@ if [ ! -d "$D" ]; then
 fi
 S=$(mktemp -d "$D/.start.XXXXXX")
 tar -x -f - -C "$S" --no-same-owner
-# The first Start to make this directory owns the node; any later one (a
-# controller that restarted and does not know) leaves the running task alone.
+# The first Start to make this directory owns the node; a later one (a
+# controller that restarted and does not know) leaves the running task
+# alone. A start whose controller died between the claim and the wrapper's
+# beginning is finished by the next one: the wrapper's own claim (begun)
+# keeps two from running.
 if ! mkdir "$D/started" 2>/dev/null; then
-	rm -rf "$S"
-	exit 0
+	if [ -e "$D/begun" ] || [ -e "$D/pid" ] || [ ! -d "$D/started" ]; then
+		rm -rf "$S"
+		[ -d "$D/started" ] && exit 0
+		echo "cannot make $D/started" >&2
+		exit 1
+	fi
 fi
 case $W in
 "") W=$D/workdir ;;
@@ -196,7 +212,9 @@ exec 3< <(
 )
 read -r -t 5 -u 3 _ || :
 exec 3<&-
-[ -e "$D/pid" ] && exit 0
+# begun without a pid yet: another Start's wrapper owns the node and is
+# about to record its pid.
+[ -e "$D/pid" ] || [ -e "$D/begun" ] && exit 0
 echo "the wrapper wrote no pid file within 5s; see $D" >&2
 exit 1
 `

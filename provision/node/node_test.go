@@ -315,3 +315,51 @@ pwd`
 		t.Errorf("task's workdir = %q, want %q", lines[2], wd)
 	}
 }
+
+// A node that cannot write its exit_code file (a full disk) records the
+// code in a marker's name and says so in its log; Poll reads it.
+func TestExitCodeThatCannotBeWritten(t *testing.T) {
+	r := newNode(t)
+	if err := os.MkdirAll(filepath.Join(r.dir, "exit_code.tmp"), 0o755); err != nil {
+		t.Fatal(err) // a directory in the way: writing the file fails
+	}
+	if err := node.Start(context.Background(), r, node.StartSpec{Run: "exit 3"}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitDone(t, r)
+	if st.ExitCode != 3 || st.Phase != node.PhaseRun || !st.Unwritten || st.Stopped {
+		t.Errorf("status = %+v, want run 3, unwritten", st)
+	}
+	if log := readLog(t, r); !strings.Contains(log, "could not write the exit code (run 3)") {
+		t.Errorf("log = %q, want it to say the exit code could not be written", log)
+	}
+}
+
+// A Start whose controller died after claiming the node and before the
+// wrapper began leaves the node not started; the next Start finishes it,
+// and the task runs once.
+func TestHalfStartIsFinished(t *testing.T) {
+	r := newNode(t)
+	if err := os.MkdirAll(filepath.Join(r.dir, "started"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := node.Poll(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Started {
+		t.Fatalf("a node claimed without a wrapper reads %+v, want not started", st)
+	}
+	spec := node.StartSpec{Run: "echo once"}
+	for range 2 {
+		if err := node.Start(context.Background(), r, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := waitDone(t, r); st.ExitCode != 0 {
+		t.Errorf("status = %+v, want exit 0", st)
+	}
+	if got := readLog(t, r); got != "once\n" {
+		t.Errorf("log = %q, want the task to have run exactly once", got)
+	}
+}

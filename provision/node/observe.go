@@ -15,9 +15,19 @@ import (
 const pollBody = `
 [ -d "$D" ] || exit 0
 cd "$D" || exit 1
-[ -d started ] && echo started=1
+{ [ -e begun ] || [ -e pid ]; } && echo started=1
 [ -f phase ] && echo "phase=$(cat phase)"
-[ -f exit_code ] && echo "exit=$(cat exit_code)"
+if [ -f exit_code ]; then
+	echo "exit=$(cat exit_code)"
+else
+	for f in exit_code.unwritten.*; do
+		[ -f "$f" ] || continue
+		f=${f#exit_code.unwritten.}
+		echo "exit=${f//./ }"
+		echo unwritten=1
+		break
+	done
+fi
 [ -f stop ] && echo stopped=1
 wrapper_alive && echo alive=1
 exit 0
@@ -38,6 +48,7 @@ func Poll(ctx context.Context, r provision.Runner) (Status, error) {
 
 func parseStatus(out []byte) (Status, error) {
 	var st Status
+	how := "" // the exit_code's third word; "" from a wrapper that wrote two
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		key, val, _ := strings.Cut(sc.Text(), "=")
@@ -47,21 +58,41 @@ func parseStatus(out []byte) (Status, error) {
 		case "alive":
 			st.WrapperAlive = true
 		case "stopped":
-			st.Stopped = true
+			st.StopAsked = true
+		case "unwritten":
+			st.Unwritten = true
 		case "phase":
 			if !st.Done {
 				st.Phase = val
 			}
 		case "exit":
-			phase, code, ok := strings.Cut(val, " ")
-			n, err := strconv.Atoi(code)
-			if !ok || err != nil || (phase != PhaseSetup && phase != PhaseRun) {
-				return Status{}, fmt.Errorf("exit_code holds %q, want \"<setup|run> <code>\"", val)
+			words := strings.Split(val, " ")
+			var n int
+			var err error
+			if len(words) == 2 || len(words) == 3 {
+				n, err = strconv.Atoi(words[1])
 			}
-			st.Done, st.Phase, st.ExitCode = true, phase, n
+			if len(words) == 3 {
+				how = words[2]
+			}
+			if (len(words) != 2 && len(words) != 3) || err != nil || (words[0] != PhaseSetup && words[0] != PhaseRun) || (how != "" && how != "-" && how != "stop") {
+				return Status{}, fmt.Errorf("exit_code holds %q, want \"<setup|run> <code> <-|stop>\"", val)
+			}
+			st.Done, st.Phase, st.ExitCode = true, words[0], n
 		}
 	}
-	return st, sc.Err()
+	if err := sc.Err(); err != nil {
+		return Status{}, err
+	}
+	// A code is sortie's when a stop was asked before the phase ended and
+	// the phase ended by Stop's signal (SIGTERM's 143, SIGKILL's 137).
+	// Anything else is the task's own, even when the stop marker came
+	// later: a task that exited 29, or 0, before or while sortie stopped
+	// it keeps its code. A wrapper that did not record whether the stop
+	// came first is judged by the marker.
+	stopFirst := how == "stop" || (how == "" && st.StopAsked)
+	st.Stopped = st.Done && stopFirst && (st.ExitCode == 143 || st.ExitCode == 137)
+	return st, nil
 }
 
 const readLogBody = `

@@ -186,3 +186,20 @@ func TestWrapperDeadWithoutExitCode(t *testing.T) {
 		t.Errorf("run group %d alive after Stop", groups[1])
 	}
 }
+
+// A stop that comes after the task ended on its own (a controller killed
+// between stopping the nodes and recording the end, then reading them
+// again) never hides the task's own exit code.
+func TestStopAfterDoneIsNotTheTasksEnd(t *testing.T) {
+	r := newNode(t)
+	if err := node.Start(context.Background(), r, node.StartSpec{Run: "exit 29"}); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, r)
+	if err := node.Stop(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, r); st.ExitCode != 29 || st.Stopped || !st.StopAsked {
+		t.Errorf("status after a late Stop = %+v, want the task's own 29, not stopped, the stop asked", st)
+	}
+}

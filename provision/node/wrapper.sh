@@ -23,6 +23,13 @@ mark() {
 	mv -f "$D/$1.tmp" "$D/$1"
 }
 
+# The first wrapper to create begun owns the node: one that a repeated Start
+# began (finishing a start a dead controller left half done) while another
+# already runs ends here. An empty file needs no data block, so a full disk
+# does not stop the claim; failing to make it begins nothing.
+if ! (set -C && : >"$D/begun") 2>/dev/null; then
+	exit 0
+fi
 mark pid "$$"
 # Start waits until this pipe, if it gave one, is closed.
 exec 3>&-
@@ -47,9 +54,21 @@ phase() {
 	wait "$pg"
 }
 
+# finish records the phase's exit code and whether a stop was asked before
+# the phase ended ("stop") or not ("-"): a code that a stop caused is
+# sortie's, but a task that ended before the stop keeps its own code even
+# when the stop marker comes later.
 finish() {
+	local how=-
+	[ -e "$D/stop" ] && how=stop
 	if [ ! -e "$D/exit_code" ]; then
-		put exit_code "$1 $2"
+		if ! put exit_code "$1 $2 $how" 2>/dev/null; then
+			# No room for the file's bytes (a full disk): an empty file
+			# needs none, so its name carries the code; the log says so
+			# if it can.
+			: >"$D/exit_code.unwritten.$1.$2.$how" 2>/dev/null
+			printf 'sortie: could not write the exit code (%s %s) on this node\n' "$1" "$2" >>"$D/log" 2>/dev/null
+		fi
 		sync "$D" 2>/dev/null
 	fi
 	exit 0

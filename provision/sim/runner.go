@@ -34,7 +34,7 @@ func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	if t == nil || t.Started == nil {
 		return node.Status{}
 	}
-	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true, Stopped: t.StopAsked}
+	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true, StopAsked: t.StopAsked}
 	switch {
 	case t.Stopped != nil:
 		st.Done, st.ExitCode, st.WrapperAlive, st.Stopped = true, 143, false, true

@@ -169,8 +169,8 @@ func TestStop(t *testing.T) {
 	if err := node.Stop(context.Background(), r2); err != nil {
 		t.Fatal(err)
 	}
-	if st := poll(t, r2); !st.Done || st.ExitCode != 0 || !st.Stopped {
-		t.Errorf("task stopped after it ended: %+v, want exit 0, stopped", st)
+	if st := poll(t, r2); !st.Done || st.ExitCode != 0 || st.Stopped || !st.StopAsked {
+		t.Errorf("task stopped after it ended: %+v, want exit 0, its own code, the stop asked", st)
 	}
 }
 
