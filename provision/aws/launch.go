@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if !p.knownRegion(region) {
 		return nil, provision.Prechecks(fmt.Errorf("launch %s: region %s is not among the AWS regions sortie uses (%s); add it to aws.regions",
 			spec.Name, region, strings.Join(p.cfg.Regions, ", ")))
+	}
+	if err := checkLabels(spec.Resources.Labels); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
 	defer p.launches.Lock(spec.Name)()
 	existing, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, spec.Name))
@@ -152,6 +156,10 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	slices.Sort(keys)
 	for _, k := range keys {
 		tags = append(tags, types.Tag{Key: awssdk.String(k), Value: awssdk.String(spec.Tags[k])})
+	}
+	// The task's labels; checkLabels made sure none is one of sortie's.
+	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+		tags = append(tags, types.Tag{Key: awssdk.String(k), Value: awssdk.String(r.Labels[k])})
 	}
 	// The cluster tags are what finds the instances again; never leave them
 	// to the caller's map.

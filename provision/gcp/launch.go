@@ -29,6 +29,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err := validClusterName(spec.Name, spec.NumNodes); err != nil {
 		return nil, err
 	}
+	if err := checkLabels(spec.Resources.Labels); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
 	defer p.launches.Lock(spec.Name)()
 
 	existing, err := p.clusterInstances(ctx, spec.Name)
