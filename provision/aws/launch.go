@@ -49,6 +49,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err := checkLabels(spec.Resources.Labels); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
+	if _, err := provision.ParsePorts(spec.Resources.Ports); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
 	defer p.launches.Lock(spec.Name)()
 	existing, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, spec.Name))
 	if err != nil {
@@ -75,7 +78,14 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	}
 	out, err := p.client(region).RunInstances(ctx, input)
 	if err != nil {
-		return nil, classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
+		err = classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
+		// No instance uses the ports group yet: it goes at once.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
+			p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+		}
+		return nil, err
 	}
 	ids := make([]string, 0, len(out.Instances))
 	for _, in := range out.Instances {
@@ -92,6 +102,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		if terr := p.terminateIDs(cleanup, region, spec.Name, ids); terr != nil {
 			p.log.Error("cleaning up a failed launch", "cluster", spec.Name, "err", terr)
 			return nil, fmt.Errorf("launch %s in %s: %w (and terminating its instances: %v)", spec.Name, where, err, terr)
+		}
+		if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
+			p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
 		}
 		return nil, fmt.Errorf("launch %s in %s: %w", spec.Name, where, err)
 	}
@@ -148,6 +161,18 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	if err != nil {
 		return nil, err
 	}
+	groups := []string{group}
+	if len(r.Ports) > 0 {
+		ports, err := provision.ParsePorts(r.Ports)
+		if err != nil {
+			return nil, err
+		}
+		g, err := p.ensurePortsGroup(ctx, region, spec.Name, ports)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
 	tags := []types.Tag{{Key: awssdk.String("Name"), Value: awssdk.String(spec.Name)}}
 	keys := make([]string, 0, len(spec.Tags))
 	for k := range spec.Tags {
@@ -175,7 +200,7 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 		ImageId:          img.ImageId,
 		InstanceType:     t.InstanceType,
 		KeyName:          awssdk.String(p.KeyPairName()),
-		SecurityGroupIds: []string{group},
+		SecurityGroupIds: groups,
 		ClientToken:      awssdk.String(clientToken(spec, generation)),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: tags},
