@@ -32,6 +32,10 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err := checkLabels(spec.Resources.Labels); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
+	ports, err := provision.ParsePorts(spec.Resources.Ports)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
 	defer p.launches.Lock(spec.Name)()
 
 	existing, err := p.clusterInstances(ctx, spec.Name)
@@ -76,7 +80,15 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 
 	var ops []*computepb.Operation
 	var errs []error
+	if len(ports) > 0 {
+		if err := p.ensureFirewall(ctx, spec.Name, ports); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for rank := range spec.NumNodes {
+		if len(errs) > 0 {
+			break
+		}
 		if present[rank] {
 			continue
 		}
@@ -194,7 +206,8 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 			Key: proto.String("ssh-keys"), Value: proto.String(p.cfg.SSHUser + ":" + p.ssh.AuthorizedKey()),
 		}}},
 		Scheduling: sched,
-		Tags:       &computepb.Tags{Items: []string{"sortie"}},
+		// The cluster's name targets its firewall rule (resources.ports).
+		Tags: &computepb.Tags{Items: []string{"sortie", spec.Name}},
 	}
 }
 
@@ -238,15 +251,36 @@ func (p *Provider) insert(ctx context.Context, zone string, in *computepb.Instan
 // backs off to a minute between polls and reports success for an
 // operation that finished with an error.
 func (p *Provider) wait(ctx context.Context, zone string, op *computepb.Operation) error {
+	return p.waitOp(ctx, op, func(name string) (*computepb.Operation, error) {
+		op, err := p.api.GetOperation(ctx, p.cfg.Project, zone, name)
+		if err != nil {
+			return nil, classify(fmt.Errorf("poll operation %s in %s: %w", name, zone, err))
+		}
+		return op, nil
+	})
+}
+
+// waitGlobal is wait for a global operation (on a firewall rule).
+func (p *Provider) waitGlobal(ctx context.Context, op *computepb.Operation) error {
+	return p.waitOp(ctx, op, func(name string) (*computepb.Operation, error) {
+		op, err := p.api.GetGlobalOperation(ctx, p.cfg.Project, name)
+		if err != nil {
+			return nil, classify(fmt.Errorf("poll global operation %s: %w", name, err))
+		}
+		return op, nil
+	})
+}
+
+func (p *Provider) waitOp(ctx context.Context, op *computepb.Operation, get func(name string) (*computepb.Operation, error)) error {
 	wait := vm.NewDeadline(p.cfg.Now, p.cfg.PollInterval, p.cfg.OperationTimeout)
 	for op.GetStatus() != computepb.Operation_DONE {
 		if err := wait.Pause(ctx, fmt.Sprintf("operation %s (%s %s), still %s", op.GetName(), op.GetOperationType(),
 			lastSegment(op.GetTargetLink()), op.GetStatus())); err != nil {
 			return err
 		}
-		next, err := p.api.GetOperation(ctx, p.cfg.Project, zone, op.GetName())
+		next, err := get(op.GetName())
 		if err != nil {
-			return classify(fmt.Errorf("poll operation %s in %s: %w", op.GetName(), zone, err))
+			return err
 		}
 		op = next
 	}
