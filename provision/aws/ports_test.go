@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"sortie/provision"
+	"sortie/schema"
 )
 
 // groupsNamed lists the security groups of a name in region, as EC2 sees them.
@@ -123,5 +124,29 @@ func TestPortsGroupsDoNotLeak(t *testing.T) {
 	}
 	if n := e.proxy.Calls("CreateSecurityGroup", ""); n != 0 {
 		t.Errorf("a launch with a bad port made %d security groups", n)
+	}
+}
+
+// image_id docker:IMAGE is a container image for the task, never an AMI:
+// the instance boots the default Ubuntu image.
+func TestDockerImageBootsTheDefaultAMI(t *testing.T) {
+	e := newEnv(t)
+	p := e.provider(t)
+	ctx := testContext(t)
+	r := spot()
+	r.ImageID = "docker:ubuntu:24.04"
+	in, err := p.runInput(ctx, spec(966, 1, zone("us-east-1a"), r), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := p.image(ctx, "us-east-1", schema.Resources{}, "x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if awssdk.ToString(in.ImageId) != awssdk.ToString(def.ImageId) {
+		t.Errorf("RunInstances image %s, want the default %s", awssdk.ToString(in.ImageId), awssdk.ToString(def.ImageId))
+	}
+	if n := e.proxy.Calls("DescribeImages", ""); n != 1 {
+		t.Errorf("DescribeImages called %d times, want once (for the default image, never for docker:...)", n)
 	}
 }

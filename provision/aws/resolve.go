@@ -261,9 +261,15 @@ func (p *Provider) Placements(ctx context.Context, r schema.Resources) ([]schema
 // Canonical's account, which publishes the official Ubuntu images.
 const canonicalOwner = "099720109477"
 
-// image returns the image to boot: r.ImageID, else the newest Ubuntu LTS
-// image for the architecture in the region.
+// image returns the image to boot: r.ImageID, else (none, or a docker:
+// container image) the newest Ubuntu LTS image for the architecture in the
+// region.
 func (p *Provider) image(ctx context.Context, region string, r schema.Resources, arch types.ArchitectureType) (types.Image, error) {
+	if strings.HasPrefix(r.ImageID, "docker:") {
+		// A container image: the instance boots the default image and the
+		// task runs in the container there (see node.Container).
+		r.ImageID = ""
+	}
 	key := region + "/" + r.ImageID
 	if r.ImageID == "" {
 		key = region + "/" + string(arch)

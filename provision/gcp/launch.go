@@ -162,7 +162,9 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 	r := spec.Resources
 	image := r.ImageID
 	switch {
-	case image == "":
+	case image == "" || strings.HasPrefix(image, "docker:"):
+		// docker:IMAGE is a container image: the VM boots the default
+		// image and the task runs in the container there.
 		image = DefaultImage
 	case !strings.Contains(image, "/"):
 		image = "projects/" + p.cfg.Project + "/global/images/" + image

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/provision"
+	"sortie/provision/fit"
 	"sortie/provision/gcp/gcpfake"
 )
 
@@ -95,5 +96,20 @@ func TestFirewallRulesDoNotLeak(t *testing.T) {
 	}
 	if n := len(e.fake.Firewalls()); n != 1 {
 		t.Errorf("%d firewall rules after a refused launch, want 1", n)
+	}
+}
+
+// image_id docker:IMAGE is a container image for the task, never a boot
+// image: the VM boots the default image.
+func TestDockerImageBootsTheDefaultImage(t *testing.T) {
+	e := newEnv(t, false, gcpfake.Options{})
+	p := e.provider(t)
+	r := spot()
+	r.ImageID = "docker:pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"
+	s := spec(75, 1, "us-central1-a", r)
+	launch(t, p, s)
+	in := p.instanceFor(s, "us-central1-a", machineType{Offer: fit.Offer{Name: "e2-standard-2"}}, 0)
+	if got := in.GetDisks()[0].GetInitializeParams().GetSourceImage(); got != DefaultImage {
+		t.Errorf("boot image %q, want %s", got, DefaultImage)
 	}
 }
