@@ -78,6 +78,10 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("%s: zone %s does not offer %s; pick another zone or machine type", where, zone, describeRequest(spec.Resources)))
 	}
 
+	// What the machine type cannot have is refused before anything is made.
+	if _, err := p.instanceFor(spec, zone, mt, 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	var ops []*computepb.Operation
 	var errs []error
 	if len(ports) > 0 {
@@ -92,7 +96,12 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		if present[rank] {
 			continue
 		}
-		op, err := p.insert(ctx, zone, p.instanceFor(spec, zone, mt, rank))
+		in, err := p.instanceFor(spec, zone, mt, rank)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		op, err := p.insert(ctx, zone, in)
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -157,9 +166,18 @@ func wrapClassified(where string, err error) error {
 	return wrapped
 }
 
-// instanceFor is the VM of rank in spec's cluster.
-func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machineType, rank int) *computepb.Instance {
+// instanceFor is the VM of rank in spec's cluster. Its disk and network
+// tiers may ask what the machine type cannot have: a prechecks error.
+func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machineType, rank int) (*computepb.Instance, error) {
 	r := spec.Resources
+	diskType, iops, err := bootDisk(mt, r.DiskTier)
+	if err != nil {
+		return nil, err
+	}
+	tier1, err := bestNetwork(mt, r.NetworkTier)
+	if err != nil {
+		return nil, err
+	}
 	image := r.ImageID
 	switch {
 	case image == "" || strings.HasPrefix(image, "docker:"):
@@ -172,6 +190,10 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 	params := &computepb.AttachedDiskInitializeParams{SourceImage: proto.String(image)}
 	if r.DiskSize > 0 {
 		params.DiskSizeGb = proto.Int64(int64(r.DiskSize))
+	}
+	params.DiskType = proto.String(fmt.Sprintf("zones/%s/diskTypes/%s", zone, diskType))
+	if iops > 0 {
+		params.ProvisionedIops = proto.Int64(iops)
 	}
 	sched := &computepb.Scheduling{
 		ProvisioningModel: proto.String("STANDARD"),
@@ -190,6 +212,17 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 			OnHostMaintenance:         proto.String("TERMINATE"),
 		}
 	}
+	nic := &computepb.NetworkInterface{
+		Network: proto.String("global/networks/default"),
+		AccessConfigs: []*computepb.AccessConfig{{
+			Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT"),
+		}},
+	}
+	var perf *computepb.NetworkPerformanceConfig
+	if tier1 {
+		nic.NicType = proto.String("GVNIC")
+		perf = &computepb.NetworkPerformanceConfig{TotalEgressBandwidthTier: proto.String("TIER_1")}
+	}
 	return &computepb.Instance{
 		Name:        proto.String(instanceName(spec.Name, rank)),
 		MachineType: proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.Name)),
@@ -198,19 +231,15 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
 			InitializeParams: params,
 		}},
-		NetworkInterfaces: []*computepb.NetworkInterface{{
-			Network: proto.String("global/networks/default"),
-			AccessConfigs: []*computepb.AccessConfig{{
-				Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT"),
-			}},
-		}},
+		NetworkInterfaces:        []*computepb.NetworkInterface{nic},
+		NetworkPerformanceConfig: perf,
 		Metadata: &computepb.Metadata{Items: []*computepb.Items{{
 			Key: proto.String("ssh-keys"), Value: proto.String(p.cfg.SSHUser + ":" + p.ssh.AuthorizedKey()),
 		}}},
 		Scheduling: sched,
 		// The cluster's name targets its firewall rule (resources.ports).
 		Tags: &computepb.Tags{Items: []string{"sortie", spec.Name}},
-	}
+	}, nil
 }
 
 // insert asks for one VM. Its request id is deterministic, so a retry of a

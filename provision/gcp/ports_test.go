@@ -108,7 +108,10 @@ func TestDockerImageBootsTheDefaultImage(t *testing.T) {
 	r.ImageID = "docker:pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"
 	s := spec(75, 1, "us-central1-a", r)
 	launch(t, p, s)
-	in := p.instanceFor(s, "us-central1-a", machineType{Offer: fit.Offer{Name: "e2-standard-2"}}, 0)
+	in, err := p.instanceFor(s, "us-central1-a", machineType{Offer: fit.Offer{Name: "e2-standard-2"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := in.GetDisks()[0].GetInitializeParams().GetSourceImage(); got != DefaultImage {
 		t.Errorf("boot image %q, want %s", got, DefaultImage)
 	}
