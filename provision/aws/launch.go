@@ -52,6 +52,12 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if _, err := provision.ParsePorts(spec.Resources.Ports); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
+	if _, err := ebsFor(spec.Resources.DiskTier); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	if _, err := checkNetworkTier(spec.Resources.NetworkTier, nil); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
 	defer p.launches.Lock(spec.Name)()
 	existing, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, spec.Name))
 	if err != nil {
@@ -150,7 +156,15 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	if archs := architectures(t); len(archs) > 0 && !slices.Contains(archs, arch) {
 		arch = archs[0]
 	}
+	bestNetwork, err := checkNetworkTier(r.NetworkTier, &t)
+	if err != nil {
+		return nil, err
+	}
 	img, err := p.image(ctx, region, r, arch)
+	if err != nil {
+		return nil, err
+	}
+	root, err := rootVolume(r, img)
 	if err != nil {
 		return nil, err
 	}
@@ -212,19 +226,20 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	if spec.Placement.Zone != "" {
 		in.Placement = &types.Placement{AvailabilityZone: awssdk.String(spec.Placement.Zone)}
 	}
-	if r.DiskSize > 0 {
-		device := awssdk.ToString(img.RootDeviceName)
-		if device == "" {
-			device = "/dev/sda1"
-		}
-		in.BlockDeviceMappings = []types.BlockDeviceMapping{{
-			DeviceName: awssdk.String(device),
-			Ebs: &types.EbsBlockDevice{
-				VolumeSize:          awssdk.Int32(int32(r.DiskSize)),
-				VolumeType:          types.VolumeTypeGp3,
-				DeleteOnTermination: awssdk.Bool(true),
-			},
+	if root != nil {
+		in.BlockDeviceMappings = []types.BlockDeviceMapping{*root}
+	}
+	if bestNetwork {
+		// An EFA interface carries the security groups itself, and a
+		// public address so that sortie reaches the node as any other.
+		in.NetworkInterfaces = []types.InstanceNetworkInterfaceSpecification{{
+			DeviceIndex:              awssdk.Int32(0),
+			InterfaceType:            awssdk.String("efa"),
+			Groups:                   in.SecurityGroupIds,
+			AssociatePublicIpAddress: awssdk.Bool(true),
+			DeleteOnTermination:      awssdk.Bool(true),
 		}}
+		in.SecurityGroupIds = nil
 	}
 	if r.UseSpot {
 		in.InstanceMarketOptions = &types.InstanceMarketOptionsRequest{
