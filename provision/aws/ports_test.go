@@ -70,8 +70,15 @@ func TestPortsOpenAndCloseWithTheCluster(t *testing.T) {
 		}
 	}
 
+	// EC2 refuses to delete a group while a shutting-down instance still
+	// uses it; Terminate waits and tries again.
+	e.proxy.FailNext("DeleteSecurityGroup", "DependencyViolation", "resource "+awssdk.ToString(g.GroupId)+" has a dependent object")
+	e.proxy.ResetCalls()
 	if err := p.Terminate(ctx, s.Name); err != nil {
 		t.Fatal(err)
+	}
+	if n := e.proxy.Calls("DeleteSecurityGroup", "us-east-1"); n != 2 {
+		t.Errorf("DeleteSecurityGroup called %d times, want 2 (refused while in use, then done)", n)
 	}
 	if left := groupsNamed(t, p, "us-east-1", portsGroupName(s.Name)); len(left) != 0 {
 		t.Errorf("Terminate left the ports group: %v", left)
