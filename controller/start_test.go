@@ -121,6 +121,15 @@ func TestGitWorkdirIsClonedOnTheNode(t *testing.T) {
 
 func TestNoContainerEngineFailsPrechecks(t *testing.T) {
 	c, _ := localController(t)
+	// This machine's own docker, asked for real, when it has a client
+	// without a daemon behind it.
+	if _, err := exec.LookPath("docker"); err == nil && exec.Command("docker", "info").Run() != nil {
+		id := storeTask(t, c, &schema.Task{Resources: schema.Resources{ImageID: "docker:ubuntu:24.04"}, Run: "true"})
+		j := launchAndStart(t, c, id)
+		if j.Status != lifecycle.FailedPrechecks || !strings.Contains(j.FailureReason, "docker is installed but its engine does not answer") {
+			t.Errorf("with this machine's docker client and no daemon: job %s (%s), want FAILED_PRECHECKS saying so", j.Status, j.FailureReason)
+		}
+	}
 	bin := t.TempDir()
 	for _, tool := range []string{"bash", "tail", "tr", "mkdir", "rm"} {
 		p, err := exec.LookPath(tool)
