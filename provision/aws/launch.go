@@ -85,11 +85,13 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	out, err := p.client(region).RunInstances(ctx, input)
 	if err != nil {
 		err = classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
-		// No instance uses the ports group yet: it goes at once.
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
-			p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+		if len(spec.Resources.Ports) > 0 {
+			// No instance uses the ports group yet: it goes at once.
+			cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
+				p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+			}
 		}
 		return nil, err
 	}
@@ -109,8 +111,10 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 			p.log.Error("cleaning up a failed launch", "cluster", spec.Name, "err", terr)
 			return nil, fmt.Errorf("launch %s in %s: %w (and terminating its instances: %v)", spec.Name, where, err, terr)
 		}
-		if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
-			p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+		if len(spec.Resources.Ports) > 0 {
+			if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
+				p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+			}
 		}
 		return nil, fmt.Errorf("launch %s in %s: %w", spec.Name, where, err)
 	}
