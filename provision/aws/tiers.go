@@ -44,9 +44,9 @@ const (
 )
 
 // rootVolume is the root device of the instances: disk_size and disk_tier
-// on the image's root device; nil when neither is asked. A tier whose IOPS
-// need more GiB than the image has grows the volume to that; an explicit
-// disk_size too small for it is refused.
+// on the image's root device; nil when neither is asked. Without
+// disk_size the volume has the image's size, grown to what the tier's
+// IOPS need; an explicit disk_size too small for them is refused.
 func rootVolume(r schema.Resources, img types.Image) (*types.BlockDeviceMapping, error) {
 	if r.DiskSize == 0 && r.DiskTier == "" {
 		return nil, nil
@@ -66,8 +66,11 @@ func rootVolume(r schema.Resources, img types.Image) (*types.BlockDeviceMapping,
 	case size > 0 && size < need:
 		return nil, provision.Prechecks(fmt.Errorf("resources.disk_size: %d GB is too small for disk_tier %s on aws (EBS %s at %d IOPS needs at least %d GB); raise disk_size or lower disk_tier",
 			size, r.DiskTier, v.volumeType, v.iops, need))
-	case size == 0 && need > imageSize(img, device):
-		size = need
+	case size == 0:
+		// The image's own size, or what the IOPS need when that is more;
+		// named either way, as a volume type without a size is not taken
+		// everywhere EC2's API is spoken.
+		size = max(imageSize(img, device), need)
 	}
 	if v.volumeType == types.VolumeTypeStandard && size > maxStandardGiB {
 		return nil, provision.Prechecks(fmt.Errorf("resources.disk_size: %d GB is more than disk_tier low (EBS standard, magnetic) holds on aws (%d GB); use disk_tier medium or a smaller disk_size",

@@ -22,10 +22,10 @@ func TestRootVolumeFollowsTheTier(t *testing.T) {
 		err               string
 	}{
 		{tier: "", size: 100, vtype: "gp3", gb: 100},
-		{tier: "low", vtype: "standard"},
+		{tier: "low", vtype: "standard", gb: 8},
 		{tier: "low", size: 500, vtype: "standard", gb: 500},
 		{tier: "low", size: 2000, err: "disk_tier low (EBS standard, magnetic) holds on aws (1024 GB)"},
-		{tier: "medium", vtype: "gp3", iops: 3500, thruput: 218},
+		{tier: "medium", vtype: "gp3", gb: 8, iops: 3500, thruput: 218},
 		{tier: "high", vtype: "gp3", gb: 14, iops: 7000, thruput: 437}, // grown past the image's 8 GB
 		{tier: "high", size: 256, vtype: "gp3", gb: 256, iops: 7000, thruput: 437},
 		{tier: "ultra", vtype: "io2", gb: 40, iops: 20000},
@@ -89,7 +89,8 @@ func TestBestNetworkNeedsEFA(t *testing.T) {
 }
 
 // The tiers reach RunInstances: the root volume's type and IOPS, and an
-// EFA interface that carries the security groups.
+// EFA interface that carries the security groups; what the type cannot
+// have is refused before RunInstances.
 func TestTiersReachRunInstances(t *testing.T) {
 	e := newEnv(t)
 	p := e.provider(t)
@@ -107,6 +108,11 @@ func TestTiersReachRunInstances(t *testing.T) {
 		len(in.NetworkInterfaces[0].Groups) != 2 || len(in.SecurityGroupIds) != 0 {
 		t.Errorf("network interfaces %+v, groups %v; want one EFA interface with sortie's group and the ports group", in.NetworkInterfaces, in.SecurityGroupIds)
 	}
+	// EC2 (moto) takes the request, and the nodes answer SSH through it.
+	if c := launch(t, p, s); len(c.Nodes) != 2 {
+		t.Errorf("launched %d nodes, want 2", len(c.Nodes))
+	}
+	e.proxy.ResetCalls()
 	for _, bad := range []schema.Resources{
 		{Cloud: "aws", InstanceType: "t3.micro", NetworkTier: "best"},
 		{Cloud: "aws", InstanceType: "t3.micro", DiskTier: "ultra", DiskSize: 10},
