@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,6 +49,12 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 			err = c.startNode(ctx, r, j, task, a, rank, ips, secrets)
 			r.Close()
 		}
+		var lacks *node.PrecheckError
+		if errors.As(err, &lacks) {
+			// The node lacks what the task needs (a container engine, git,
+			// the repository's ref): no retry on it can help.
+			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("node %d: %s", rank, lacks.Msg))
+		}
 		if err != nil {
 			// Reaching a node can fail for a while (booting, network); it
 			// counts like a failed check of a running node.
@@ -92,6 +99,19 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	if st.Started {
 		return nil
 	}
+	container, err := containerFor(ctx, r, task, attemptPlacement(a))
+	if err != nil {
+		return err
+	}
+	if repo := task.WorkdirRepo; repo != nil {
+		if err := node.Clone(ctx, r, repo.URL, repo.Ref, "workdir"); err != nil {
+			var lacks *node.PrecheckError
+			if errors.As(err, &lacks) {
+				return &node.PrecheckError{Msg: fmt.Sprintf("workdir %s at %q: %s", repo.URL, repo.Ref, lacks.Msg)}
+			}
+			return err
+		}
+	}
 	if task.Workdir != "" {
 		dir := task.Workdir
 		if !filepath.IsAbs(dir) {
@@ -122,7 +142,54 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	} {
 		env[k] = v
 	}
-	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env})
+	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container})
+}
+
+// containerFor is how the task's phases run in its container image
+// (resources.image_id docker:IMAGE) on the node behind r, or nil when it
+// has none. A node without a container engine is a node.PrecheckError.
+func containerFor(ctx context.Context, r provision.Runner, task *schema.Task, at schema.Placement) (*node.Container, error) {
+	image, ok := strings.CutPrefix(imageFor(task.Resources, at), "docker:")
+	if !ok {
+		return nil, nil
+	}
+	// A VM sortie launched boots a stock image, which may lack an engine:
+	// it may install one there, never on this machine (local) or on
+	// hollow nodes (sim).
+	install := at.Cloud != "local" && at.Cloud != "sim"
+	engine, err := node.ContainerEngine(ctx, r, install)
+	var lacks *node.PrecheckError
+	if errors.As(err, &lacks) {
+		return nil, &node.PrecheckError{Msg: fmt.Sprintf("resources.image_id docker:%s: %s; start the engine, launch on an image that has docker or podman, or drop the docker: prefix to run on the node itself",
+			image, lacks.Msg)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Relative destinations are under the workdir, which is in the node
+	// directory the container always sees.
+	var mounts []string
+	for dst := range task.FileMounts {
+		if filepath.IsAbs(dst) {
+			mounts = append(mounts, dst)
+		}
+	}
+	return &node.Container{Engine: engine, Image: image, Mounts: mounts}, nil
+}
+
+// imageFor is the image_id of the candidate placement at: the first of
+// ordered/any_of whose cloud, region and zone match it and that names an
+// image (per-region images become such candidates), else resources'.
+func imageFor(r schema.Resources, at schema.Placement) string {
+	for _, items := range [][]schema.Resources{r.Ordered, r.AnyOf} {
+		for _, it := range items {
+			if it.ImageID != "" && (it.Cloud == "" || it.Cloud == at.Cloud) &&
+				(it.Region == "" || it.Region == at.Region) && (it.Zone == "" || it.Zone == at.Zone) {
+				return it.ImageID
+			}
+		}
+	}
+	return r.ImageID
 }
 
 // runner reaches one node of a's cluster, in a directory of a's own: a

@@ -52,16 +52,10 @@ func (p *Provider) ensureSecurityGroup(ctx context.Context, region string) (stri
 		return id, nil
 	}
 	api := p.client(region)
-	vpcs, err := api.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{
-		Filters: []types.Filter{{Name: awssdk.String("is-default"), Values: []string{"true"}}},
-	})
+	vpc, err := p.defaultVPC(ctx, region)
 	if err != nil {
-		return "", classify(fmt.Errorf("find the default VPC of %s: %w", region, err))
+		return "", err
 	}
-	if len(vpcs.Vpcs) == 0 {
-		return "", provision.Prechecks(fmt.Errorf("region %s has no default VPC, which sortie launches into; create one with `aws ec2 create-default-vpc --region %s`", region, region))
-	}
-	vpc := awssdk.ToString(vpcs.Vpcs[0].VpcId)
 	find := func() (*types.SecurityGroup, error) {
 		out, err := api.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 			{Name: awssdk.String("group-name"), Values: []string{SecurityGroupName}},
@@ -131,4 +125,23 @@ func allowsSSH(perms []types.IpPermission) bool {
 		}
 	}
 	return false
+}
+
+// defaultVPC is the id of the region's default VPC, which sortie launches into.
+func (p *Provider) defaultVPC(ctx context.Context, region string) (string, error) {
+	if id, ok := lookup(&p.cache, p.cache.vpcs, region); ok {
+		return id, nil
+	}
+	vpcs, err := p.client(region).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{
+		Filters: []types.Filter{{Name: awssdk.String("is-default"), Values: []string{"true"}}},
+	})
+	if err != nil {
+		return "", classify(fmt.Errorf("find the default VPC of %s: %w", region, err))
+	}
+	if len(vpcs.Vpcs) == 0 {
+		return "", provision.Prechecks(fmt.Errorf("region %s has no default VPC, which sortie launches into; create one with `aws ec2 create-default-vpc --region %s`", region, region))
+	}
+	id := awssdk.ToString(vpcs.Vpcs[0].VpcId)
+	store(&p.cache, p.cache.vpcs, region, id)
+	return id, nil
 }

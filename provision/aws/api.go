@@ -24,6 +24,7 @@ type ec2API interface {
 	DescribeVpcs(context.Context, *ec2.DescribeVpcsInput, ...func(*ec2.Options)) (*ec2.DescribeVpcsOutput, error)
 	DescribeSecurityGroups(context.Context, *ec2.DescribeSecurityGroupsInput, ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
 	CreateSecurityGroup(context.Context, *ec2.CreateSecurityGroupInput, ...func(*ec2.Options)) (*ec2.CreateSecurityGroupOutput, error)
+	DeleteSecurityGroup(context.Context, *ec2.DeleteSecurityGroupInput, ...func(*ec2.Options)) (*ec2.DeleteSecurityGroupOutput, error)
 	AuthorizeSecurityGroupIngress(context.Context, *ec2.AuthorizeSecurityGroupIngressInput, ...func(*ec2.Options)) (*ec2.AuthorizeSecurityGroupIngressOutput, error)
 	DescribeRegions(context.Context, *ec2.DescribeRegionsInput, ...func(*ec2.Options)) (*ec2.DescribeRegionsOutput, error)
 }
@@ -39,6 +40,7 @@ type cache struct {
 	images    map[string]types.Image              // region/image id or region/arch -> image
 	keyPairs  map[string]bool                     // region -> ensured
 	groups    map[string]string                   // region -> security group id
+	vpcs      map[string]string                   // region -> default VPC id
 	addrs     map[string]string                   // instance id -> SSH address
 }
 
@@ -46,7 +48,7 @@ func newCache() cache {
 	return cache{
 		types: map[string][]types.InstanceTypeInfo{}, offerings: map[string][]string{},
 		zones: map[string][]string{}, images: map[string]types.Image{},
-		keyPairs: map[string]bool{}, groups: map[string]string{}, addrs: map[string]string{},
+		keyPairs: map[string]bool{}, groups: map[string]string{}, vpcs: map[string]string{}, addrs: map[string]string{},
 	}
 }
 

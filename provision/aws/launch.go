@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,18 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("launch %s: region %s is not among the AWS regions sortie uses (%s); add it to aws.regions",
 			spec.Name, region, strings.Join(p.cfg.Regions, ", ")))
 	}
+	if err := checkLabels(spec.Resources.Labels); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	if _, err := provision.ParsePorts(spec.Resources.Ports); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	if _, err := ebsFor(spec.Resources.DiskTier); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	if _, err := checkNetworkTier(spec.Resources.NetworkTier, nil); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
 	defer p.launches.Lock(spec.Name)()
 	existing, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, spec.Name))
 	if err != nil {
@@ -71,7 +84,16 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	}
 	out, err := p.client(region).RunInstances(ctx, input)
 	if err != nil {
-		return nil, classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
+		err = classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
+		if len(spec.Resources.Ports) > 0 {
+			// No instance uses the ports group yet: it goes at once.
+			cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
+				p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+			}
+		}
+		return nil, err
 	}
 	ids := make([]string, 0, len(out.Instances))
 	for _, in := range out.Instances {
@@ -88,6 +110,11 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		if terr := p.terminateIDs(cleanup, region, spec.Name, ids); terr != nil {
 			p.log.Error("cleaning up a failed launch", "cluster", spec.Name, "err", terr)
 			return nil, fmt.Errorf("launch %s in %s: %w (and terminating its instances: %v)", spec.Name, where, err, terr)
+		}
+		if len(spec.Resources.Ports) > 0 {
+			if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
+				p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+			}
 		}
 		return nil, fmt.Errorf("launch %s in %s: %w", spec.Name, where, err)
 	}
@@ -133,7 +160,15 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	if archs := architectures(t); len(archs) > 0 && !slices.Contains(archs, arch) {
 		arch = archs[0]
 	}
+	bestNetwork, err := checkNetworkTier(r.NetworkTier, &t)
+	if err != nil {
+		return nil, err
+	}
 	img, err := p.image(ctx, region, r, arch)
+	if err != nil {
+		return nil, err
+	}
+	root, err := rootVolume(r, img)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +179,18 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	if err != nil {
 		return nil, err
 	}
+	groups := []string{group}
+	if len(r.Ports) > 0 {
+		ports, err := provision.ParsePorts(r.Ports)
+		if err != nil {
+			return nil, err
+		}
+		g, err := p.ensurePortsGroup(ctx, region, spec.Name, ports)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
 	tags := []types.Tag{{Key: awssdk.String("Name"), Value: awssdk.String(spec.Name)}}
 	keys := make([]string, 0, len(spec.Tags))
 	for k := range spec.Tags {
@@ -152,6 +199,10 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	slices.Sort(keys)
 	for _, k := range keys {
 		tags = append(tags, types.Tag{Key: awssdk.String(k), Value: awssdk.String(spec.Tags[k])})
+	}
+	// The task's labels; checkLabels made sure none is one of sortie's.
+	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+		tags = append(tags, types.Tag{Key: awssdk.String(k), Value: awssdk.String(r.Labels[k])})
 	}
 	// The cluster tags are what finds the instances again; never leave them
 	// to the caller's map.
@@ -167,7 +218,7 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 		ImageId:          img.ImageId,
 		InstanceType:     t.InstanceType,
 		KeyName:          awssdk.String(p.KeyPairName()),
-		SecurityGroupIds: []string{group},
+		SecurityGroupIds: groups,
 		ClientToken:      awssdk.String(clientToken(spec, generation)),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: tags},
@@ -179,19 +230,20 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	if spec.Placement.Zone != "" {
 		in.Placement = &types.Placement{AvailabilityZone: awssdk.String(spec.Placement.Zone)}
 	}
-	if r.DiskSize > 0 {
-		device := awssdk.ToString(img.RootDeviceName)
-		if device == "" {
-			device = "/dev/sda1"
-		}
-		in.BlockDeviceMappings = []types.BlockDeviceMapping{{
-			DeviceName: awssdk.String(device),
-			Ebs: &types.EbsBlockDevice{
-				VolumeSize:          awssdk.Int32(int32(r.DiskSize)),
-				VolumeType:          types.VolumeTypeGp3,
-				DeleteOnTermination: awssdk.Bool(true),
-			},
+	if root != nil {
+		in.BlockDeviceMappings = []types.BlockDeviceMapping{*root}
+	}
+	if bestNetwork {
+		// An EFA interface carries the security groups itself, and a
+		// public address so that sortie reaches the node as any other.
+		in.NetworkInterfaces = []types.InstanceNetworkInterfaceSpecification{{
+			DeviceIndex:              awssdk.Int32(0),
+			InterfaceType:            awssdk.String("efa"),
+			Groups:                   in.SecurityGroupIds,
+			AssociatePublicIpAddress: awssdk.Bool(true),
+			DeleteOnTermination:      awssdk.Bool(true),
 		}}
+		in.SecurityGroupIds = nil
 	}
 	if r.UseSpot {
 		in.InstanceMarketOptions = &types.InstanceMarketOptionsRequest{

@@ -75,7 +75,8 @@ func smallestType(all []types.InstanceTypeInfo, r schema.Resources) (types.Insta
 	byName := map[string]types.InstanceTypeInfo{}
 	var offers []fit.Offer
 	for _, t := range all {
-		if launchable(t, r.UseSpot) {
+		// network_tier best needs EFA: pick among the types that have it.
+		if launchable(t, r.UseSpot) && (r.NetworkTier != "best" || efa(t)) {
 			name := string(t.InstanceType)
 			byName[name] = t
 			offers = append(offers, fit.Offer{Name: name, CPUs: vcpus(t), MemoryGiB: memoryGiB(t), Accelerators: gpus(t)})
@@ -120,8 +121,9 @@ func (p *Provider) resolveType(ctx context.Context, region string, r schema.Reso
 	}
 	if !ok {
 		return types.InstanceTypeInfo{}, provision.Prechecks(fmt.Errorf(
-			"no EC2 instance type in %s has cpus %s, memory %s GB and accelerators %v%s; relax the request or set resources.instance_type",
-			region, orAny(r.CPUs), orAny(r.Memory), r.Accelerators, map[bool]string{true: " as spot", false: ""}[r.UseSpot]))
+			"no EC2 instance type in %s has cpus %s, memory %s GB and accelerators %v%s%s; relax the request or set resources.instance_type",
+			region, orAny(r.CPUs), orAny(r.Memory), r.Accelerators, map[bool]string{true: " as spot", false: ""}[r.UseSpot],
+			map[bool]string{true: " with EFA (network_tier best)", false: ""}[r.NetworkTier == "best"]))
 	}
 	return t, nil
 }
@@ -261,9 +263,15 @@ func (p *Provider) Placements(ctx context.Context, r schema.Resources) ([]schema
 // Canonical's account, which publishes the official Ubuntu images.
 const canonicalOwner = "099720109477"
 
-// image returns the image to boot: r.ImageID, else the newest Ubuntu LTS
-// image for the architecture in the region.
+// image returns the image to boot: r.ImageID, else (none, or a docker:
+// container image) the newest Ubuntu LTS image for the architecture in the
+// region.
 func (p *Provider) image(ctx context.Context, region string, r schema.Resources, arch types.ArchitectureType) (types.Image, error) {
+	if strings.HasPrefix(r.ImageID, "docker:") {
+		// A container image: the instance boots the default image and the
+		// task runs in the container there (see node.Container).
+		r.ImageID = ""
+	}
 	key := region + "/" + r.ImageID
 	if r.ImageID == "" {
 		key = region + "/" + string(arch)

@@ -260,7 +260,8 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 }
 
 // List implements provision.Provider: every cluster sortie tagged that still
-// has an instance not terminated.
+// has an instance not terminated. On the way it deletes the ports security
+// groups of clusters that have none (left by a crash).
 func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 	all, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
 		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"))
@@ -279,6 +280,7 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 				keep = append(keep, in)
 			}
 		}
+		p.sweepPortsGroups(ctx, region, names)
 		return clustersFrom(region, keep), nil
 	})
 	if err != nil {
@@ -293,7 +295,8 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 }
 
 // Terminate implements provision.Provider: every instance tagged with the
-// cluster's name, in every configured region, is terminated.
+// cluster's name, in every configured region, is terminated, then the
+// cluster's ports security group, once no instance uses it.
 func (p *Provider) Terminate(ctx context.Context, name string) error {
 	_, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
 		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, name))
@@ -306,7 +309,10 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 				ids = append(ids, awssdk.ToString(in.InstanceId))
 			}
 		}
-		return nil, p.terminateIDs(ctx, region, name, ids)
+		if err := p.terminateIDs(ctx, region, name, ids); err != nil {
+			return nil, err
+		}
+		return nil, p.dropPortsGroups(ctx, region, name)
 	})
 	return err
 }

@@ -29,6 +29,11 @@ type computeAPI interface {
 	GetOperation(ctx context.Context, project, zone, name string) (*computepb.Operation, error)
 	// Operations lists the project's operations in every scope that pass filter.
 	Operations(ctx context.Context, project, filter string) ([]*computepb.Operation, error)
+	InsertFirewall(ctx context.Context, project string, fw *computepb.Firewall) (*computepb.Operation, error)
+	DeleteFirewall(ctx context.Context, project, name string) (*computepb.Operation, error)
+	// Firewalls lists the project's firewall rules that pass filter.
+	Firewalls(ctx context.Context, project, filter string) ([]*computepb.Firewall, error)
+	GetGlobalOperation(ctx context.Context, project, name string) (*computepb.Operation, error)
 	Close() error
 }
 
@@ -39,6 +44,7 @@ type clients struct {
 	globalOps    *compute.GlobalOperationsClient
 	zones        *compute.ZonesClient
 	machineTypes *compute.MachineTypesClient
+	firewalls    *compute.FirewallsClient
 	opened       []io.Closer // those made so far, for Close
 }
 
@@ -52,6 +58,7 @@ func newClients(ctx context.Context, opts ...option.ClientOption) (*clients, err
 	c.globalOps = open(ctx, c, &err, compute.NewGlobalOperationsRESTClient, opts)
 	c.zones = open(ctx, c, &err, compute.NewZonesRESTClient, opts)
 	c.machineTypes = open(ctx, c, &err, compute.NewMachineTypesRESTClient, opts)
+	c.firewalls = open(ctx, c, &err, compute.NewFirewallsRESTClient, opts)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -153,4 +160,29 @@ func (c *clients) Operations(ctx context.Context, project, filter string) ([]*co
 	return collect(c.globalOps.AggregatedList(ctx, &computepb.AggregatedListGlobalOperationsRequest{
 		Project: project, Filter: proto.String(filter),
 	}).All(), func(p compute.OperationsScopedListPair) []*computepb.Operation { return p.Value.GetOperations() })
+}
+
+func (c *clients) InsertFirewall(ctx context.Context, project string, fw *computepb.Firewall) (*computepb.Operation, error) {
+	op, err := c.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{Project: project, FirewallResource: fw})
+	if err != nil {
+		return nil, err
+	}
+	return op.Proto(), nil
+}
+
+func (c *clients) DeleteFirewall(ctx context.Context, project, name string) (*computepb.Operation, error) {
+	op, err := c.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{Project: project, Firewall: name})
+	if err != nil {
+		return nil, err
+	}
+	return op.Proto(), nil
+}
+
+func (c *clients) Firewalls(ctx context.Context, project, filter string) ([]*computepb.Firewall, error) {
+	return collect(c.firewalls.List(ctx, &computepb.ListFirewallsRequest{Project: project, Filter: proto.String(filter)}).All(),
+		one[*computepb.Firewall])
+}
+
+func (c *clients) GetGlobalOperation(ctx context.Context, project, name string) (*computepb.Operation, error) {
+	return c.globalOps.Get(ctx, &computepb.GetGlobalOperationRequest{Project: project, Operation: name})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/compute/apiv1/computepb"
+
 	"sortie/provision"
 	"sortie/provision/gcp/gcpfake"
 	"sortie/provision/internal/testenv"
@@ -74,4 +76,14 @@ func spot() schema.Resources {
 func launch(t *testing.T, p *Provider, s provision.ClusterSpec) *provision.Cluster {
 	t.Helper()
 	return testenv.Launch(testContext(t), t, p, s)
+}
+
+// mustInstance is instanceFor for a request the machine type can honour.
+func mustInstance(t *testing.T, p *Provider, s provision.ClusterSpec, zone string, mt machineType, rank int) *computepb.Instance {
+	t.Helper()
+	in, err := p.instanceFor(s, zone, mt, rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

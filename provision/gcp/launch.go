@@ -29,6 +29,13 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err := validClusterName(spec.Name, spec.NumNodes); err != nil {
 		return nil, err
 	}
+	if err := checkLabels(spec.Resources.Labels); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	ports, err := provision.ParsePorts(spec.Resources.Ports)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
 	defer p.launches.Lock(spec.Name)()
 
 	existing, err := p.clusterInstances(ctx, spec.Name)
@@ -71,13 +78,30 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("%s: zone %s does not offer %s; pick another zone or machine type", where, zone, describeRequest(spec.Resources)))
 	}
 
+	// What the machine type cannot have is refused before anything is made.
+	if _, err := p.instanceFor(spec, zone, mt, 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	var ops []*computepb.Operation
 	var errs []error
+	if len(ports) > 0 {
+		if err := p.ensureFirewall(ctx, spec.Name, ports); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for rank := range spec.NumNodes {
+		if len(errs) > 0 {
+			break
+		}
 		if present[rank] {
 			continue
 		}
-		op, err := p.insert(ctx, zone, p.instanceFor(spec, zone, mt, rank))
+		in, err := p.instanceFor(spec, zone, mt, rank)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		op, err := p.insert(ctx, zone, in)
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -142,12 +166,23 @@ func wrapClassified(where string, err error) error {
 	return wrapped
 }
 
-// instanceFor is the VM of rank in spec's cluster.
-func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machineType, rank int) *computepb.Instance {
+// instanceFor is the VM of rank in spec's cluster. Its disk and network
+// tiers may ask what the machine type cannot have: a prechecks error.
+func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machineType, rank int) (*computepb.Instance, error) {
 	r := spec.Resources
+	diskType, iops, err := bootDisk(mt, r.DiskTier)
+	if err != nil {
+		return nil, err
+	}
+	tier1, err := bestNetwork(mt, r.NetworkTier)
+	if err != nil {
+		return nil, err
+	}
 	image := r.ImageID
 	switch {
-	case image == "":
+	case image == "" || strings.HasPrefix(image, "docker:"):
+		// docker:IMAGE is a container image: the VM boots the default
+		// image and the task runs in the container there.
 		image = DefaultImage
 	case !strings.Contains(image, "/"):
 		image = "projects/" + p.cfg.Project + "/global/images/" + image
@@ -155,6 +190,10 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 	params := &computepb.AttachedDiskInitializeParams{SourceImage: proto.String(image)}
 	if r.DiskSize > 0 {
 		params.DiskSizeGb = proto.Int64(int64(r.DiskSize))
+	}
+	params.DiskType = proto.String(fmt.Sprintf("zones/%s/diskTypes/%s", zone, diskType))
+	if iops > 0 {
+		params.ProvisionedIops = proto.Int64(iops)
 	}
 	sched := &computepb.Scheduling{
 		ProvisioningModel: proto.String("STANDARD"),
@@ -173,6 +212,17 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 			OnHostMaintenance:         proto.String("TERMINATE"),
 		}
 	}
+	nic := &computepb.NetworkInterface{
+		Network: proto.String("global/networks/default"),
+		AccessConfigs: []*computepb.AccessConfig{{
+			Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT"),
+		}},
+	}
+	var perf *computepb.NetworkPerformanceConfig
+	if tier1 {
+		nic.NicType = proto.String("GVNIC")
+		perf = &computepb.NetworkPerformanceConfig{TotalEgressBandwidthTier: proto.String("TIER_1")}
+	}
 	return &computepb.Instance{
 		Name:        proto.String(instanceName(spec.Name, rank)),
 		MachineType: proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.Name)),
@@ -181,18 +231,15 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
 			InitializeParams: params,
 		}},
-		NetworkInterfaces: []*computepb.NetworkInterface{{
-			Network: proto.String("global/networks/default"),
-			AccessConfigs: []*computepb.AccessConfig{{
-				Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT"),
-			}},
-		}},
+		NetworkInterfaces:        []*computepb.NetworkInterface{nic},
+		NetworkPerformanceConfig: perf,
 		Metadata: &computepb.Metadata{Items: []*computepb.Items{{
 			Key: proto.String("ssh-keys"), Value: proto.String(p.cfg.SSHUser + ":" + p.ssh.AuthorizedKey()),
 		}}},
 		Scheduling: sched,
-		Tags:       &computepb.Tags{Items: []string{"sortie"}},
-	}
+		// The cluster's name targets its firewall rule (resources.ports).
+		Tags: &computepb.Tags{Items: []string{"sortie", spec.Name}},
+	}, nil
 }
 
 // insert asks for one VM. Its request id is deterministic, so a retry of a
@@ -235,15 +282,36 @@ func (p *Provider) insert(ctx context.Context, zone string, in *computepb.Instan
 // backs off to a minute between polls and reports success for an
 // operation that finished with an error.
 func (p *Provider) wait(ctx context.Context, zone string, op *computepb.Operation) error {
+	return p.waitOp(ctx, op, func(name string) (*computepb.Operation, error) {
+		op, err := p.api.GetOperation(ctx, p.cfg.Project, zone, name)
+		if err != nil {
+			return nil, classify(fmt.Errorf("poll operation %s in %s: %w", name, zone, err))
+		}
+		return op, nil
+	})
+}
+
+// waitGlobal is wait for a global operation (on a firewall rule).
+func (p *Provider) waitGlobal(ctx context.Context, op *computepb.Operation) error {
+	return p.waitOp(ctx, op, func(name string) (*computepb.Operation, error) {
+		op, err := p.api.GetGlobalOperation(ctx, p.cfg.Project, name)
+		if err != nil {
+			return nil, classify(fmt.Errorf("poll global operation %s: %w", name, err))
+		}
+		return op, nil
+	})
+}
+
+func (p *Provider) waitOp(ctx context.Context, op *computepb.Operation, get func(name string) (*computepb.Operation, error)) error {
 	wait := vm.NewDeadline(p.cfg.Now, p.cfg.PollInterval, p.cfg.OperationTimeout)
 	for op.GetStatus() != computepb.Operation_DONE {
 		if err := wait.Pause(ctx, fmt.Sprintf("operation %s (%s %s), still %s", op.GetName(), op.GetOperationType(),
 			lastSegment(op.GetTargetLink()), op.GetStatus())); err != nil {
 			return err
 		}
-		next, err := p.api.GetOperation(ctx, p.cfg.Project, zone, op.GetName())
+		next, err := get(op.GetName())
 		if err != nil {
-			return classify(fmt.Errorf("poll operation %s in %s: %w", op.GetName(), zone, err))
+			return err
 		}
 		op = next
 	}

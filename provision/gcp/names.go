@@ -76,6 +76,11 @@ func clusterLabels(spec provision.ClusterSpec, rank int) map[string]string {
 	for k, v := range spec.Tags {
 		labels[labelKey(k)] = labelValue(v)
 	}
+	// The task's own, as given: checkLabels refused what Compute Engine
+	// would, and any that would replace sortie's.
+	for k, v := range spec.Resources.Labels {
+		labels[k] = v
+	}
 	labels[provision.TagManaged] = "true"
 	labels[provision.TagCluster] = labelValue(spec.Name)
 	labels[provision.TagRank] = strconv.Itoa(rank)

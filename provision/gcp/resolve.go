@@ -92,7 +92,8 @@ func resolveType(types []machineType, r schema.Resources) (machineType, bool, er
 	}
 	var offers []fit.Offer
 	for _, t := range types {
-		if !t.shared {
+		// network_tier best can only be had on some types: pick among them.
+		if !t.shared && (r.NetworkTier != "best" || tier1OK(t)) {
 			offers = append(offers, t.Offer)
 		}
 	}

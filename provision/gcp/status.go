@@ -40,7 +40,8 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 
 // List implements provision.Provider: every cluster with a VM labelled by
 // sortie, from one aggregated list. Ranks whose VM is missing are shown
-// gone; Status tells why.
+// gone; Status tells why. On the way it deletes the firewall rules of
+// clusters that have no VM (left by a crash).
 func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 	all, err := p.api.Instances(ctx, p.cfg.Project, managedFilter)
 	if err != nil {
@@ -56,6 +57,7 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.sweepFirewalls(ctx, names)
 	out := make([]*provision.Cluster, 0, len(m))
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[name])
@@ -305,6 +307,9 @@ func (p *Provider) terminate(ctx context.Context, name string) error {
 		}
 		p.log.Info("deleting VM", "cluster", name, "instance", in.GetName(), "zone", zone, "id", in.GetId())
 	}
+	if err := p.dropFirewall(ctx, name); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("terminate %s: %w", name, errors.Join(errs...))
 	}
@@ -346,6 +351,9 @@ func (p *Provider) loadEvidence(ctx context.Context) (*evidence, error) {
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].GetInsertTime() < ops[j].GetInsertTime() })
 	ev := &evidence{byID: map[uint64]trace{}, byCluster: map[string]map[int]trace{}}
 	for _, op := range ops {
+		if op.GetZone() == "" {
+			continue // a global operation (on a firewall rule): never a VM's
+		}
 		zone := lastSegment(op.GetZone())
 		t := trace{id: op.GetTargetId(), zone: zone, at: op.GetInsertTime(), user: op.GetUser()}
 		switch {

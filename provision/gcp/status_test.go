@@ -26,7 +26,7 @@ func TestInsertWithTheSameRequestIDMakesOneVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	mt, _, _ := resolveType(types["us-central1-a"], s.Resources)
-	in := p.instanceFor(s, "us-central1-a", mt, 0)
+	in := mustInstance(t, p, s, "us-central1-a", mt, 0)
 	t.Cleanup(func() { p.Terminate(context.Background(), s.Name) })
 
 	first, err := p.insert(ctx, "us-central1-a", in)
@@ -55,7 +55,7 @@ func TestLaunchAfterACrashInsertsOnlyTheMissingRanks(t *testing.T) {
 	s := spec(11, 2, "us-central1-a", spot())
 	_, types, _ := p.catalog(ctx)
 	mt, _, _ := resolveType(types["us-central1-a"], s.Resources)
-	if _, err := p.insert(ctx, "us-central1-a", p.instanceFor(s, "us-central1-a", mt, 0)); err != nil {
+	if _, err := p.insert(ctx, "us-central1-a", mustInstance(t, p, s, "us-central1-a", mt, 0)); err != nil {
 		t.Fatal(err)
 	}
 	restarted := e.provider(t)
@@ -186,7 +186,7 @@ func TestWaitCatchesTheErrorThatLibraryWaitMisses(t *testing.T) {
 	_, types, _ := p.catalog(ctx)
 	mt, _, _ := resolveType(types["us-central1-b"], s.Resources)
 	op, err := lib.Insert(ctx, &computepb.InsertInstanceRequest{
-		Project: e.fake.Project(), Zone: "us-central1-b", InstanceResource: p.instanceFor(s, "us-central1-b", mt, 0),
+		Project: e.fake.Project(), Zone: "us-central1-b", InstanceResource: mustInstance(t, p, s, "us-central1-b", mt, 0),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestWaitCatchesTheErrorThatLibraryWaitMisses(t *testing.T) {
 	}
 
 	running, err := lib.Insert(ctx, &computepb.InsertInstanceRequest{
-		Project: e.fake.Project(), Zone: "us-central1-b", InstanceResource: p.instanceFor(spec(41, 1, "us-central1-b", spot()), "us-central1-b", mt, 0),
+		Project: e.fake.Project(), Zone: "us-central1-b", InstanceResource: mustInstance(t, p, spec(41, 1, "us-central1-b", spot()), "us-central1-b", mt, 0),
 	})
 	if err != nil {
 		t.Fatal(err)

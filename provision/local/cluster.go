@@ -26,6 +26,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err := checkName(spec.Name); err != nil {
 		return nil, err
 	}
+	// Ports, disk and network tiers and labels ask a cloud for what this
+	// machine already is (its ports are open to itself, its disk and
+	// network are what they are, it has no tags): accepted and ignored.
 	n := spec.NumNodes
 	if n == 0 {
 		n = 1

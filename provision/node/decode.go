@@ -20,6 +20,8 @@ const (
 	OpStop       Op = "stop"        // Stop and StopWithin; var TICKS
 	OpUpload     Op = "upload"      // Upload of a directory; stdin is a tar, var T
 	OpUploadFile Op = "upload-file" // Upload of one file; stdin is its bytes, vars T and MODE
+	OpEngine     Op = "engine"      // ContainerEngine; answer with the engine's command
+	OpClone      Op = "clone"       // Clone; vars T, URL and REF
 )
 
 // bodies maps each script body to its operation.
@@ -30,6 +32,8 @@ var bodies = map[string]Op{
 	stopBody:       OpStop,
 	uploadBody:     OpUpload,
 	uploadFileBody: OpUploadFile,
+	engineBody:     OpEngine,
+	cloneBody:      OpClone,
 }
 
 // Request is a script built by this package, read back: which operation,

@@ -7,6 +7,7 @@
 // Everything lives in the runner's Dir:
 //
 //	wrapper.sh env cwd setup.sh run.sh  written by Start
+//	container.sh                        runs a phase in the task's container image, when it has one
 //	started/                            made atomically by the first Start
 //	pid                                 the wrapper's pid (its own session and group)
 //	phase pgid.setup pgid.run           the current phase and each phase's process group
@@ -61,6 +62,8 @@ type StartSpec struct {
 	// Workdir is the directory both phases run in: absolute, or relative to
 	// the node directory; "" is the node directory's "workdir".
 	Workdir string
+	// Container, when set, runs both phases in that container image.
+	Container *Container
 }
 
 // Status is what Poll observed on a node.
@@ -234,6 +237,9 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	}
 	if spec.Setup != "" {
 		files = append(files, tarFile{"setup.sh", []byte(spec.Setup), 0o644})
+	}
+	if spec.Container != nil {
+		files = append(files, tarFile{"container.sh", []byte(containerScript(r.Dir(), *spec.Container)), 0o644})
 	}
 	payload, err := tarFiles(files)
 	if err != nil {

@@ -47,11 +47,21 @@ phase() {
 		return 143
 	fi
 	# Positional arguments carry the paths: the task's env file cannot change them.
-	setsid "$BASH" -c 'cd -- "$1" || exit 1; . "$0/env" || exit 1; exec "$3" "$0/$2.sh"' \
-		"$D" "$W" "$1" "$BASH" >>"$D/log" 2>&1 </dev/null &
+	if [ -e "$D/container.sh" ]; then
+		# In the task's container image (image_id: docker:IMAGE).
+		setsid "$BASH" "$D/container.sh" "$D" "$W" "$1" >>"$D/log" 2>&1 </dev/null &
+	else
+		setsid "$BASH" -c 'cd -- "$1" || exit 1; . "$0/env" || exit 1; exec "$3" "$0/$2.sh"' \
+			"$D" "$W" "$1" "$BASH" >>"$D/log" 2>&1 </dev/null &
+	fi
 	local pg=$!
 	mark "pgid.$1" "$pg"
 	wait "$pg"
+	local code=$?
+	if [ -e "$D/container.sh" ]; then
+		"$BASH" "$D/container.sh" "$D" "$W" "$1" rm </dev/null >/dev/null 2>&1
+	fi
+	return "$code"
 }
 
 # finish records the phase's exit code and whether a stop was asked before

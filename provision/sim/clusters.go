@@ -81,6 +81,8 @@ func (c *cluster) view(now time.Time) *provision.Cluster {
 // Launch creates the cluster and waits out the boot delay. A cluster of the
 // same name is returned as it is, once booted.
 func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*provision.Cluster, error) {
+	// Ports, disk and network tiers and labels mean nothing to hollow
+	// nodes: accepted and ignored.
 	n := spec.NumNodes
 	if n == 0 {
 		n = 1

@@ -141,6 +141,12 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		out = node.FormatStatus(st)
 	case node.OpReadLog:
 		out = window(t.log(c, r.rank, p.cfg.RunTime, now), req.Vars["FROM"], req.Vars["MAX"])
+	case node.OpEngine:
+		// Hollow nodes run no containers: a task's image changes nothing
+		// of how they play it, so any engine will do.
+		out = []byte("docker\n")
+	case node.OpClone:
+		// Nor do they hold files: a git workdir is accepted and ignored.
 	case node.OpStop:
 		if t == nil {
 			t = &task{}

@@ -414,3 +414,26 @@ func TestBackgroundSave(t *testing.T) {
 		t.Errorf("the saved state lacks %s: %s", c.Nodes[0].InstanceID, b)
 	}
 }
+
+// A task's container image and git workdir mean nothing to hollow nodes:
+// the checks and the clone are accepted, and the task runs as any other.
+func TestContainerAndGitWorkdirAreAccepted(t *testing.T) {
+	p, _ := newSim(t, Config{})
+	c := launch(t, p, 8, 1, 1)
+	r := runnerFor(t, p, c, 0, 1)
+	ctx := context.Background()
+	engine, err := node.ContainerEngine(ctx, r, false)
+	if err != nil || engine == "" {
+		t.Fatalf("ContainerEngine on a hollow node = %q, %v; want an engine", engine, err)
+	}
+	if err := node.Clone(ctx, r, "https://github.com/example/repo.git", "main", "workdir"); err != nil {
+		t.Fatalf("Clone on a hollow node: %v", err)
+	}
+	err = node.Start(ctx, r, node.StartSpec{Run: "train", Container: &node.Container{Engine: engine, Image: "ubuntu"}})
+	if err != nil {
+		t.Fatalf("Start with a container: %v", err)
+	}
+	if st, err := node.Poll(ctx, r); err != nil || !st.Started {
+		t.Errorf("after Start: %+v, %v; want started", st, err)
+	}
+}

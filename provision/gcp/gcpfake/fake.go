@@ -62,7 +62,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	instances map[string]*computepb.Instance  // "zone/name"
-	ops       map[string]*computepb.Operation // "zone/opname"
+	firewalls map[string]*computepb.Firewall  // name
+	ops       map[string]*computepb.Operation // "zone/opname" or "global/opname"
 	opOrder   []string
 	byRequest map[string]string // requestId -> "zone/opname"
 	pending   []pendingOp
@@ -121,6 +122,7 @@ func newServer(o Options) *Server {
 		project: o.Project, regions: map[string]string{}, types: slices.Clone(o.MachineTypes),
 		images: map[string]bool{}, natIP: o.ExternalIP, pageSize: o.PageSize, now: o.Now,
 		instances: map[string]*computepb.Instance{}, ops: map[string]*computepb.Operation{},
+		firewalls: map[string]*computepb.Firewall{},
 		byRequest: map[string]string{}, insertErr: map[string]opError{},
 		httpErr: map[string][]*httpError{}, calls: map[string]int{},
 	}
@@ -187,7 +189,9 @@ func (s *Server) FailCall(method string, nth, status int, reason, message string
 // "instances.aggregatedList", "zoneOperations.get", "zoneOperations.list",
 // "zoneOperations.wait", "globalOperations.aggregatedList", "zones.list",
 // "machineTypes.aggregatedList", "machineTypes.list", "images.get",
-// "images.getFromFamily". Each page of a list counts once.
+// "images.getFromFamily", "firewalls.insert", "firewalls.get",
+// "firewalls.delete", "firewalls.list", "globalOperations.get". Each page
+// of a list counts once.
 func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

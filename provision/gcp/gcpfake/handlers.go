@@ -96,6 +96,12 @@ func methodName(verb string, p []string) string {
 		return "images.getFromFamily"
 	case n == 3 && p[0] == "global" && p[1] == "images":
 		return "images.get"
+	case n == 2 && p[0] == "global" && p[1] == "firewalls":
+		return map[string]string{"GET": "firewalls.list", "POST": "firewalls.insert"}[verb]
+	case n == 3 && p[0] == "global" && p[1] == "firewalls":
+		return map[string]string{"GET": "firewalls.get", "DELETE": "firewalls.delete"}[verb]
+	case n == 3 && p[0] == "global" && p[1] == "operations":
+		return "globalOperations.get"
 	}
 	return "unknown"
 }
@@ -143,6 +149,28 @@ func (s *Server) dispatch(method, project string, p []string, r *http.Request) (
 		op, ok := s.ops[p[1]+"/"+p[3]]
 		if !ok {
 			return nil, notFound(fmt.Sprintf("projects/%s/zones/%s/operations/%s", project, p[1], p[3]))
+		}
+		return op, nil
+	case "firewalls.insert":
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, invalid("read body: %v", err)
+		}
+		return s.insertFirewall(body, q.Get("requestId"))
+	case "firewalls.get":
+		fw, ok := s.firewalls[p[2]]
+		if !ok {
+			return nil, notFound(fmt.Sprintf("projects/%s/global/firewalls/%s", project, p[2]))
+		}
+		return fw, nil
+	case "firewalls.delete":
+		return s.deleteFirewall(p[2], q.Get("requestId"))
+	case "firewalls.list":
+		return s.listFirewalls(q)
+	case "globalOperations.get":
+		op, ok := s.ops["global/"+p[2]]
+		if !ok {
+			return nil, notFound(fmt.Sprintf("projects/%s/global/operations/%s", project, p[2]))
 		}
 		return op, nil
 	case "images.getFromFamily", "images.get":
@@ -327,7 +355,11 @@ func (s *Server) aggregatedOperations(q map[string][]string) (proto.Message, *ap
 	out.Items["global"] = &computepb.OperationsScopedList{Warning: &computepb.Warning{Code: proto.String("NO_RESULTS_ON_PAGE"),
 		Message: proto.String("There are no results for scope 'global' on this page.")}}
 	for _, op := range items {
-		scoped := out.Items["zones/"+lastSegment(op.GetZone())]
+		scope := "global"
+		if op.GetZone() != "" {
+			scope = "zones/" + lastSegment(op.GetZone())
+		}
+		scoped := out.Items[scope]
 		scoped.Warning = nil
 		scoped.Operations = append(scoped.Operations, op)
 	}

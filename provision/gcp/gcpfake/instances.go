@@ -14,6 +14,7 @@ var (
 	nameRE       = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	labelKeyRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 	labelValueRE = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
+	portRE       = regexp.MustCompile(`^[0-9]{1,5}(-[0-9]{1,5})?$`)
 )
 
 // insert creates an instance as instances.insert does: a request id seen

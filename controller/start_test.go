@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sortie/controller/lifecycle"
+	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/provision/local"
+	"sortie/provision/node"
+	"sortie/schema"
+)
+
+// localController is a controller over the local provider in its own home.
+func localController(t *testing.T) (*Controller, *local.Provider) {
+	t.Helper()
+	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
+	lp := local.New(local.Config{Home: t.TempDir()})
+	c.Providers = oneCloud{lp}
+	t.Cleanup(func() {
+		cls, _ := lp.List(context.Background())
+		for _, cl := range cls {
+			lp.Terminate(context.Background(), cl.Name)
+		}
+	})
+	return c, lp
+}
+
+// storeTask stores a job of one task as the CLI would.
+func storeTask(t *testing.T, c *Controller, task *schema.Task) int64 {
+	t.Helper()
+	task.Resources.Cloud = local.CloudName
+	b, err := (&schema.Pipeline{Tasks: []*schema.Task{task}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Store.CreateJob(context.Background(), &store.Job{Name: "j", Spec: b, NumTasks: 1}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// launchAndStart runs the job's first steps (attempt, launch, start) and
+// returns the job as they left it.
+func launchAndStart(t *testing.T, c *Controller, id int64) *store.Job {
+	t.Helper()
+	ctx := context.Background()
+	j, err := c.Store.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.reconcile(ctx, j, nil, snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	j, err = c.Store.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// nodeLog waits for node 0 of the job's first attempt to finish and
+// returns its exit code and log.
+func nodeLog(t *testing.T, c *Controller, lp *local.Provider, id int64) (int, string) {
+	t.Helper()
+	ctx := context.Background()
+	name := provision.ClusterName(id, 0, 1)
+	got, err := lp.Status(ctx, []string{name})
+	if err != nil || got[name] == nil {
+		t.Fatalf("cluster %s: %v, %v", name, got, err)
+	}
+	r, err := lp.Runner(ctx, got[name], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = node.ForAttempt(r, 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := node.Poll(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done {
+			b, err := node.ReadLog(ctx, r, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.ExitCode, string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task not done after 20s: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestGitWorkdirIsClonedOnTheNode(t *testing.T) {
+	c, lp := localController(t)
+	url := bareRepo(t)
+	id := storeTask(t, c, &schema.Task{WorkdirRepo: &schema.GitRepo{URL: url, Ref: "dev"}, Run: "cat f; git rev-parse --abbrev-ref HEAD"})
+	if j := launchAndStart(t, c, id); j.Status != lifecycle.Running {
+		t.Fatalf("job %s (%s), want RUNNING", j.Status, j.FailureReason)
+	}
+	if code, log := nodeLog(t, c, lp, id); code != 0 || log != "on dev\ndev\n" {
+		t.Errorf("task exited %d with %q, want the dev branch's file and name", code, log)
+	}
+
+	missing := storeTask(t, c, &schema.Task{WorkdirRepo: &schema.GitRepo{URL: url, Ref: "v9"}, Run: "true"})
+	j := launchAndStart(t, c, missing)
+	if j.Status != lifecycle.FailedPrechecks || !strings.Contains(j.FailureReason, "v9 is not a branch, tag or commit of "+url) {
+		t.Errorf("a missing ref: job %s (%s), want FAILED_PRECHECKS naming the ref", j.Status, j.FailureReason)
+	}
+}
+
+func TestNoContainerEngineFailsPrechecks(t *testing.T) {
+	c, _ := localController(t)
+	// This machine's own docker, asked for real, when it has a client
+	// without a daemon behind it.
+	if _, err := exec.LookPath("docker"); err == nil && exec.Command("docker", "info").Run() != nil {
+		id := storeTask(t, c, &schema.Task{Resources: schema.Resources{ImageID: "docker:ubuntu:24.04"}, Run: "true"})
+		j := launchAndStart(t, c, id)
+		if j.Status != lifecycle.FailedPrechecks || !strings.Contains(j.FailureReason, "docker is installed but its engine does not answer") {
+			t.Errorf("with this machine's docker client and no daemon: job %s (%s), want FAILED_PRECHECKS saying so", j.Status, j.FailureReason)
+		}
+	}
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "tail", "tr", "mkdir", "rm"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	id := storeTask(t, c, &schema.Task{Resources: schema.Resources{ImageID: "docker:ubuntu:24.04"}, Run: "true"})
+	j := launchAndStart(t, c, id)
+	if j.Status != lifecycle.FailedPrechecks {
+		t.Fatalf("job %s (%s), want FAILED_PRECHECKS", j.Status, j.FailureReason)
+	}
+	for _, want := range []string{"node 0: resources.image_id docker:ubuntu:24.04", "neither docker nor podman is installed", "drop the docker: prefix"} {
+		if !strings.Contains(j.FailureReason, want) {
+			t.Errorf("failure reason %q lacks %q", j.FailureReason, want)
+		}
+	}
+}
+
+func TestDockerImageRunsTheTaskInAContainer(t *testing.T) {
+	c, lp := localController(t)
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	fake := `#!/bin/bash
+printf '%s\n' "$*" >>` + calls + `
+case $1 in info) exit 0 ;; --version) echo fake; exit 0 ;; rm) exit 0 ;; run) shift ;; *) exit 1 ;; esac
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rm | --init) shift ;;
+	--name | --network | -v | --gpus | --device) shift 2 ;;
+	-w) cd "$2" || exit 125; shift 2 ;;
+	-e) export "$2"; shift 2 ;;
+	*) break ;;
+	esac
+done
+shift
+exec "$@"
+`
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	src := filepath.Join(t.TempDir(), "model.bin")
+	if err := os.WriteFile(src, []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "mnt", "model.bin")
+	id := storeTask(t, c, &schema.Task{
+		Resources:  schema.Resources{ImageID: "docker:pytorch/pytorch:latest"},
+		FileMounts: map[string]string{dst: src},
+		Envs:       map[string]string{"MODEL": dst},
+		Run:        `cat "$MODEL"; echo " $SORTIE_NODE_RANK"`,
+	})
+	if j := launchAndStart(t, c, id); j.Status != lifecycle.Running {
+		t.Fatalf("job %s (%s), want RUNNING", j.Status, j.FailureReason)
+	}
+	if code, log := nodeLog(t, c, lp, id); code != 0 || log != "weights 0\n" {
+		t.Errorf("task exited %d with %q", code, log)
+	}
+	b, _ := os.ReadFile(calls)
+	if !strings.Contains(string(b), " pytorch/pytorch:latest /bin/sh -c ") || !strings.Contains(string(b), "-v "+dst+":"+dst) {
+		t.Errorf("docker was not asked to run the image with the file mount:\n%s", b)
+	}
+}
+
+// bareRepo is a file:// repository whose main branch's f says "on main"
+// and whose dev branch's says "on dev".
+func bareRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(src, "f"), []byte("on main\n"), 0o644)
+	git("add", "f")
+	git("commit", "-qm", "main")
+	git("checkout", "-qb", "dev")
+	os.WriteFile(filepath.Join(src, "f"), []byte("on dev\n"), 0o644)
+	git("commit", "-qam", "dev")
+	git("clone", "-q", "--bare", src, filepath.Join(dir, "repo.git"))
+	return "file://" + filepath.Join(dir, "repo.git")
+}
