@@ -17,8 +17,8 @@ import (
 	"sortie/schema"
 )
 
-// localController is a controller over the local provider in its own home.
-func localController(t *testing.T) (*Controller, *local.Provider) {
+// withLocalProvider is a controller over the local provider in its own home.
+func withLocalProvider(t *testing.T) (*Controller, *local.Provider) {
 	t.Helper()
 	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
 	lp := local.New(local.Config{Home: t.TempDir()})
@@ -102,7 +102,7 @@ func nodeLog(t *testing.T, c *Controller, lp *local.Provider, id int64) (int, st
 }
 
 func TestGitWorkdirIsClonedOnTheNode(t *testing.T) {
-	c, lp := localController(t)
+	c, lp := withLocalProvider(t)
 	url := bareRepo(t)
 	id := storeTask(t, c, &schema.Task{WorkdirRepo: &schema.GitRepo{URL: url, Ref: "dev"}, Run: "cat f; git rev-parse --abbrev-ref HEAD"})
 	if j := launchAndStart(t, c, id); j.Status != lifecycle.Running {
@@ -120,7 +120,7 @@ func TestGitWorkdirIsClonedOnTheNode(t *testing.T) {
 }
 
 func TestNoContainerEngineFailsPrechecks(t *testing.T) {
-	c, _ := localController(t)
+	c, _ := withLocalProvider(t)
 	// This machine's own docker, asked for real, when it has a client
 	// without a daemon behind it.
 	if _, err := exec.LookPath("docker"); err == nil && exec.Command("docker", "info").Run() != nil {
@@ -154,7 +154,7 @@ func TestNoContainerEngineFailsPrechecks(t *testing.T) {
 }
 
 func TestDockerImageRunsTheTaskInAContainer(t *testing.T) {
-	c, lp := localController(t)
+	c, lp := withLocalProvider(t)
 	bin := t.TempDir()
 	calls := filepath.Join(bin, "calls")
 	fake := `#!/bin/bash
