@@ -33,7 +33,7 @@ type ignoreMatcher struct {
 // loadIgnore reads the ignore file at the root of dir, if any.
 func loadIgnore(dir string) (*ignoreMatcher, error) {
 	for _, name := range ignoreFiles() {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := ReadFile(filepath.Join(dir, name))
 		if os.IsNotExist(err) {
 			continue
 		}

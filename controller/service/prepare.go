@@ -74,7 +74,7 @@ func (pr *prepared) refusal() error {
 // an error; what the launch lacks besides is in missing, every problem at
 // once, each with the path a task file problem would have and a fix.
 func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
-	data, err := os.ReadFile(req.File)
+	data, err := schema.ReadFile(req.File)
 	if err != nil {
 		return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
+	"sortie/schema"
 	"sortie/strategy"
 )
 
@@ -138,7 +139,7 @@ func launchRequest(f *Factory, opts *LaunchOptions) (service.LaunchRequest, erro
 	lookup := f.lookupEnv
 	envs := map[string]string{}
 	if opts.EnvFile != "" {
-		b, err := os.ReadFile(opts.EnvFile)
+		b, err := schema.ReadFile(opts.EnvFile)
 		if err != nil {
 			return service.LaunchRequest{}, usageErrorf("--env-file: %v", err)
 		}
