@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	yaml "sigs.k8s.io/yaml/goyaml.v3"
 )
@@ -21,7 +22,8 @@ import (
 // hides mistakes. Errors name the line, and the column where YAML gives one.
 func decodeYAML(text string) (v any, empty bool, err error) {
 	var doc yaml.Node
-	if err := yaml.NewDecoder(strings.NewReader(text)).Decode(&doc); err != nil {
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, true, nil
 		}
@@ -29,6 +31,12 @@ func decodeYAML(text string) (v any, empty bool, err error) {
 	}
 	if len(doc.Content) == 0 {
 		return nil, true, nil
+	}
+	// A flow value or a quoted string ends before its line does: whatever
+	// follows it would otherwise be dropped without a word.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, false, trailingError(text, doc.Content[0])
 	}
 	c := &converter{}
 	v, err = c.value(doc.Content[0])
@@ -261,4 +269,120 @@ func syntaxError(err error, text string) error {
 		return errors.New(m[2])
 	}
 	return fmt.Errorf("line %d: %s", line, m[2])
+}
+
+// trailingError places what follows a document's value: the first
+// character after the flow collection or quoted string the value is.
+// Where that end cannot be found, it names the line after the value's
+// start line, which the text past the value is on or after.
+func trailingError(text string, root *yaml.Node) error {
+	const msg = "something follows the end of the value; a document holds one value " +
+		"(separate tasks with a line of ---, and quote a value that starts with a quote, [ or { to keep it as text)"
+	start := offsetOf(text, root.Line, root.Column)
+	if end := endOfFlowValue(text, start); end >= 0 {
+		if at := skipBlank(text, end); at < len(text) {
+			line, col := lineColumn(text, at)
+			return &nodeError{line: line, column: col, msg: msg}
+		}
+	}
+	return fmt.Errorf("line %d: %s", root.Line, msg)
+}
+
+// offsetOf turns YAML's 1-based line and column (counted in characters)
+// into a byte offset in text.
+func offsetOf(text string, line, column int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(text[off:], '\n')
+		if i < 0 {
+			return len(text)
+		}
+		off += i + 1
+	}
+	for c := 1; c < column && off < len(text) && text[off] != '\n'; c++ {
+		_, size := utf8.DecodeRuneInString(text[off:])
+		off += size
+	}
+	return off
+}
+
+func lineColumn(text string, off int) (line, column int) {
+	before := text[:off]
+	line = strings.Count(before, "\n") + 1
+	lineStart := strings.LastIndexByte(before, '\n') + 1
+	return line, utf8.RuneCountInString(before[lineStart:]) + 1
+}
+
+// endOfFlowValue returns the offset just past the flow collection or
+// quoted string starting at start (after any anchor or tag), or -1.
+func endOfFlowValue(text string, start int) int {
+	depth := 0
+	for i := start; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '"', '\'':
+			j := endOfQuoted(text, i)
+			if j < 0 {
+				return -1
+			}
+			if depth == 0 {
+				return j
+			}
+			i = j - 1
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth <= 0 {
+				return i + 1
+			}
+		case '#':
+			if i == 0 || text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '\n' {
+				nl := strings.IndexByte(text[i:], '\n')
+				if nl < 0 {
+					return -1
+				}
+				i += nl
+			}
+		case '\n':
+			if depth == 0 {
+				return -1 // a value before any bracket or quote: not a flow value
+			}
+		}
+	}
+	return -1
+}
+
+// endOfQuoted returns the offset just past the quoted string opening at i.
+func endOfQuoted(text string, i int) int {
+	q := text[i]
+	for j := i + 1; j < len(text); j++ {
+		switch {
+		case q == '"' && text[j] == '\\':
+			j++
+		case text[j] == q && q == '\'' && j+1 < len(text) && text[j+1] == '\'':
+			j++ // '' is a quote inside a single-quoted string
+		case text[j] == q:
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// skipBlank skips spaces, line breaks and comments from off.
+func skipBlank(text string, off int) int {
+	for off < len(text) {
+		switch text[off] {
+		case ' ', '\t', '\r', '\n':
+			off++
+		case '#':
+			nl := strings.IndexByte(text[off:], '\n')
+			if nl < 0 {
+				return len(text)
+			}
+			off += nl
+		default:
+			return off
+		}
+	}
+	return off
 }

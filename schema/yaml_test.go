@@ -82,3 +82,34 @@ func TestYAMLAliasExpansionIsBounded(t *testing.T) {
 		t.Errorf("Parse of an alias bomb = %v, want it refused", err)
 	}
 }
+
+// TestTrailingContentIsRefused: a flow value or quoted string followed by
+// more text used to decode as the first value alone, the rest dropped.
+func TestTrailingContentIsRefused(t *testing.T) {
+	const msg = "something follows the end of the value; a document holds one value " +
+		"(separate tasks with a line of ---, and quote a value that starts with a quote, [ or { to keep it as text)"
+	tests := []struct{ yaml, at string }{
+		{`{run: "echo first"} {run: "echo second"}`, "line 1, column 21"},
+		{`"a" "b"`, "line 1, column 5"},
+		{`'it''s' x`, "line 1, column 9"},
+		{"{run: 'a # b', x: [1, {y: \"]\"}]}   # note\n  [2]\n", "line 2, column 3"},
+		{"&anchor [1] [2]", "line 1, column 13"},
+		{"# head\n{a: 1}\n\n{b: 2}\n", "line 4, column 1"},
+		{"\"é\" x", "line 1, column 5"},
+	}
+	for _, tt := range tests {
+		_, _, err := decodeYAML(tt.yaml)
+		if want := tt.at + ": " + msg; err == nil || err.Error() != want {
+			t.Errorf("decodeYAML(%q) = %v\nwant %s", tt.yaml, err, want)
+		}
+	}
+	_, err := Parse([]byte(`{run: "echo first"} {run: "echo second"}`))
+	if err == nil || !strings.HasPrefix(err.Error(), "invalid YAML: line 1, column 21: something follows the end of the value") {
+		t.Errorf("Parse of two flow mappings on a line = %v; want it refused with the place", err)
+	}
+	for _, ok := range []string{"a: 1\n", "{a: 1}  # c\n", "\"a\"\n", "[1, 2]\n\n"} {
+		if _, _, err := decodeYAML(ok); err != nil {
+			t.Errorf("decodeYAML(%q) = %v; want it read", ok, err)
+		}
+	}
+}
