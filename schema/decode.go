@@ -338,6 +338,11 @@ func (d *decoder) secrets(path string, v any) map[string]*string {
 		d.ps.missing(path, "is a list of SkyPilot managed secret references, which are not supported; give a mapping of name to value, or to null to take it from the environment at launch")
 		return nil
 	}
+	if _, isMap := v.(map[string]any); v != nil && !isMap {
+		// What is there may be the secret itself: name its kind only.
+		d.ps.missing(path, "is %s; expected a mapping of name to value or null", typeName(v))
+		return nil
+	}
 	m, ok := d.varNames(path, v, "value or null")
 	if !ok {
 		return nil

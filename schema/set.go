@@ -37,6 +37,7 @@ type Override struct {
 // except for string fields (run, setup, name, workdir, cloud, infra, region,
 // zone, instance_type, image_id, envs.*, file_mounts.*), which take VALUE as
 // written unless it is quoted, so "run=echo a: b # c" runs exactly that.
+// No message shows a value set below secrets.
 // An empty VALUE removes the field, which then takes its default. Setting
 // infra replaces cloud, region and zone, and setting one of those drops
 // infra, so a retry can move a task that was placed with either form.
@@ -84,6 +85,13 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 			old, had = lookup(orig.tasks[task], steps)
 		}
 		val, del, problem := parseValue(steps, value)
+		if problem != "" && isSecret(steps) {
+			// The YAML error can quote part of the value: say only how to
+			// fix it.
+			ps.missing(shown, "is not a YAML value (a secret's value is never shown); "+
+				"quote it to set it as text, e.g. %s='...'", shown)
+			continue
+		}
 		if problem != "" {
 			ps.add(shown, value, "%s", problem)
 			continue
@@ -276,12 +284,16 @@ func parsePath(path string) ([]step, string) {
 	}
 }
 
+// isSecret says the path is a secret or holds secrets, whose values no
+// message may show.
+func isSecret(steps []step) bool { return steps[0].key == "secrets" }
+
 func stringField(steps []step) bool {
 	last := steps[len(steps)-1]
 	if last.isIdx {
 		return false
 	}
-	if len(steps) >= 2 && (steps[len(steps)-2].key == "envs" || steps[len(steps)-2].key == "file_mounts") {
+	if len(steps) >= 2 && slices.Contains([]string{"envs", "file_mounts"}, steps[len(steps)-2].key) {
 		return true
 	}
 	return slices.Contains([]string{"name", "workdir", "setup", "run", "cloud", "infra", "region", "zone",

@@ -284,3 +284,36 @@ func TestApplySetLabelKeysWithDots(t *testing.T) {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 }
+
+// TestApplySetNeverShowsASecret: `--set 'secrets.TOKEN=[hunter2'` echoed
+// the value in its error. Every way a secret's value can be refused says
+// what to do without it.
+func TestApplySetNeverShowsASecret(t *testing.T) {
+	in := mustParse(t, "run: x\nsecrets: {TOKEN: old-value}\n")
+	_, _, err := ApplySet(in, []string{"secrets.TOKEN=[hunter2"})
+	want := "secrets.TOKEN: is not a YAML value (a secret's value is never shown); quote it to set it as text, e.g. secrets.TOKEN='...'"
+	if err == nil || err.Error() != want {
+		t.Errorf("ApplySet = %v\nwant %s", err, want)
+	}
+	for _, set := range []string{`secrets.TOKEN="hunter2\q"`, `secrets={TOKEN: [hunter2`, `secrets=*hunter2`, `secrets=hunter2`,
+		`secrets.TOKEN=[hunter2]`, `secrets.TOKEN={hunter2: 1}`, `tasks[0].secrets.TOKEN=[hunter2`} {
+		_, _, err := ApplySet(in, []string{set})
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ApplySet(%s) = %v; want an error without the value", set, err)
+		}
+	}
+	if _, err := Parse([]byte("run: x\nsecrets: TOKEN=hunter2\n")); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Parse of secrets as a string = %v; want an error without the value", err)
+	}
+}
+
+// TestApplySetRefusesTrailingContent: `--env 'A="a" "b"'` kept "a" and
+// dropped the rest.
+func TestApplySetRefusesTrailingContent(t *testing.T) {
+	in := mustParse(t, "run: x\n")
+	_, _, err := ApplySet(in, []string{`envs.A="a" "b"`})
+	want := `envs.A: "\"a\" \"b\"" is not a YAML value: line 1, column 5: something follows the end of the value`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("ApplySet = %v\nwant %s...", err, want)
+	}
+}
