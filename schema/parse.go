@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseOptions are the values a launch brings to a task file.
@@ -30,6 +32,11 @@ func Parse(data []byte) (*Pipeline, error) {
 // each in the pipeline's Warnings; what is valid but still missing before
 // a launch (a required env) is left for Unresolved to report.
 func ParseWith(data []byte, opts ParseOptions) (*Pipeline, error) {
+	if at := firstInvalidUTF8(string(data)); at >= 0 {
+		line, col := lineColumn(string(data), at)
+		return nil, &ValidationError{Problems: []Problem{{Message: fmt.Sprintf(
+			"line %d, column %d: byte 0x%02x is not UTF-8; save the file as UTF-8 (sortie changes no text it reads)", line, col, data[at])}}}
+	}
 	docs := splitDocuments(data)
 	var rp rawPipeline
 	var values []any
@@ -229,6 +236,10 @@ func (d *decoder) header(m map[string]any) string {
 // launchEnv checks the names given with --env and --env-file.
 func (d *decoder) launchEnv(env map[string]string) {
 	for _, k := range sortedKeys(env) {
+		if !utf8.ValidString(env[k]) || !utf8.ValidString(k) {
+			d.ps.missing("--env "+asciiText(k), "%s", invalidUTF8(k, env[k]))
+			continue
+		}
 		if !envName().MatchString(k) {
 			d.ps.missing("--env "+k, "is not a valid variable name; use letters, digits and _, not starting with a digit")
 		}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -255,7 +255,6 @@ func (d *decoder) quantity(path string, v any, memory bool) string {
 		d.ps.add(path, v, "is not an amount; %s", fix)
 		return ""
 	}
-	n, err := strconv.ParseFloat(m[1], 64)
 	factor := 1.0
 	if m[2] != "" {
 		f, ok := memoryUnits()[strings.ToLower(m[2])]
@@ -265,13 +264,32 @@ func (d *decoder) quantity(path string, v any, memory bool) string {
 		}
 		factor = f
 	}
-	n *= factor
-	if err != nil || n <= 0 || math.IsInf(n, 0) {
+	if len(m[1]) > maxAmountDigits {
+		d.ps.add(path, v, "has more than %d digits; %s", maxAmountDigits, fix)
+		return ""
+	}
+	// Exact arithmetic: a float would turn 12345678901234567890123 into
+	// 12345678901234568000000. Every unit is a power of two, so the
+	// amount in GB is a finite decimal with at most 20 more places.
+	n, ok := new(big.Rat).SetString(m[1])
+	if !ok {
+		d.ps.add(path, v, "is not an amount; %s", fix)
+		return ""
+	}
+	n.Mul(n, new(big.Rat).SetFloat64(factor))
+	if n.Sign() <= 0 {
 		d.ps.add(path, v, "is not more than 0; %s", fix)
 		return ""
 	}
-	return strconv.FormatFloat(n, 'f', -1, 64) + m[3]
+	_, frac, _ := strings.Cut(m[1], ".")
+	text = n.FloatString(len(frac) + 20)
+	text = strings.TrimRight(strings.TrimRight(text, "0"), ".")
+	return text + m[3]
 }
+
+// maxAmountDigits bounds the text of a cpus or memory amount, far above
+// any real one, so exact arithmetic on it stays cheap.
+const maxAmountDigits = 64
 
 func (d *decoder) count(path string, v any) (int, bool) {
 	num, ok := v.(json.Number)

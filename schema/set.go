@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Override is one PATH=VALUE assignment applied to a pipeline, as a diff
@@ -65,6 +66,12 @@ func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) 
 		pathText = strings.TrimSpace(pathText)
 		if !ok || pathText == "" {
 			ps.missing(a, "is not an assignment; write PATH=VALUE, e.g. resources.memory=32")
+			continue
+		}
+		if !utf8.ValidString(a) {
+			// JSON, which specs are stored in, would turn the bad bytes
+			// into U+FFFD without a word.
+			ps.missing(asciiText(pathText), "%s", invalidUTF8(pathText, value))
 			continue
 		}
 		task, rest, shown, problem := selectTask(pathText, len(rp.tasks))
@@ -491,4 +498,35 @@ func maskSecrets(v any) any {
 		return nil
 	}
 	return maskedSecret
+}
+
+// invalidUTF8 says where an assignment holds bytes that are not UTF-8.
+func invalidUTF8(path, value string) string {
+	where, text := "value", value
+	if !utf8.ValidString(path) {
+		where, text = "path", path
+	}
+	at := firstInvalidUTF8(text)
+	return fmt.Sprintf("holds a byte that is not UTF-8 (0x%02x at byte %d of the %s); sortie keeps text only as UTF-8: give it in UTF-8",
+		text[at], at+1, where)
+}
+
+// firstInvalidUTF8 is the offset of the first byte of s that does not
+// start a valid UTF-8 sequence, or -1.
+func firstInvalidUTF8(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// asciiText writes s with its non-ASCII and invalid bytes escaped, as a
+// Go string literal's inside.
+func asciiText(s string) string {
+	q := strconv.QuoteToASCII(s)
+	return q[1 : len(q)-1]
 }
