@@ -148,8 +148,8 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if note := s.knownFailureNote(ctx, pl.key); note != "" {
 			reason += " (" + note + ")"
 		}
-		v, err := s.submit(ctx, pl.pipeline, submission{name: pl.job.Name, baseDir: pl.job.BaseDir, retry: pl.job,
-			reason: reason, overrides: diff, requestedBy: req.RequestedBy, secrets: pl.secrets, key: pl.key})
+		v, err := s.submit(ctx, pl.pipeline, submission{name: retryName(pl.job, pl.pipeline, pl.overrides), baseDir: pl.job.BaseDir,
+			retry: pl.job, reason: reason, overrides: diff, requestedBy: req.RequestedBy, secrets: pl.secrets, key: pl.key})
 		if err != nil {
 			return results, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
@@ -219,4 +219,15 @@ func (s *Service) ForgetFailure(ctx context.Context, prefix string) (string, err
 // ForgetAllFailures forgets every known failure.
 func (s *Service) ForgetAllFailures(ctx context.Context) (int64, error) {
 	return s.Store.ForgetAllFailures(ctx)
+}
+
+// retryName is the retry's job name: the original's, unless --set name
+// gave a new one, which the overrides then show.
+func retryName(j *store.Job, p *schema.Pipeline, overrides []schema.Override) string {
+	for _, o := range overrides {
+		if o.Path == "name" && p.Name != "" {
+			return p.Name
+		}
+	}
+	return j.Name
 }
