@@ -4,6 +4,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,8 @@ type ignoreRule struct {
 // .git/info/exclude and global excludes, and trailing spaces kept by "\ ".
 type ignoreMatcher struct {
 	rules []ignoreRule
+	// steps counts segment comparisons, for tests of the matcher's cost.
+	steps int
 }
 
 // loadIgnore reads the ignore file at the root of dir, if any.
@@ -97,34 +100,50 @@ func (m *ignoreMatcher) ignored(rel string, isDir bool) bool {
 		if r.dirOnly && !isDir {
 			continue
 		}
-		if matchSegments(r.segs, parts) {
+		if m.matchSegments(r.segs, parts) {
 			out = !r.negate
 		}
 	}
 	return out
 }
 
-func matchSegments(pat, parts []string) bool {
-	if len(pat) == 0 {
-		return len(parts) == 0
+// matchSegments matches a rule's segments against a path's, "**" standing
+// for any number of segments. It is wildcard matching with segments for
+// characters: on a mismatch it goes back only to the latest "**" and lets
+// it take one more segment, so it makes at most len(pat)*len(parts)
+// segment comparisons; trying every split at every "**" in turn, as a
+// recursive matcher does, grows exponentially with nested "**".
+func (m *ignoreMatcher) matchSegments(pat, parts []string) bool {
+	if n := len(pat); n > 1 && pat[n-1] == "**" {
+		// "dir/**" is everything inside dir, not dir itself: the final
+		// "**" takes at least one segment.
+		pat = append(slices.Clone(pat[:n-1]), "*", "**")
 	}
-	if pat[0] == "**" {
-		if len(pat) == 1 {
-			// "dir/**" is everything inside dir, not dir itself.
-			return len(parts) > 0
+	p, n := 0, 0
+	star, starN := -1, 0
+	for n < len(parts) {
+		switch {
+		case p < len(pat) && pat[p] == "**":
+			star, starN = p, n
+			p++
+		case p < len(pat) && m.matchSegment(pat[p], parts[n]):
+			p++
+			n++
+		case star >= 0:
+			starN++
+			p, n = star+1, starN
+		default:
+			return false
 		}
-		for i := 0; i <= len(parts); i++ {
-			if matchSegments(pat[1:], parts[i:]) {
-				return true
-			}
-		}
-		return false
 	}
-	if len(parts) == 0 {
-		return false
+	for p < len(pat) && pat[p] == "**" {
+		p++
 	}
-	if ok, err := path.Match(pat[0], parts[0]); err != nil || !ok {
-		return false
-	}
-	return matchSegments(pat[1:], parts[1:])
+	return p == len(pat)
+}
+
+func (m *ignoreMatcher) matchSegment(pat, part string) bool {
+	m.steps++
+	ok, err := path.Match(pat, part)
+	return err == nil && ok
 }

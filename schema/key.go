@@ -169,6 +169,11 @@ func hashSource(h hash.Hash, root string) error {
 	return nil
 }
 
+// walkLimits bound what computing an input key may cost: a workdir of
+// millions of files, or an ignore file of many patterns matched against
+// each, would hold up the launch for minutes.
+var walkLimits = struct{ entries, matchSteps int }{entries: 500_000, matchSteps: 100_000_000}
+
 // walk lists the regular files and symlinks under root in lexical order,
 // skipping .git and ignored paths. Sockets, devices and pipes are skipped:
 // they are not inputs, and reading a pipe would block.
@@ -178,12 +183,21 @@ func walk(root string) ([]*entry, error) {
 		return nil, fmt.Errorf("read ignore file: %w", err)
 	}
 	var entries []*entry
+	visited := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if p == root {
 			return nil
+		}
+		if visited++; visited > walkLimits.entries {
+			return fmt.Errorf("%s holds more than %d files and directories; list what the job does not need in %s",
+				root, walkLimits.entries, filepath.Join(root, ".sortieignore"))
+		}
+		if ign.steps > walkLimits.matchSteps {
+			return fmt.Errorf("matching the paths under %s against its ignore file takes more than %d comparisons; use fewer or simpler patterns",
+				root, walkLimits.matchSteps)
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {

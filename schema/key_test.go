@@ -308,3 +308,60 @@ func TestMarshalRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestIgnoreMatchingIsLinearInThePath: a .gitignore of nested "**" made
+// the recursive matcher try every split at every "**", which did not end
+// in minutes. The matcher compares each pattern segment with each path
+// segment at most a few times.
+func TestIgnoreMatchingIsLinearInThePath(t *testing.T) {
+	pattern := strings.Repeat("**/a/", 12) + "b\n"
+	m := parseIgnore(pattern)
+	path := strings.TrimSuffix(strings.Repeat("a/", 40), "/")
+	if m.ignored(path, false) {
+		t.Errorf("%q matched %q", pattern, path)
+	}
+	segs, parts := len(m.rules[0].segs), 40
+	if limit := 2 * (segs + 1) * (parts + 1); m.steps > limit {
+		t.Errorf("%d segment comparisons for %d pattern and %d path segments; want at most %d", m.steps, segs, parts, limit)
+	}
+	if !m.ignored(path+"/b", false) {
+		t.Errorf("%q does not match %q", pattern, path+"/b")
+	}
+	for _, tt := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"a/**/b\n", "a/b", true},
+		{"a/**/b\n", "a/x/y/b", true},
+		{"a/**/b\n", "a/x/y/c", false},
+		{"**/x/**\n", "x", false},
+		{"**/x/**\n", "p/x/q", true},
+		{"x/**/**/y\n", "x/y", true},
+		{"*.go\n", "a/b.go", true},
+	} {
+		if got := parseIgnore(tt.pattern).ignored(tt.path, false); got != tt.want {
+			t.Errorf("%q on %q = %v; want %v", tt.pattern, tt.path, got, tt.want)
+		}
+	}
+}
+
+// TestInputKeyWalkIsBounded: a workdir too large, or an ignore file too
+// costly, is refused saying what to do, rather than holding up a launch.
+func TestInputKeyWalkIsBounded(t *testing.T) {
+	saved := walkLimits
+	t.Cleanup(func() { walkLimits = saved })
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"w/a": "1", "w/b": "2", "w/c/d": "3", "w/.gitignore": "**/x/**/y\nz\n"})
+	if _, err := walk(filepath.Join(dir, "w")); err != nil {
+		t.Fatal(err)
+	}
+	walkLimits.entries = 3
+	if _, err := walk(filepath.Join(dir, "w")); err == nil || !strings.Contains(err.Error(), "holds more than 3 files and directories") {
+		t.Errorf("walk over the entry limit: %v", err)
+	}
+	walkLimits = saved
+	walkLimits.matchSteps = 2
+	if _, err := walk(filepath.Join(dir, "w")); err == nil || !strings.Contains(err.Error(), "takes more than 2 comparisons") {
+		t.Errorf("walk over the matching limit: %v", err)
+	}
+}
