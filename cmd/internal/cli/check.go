@@ -36,10 +36,10 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 				}
 				fmt.Fprintf(f.Out, "%s: %s\n", c.Cloud, state)
 				for _, d := range c.Details {
-					fmt.Fprintf(f.Out, "  %s\n", d)
+					fmt.Fprintf(f.Out, "  %s\n", printable(d))
 				}
 				for _, p := range c.Problems {
-					fmt.Fprintf(f.Out, "  ✗ %s\n", p)
+					fmt.Fprintf(f.Out, "  ✗ %s\n", printable(p))
 				}
 			}
 			return nil

@@ -165,7 +165,7 @@ func launchRequest(f *Factory, opts *LaunchOptions) (service.LaunchRequest, erro
 		InstanceType: opts.Instance, CPUs: opts.CPUs, Memory: opts.Memory, GPUs: opts.GPUs, DiskSize: opts.DiskSize,
 		DiskTier: opts.DiskTier, NetworkTier: opts.NetworkTier, ImageID: opts.ImageID, Ports: opts.Ports,
 		Workdir: opts.Workdir, RetryFailed: opts.RetryFailed,
-		Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", w) }}
+		Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
 	if opts.UseSpotSet {
 		req.UseSpot = &opts.UseSpot
 	}
@@ -198,7 +198,7 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Err, "Job %d (%s) submitted.\n", job.ID, job.Name)
+		fmt.Fprintf(f.Err, "Job %d (%s) submitted.\n", job.ID, printable(job.Name))
 		if opts.Detach {
 			fmt.Fprintf(f.Out, "%d\n", job.ID)
 			return nil
@@ -223,7 +223,7 @@ func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
 	fmt.Fprintf(f.Err, "Job %d ended %s (recoveries %d, failures %s, exit codes %s).\n",
 		d.ID, d.Status, d.RecoveryCount, failures(d), strategy.FormatExitCodes(d.ExitCodes))
 	if d.FailureReason != nil {
-		fmt.Fprintf(f.Err, "Reason: %s\n", *d.FailureReason)
+		fmt.Fprintf(f.Err, "Reason: %s\n", printable(*d.FailureReason))
 	}
 	if d.Status != lifecycle.Succeeded {
 		return &exitError{code: ExitFailed}

@@ -32,7 +32,7 @@ func NewCmdLocal(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.Out, "Preempted node %d of %s (job %d).\n", rank, cluster, ids[0])
+			fmt.Fprintf(f.Out, "Preempted node %d of %s (job %d).\n", rank, printable(cluster), ids[0])
 			return nil
 		},
 	}

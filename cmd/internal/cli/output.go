@@ -147,7 +147,15 @@ func newTable(w io.Writer, headers ...string) *table {
 	return t
 }
 
-func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t")) }
+// row writes one line of cells, each made printable: a tab or newline in
+// a job's name would break the columns, an escape would drive the terminal.
+func (t *table) row(cols ...string) {
+	safe := make([]string, len(cols))
+	for i, c := range cols {
+		safe[i] = printable(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(safe, "\t"))
+}
 func (t *table) flush() error {
 	if err := t.tw.Flush(); err != nil {
 		return err

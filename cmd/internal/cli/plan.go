@@ -11,7 +11,7 @@ import (
 
 // printPlan writes `jobs launch --dry-run`'s plan as a person reads it.
 func printPlan(w io.Writer, p *service.Plan) error {
-	fmt.Fprintf(w, "Plan for job %s (dry run: nothing stored, nothing started)\n", p.Name)
+	fmt.Fprintf(w, "Plan for job %s (dry run: nothing stored, nothing started)\n", printable(p.Name))
 	fmt.Fprintf(w, "Input key: %s\n", orDash(p.InputKey))
 	byController := false
 	for _, t := range p.Tasks {
@@ -19,7 +19,7 @@ func printPlan(w io.Writer, p *service.Plan) error {
 		if t.Name != nil {
 			name = *t.Name
 		}
-		fmt.Fprintf(w, "\nTask %d: %s   nodes: %d\n", t.Task, name, t.NumNodes)
+		fmt.Fprintf(w, "\nTask %d: %s   nodes: %d\n", t.Task, printable(name), t.NumNodes)
 		codes := "none"
 		if len(t.RecoverOnExitCodes) > 0 {
 			codes = joinInts(t.RecoverOnExitCodes)
@@ -47,17 +47,17 @@ func printPlan(w io.Writer, p *service.Plan) error {
 		if r := t.WorkdirRepo; r != nil {
 			workdir = r.URL + " (git clone on each node, ref " + orDash(r.Ref) + ")"
 		}
-		fmt.Fprintf(w, "  Workdir:     %s\n", workdir)
+		fmt.Fprintf(w, "  Workdir:     %s\n", printable(workdir))
 		if len(t.FileMounts) == 0 {
 			fmt.Fprintln(w, "  File mounts: none")
 		} else {
 			fmt.Fprintln(w, "  File mounts:")
 			for _, m := range t.FileMounts {
-				fmt.Fprintf(w, "    %s ← %s\n", m.Path, m.Source)
+				fmt.Fprintf(w, "    %s ← %s\n", printable(m.Path), printable(m.Source))
 			}
 		}
-		fmt.Fprintf(w, "  Envs:        %s\n", listOrNone(t.Envs))
-		fmt.Fprintf(w, "  Secrets:     %s\n", listOrNone(t.Secrets))
+		fmt.Fprintf(w, "  Envs:        %s\n", printable(listOrNone(t.Envs)))
+		fmt.Fprintf(w, "  Secrets:     %s\n", printable(listOrNone(t.Secrets)))
 	}
 	if byController {
 		fmt.Fprintln(w, "\nPlacements resolved by the controller are listed as requested: the controller asks the cloud for its regions, zones and machine types when it launches.")
@@ -65,7 +65,7 @@ func printPlan(w io.Writer, p *service.Plan) error {
 	if len(p.Missing) > 0 {
 		fmt.Fprintln(w, "\nThe file is valid, but a launch from here would be refused until these are given:")
 		for _, m := range p.Missing {
-			fmt.Fprintln(w, "  "+m)
+			fmt.Fprintln(w, "  "+printable(m))
 		}
 	}
 	return nil

@@ -74,7 +74,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		who = v
 	}
 	req := service.RetryRequest{IDs: opts.IDs, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
-		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", w) }}
+		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
 		if err != nil {
@@ -113,7 +113,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		for _, r := range results {
 			fmt.Fprintf(f.Out, "Job %d retries job %d (%s).\n", r.Retry.ID, r.Original.ID, r.Original.Status)
 			for _, o := range r.Override {
-				fmt.Fprintf(f.Out, "  %s: %s → %s\n", o.Path, orNone(o.Old), orNone(o.New))
+				fmt.Fprintf(f.Out, "  %s: %s → %s\n", printable(o.Path), printable(orNone(o.Old)), printable(orNone(o.New)))
 			}
 		}
 		return err

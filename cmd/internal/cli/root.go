@@ -131,10 +131,10 @@ func printError(w io.Writer, err error) {
 				where = "in the task file and the command line"
 			}
 		}
-		fmt.Fprintf(w, "error: %d problems %s:\n%s\n", len(ve.Problems), where, ve)
+		fmt.Fprintf(w, "error: %d problems %s:\n%s\n", len(ve.Problems), where, printableLines(ve.Error()))
 		return
 	}
-	fmt.Fprintln(w, "error:", err)
+	fmt.Fprintln(w, "error:", printableLines(err.Error()))
 }
 
 func exitCode(err error) int {

@@ -60,13 +60,13 @@ func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
 func printShow(f *Factory, d *service.JobDetail) error {
 	w := f.Out
 	now := f.Now()
-	fmt.Fprintf(w, "Job %d: %s\n", d.ID, d.Name)
+	fmt.Fprintf(w, "Job %d: %s\n", d.ID, printable(d.Name))
 	fmt.Fprintf(w, "Status:        %s\n", d.Status)
 	if d.StatusReason != nil {
-		fmt.Fprintf(w, "Status reason: %s\n", *d.StatusReason)
+		fmt.Fprintf(w, "Status reason: %s\n", printable(*d.StatusReason))
 	}
 	if d.FailureReason != nil {
-		fmt.Fprintf(w, "Failure:       %s\n", *d.FailureReason)
+		fmt.Fprintf(w, "Failure:       %s\n", printable(*d.FailureReason))
 	}
 	fmt.Fprintf(w, "Submitted:     %s (%s)\n", d.SubmittedAt.Local().Format("2006-01-02 15:04:05"), ago(now, d.SubmittedAt))
 	fmt.Fprintf(w, "Duration:      %s\n", duration(d.StartedAt, d.EndedAt, now))
@@ -153,7 +153,7 @@ func printChain(f *Factory, d *service.JobDetail) {
 		} else {
 			line += "  original"
 		}
-		fmt.Fprintln(f.Out, line)
+		fmt.Fprintln(f.Out, printable(line))
 	}
 }
 
