@@ -8,7 +8,7 @@ BIN     := bin/sortie
 BINS    := ./cmd/sortie ./cmd/sortie-controller
 TIMEOUT ?= 75m
 
-.PHONY: all build test unit smoke demo deps vet lint clean bench
+.PHONY: all build test unit smoke demo deps vet lint clean bench fuzz
 
 all: build
 
@@ -42,6 +42,20 @@ test: export AWS_EC2_METADATA_DISABLED = true
 test: deps vet lint
 	$(GO) test -count=1 -timeout $(TIMEOUT) ./...
 	$(GO) test -count=1 -race ./controller/... ./strategy/... ./schema/... ./provision/local/... ./provision/node/...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
+
+# fuzz runs each fuzz target for FUZZTIME (make test: FUZZTIME_TEST each).
+# Every target's seeds, and any failing input a run saves under the
+# package's testdata/fuzz, also run as plain tests in go test.
+FUZZTIME      ?= 3m
+FUZZTIME_TEST ?= 5s
+FUZZ_TARGETS  := ./schema:FuzzParse ./schema:FuzzApplySet ./controller/config:FuzzLoad
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 unit:
 	$(GO) test -count=1 -short ./schema/... ./strategy/... ./controller/... ./provision/...
