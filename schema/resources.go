@@ -136,6 +136,20 @@ func otherClouds() map[string]string {
 	}
 }
 
+// otherCloud names the cloud sortie does not provide yet that a candidate
+// asks for by cloud or infra, or is empty.
+func otherCloud(item any) string {
+	m, _ := item.(map[string]any)
+	for _, key := range []string{"cloud", "infra"} {
+		s, _ := m[key].(string)
+		first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "/")
+		if name := otherClouds()[first]; name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
 // oldRecoveryName reads spot_recovery, the name older SkyPilot releases
 // gave job_recovery, as job_recovery.
 func (d *decoder) oldRecoveryName(path string, m map[string]any) map[string]any {
@@ -313,6 +327,20 @@ func (d *decoder) candidates(path string, v any, base Resources) []Resources {
 	if len(items) == 0 {
 		d.ps.add(path, v, "is empty; list at least one candidate, or remove it")
 		return nil
+	}
+	// SkyPilot skips a candidate on a cloud that is not enabled and refuses
+	// the task only when every candidate is on one: do the same with the
+	// clouds sortie does not provide yet.
+	var skipped []string
+	if kept := slices.DeleteFunc(slices.Clone(items), func(item any) bool {
+		name := otherCloud(item)
+		if name != "" && !slices.Contains(skipped, name) {
+			skipped = append(skipped, name)
+		}
+		return name != ""
+	}); len(kept) > 0 && len(kept) < len(items) {
+		d.warn(path, "skipped %d candidate(s) on %s, not a provider of sortie yet; the other %d stay", len(items)-len(kept), strings.Join(skipped, ", "), len(kept))
+		items = kept
 	}
 	out := make([]Resources, len(items))
 	for i, item := range items {
