@@ -19,9 +19,13 @@ func (p *Pipeline) ApplyDefaults() {
 // safe to call again:
 //
 //   - num_nodes 1;
+//   - the cloud of a region or zone given without one, when its name is
+//     one only AWS or only GCP uses (us-east-1 / us-east-1a are AWS's,
+//     us-east1 / us-east1-b GCP's), as SkyPilot finds the cloud that has
+//     the region; for the resources, or for a candidate when the resources
+//     name no cloud;
 //   - resources.cloud "local" when neither the resources nor any any_of /
-//     ordered candidate names a cloud, region or zone (infra included): a
-//     region without a cloud asks every enabled cloud for it;
+//     ordered candidate names a cloud, region or zone (infra included);
 //   - resources.job_recovery {strategy: EAGER_NEXT_REGION,
 //     max_restarts_on_errors: 0}, and the strategy alone when only it is
 //     missing.
@@ -31,11 +35,44 @@ func (t *Task) ApplyDefaults() {
 	if t.NumNodes == 0 {
 		t.NumNodes = 1
 	}
+	r := &t.Resources
+	r.Cloud = cloudOfPlace(*r)
+	if r.Cloud == "" {
+		for _, items := range [][]Resources{r.AnyOf, r.Ordered} {
+			for i := range items {
+				items[i].Cloud = cloudOfPlace(items[i])
+			}
+		}
+	}
 	if !t.Resources.namesPlace() {
 		t.Resources.Cloud = DefaultCloud
 	}
 	rec := t.Recovery()
 	t.Resources.JobRecovery = &rec
+}
+
+// AWS and GCP name their regions differently: us-east-1 and us-east1.
+var (
+	awsPlace = lazyRegexp(`^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|southwest)-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z])?$`)
+	gcpPlace = lazyRegexp(`^[a-z]+-(north|south|east|west|central|northeast|northwest|southeast|southwest)[0-9]+(-[a-z])?$`)
+)
+
+// cloudOfPlace is r's cloud, or the one its region or zone belongs to by
+// name when it names none; empty when neither tells.
+func cloudOfPlace(r Resources) string {
+	if r.Cloud != "" {
+		return r.Cloud
+	}
+	for _, name := range []string{r.Zone, r.Region} {
+		switch {
+		case name == "":
+		case awsPlace().MatchString(name):
+			return "aws"
+		case gcpPlace().MatchString(name):
+			return "gcp"
+		}
+	}
+	return ""
 }
 
 func (r Resources) namesPlace() bool {
