@@ -133,7 +133,8 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 	if sm.Name == "" && sm.Source == "" {
 		d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")
 	}
-	if s := d.str(join(path, "store"), m["store"]); s != "" {
+	// SkyPilot fills envs into every string of a storage mount.
+	if s := d.fill(join(path, "store"), d.str(join(path, "store"), m["store"]), vars); s != "" {
 		store := strings.ToLower(strings.TrimSpace(s))
 		if slices.Contains(storeTypes(), store) {
 			sm.Store = store
@@ -141,7 +142,7 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 			d.ps.add(join(path, "store"), s, "is not a store sortie supports; use s3 or gcs")
 		}
 	}
-	if s := d.str(join(path, "mode"), m["mode"]); s != "" {
+	if s := d.fill(join(path, "mode"), d.str(join(path, "mode"), m["mode"]), vars); s != "" {
 		mode := strings.ToUpper(strings.TrimSpace(s))
 		if slices.Contains(storageModes(), mode) {
 			sm.Mode = mode
