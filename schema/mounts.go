@@ -131,7 +131,15 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 		sm.Source = d.fill(join(path, "source"), d.str(join(path, "source"), src), vars)
 	}
 	if sm.Name == "" && sm.Source == "" {
-		d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")
+		// name: ${BUCKET} with envs.BUCKET "" is a name left for --env.
+		name, _ := m["name"].(string)
+		source, _ := m["source"].(string)
+		raw := name + " " + source
+		if ref := varRef().FindStringSubmatch(raw); ref != nil {
+			d.ps.missing(path, "has neither name nor source: %s is empty; pass --env %s=VALUE (or --env-file FILE), or give the bucket's name", ref[0], ref[1])
+		} else {
+			d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")
+		}
 	}
 	// SkyPilot fills envs into every string of a storage mount.
 	if s := d.fill(join(path, "store"), d.str(join(path, "store"), m["store"]), vars); s != "" {

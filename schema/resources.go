@@ -46,6 +46,7 @@ func resourceNotes(candidate bool) map[string]string {
 		"volumes":          "SkyPilot volumes are not supported; copy the data with file_mounts instead",
 		"hooks":            "lifecycle hooks are not supported (SkyPilot takes them under config.hooks, not resources)",
 		"candidates":       "candidates was the field of SkyPilot's removed sky bench; list the same resources under resources.any_of",
+		"preemption":       "SkyPilot's preemption hook is not supported: sortie recovers a preempted job itself (see job_recovery)",
 	}
 	if candidate {
 		notes["any_of"] = "candidates cannot nest; list every candidate directly under resources.any_of or resources.ordered"
