@@ -87,6 +87,17 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 		}
 	}
 	accs := d.accelerators(accPath, accRaw)
+	// A Cloud TPU is refused here, or by accelerator_args when the
+	// file gives those too: one message for the one missing feature.
+	if _, tpuArgs := m["accelerator_args"]; !tpuArgs {
+		for _, choice := range accs.choices {
+			for name := range choice {
+				if strings.HasPrefix(strings.ToLower(name), "tpu-") {
+					d.ps.add(accPath, accRaw, "asks for a Cloud TPU (%s), which sortie does not launch; ask for GPUs instead", name)
+				}
+			}
+		}
+	}
 	if candidate && len(accs.choices) > 1 {
 		d.ps.add(accPath, accRaw, "lists several accelerators; a candidate takes one, so list each as its own candidate")
 		accs.choices = nil
