@@ -3,6 +3,7 @@ package schema
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // DefaultCloud is where a task runs when nothing in it names a place.
@@ -36,11 +37,14 @@ func (t *Task) ApplyDefaults() {
 		t.NumNodes = 1
 	}
 	r := &t.Resources
-	r.Cloud = cloudOfPlace(*r)
-	if r.Cloud == "" {
-		for _, items := range [][]Resources{r.AnyOf, r.Ordered} {
-			for i := range items {
-				items[i].Cloud = cloudOfPlace(items[i])
+	namedCloud := r.Cloud != ""
+	fillPlace(r)
+	for _, items := range [][]Resources{r.AnyOf, r.Ordered} {
+		for i := range items {
+			if namedCloud {
+				items[i].Region = regionOfZone(items[i])
+			} else {
+				fillPlace(&items[i])
 			}
 		}
 	}
@@ -54,8 +58,36 @@ func (t *Task) ApplyDefaults() {
 // AWS and GCP name their regions differently: us-east-1 and us-east1.
 var (
 	awsPlace = lazyRegexp(`^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|southwest)-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z])?$`)
-	gcpPlace = lazyRegexp(`^[a-z]+-(north|south|east|west|central|northeast|northwest|southeast|southwest)[0-9]+(-[a-z])?$`)
+	// awsZoneRegion takes the region out of a zone: us-east-1a, and a
+	// Local Zone us-west-2-lax-1a.
+	awsZoneRegion = lazyRegexp(`^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)(?:[a-z]|-[a-z]+-[0-9]+[a-z])$`)
+	gcpPlace      = lazyRegexp(`^[a-z]+-(north|south|east|west|central|northeast|northwest|southeast|southwest)[0-9]+(-[a-z])?$`)
 )
+
+// fillPlace gives r the cloud its region or zone names, and the region
+// of its zone.
+func fillPlace(r *Resources) {
+	r.Cloud = cloudOfPlace(*r)
+	r.Region = regionOfZone(*r)
+}
+
+// regionOfZone is r's region, or the region an AWS or GCP zone is in
+// (us-east-1a: us-east-1, us-central1-a: us-central1) when r names a zone
+// and no region, as SkyPilot reads a zone alone.
+func regionOfZone(r Resources) string {
+	if r.Region != "" || r.Zone == "" || (r.Cloud != "" && r.Cloud != "aws" && r.Cloud != "gcp") {
+		return r.Region
+	}
+	switch z := r.Zone; {
+	case gcpPlace().MatchString(z) && strings.Count(z, "-") == 2:
+		return z[:strings.LastIndex(z, "-")]
+	case awsPlace().MatchString(z):
+		if m := awsZoneRegion().FindStringSubmatch(z); m != nil {
+			return m[1]
+		}
+	}
+	return r.Region
+}
 
 // cloudOfPlace is r's cloud, or the one its region or zone belongs to by
 // name when it names none; empty when neither tells.
