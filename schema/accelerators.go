@@ -18,13 +18,19 @@ type accelSpec struct {
 // and lists of "NAME:COUNT". Each choice holds one accelerator.
 func (d *decoder) accelerators(path string, v any) accelSpec {
 	var spec accelSpec
-	seen := map[string]bool{}
+	// The same accelerator at another count is another alternative
+	// ({A100:4, A100:8}); only the same name and count is a repeat.
+	type choice struct {
+		name  string
+		count int
+	}
+	seen := map[choice]bool{}
 	add := func(p string, raw any, name string, count int) {
-		if seen[name] {
-			d.ps.add(p, raw, "is listed twice; list each accelerator once")
+		if seen[choice{name, count}] {
+			d.ps.add(p, raw, "is listed twice; list each accelerator and count once")
 			return
 		}
-		seen[name] = true
+		seen[choice{name, count}] = true
 		spec.choices = append(spec.choices, map[string]int{name: count})
 	}
 	switch v := v.(type) {

@@ -3,6 +3,7 @@ package schema
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // DefaultCloud is where a task runs when nothing in it names a place.
@@ -19,9 +20,13 @@ func (p *Pipeline) ApplyDefaults() {
 // safe to call again:
 //
 //   - num_nodes 1;
+//   - the cloud of a region or zone given without one, when its name is
+//     one only AWS or only GCP uses (us-east-1 / us-east-1a are AWS's,
+//     us-east1 / us-east1-b GCP's), as SkyPilot finds the cloud that has
+//     the region; for the resources, or for a candidate when the resources
+//     name no cloud;
 //   - resources.cloud "local" when neither the resources nor any any_of /
-//     ordered candidate names a cloud, region or zone (infra included): a
-//     region without a cloud asks every enabled cloud for it;
+//     ordered candidate names a cloud, region or zone (infra included);
 //   - resources.job_recovery {strategy: EAGER_NEXT_REGION,
 //     max_restarts_on_errors: 0}, and the strategy alone when only it is
 //     missing.
@@ -31,11 +36,75 @@ func (t *Task) ApplyDefaults() {
 	if t.NumNodes == 0 {
 		t.NumNodes = 1
 	}
+	r := &t.Resources
+	namedCloud := r.Cloud != ""
+	fillPlace(r)
+	for _, items := range [][]Resources{r.AnyOf, r.Ordered} {
+		for i := range items {
+			if namedCloud {
+				items[i].Region = regionOfZone(items[i])
+			} else {
+				fillPlace(&items[i])
+			}
+		}
+	}
 	if !t.Resources.namesPlace() {
 		t.Resources.Cloud = DefaultCloud
 	}
 	rec := t.Recovery()
 	t.Resources.JobRecovery = &rec
+}
+
+// AWS and GCP name their regions differently: us-east-1 and us-east1.
+var (
+	awsPlace = lazyRegexp(`^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|southwest)-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z])?$`)
+	// awsZoneRegion takes the region out of a zone: us-east-1a, and a
+	// Local Zone us-west-2-lax-1a.
+	awsZoneRegion = lazyRegexp(`^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)(?:[a-z]|-[a-z]+-[0-9]+[a-z])$`)
+	gcpPlace      = lazyRegexp(`^[a-z]+-(north|south|east|west|central|northeast|northwest|southeast|southwest)[0-9]+(-[a-z])?$`)
+)
+
+// fillPlace gives r the cloud its region or zone names, and the region
+// of its zone.
+func fillPlace(r *Resources) {
+	r.Cloud = cloudOfPlace(*r)
+	r.Region = regionOfZone(*r)
+}
+
+// regionOfZone is r's region, or the region an AWS or GCP zone is in
+// (us-east-1a: us-east-1, us-central1-a: us-central1) when r names a zone
+// and no region, as SkyPilot reads a zone alone.
+func regionOfZone(r Resources) string {
+	if r.Region != "" || r.Zone == "" || (r.Cloud != "" && r.Cloud != "aws" && r.Cloud != "gcp") {
+		return r.Region
+	}
+	switch z := r.Zone; {
+	case gcpPlace().MatchString(z) && strings.Count(z, "-") == 2:
+		return z[:strings.LastIndex(z, "-")]
+	case awsPlace().MatchString(z):
+		if m := awsZoneRegion().FindStringSubmatch(z); m != nil {
+			return m[1]
+		}
+	}
+	return r.Region
+}
+
+// cloudOfPlace is r's cloud, or the one its region or zone belongs to by
+// name when it names none; empty when neither tells.
+func cloudOfPlace(r Resources) string {
+	if r.Cloud != "" {
+		return r.Cloud
+	}
+	for _, name := range []string{r.Zone, r.Region} {
+		switch {
+		case name == "":
+		case awsPlace().MatchString(name):
+			return "aws"
+		case gcpPlace().MatchString(name):
+			return "gcp"
+		}
+	}
+	return ""
 }
 
 func (r Resources) namesPlace() bool {

@@ -172,7 +172,7 @@ type images struct {
 func (d *decoder) imageID(path string, v any) images {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return images{one: d.str(path, v)}
+		return images{one: d.imageTag(path, d.str(path, v))}
 	}
 	if len(m) == 0 {
 		d.ps.add(path, m, "is empty; give an image id, or a mapping of region to image id")
@@ -190,9 +190,20 @@ func (d *decoder) imageID(path string, v any) images {
 			d.ps.missing(p, "has no image id; give the image to boot in region %s", region)
 			continue
 		}
-		out.perRegion[region] = img
+		out.perRegion[region] = d.imageTag(p, img)
 	}
 	return out
+}
+
+// imageTag refuses SkyPilot's own image tags (skypilot:gpu-ubuntu-2004),
+// which name images from SkyPilot's catalog that sortie cannot look up;
+// sent to the cloud as they are, they would fail every launch.
+func (d *decoder) imageTag(path, img string) string {
+	if strings.HasPrefix(strings.TrimSpace(img), "skypilot:") {
+		d.ps.add(path, img, "is a SkyPilot image tag, which names an image from SkyPilot's catalog that sortie cannot look up; give the cloud's image id (ami-... on AWS, projects/.../images/... on GCP), docker:IMAGE, or remove image_id to boot sortie's default image")
+		return ""
+	}
+	return img
 }
 
 // pick returns the image for region. Without a region, a mapping of one

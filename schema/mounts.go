@@ -131,9 +131,18 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 		sm.Source = d.fill(join(path, "source"), d.str(join(path, "source"), src), vars)
 	}
 	if sm.Name == "" && sm.Source == "" {
-		d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")
+		// name: ${BUCKET} with envs.BUCKET "" is a name left for --env.
+		name, _ := m["name"].(string)
+		source, _ := m["source"].(string)
+		raw := name + " " + source
+		if ref := varRef().FindStringSubmatch(raw); ref != nil {
+			d.ps.missing(path, "has neither name nor source: %s is empty; pass --env %s=VALUE (or --env-file FILE), or give the bucket's name", ref[0], ref[1])
+		} else {
+			d.ps.missing(path, "has neither name nor source; give the bucket's name, a source to upload, or both")
+		}
 	}
-	if s := d.str(join(path, "store"), m["store"]); s != "" {
+	// SkyPilot fills envs into every string of a storage mount.
+	if s := d.fill(join(path, "store"), d.str(join(path, "store"), m["store"]), vars); s != "" {
 		store := strings.ToLower(strings.TrimSpace(s))
 		if slices.Contains(storeTypes(), store) {
 			sm.Store = store
@@ -141,7 +150,7 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 			d.ps.add(join(path, "store"), s, "is not a store sortie supports; use s3 or gcs")
 		}
 	}
-	if s := d.str(join(path, "mode"), m["mode"]); s != "" {
+	if s := d.fill(join(path, "mode"), d.str(join(path, "mode"), m["mode"]), vars); s != "" {
 		mode := strings.ToUpper(strings.TrimSpace(s))
 		if slices.Contains(storageModes(), mode) {
 			sm.Mode = mode

@@ -161,11 +161,16 @@ func TestParseShapes(t *testing.T) {
 				r := p.Tasks[0].Resources
 				return Placement{Cloud: r.Cloud, Region: r.Region, Zone: r.Zone}
 			}, Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"}},
-		{"infra wildcard cloud", "resources: {infra: '*/us-east-1'}\nrun: x",
+		{"infra wildcard cloud", "resources: {infra: '*/my-region'}\nrun: x",
 			func(p *Pipeline) any {
 				r := p.Tasks[0].Resources
 				return Placement{Cloud: r.Cloud, Region: r.Region}
-			}, Placement{Region: "us-east-1"}},
+			}, Placement{Region: "my-region"}},
+		{"infra wildcard cloud, region AWS's by name", "resources: {infra: '*/us-east-1'}\nrun: x",
+			func(p *Pipeline) any {
+				r := p.Tasks[0].Resources
+				return Placement{Cloud: r.Cloud, Region: r.Region}
+			}, Placement{Cloud: "aws", Region: "us-east-1"}},
 		{"envs scalars become strings as SkyPilot's str() makes them", "envs: {A: 1, B: true, C: false, D: x}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Envs }, map[string]string{"A": "1", "B": "True", "C": "False", "D": "x"}},
 		{"secrets null kept as a name", "secrets: {TOKEN: null}\nrun: x",
@@ -213,7 +218,7 @@ func TestDefaults(t *testing.T) {
 
 	// A place named anywhere means the default cloud does not apply.
 	for _, y := range []string{
-		"resources: {region: us-east-1}\nrun: x",
+		"resources: {region: my-region}\nrun: x",
 		"resources: {any_of: [{cloud: aws}, {cloud: gcp}]}\nrun: x",
 		"resources: {ordered: [{infra: gcp/us-central1}]}\nrun: x",
 	} {

@@ -45,6 +45,8 @@ func resourceNotes(candidate bool) map[string]string {
 		"accelerator_args": "accelerator_args (TPU settings) are not supported: sortie does not launch TPUs",
 		"volumes":          "SkyPilot volumes are not supported; copy the data with file_mounts instead",
 		"hooks":            "lifecycle hooks are not supported (SkyPilot takes them under config.hooks, not resources)",
+		"candidates":       "candidates was the field of SkyPilot's removed sky bench; list the same resources under resources.any_of",
+		"preemption":       "SkyPilot's preemption hook is not supported: sortie recovers a preempted job itself (see job_recovery)",
 	}
 	if candidate {
 		notes["any_of"] = "candidates cannot nest; list every candidate directly under resources.any_of or resources.ordered"
@@ -85,6 +87,17 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 		}
 	}
 	accs := d.accelerators(accPath, accRaw)
+	// A Cloud TPU is refused here, or by accelerator_args when the
+	// file gives those too: one message for the one missing feature.
+	if _, tpuArgs := m["accelerator_args"]; !tpuArgs {
+		for _, choice := range accs.choices {
+			for name := range choice {
+				if strings.HasPrefix(strings.ToLower(name), "tpu-") {
+					d.ps.add(accPath, accRaw, "asks for a Cloud TPU (%s), which sortie does not launch; ask for GPUs instead", name)
+				}
+			}
+		}
+	}
 	if candidate && len(accs.choices) > 1 {
 		d.ps.add(accPath, accRaw, "lists several accelerators; a candidate takes one, so list each as its own candidate")
 		accs.choices = nil
@@ -134,6 +147,20 @@ func otherClouds() map[string]string {
 		"hyperbolic": "hyperbolic", "slurm": "slurm", "seeweb": "seeweb",
 		"shadeform": "shadeform", "primeintellect": "primeintellect", "coreweave": "coreweave",
 	}
+}
+
+// otherCloud names the cloud sortie does not provide yet that a candidate
+// asks for by cloud or infra, or is empty.
+func otherCloud(item any) string {
+	m, _ := item.(map[string]any)
+	for _, key := range []string{"cloud", "infra"} {
+		s, _ := m[key].(string)
+		first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "/")
+		if name := otherClouds()[first]; name != "" {
+			return name
+		}
+	}
+	return ""
 }
 
 // oldRecoveryName reads spot_recovery, the name older SkyPilot releases
@@ -331,6 +358,20 @@ func (d *decoder) candidates(path string, v any, base Resources) []Resources {
 	if len(items) == 0 {
 		d.ps.add(path, v, "is empty; list at least one candidate, or remove it")
 		return nil
+	}
+	// SkyPilot skips a candidate on a cloud that is not enabled and refuses
+	// the task only when every candidate is on one: do the same with the
+	// clouds sortie does not provide yet.
+	var skipped []string
+	if kept := slices.DeleteFunc(slices.Clone(items), func(item any) bool {
+		name := otherCloud(item)
+		if name != "" && !slices.Contains(skipped, name) {
+			skipped = append(skipped, name)
+		}
+		return name != ""
+	}); len(kept) > 0 && len(kept) < len(items) {
+		d.warn(path, "skipped %d candidate(s) on %s, not a provider of sortie yet; the other %d stay", len(items)-len(kept), strings.Join(skipped, ", "), len(kept))
+		items = kept
 	}
 	out := make([]Resources, len(items))
 	for i, item := range items {

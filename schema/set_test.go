@@ -268,7 +268,7 @@ func TestApplySetAcceleratorsReplacesAlternatives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Resources{{Region: "us-east-1"}, {Region: "us-west-2"}}
+	want := []Resources{{Cloud: "aws", Region: "us-east-1"}, {Cloud: "aws", Region: "us-west-2"}}
 	if diff := cmp.Diff(want, got.Tasks[0].Resources.AnyOf); diff != "" {
 		t.Errorf("any_of (-want +got):\n%s", diff)
 	}
