@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"sortie/controller/config"
@@ -49,6 +50,9 @@ type Controller struct {
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
 	sched  *schedule.Queue
 	launch chan struct{} // launch slots
+	// limits holds each job's max_duration per task ([]time.Duration, zero
+	// for none), read from its spec once; dropped when the job ends.
+	limits sync.Map
 	wake   chan struct{}
 }
 

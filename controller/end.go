@@ -58,8 +58,13 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		policy = strategy.PolicyFrom(p.Tasks[a.TaskIdx].Recovery())
 		last = a.TaskIdx == len(p.Tasks)-1
 	}
-	d := strategy.Decide(policy,
-		strategy.Counters{RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors},
+	counters := strategy.Counters{RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors}
+	if policy.MaxRecoveries > 0 && (e.outcome == strategy.Preempted || e.outcome == strategy.NodeLost) {
+		if counters.LossRecoveries, err = c.lossRecoveries(ctx, a); err != nil {
+			return err
+		}
+	}
+	d := strategy.Decide(policy, counters,
 		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks},
 		last)
 	var next *time.Time
@@ -95,6 +100,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	if d.Status.Terminal() {
 		c.cleanupSecrets(j.ID)
+		c.limits.Delete(j.ID)
 	}
 	if next == nil {
 		now := c.Now()
@@ -102,6 +108,25 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	c.sched.ContinueAt(j.ID, *next)
 	return nil
+}
+
+// lossRecoveries counts the recoveries from preemption or node loss that
+// a's task has made: the attempts that ended so and were recovered. They
+// are read from the attempts, which keep them durably, rather than kept
+// as a counter of their own.
+func (c *Controller) lossRecoveries(ctx context.Context, a *store.Attempt) (int, error) {
+	all, err := c.Store.Attempts(ctx, a.JobID)
+	if err != nil {
+		return 0, fmt.Errorf("read attempts: %w", err)
+	}
+	n := 0
+	for _, b := range all {
+		loss := b.Outcome == string(strategy.Preempted) || b.Outcome == string(strategy.NodeLost)
+		if b.TaskIdx == a.TaskIdx && b.ID != a.ID && loss && b.Action == string(strategy.Recover) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // teardownGrace is how long a stopping controller goes on with the work
@@ -139,6 +164,7 @@ func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error
 	defer cancel()
 	c.terminate(actx, last)
 	c.cleanupSecrets(j.ID)
+	c.limits.Delete(j.ID)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
@@ -67,6 +68,70 @@ func TestEveryEndingGoesThroughDecide(t *testing.T) {
 				return id
 			},
 			want: want{status: lifecycle.Cancelled, tasks: []lifecycle.Status{lifecycle.Cancelled, lifecycle.Cancelled}},
+		},
+		{
+			name: "strategy NONE ends the job at a preemption",
+			yaml: "resources: {job_recovery: none}\nrun: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				j, a := runningAttempt(t, c, cloud, yaml)
+				cloud.clusters[a.Cluster].Nodes[0].State = provision.NodePreempted
+				if err := c.reconcile(ctx, j, a, c.snapshot(ctx, []*store.Attempt{a})); err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			},
+			want: want{outcome: "preempted", action: "fail", reason: "node 0 preempted in fake/r/r-a",
+				decision: "preemption in r/r-a; job_recovery is NONE, not recovering", status: lifecycle.Failed,
+				failure: "preemption in r/r-a; job_recovery is NONE, not recovering", tasks: []lifecycle.Status{lifecycle.Failed}},
+		},
+		{
+			name: "max_duration stops the running attempt and ends the job FAILED",
+			yaml: "resources: {job_recovery: {max_duration: 2h, max_restarts_on_errors: 3}}\nrun: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				j, a := runningAttempt(t, c, cloud, yaml)
+				c.Now = func() time.Time { return j.SubmittedAt.Add(2*time.Hour - time.Second) }
+				if err := c.reconcile(ctx, j, a, snapshot{failed: map[string]error{"fake": errors.New("no answer")}}); err != nil {
+					t.Fatal(err)
+				}
+				if a, _ := c.Store.LastAttempt(ctx, j.ID, 0); a.State == lifecycle.AttemptEnded {
+					t.Fatalf("attempt ended a second before max_duration: %+v", a)
+				}
+				c.Now = func() time.Time { return j.SubmittedAt.Add(2 * time.Hour) }
+				if err := c.reconcile(ctx, j, a, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			},
+			want: want{outcome: "timed_out", action: "fail", reason: "max_duration 2h exceeded",
+				decision: "max_duration 2h exceeded", status: lifecycle.Failed,
+				failure: "max_duration 2h exceeded", tasks: []lifecycle.Status{lifecycle.Failed}},
+		},
+		{
+			name: "max_duration ends a job backing off before a recovery at once",
+			yaml: "resources: {job_recovery: {max_duration: 90m}}\nrun: train\n",
+			end: func(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) int64 {
+				j, a := runningAttempt(t, c, cloud, yaml)
+				c.Now = func() time.Time { return j.SubmittedAt.Add(90*time.Minute - time.Second) }
+				cloud.clusters[a.Cluster].Nodes[0].State = provision.NodePreempted
+				if err := c.reconcile(ctx, j, a, c.snapshot(ctx, []*store.Attempt{a})); err != nil {
+					t.Fatal(err)
+				}
+				j, _ = c.Store.Job(ctx, j.ID)
+				if j.Status != lifecycle.Recovering || j.NextActionAt == nil {
+					t.Fatalf("after the preemption: job %s, next action %v; want RECOVERING backing off", j.Status, j.NextActionAt)
+				}
+				c.Now = func() time.Time { return j.SubmittedAt.Add(90 * time.Minute) }
+				if !c.Now().Before(*j.NextActionAt) {
+					t.Fatalf("the back-off (until %s) is over by %s: the test would not test it", j.NextActionAt, c.Now())
+				}
+				if err := c.reconcile(ctx, j, nil, snapshot{}); err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			},
+			want: want{outcome: "preempted", action: "recover", reason: "node 0 preempted in fake/r/r-a",
+				decision: "preemption in r/r-a", status: lifecycle.Failed,
+				failure: "max_duration 1h30m exceeded", tasks: []lifecycle.Status{lifecycle.Failed}},
 		},
 		{
 			name: "a spec that cannot be read, on a running attempt",
@@ -264,5 +329,45 @@ func TestASpecUnreadableAtTheEndKeepsTheExitCodes(t *testing.T) {
 	}
 	if _, err := os.Stat(home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)); err != nil {
 		t.Errorf("the attempt's log directory was not kept: %v", err)
+	}
+}
+
+// max_recoveries counts the recoveries from preemption or node loss the
+// task made, read back from its attempts: the one after the last allowed
+// ends the job FAILED, naming the limit.
+func TestMaxRecoveriesEndsTheJob(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	j, a := runningAttempt(t, c, cloud, "resources: {job_recovery: {max_recoveries: 1}}\nrun: train\n")
+	lose := func(a *store.Attempt, state provision.NodeState) {
+		t.Helper()
+		cloud.clusters[a.Cluster].Nodes[0].State = state
+		j, _ := c.Store.Job(ctx, j.ID)
+		if err := c.reconcile(ctx, j, a, c.snapshot(ctx, []*store.Attempt{a})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lose(a, provision.NodePreempted)
+	if j, _ := c.Store.Job(ctx, j.ID); j.Status != lifecycle.Recovering {
+		t.Fatalf("after the first preemption: job %s (%s), want RECOVERING", j.Status, j.FailureReason)
+	}
+	b, err := c.Store.NewAttempt(ctx, j.ID, 0, func(n int) string { return provision.ClusterName(j.ID, 0, n) }, nil, lifecycle.Recovering)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud.clusters[b.Cluster] = &provision.Cluster{Name: b.Cluster, Nodes: []provision.Node{{Rank: 0, State: provision.NodeRunning}}}
+	if err := c.Store.MarkLaunched(ctx, b.ID, "fake", "r", "r-b", []string{"i-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store.MarkRunning(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	b.Cloud, b.Region, b.Zone, b.State = "fake", "r", "r-b", lifecycle.AttemptRunning
+	lose(b, provision.NodeGone)
+	j, _ = c.Store.Job(ctx, j.ID)
+	want := "node lost in r/r-b; no recoveries left (max_recoveries 1)"
+	if j.Status != lifecycle.Failed || j.FailureReason != want || j.RecoveryCount != 1 {
+		t.Errorf("after the second loss: job %s (%q), %d recoveries; want FAILED (%q), 1 recovery", j.Status, j.FailureReason, j.RecoveryCount, want)
 	}
 }

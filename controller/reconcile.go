@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -17,6 +18,9 @@ import (
 func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
 	if j.CancelRequested {
 		return wrapf(c.cancel(ctx, j, a), "cancel")
+	}
+	if reason, over := c.overTime(j); over {
+		return wrapf(c.timeOut(ctx, j, a, reason), "end at max_duration")
 	}
 	if j.NextActionAt != nil && c.Now().Before(*j.NextActionAt) {
 		return nil // backing off
@@ -142,6 +146,43 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 	// Nodes that ended on their own keep their codes; those still running
 	// are stopped by sortie once the cancel is recorded, and their codes,
 	// sortie's, are unknown.
+	w := c.wrapUp(ctx, j, a, true)
+	e.codes = w.codes
+	return c.finish(ctx, j, a, nil, e, w)
+}
+
+// overTime applies strategy.OverTime to j's current task: it says whether
+// j has run out of that task's max_duration. Each job's limits are read
+// from its spec once, not at every tick.
+func (c *Controller) overTime(j *store.Job) (string, bool) {
+	v, ok := c.limits.Load(j.ID)
+	if !ok {
+		p, err := spec(j)
+		if err != nil {
+			return "", false // the step that needs the spec ends the job with this error
+		}
+		limits := make([]time.Duration, len(p.Tasks))
+		for i, t := range p.Tasks {
+			limits[i] = t.Recovery().MaxDuration.D()
+		}
+		v, _ = c.limits.LoadOrStore(j.ID, limits)
+	}
+	limits := v.([]time.Duration)
+	if j.CurrentTask >= len(limits) {
+		return "", false
+	}
+	return strategy.OverTime(strategy.Policy{MaxDuration: limits[j.CurrentTask]}, j.SubmittedAt, c.Now())
+}
+
+// timeOut ends a job that ran out of max_duration: as cancel does, it
+// stops the running attempt (SIGTERM, then SIGKILL after the grace) and
+// keeps its logs; a job between attempts, backing off, ends at once. The
+// decision (FAILED, never recovered) is strategy.Decide's for timed_out.
+func (c *Controller) timeOut(ctx context.Context, j *store.Job, a *store.Attempt, reason string) error {
+	e := ended{outcome: strategy.TimedOut, reason: reason, detail: reason}
+	if a == nil {
+		return c.finishJob(ctx, j, e)
+	}
 	w := c.wrapUp(ctx, j, a, true)
 	e.codes = w.codes
 	return c.finish(ctx, j, a, nil, e, w)

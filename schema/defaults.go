@@ -120,6 +120,10 @@ func (t *Task) Recovery() JobRecovery {
 	if t.Resources.JobRecovery != nil {
 		jr = *t.Resources.JobRecovery
 		jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
+		if jr.MaxRecoveries != nil {
+			n := *jr.MaxRecoveries
+			jr.MaxRecoveries = &n
+		}
 	}
 	if jr.Strategy == "" {
 		jr.Strategy = EagerNextRegion
@@ -190,6 +194,10 @@ func (r Resources) clone() Resources {
 	if r.JobRecovery != nil {
 		jr := *r.JobRecovery
 		jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
+		if jr.MaxRecoveries != nil {
+			n := *jr.MaxRecoveries
+			jr.MaxRecoveries = &n
+		}
 		c.JobRecovery = &jr
 	}
 	return c

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -146,6 +147,14 @@ func TestParseShapes(t *testing.T) {
 			func(p *Pipeline) any { return p.Tasks[0].Recovery() }, JobRecovery{Strategy: Failover}},
 		{"strategy mixed case in object", "resources: {job_recovery: {strategy: Eager_Next_Region, max_restarts_on_errors: 2}}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Recovery() }, JobRecovery{Strategy: EagerNextRegion, MaxRestartsOnErrors: 2}},
+		{"bare none, upper case", "resources: {job_recovery: NONE}\nrun: x",
+			func(p *Pipeline) any { return p.Tasks[0].Recovery() }, JobRecovery{Strategy: NoRecovery}},
+		{"max_duration in minutes", "resources: {job_recovery: {max_duration: 90m}}\nrun: x",
+			func(p *Pipeline) any { return p.Tasks[0].Recovery().MaxDuration.D() }, 90 * time.Minute},
+		{"max_duration in days", "resources: {job_recovery: {max_duration: \" 3d \"}}\nrun: x",
+			func(p *Pipeline) any { return p.Tasks[0].Recovery().MaxDuration.String() }, "72h"},
+		{"max_recoveries", "resources: {job_recovery: {max_recoveries: 4}}\nrun: x",
+			func(p *Pipeline) any { return *p.Tasks[0].Recovery().MaxRecoveries }, 4},
 		{"null job_recovery is the default", "resources: {job_recovery: null}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Recovery() }, JobRecovery{Strategy: EagerNextRegion}},
 		{"exit codes 0 and 255 are fine", "resources: {job_recovery: {recover_on_exit_codes: [0, 255]}}\nrun: x",

@@ -2,11 +2,14 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Clouds are the values resources.cloud accepts.
@@ -387,7 +390,12 @@ func (d *decoder) candidates(path string, v any, base Resources) []Resources {
 	return out
 }
 
-func strategies() []string { return []string{string(Failover), string(EagerNextRegion)} }
+func strategies() []string {
+	return []string{string(Failover), string(EagerNextRegion), string(NoRecovery)}
+}
+
+// jobRecoveryFields are the keys of a job_recovery mapping.
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -397,10 +405,10 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 		return &JobRecovery{Strategy: d.strategy(path, v)}
 	case map[string]any:
 	default:
-		d.ps.add(path, v, "is %s; give a strategy (FAILOVER or EAGER_NEXT_REGION) or a mapping with strategy, max_restarts_on_errors, recover_on_exit_codes", typeName(v))
+		d.ps.add(path, v, "is %s; give a strategy (FAILOVER, EAGER_NEXT_REGION or NONE) or a mapping with %s", typeName(v), strings.Join(jobRecoveryFields, ", "))
 		return nil
 	}
-	m, _ := d.mapping(path, v, []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes"}, nil)
+	m, _ := d.mapping(path, v, jobRecoveryFields, nil)
 	jr := &JobRecovery{}
 	if s := d.str(join(path, "strategy"), m["strategy"]); s != "" {
 		jr.Strategy = d.strategy(join(path, "strategy"), s)
@@ -416,7 +424,64 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 		}
 	}
 	jr.RecoverOnExitCodes = d.exitCodes(join(path, "recover_on_exit_codes"), m["recover_on_exit_codes"])
+	jr.MaxRecoveries = d.maxRecoveries(join(path, "max_recoveries"), m["max_recoveries"])
+	jr.MaxDuration = d.maxDuration(join(path, "max_duration"), m["max_duration"])
 	return jr
+}
+
+// maxRecoveries reads job_recovery.max_recoveries: nil (absent) is no limit.
+func (d *decoder) maxRecoveries(path string, raw any) *int {
+	n, ok := d.integer(path, raw)
+	switch {
+	case !ok:
+		return nil
+	case n < 0:
+		d.ps.add(path, raw, "is negative; use 1 or more, or leave it out for no limit")
+		return nil
+	case n == 0:
+		d.ps.add(path, raw, "would never recover; write job_recovery: none (or strategy: NONE) for that, or use 1 or more")
+		return nil
+	}
+	return &n
+}
+
+// maxDuration reads job_recovery.max_duration: a Go duration ("12h",
+// "1h30m", "90m", "45s") or whole days ("2d"); zero when absent.
+func (d *decoder) maxDuration(path string, raw any) Duration {
+	if raw == nil {
+		return 0
+	}
+	s, isString := raw.(string)
+	if !isString {
+		d.ps.add(path, raw, "is %s; give a duration with its unit, e.g. \"12h\" or \"90m\"", typeName(raw))
+		return 0
+	}
+	v, err := parseDuration(s)
+	switch {
+	case err != nil:
+		d.ps.add(path, s, "is not a duration; write a number and a unit (s, m, h, d), e.g. \"12h\" or \"90m\"")
+		return 0
+	case v <= 0:
+		d.ps.add(path, s, "is not positive; give a limit above zero, or leave max_duration out for none")
+		return 0
+	}
+	return Duration(v)
+}
+
+// maxDays is the most days a time.Duration holds.
+const maxDays = math.MaxInt64 / int64(24*time.Hour)
+
+// parseDuration is time.ParseDuration with whole days ("2d") added.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n > maxDays || n < -maxDays {
+			return 0, fmt.Errorf("bad day count %q", days)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }
 
 func (d *decoder) strategy(path, s string) Strategy {
@@ -427,7 +492,7 @@ func (d *decoder) strategy(path, s string) Strategy {
 	if sug := suggest(up, strategies()); sug != "" {
 		d.ps.add(path, s, "is not a recovery strategy; did you mean %q?", sug)
 	} else {
-		d.ps.add(path, s, "is not a recovery strategy; use FAILOVER or EAGER_NEXT_REGION")
+		d.ps.add(path, s, "is not a recovery strategy; use FAILOVER, EAGER_NEXT_REGION or NONE")
 	}
 	return ""
 }

@@ -2,6 +2,13 @@
 // the canonical input key of a task. It imports nothing else of sortie's.
 package schema
 
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
 // Pipeline is one task file: one or more tasks run in order as one job.
 type Pipeline struct {
 	// Name names the job; from a leading name-only document, else the first task's name.
@@ -97,6 +104,8 @@ type Strategy string
 const (
 	Failover        Strategy = "FAILOVER"
 	EagerNextRegion Strategy = "EAGER_NEXT_REGION"
+	// NoRecovery never recovers: a preemption or a lost node ends the job.
+	NoRecovery Strategy = "NONE"
 )
 
 // JobRecovery is resources.job_recovery: a bare strategy string or this object.
@@ -109,6 +118,48 @@ type JobRecovery struct {
 	// RecoverOnExitCodes restart the task whenever any node exits with one of
 	// them, without touching MaxRestartsOnErrors. A scalar in YAML becomes a list.
 	RecoverOnExitCodes []int `json:"recover_on_exit_codes,omitempty"`
+	// MaxRecoveries is how many preemptions or lost nodes the task recovers
+	// from; nil means no limit (0 is refused on parse: that is strategy NONE).
+	MaxRecoveries *int `json:"max_recoveries,omitempty"`
+	// MaxDuration is a wall-clock limit on the job, counted from its
+	// submission through every recovery, restart and back-off; zero means
+	// none.
+	MaxDuration Duration `json:"max_duration,omitempty"`
+}
+
+// Duration is a time.Duration written as Go writes it ("1h30m0s") in the
+// stored and shown spec, so that the spec parses again as a task file.
+type Duration time.Duration
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String is the duration the way the user wrote it, as far as Go can say it:
+// "12h", "1h30m", "90s".
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // Placement is where one attempt runs.

@@ -75,7 +75,7 @@ func (t jsonType) alt(kind string) (jsonAlt, bool) {
 }
 
 // contractObjects are the objects the contract test needs the README to document.
-var contractObjects = []string{"job", "override", "show", "task", "attempt", "launch_try", "plan", "plan_task", "placement", "repo", "mount"}
+var contractObjects = []string{"job", "override", "show", "task", "task_ref", "attempt", "launch_try", "plan", "plan_task", "placement", "repo", "mount"}
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"sortie/controller/lifecycle"
 	"sortie/schema"
@@ -30,6 +31,8 @@ const (
 	// ControllerError: sortie itself could not go on with the attempt (a
 	// stored spec it cannot read). Never the user's fault, never silent.
 	ControllerError Outcome = "controller_error"
+	// TimedOut: the job's max_duration ran out; sortie stopped the attempt.
+	TimedOut Outcome = "timed_out"
 )
 
 // Action is what the controller does next.
@@ -55,6 +58,9 @@ type Rule string
 const (
 	RulePreempted       Rule = "Preempted"
 	RuleNodeLost        Rule = "NodeLost"
+	RuleNoRecovery      Rule = "NoRecovery"
+	RuleNoRecoveryLeft  Rule = "NoRecoveryLeft"
+	RuleMaxDuration     Rule = "MaxDuration"
 	RuleExitCodeMatched Rule = "ExitCodeMatched"
 	RuleRestartOnError  Rule = "RestartOnError"
 	RuleNoRestartsLeft  Rule = "NoRestartsLeft"
@@ -82,6 +88,9 @@ const (
 	reasonPrechecks      = "the request cannot be launched"
 	reasonController     = "controller error"
 	reasonUnknownOutcome = "attempt ended with unknown outcome %q"
+	reasonNoRecovery     = "%s; job_recovery is NONE, not recovering"
+	reasonNoRecoveryLeft = "%s; no recoveries left (max_recoveries %d)"
+	reasonMaxDuration    = "max_duration %s exceeded"
 )
 
 // Policy is the part of resources.job_recovery that Decide applies.
@@ -94,6 +103,16 @@ type Policy struct {
 	// the budget above, when any node exits with one of them. Empty means
 	// no code is special.
 	RecoverOnExitCodes []int
+	// NoRecovery ends the job FAILED at the first preemption or lost node
+	// instead of recovering (strategy NONE). Restarts on exit codes and
+	// within MaxRestartsOnErrors still apply: they are asked for by name.
+	NoRecovery bool
+	// MaxRecoveries is how many preemptions or lost nodes the task recovers
+	// from; the next one ends the job FAILED. Zero means no limit.
+	MaxRecoveries int
+	// MaxDuration is the job's wall-clock limit, counted from its
+	// submission (see OverTime). Zero means none.
+	MaxDuration time.Duration
 }
 
 // PolicyFrom takes the decision policy out of a task's job_recovery.
@@ -101,7 +120,30 @@ func PolicyFrom(r schema.JobRecovery) Policy {
 	return Policy{
 		MaxRestartsOnErrors: max(r.MaxRestartsOnErrors, 0),
 		RecoverOnExitCodes:  slices.Clone(r.RecoverOnExitCodes),
+		NoRecovery:          r.Strategy == schema.NoRecovery,
+		MaxRecoveries:       max(deref(r.MaxRecoveries), 0),
+		MaxDuration:         max(r.MaxDuration.D(), 0),
 	}
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+// OverTime is the max_duration rule: a job submitted at submitted is over
+// its limit at now once MaxDuration has passed, whatever it is doing then
+// (running, launching, backing off). The count starts at submission, not at
+// the first start, so the time spent waiting for capacity counts too: the
+// limit is on when the user gets an answer, as a deadline is. The reason is
+// what the job ends with.
+func OverTime(p Policy, submitted, now time.Time) (reason string, over bool) {
+	if p.MaxDuration <= 0 || now.Sub(submitted) < p.MaxDuration {
+		return "", false
+	}
+	return fmt.Sprintf(reasonMaxDuration, schema.Duration(p.MaxDuration)), true
 }
 
 // Counters are a task's recovery counters. The controller persists them with
@@ -110,6 +152,9 @@ type Counters struct {
 	// RecoveryCount counts recoveries from preemption or node loss and
 	// restarts on a listed exit code.
 	RecoveryCount int
+	// LossRecoveries counts, among RecoveryCount, the recoveries from
+	// preemption or node loss alone: what max_recoveries limits.
+	LossRecoveries int
 	// RestartsOnErrors counts failures that took the budgeted path, including
 	// the one that ended the job: a job with max_restarts_on_errors 2 that
 	// fails for good ends with 3.
@@ -157,7 +202,9 @@ type Decision struct {
 
 // Decide applies the recovery rules, first match wins:
 //
-//  1. preempted or node_lost: Recover on a new cluster; RecoveryCount+1.
+//  1. preempted or node_lost: Recover on a new cluster; RecoveryCount+1
+//     and LossRecoveries+1. With NoRecovery, or once LossRecoveries has
+//     reached MaxRecoveries, Fail with FAILED instead.
 //  2. user or setup failure where any node's known exit code is listed in
 //     RecoverOnExitCodes: Restart; RecoveryCount+1; the budget is untouched
 //     and there is no limit (the back-off keeps it from spinning hot).
@@ -176,6 +223,8 @@ type Decision struct {
 //     cannot be launched".
 //  8. controller_error: Fail with FAILED_CONTROLLER, "controller error: "
 //     and Detail, the error that stopped the controller.
+//  9. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
+//     reason; never recovered.
 //
 // An outcome outside these ends the job FAILED_CONTROLLER too, never
 // silently. Every ending of a job goes through Decide, so each of these
@@ -183,13 +232,12 @@ type Decision struct {
 func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 	switch e.Outcome {
 	case Preempted:
-		c.RecoveryCount++
-		return Decision{Action: Recover, Counters: c, Rule: RulePreempted,
-			Reason: withDetail(fmt.Sprintf(reasonPreempted, where(e.Placement)), e.Detail)}
+		return decideLoss(p, c, RulePreempted, withDetail(fmt.Sprintf(reasonPreempted, where(e.Placement)), e.Detail))
 	case NodeLost:
-		c.RecoveryCount++
-		return Decision{Action: Recover, Counters: c, Rule: RuleNodeLost,
-			Reason: withDetail(fmt.Sprintf(reasonNodeLost, where(e.Placement)), e.Detail)}
+		return decideLoss(p, c, RuleNodeLost, withDetail(fmt.Sprintf(reasonNodeLost, where(e.Placement)), e.Detail))
+	case TimedOut:
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.Failed, Rule: RuleMaxDuration,
+			Reason: cmp.Or(e.Detail, "max_duration exceeded")}
 	case UserFailure, SetupFailure:
 		return decideFailure(p, c, e)
 	case Succeeded:
@@ -220,6 +268,24 @@ func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedController,
 			Rule: RuleUnknownOutcome, Reason: withDetail(fmt.Sprintf(reasonUnknownOutcome, e.Outcome), e.Detail)}
 	}
+}
+
+// decideLoss is rule 1: recover from a preemption or a lost node, unless
+// the policy says never (NoRecovery) or the task has used up MaxRecoveries;
+// then the job ends FAILED, and the counters stay as they were, since
+// nothing was recovered.
+func decideLoss(p Policy, c Counters, rule Rule, what string) Decision {
+	switch {
+	case p.NoRecovery:
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.Failed, Rule: RuleNoRecovery,
+			Reason: fmt.Sprintf(reasonNoRecovery, what)}
+	case p.MaxRecoveries > 0 && c.LossRecoveries >= p.MaxRecoveries:
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.Failed, Rule: RuleNoRecoveryLeft,
+			Reason: fmt.Sprintf(reasonNoRecoveryLeft, what, p.MaxRecoveries)}
+	}
+	c.RecoveryCount++
+	c.LossRecoveries++
+	return Decision{Action: Recover, Counters: c, Rule: rule, Reason: what}
 }
 
 // decideFailure is rules 2 and 3.

@@ -2,9 +2,11 @@ package strategy
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/lifecycle"
 	"sortie/schema"
 )
 
@@ -35,7 +37,7 @@ func TestDecide(t *testing.T) {
 			policy:   budget2,
 			counters: Counters{RecoveryCount: 1, RestartsOnErrors: 2},
 			ended:    Ended{Outcome: Preempted, Placement: zoneA},
-			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 2, RestartsOnErrors: 2},
+			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 2, LossRecoveries: 1, RestartsOnErrors: 2},
 				Rule: RulePreempted, Reason: "preemption in local/local-a"},
 		},
 		{
@@ -43,7 +45,7 @@ func TestDecide(t *testing.T) {
 			policy: listed,
 			ended: Ended{Outcome: Preempted, Placement: schema.Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"},
 				Detail: "Server.SpotInstanceTermination"},
-			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 1}, Rule: RulePreempted,
+			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 1, LossRecoveries: 1}, Rule: RulePreempted,
 				Reason: "preemption in us-east-1/us-east-1a (Server.SpotInstanceTermination)"},
 		},
 		{
@@ -51,8 +53,69 @@ func TestDecide(t *testing.T) {
 			policy:   Policy{},
 			counters: Counters{RestartsOnErrors: 5},
 			ended:    Ended{Outcome: NodeLost, Placement: schema.Placement{Cloud: "gcp", Region: "us-central1"}},
-			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 1, RestartsOnErrors: 5},
+			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 1, LossRecoveries: 1, RestartsOnErrors: 5},
 				Rule: RuleNodeLost, Reason: "node lost in us-central1"},
+		},
+		{
+			name:     "NONE ends the job at a preemption and leaves the counters alone",
+			policy:   Policy{NoRecovery: true, MaxRestartsOnErrors: 2},
+			counters: Counters{RestartsOnErrors: 1},
+			ended:    Ended{Outcome: Preempted, Placement: zoneA, Detail: "Server.SpotInstanceTermination"},
+			want: Decision{Action: Fail, Counters: Counters{RestartsOnErrors: 1}, Status: lifecycle.Failed, Rule: RuleNoRecovery,
+				Reason: "preemption in local/local-a (Server.SpotInstanceTermination); job_recovery is NONE, not recovering"},
+		},
+		{
+			name:   "NONE ends the job when a node is lost",
+			policy: Policy{NoRecovery: true},
+			ended:  Ended{Outcome: NodeLost, Placement: zoneA},
+			want: Decision{Action: Fail, Status: lifecycle.Failed, Rule: RuleNoRecovery,
+				Reason: "node lost in local/local-a; job_recovery is NONE, not recovering"},
+		},
+		{
+			name:   "NONE still restarts on a listed exit code",
+			policy: Policy{NoRecovery: true, RecoverOnExitCodes: []int{29}},
+			ended:  Ended{Outcome: UserFailure, ExitCodes: codes(29)},
+			want: Decision{Action: Restart, Counters: Counters{RecoveryCount: 1}, Rule: RuleExitCodeMatched,
+				Reason: "exit code 29 matched recover_on_exit_codes [29]"},
+		},
+		{
+			name:   "NONE still restarts within max_restarts_on_errors",
+			policy: Policy{NoRecovery: true, MaxRestartsOnErrors: 1},
+			ended:  Ended{Outcome: UserFailure, ExitCodes: codes(1)},
+			want: Decision{Action: Restart, Counters: Counters{RestartsOnErrors: 1}, Rule: RuleRestartOnError,
+				Reason: "exit code 1; restart 1/1 on errors"},
+		},
+		{
+			name:     "the last recovery max_recoveries allows",
+			policy:   Policy{MaxRecoveries: 2},
+			counters: Counters{RecoveryCount: 4, LossRecoveries: 1},
+			ended:    Ended{Outcome: Preempted, Placement: zoneA},
+			want: Decision{Action: Recover, Counters: Counters{RecoveryCount: 5, LossRecoveries: 2}, Rule: RulePreempted,
+				Reason: "preemption in local/local-a"},
+		},
+		{
+			name:     "past max_recoveries the job ends FAILED; listed-code restarts do not count",
+			policy:   Policy{MaxRecoveries: 2, RecoverOnExitCodes: []int{29}},
+			counters: Counters{RecoveryCount: 7, LossRecoveries: 2},
+			ended:    Ended{Outcome: NodeLost, Placement: zoneA},
+			want: Decision{Action: Fail, Counters: Counters{RecoveryCount: 7, LossRecoveries: 2}, Status: lifecycle.Failed,
+				Rule: RuleNoRecoveryLeft, Reason: "node lost in local/local-a; no recoveries left (max_recoveries 2)"},
+		},
+		{
+			name:     "max_recoveries does not limit restarts on listed exit codes",
+			policy:   Policy{MaxRecoveries: 1, RecoverOnExitCodes: []int{29}},
+			counters: Counters{RecoveryCount: 1, LossRecoveries: 1},
+			ended:    Ended{Outcome: UserFailure, ExitCodes: codes(29)},
+			want: Decision{Action: Restart, Counters: Counters{RecoveryCount: 2, LossRecoveries: 1}, Rule: RuleExitCodeMatched,
+				Reason: "exit code 29 matched recover_on_exit_codes [29]"},
+		},
+		{
+			name:     "timed out ends FAILED with the limit, whatever the budgets",
+			policy:   Policy{MaxRestartsOnErrors: 5, RecoverOnExitCodes: []int{143}, MaxDuration: 12 * time.Hour},
+			counters: Counters{RecoveryCount: 1},
+			ended:    Ended{Outcome: TimedOut, ExitCodes: codes(143), Detail: "max_duration 12h exceeded"},
+			want: Decision{Action: Fail, Counters: Counters{RecoveryCount: 1}, Status: lifecycle.Failed, Rule: RuleMaxDuration,
+				Reason: "max_duration 12h exceeded"},
 		},
 		{
 			name:   "listed exit code restarts without touching the budget",
@@ -244,7 +307,7 @@ func TestDecide(t *testing.T) {
 			name:   "prechecks means nothing for other outcomes",
 			policy: budget2,
 			ended:  Ended{Outcome: Preempted, Prechecks: true, Placement: zoneA},
-			want:   Decision{Action: Recover, Counters: Counters{RecoveryCount: 1}, Rule: RulePreempted, Reason: "preemption in local/local-a"},
+			want:   Decision{Action: Recover, Counters: Counters{RecoveryCount: 1, LossRecoveries: 1}, Rule: RulePreempted, Reason: "preemption in local/local-a"},
 		},
 		{
 			name:     "controller error ends FAILED_CONTROLLER with the error",
@@ -324,13 +387,13 @@ func TestDecideSequence(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("actions mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(Counters{RecoveryCount: 3, RestartsOnErrors: 3}, c); diff != "" {
+	if diff := cmp.Diff(Counters{RecoveryCount: 3, LossRecoveries: 2, RestartsOnErrors: 3}, c); diff != "" {
 		t.Errorf("final counters mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestDecideEveryDecisionHasReason(t *testing.T) {
-	outcomes := []Outcome{Succeeded, UserFailure, SetupFailure, Preempted, NodeLost, LaunchFailed, Cancelled, ControllerError, ""}
+	outcomes := []Outcome{Succeeded, UserFailure, SetupFailure, Preempted, NodeLost, LaunchFailed, Cancelled, ControllerError, TimedOut, ""}
 	for _, o := range outcomes {
 		for _, last := range []bool{false, true} {
 			for _, prechecks := range []bool{false, true} {
@@ -344,6 +407,40 @@ func TestDecideEveryDecisionHasReason(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestOverTime(t *testing.T) {
+	submitted := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name       string
+		limit      time.Duration
+		now        time.Time
+		wantReason string
+		wantOver   bool
+	}{
+		{"no limit never runs out", 0, submitted.Add(1000 * time.Hour), "", false},
+		{"just before the limit", 12 * time.Hour, submitted.Add(12*time.Hour - time.Nanosecond), "", false},
+		{"at the limit", 12 * time.Hour, submitted.Add(12 * time.Hour), "max_duration 12h exceeded", true},
+		{"well past it, in minutes", 90 * time.Minute, submitted.Add(5 * time.Hour), "max_duration 1h30m exceeded", true},
+		{"a clock behind the submission is not over", time.Minute, submitted.Add(-time.Hour), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, over := OverTime(Policy{MaxDuration: tt.limit}, submitted, tt.now)
+			if reason != tt.wantReason || over != tt.wantOver {
+				t.Errorf("OverTime = %q, %v; want %q, %v", reason, over, tt.wantReason, tt.wantOver)
+			}
+		})
+	}
+}
+
+func TestPolicyFromLimits(t *testing.T) {
+	three := 3
+	got := PolicyFrom(schema.JobRecovery{Strategy: schema.NoRecovery, MaxRecoveries: &three, MaxDuration: schema.Duration(time.Hour)})
+	want := Policy{NoRecovery: true, MaxRecoveries: 3, MaxDuration: time.Hour}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("PolicyFrom() mismatch (-want +got):\n%s", diff)
 	}
 }
 

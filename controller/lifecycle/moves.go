@@ -30,13 +30,15 @@ import (
 //   - CANCELLING → any terminal status: a job being cancelled ends however
 //     its attempt ended first, or CANCELLED; it never goes back to work.
 //   - every non-terminal status → FAILED_CONTROLLER: sortie cannot go on.
+//   - PENDING, STARTING, RECOVERING → FAILED: the job's max_duration ran
+//     out while it waited for capacity, launched, or backed off.
 var jobMoves = map[Status][]Status{
 	Pending: {Starting, Running, Recovering, Cancelling,
-		Cancelled, FailedPrechecks, FailedNoResource, FailedController},
+		Cancelled, Failed, FailedPrechecks, FailedNoResource, FailedController},
 	Starting: {Pending, Running, Recovering, Cancelling,
-		Cancelled, FailedPrechecks, FailedNoResource, FailedController},
+		Cancelled, Failed, FailedPrechecks, FailedNoResource, FailedController},
 	Recovering: {Pending, Running, Cancelling,
-		Cancelled, FailedPrechecks, FailedNoResource, FailedController},
+		Cancelled, Failed, FailedPrechecks, FailedNoResource, FailedController},
 	Running: {Starting, Recovering, Cancelling,
 		Succeeded, Cancelled, Failed, FailedSetup, FailedController},
 	Cancelling: {Succeeded, Cancelled, Failed, FailedSetup, FailedPrechecks, FailedNoResource, FailedController},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,12 @@ type RetryRequest struct {
 	Reason      string
 	Sets        []string
 	RequestedBy string
+	// FromFailedTask starts each retry at the task of the pipeline that
+	// failed, linking the tasks that succeeded before it instead of running
+	// them again. Jobs that ended SUCCEEDED or CANCELLED failed in no task
+	// and are refused; a job that failed in its first task (a single-task
+	// job, always) has nothing to link and is retried whole.
+	FromFailedTask bool
 	// Warn is told each field a --set gives that sortie accepts and
 	// ignores; nil drops them.
 	Warn func(string) `json:"-"`
@@ -33,6 +40,9 @@ type RetryResult struct {
 	Original JobView    `json:"original"`
 	Retry    *JobView   `json:"retry"`
 	Override []Override `json:"overrides"`
+	// FromTask is the task the retry starts at with --from-failed-task
+	// (the tasks before it are linked); null when it starts at the first.
+	FromTask *int `json:"from_task"`
 }
 
 // RetryTargets resolves the jobs a retry names and checks that each can be
@@ -65,6 +75,9 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 		f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Ascending: true}
 		if len(f.Statuses) == 0 {
 			f.Statuses = lifecycle.TerminalStatuses()
+			if req.FromFailedTask {
+				f.Statuses = slices.DeleteFunc(f.Statuses, func(st lifecycle.Status) bool { return !failedInATask(st) })
+			}
 		}
 		if req.Since > 0 {
 			t := s.Now().Add(-req.Since)
@@ -79,6 +92,9 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 	for _, j := range jobs {
 		if !j.Status.Terminal() {
 			return nil, &UsageError{Err: fmt.Errorf("job %d is %s: only ended jobs can be retried; wait for it to end or cancel it (`sortie jobs cancel %d`)", j.ID, j.Status, j.ID)}
+		}
+		if req.FromFailedTask && !failedInATask(j.Status) {
+			return nil, &UsageError{Err: fmt.Errorf("job %d ended %s: no task of it failed, so --from-failed-task has no task to start at; retry it without --from-failed-task to run it all again", j.ID, j.Status)}
 		}
 		out = append(out, viewJob(j))
 	}
@@ -99,6 +115,7 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		overrides []schema.Override
 		secrets   map[string]string
 		key       string
+		links     []store.TaskRef
 	}
 	plans := make([]planned, 0, len(targets))
 	for _, t := range targets {
@@ -121,7 +138,13 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 				}
 			}
 		}
-		plans = append(plans, planned{job: j, pipeline: p, overrides: ov})
+		pl := planned{job: j, pipeline: p, overrides: ov}
+		if req.FromFailedTask {
+			if pl.links, err = s.failedTaskLinks(ctx, j, p); err != nil {
+				return nil, err
+			}
+		}
+		plans = append(plans, pl)
 	}
 	// What can still refuse a retry is checked for every target first, so a
 	// bad one creates none rather than some.
@@ -149,7 +172,8 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 			reason += " (" + note + ")"
 		}
 		v, err := s.submit(ctx, pl.pipeline, submission{name: retryName(pl.job, pl.pipeline, pl.overrides), baseDir: pl.job.BaseDir,
-			retry: pl.job, reason: reason, overrides: diff, requestedBy: req.RequestedBy, secrets: pl.secrets, key: pl.key})
+			retry: pl.job, reason: reason, overrides: diff, requestedBy: req.RequestedBy, secrets: pl.secrets, key: pl.key,
+			links: pl.links})
 		if err != nil {
 			return results, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
@@ -161,9 +185,66 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		for i, o := range pl.overrides {
 			ovs[i] = Override{Path: o.Path, Old: o.Old, New: o.New}
 		}
-		results = append(results, RetryResult{Original: viewJob(orig), Retry: v, Override: ovs})
+		var from *int
+		if n := len(pl.links); n > 0 {
+			from = &n
+		}
+		results = append(results, RetryResult{Original: viewJob(orig), Retry: v, Override: ovs, FromTask: from})
 	}
 	return results, nil
+}
+
+// failedInATask says whether a job that ended with status st stopped at
+// one of its tasks failing: a retry from the failed task needs one.
+func failedInATask(st lifecycle.Status) bool {
+	return st.Terminal() && st != lifecycle.Succeeded && st != lifecycle.Cancelled
+}
+
+// failedTaskLinks are the links of a retry of j from its failed task: one
+// per task that succeeded before it, each to the run it reuses (a task j
+// itself linked keeps pointing at the run, never at j). The retry's
+// pipeline p must leave those tasks as they were: a --set that changes one
+// would link a run of something else.
+func (s *Service) failedTaskLinks(ctx context.Context, j *store.Job, p *schema.Pipeline) ([]store.TaskRef, error) {
+	tasks, err := s.Store.Tasks(ctx, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: tasks: %w", j.ID, err)
+	}
+	orig, err := schema.Unmarshal(j.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("job %d spec: %w", j.ID, err)
+	}
+	var links []store.TaskRef
+	for _, t := range tasks {
+		if t.Status != lifecycle.Succeeded {
+			break
+		}
+		if t.Idx >= len(p.Tasks) || t.Idx >= len(orig.Tasks) {
+			return nil, fmt.Errorf("job %d: task %d is not in its spec", j.ID, t.Idx)
+		}
+		before, _ := json.Marshal(orig.Tasks[t.Idx])
+		after, _ := json.Marshal(p.Tasks[t.Idx])
+		if string(before) != string(after) {
+			return nil, &UsageError{Err: fmt.Errorf("job %d: --set changes task %d%s, which succeeded and which --from-failed-task would link rather than run; "+
+				"retry without --from-failed-task to run every task with the change", j.ID, t.Idx, quotedName(t.Name))}
+		}
+		ref := store.TaskRef{Job: j.ID, Task: t.Idx}
+		if t.Linked != nil {
+			ref = *t.Linked
+		}
+		links = append(links, ref)
+	}
+	if len(links) == len(tasks) {
+		return nil, &UsageError{Err: fmt.Errorf("job %d: every task succeeded; retry it without --from-failed-task", j.ID)}
+	}
+	return links, nil
+}
+
+func quotedName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%q)", name)
 }
 
 // knownFailureNote says when a retry's inputs already failed: a manual

@@ -110,6 +110,9 @@ type submission struct {
 	reason      string
 	overrides   []byte
 	requestedBy string
+	// links are the runs the pipeline's first tasks reuse (a retry from
+	// the failed task): task i is linked to links[i].
+	links []store.TaskRef
 }
 
 // submit stores a validated pipeline as a new job.
@@ -136,6 +139,9 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	tasks := make([]store.NewTask, len(p.Tasks))
 	for i, t := range p.Tasks {
 		tasks[i] = store.NewTask{Name: t.Name}
+		if i < len(sub.links) {
+			tasks[i].Linked = &sub.links[i]
+		}
 	}
 	// The secrets are on disk before the job is committed, so no controller
 	// can see the job without them.
@@ -249,7 +255,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 		}
 		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
 			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, Ports: ports,
-			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt)})
+			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt), LinkedFrom: viewLink(t.Linked)})
 	}
 	as, err := s.Store.Attempts(ctx, id)
 	if err != nil {
@@ -364,4 +370,11 @@ func joinStatuses(ss []lifecycle.Status) string {
 		parts[i] = string(s)
 	}
 	return strings.Join(parts, ", ")
+}
+
+func viewLink(r *store.TaskRef) *TaskRef {
+	if r == nil {
+		return nil
+	}
+	return &TaskRef{Job: r.Job, Task: r.Task}
 }

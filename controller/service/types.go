@@ -70,6 +70,17 @@ type TaskView struct {
 	Ports     []string   `json:"ports"`
 	StartedAt *time.Time `json:"started_at"`
 	EndedAt   *time.Time `json:"ended_at"`
+	// LinkedFrom is the job and task whose run this task reuses: a retry
+	// with --from-failed-task links the tasks that succeeded before the
+	// failed one instead of running them again. Such a task is SUCCEEDED
+	// and has no attempts of its own. Null for a task that runs.
+	LinkedFrom *TaskRef `json:"linked_from"`
+}
+
+// TaskRef names one task of one job.
+type TaskRef struct {
+	Job  int64 `json:"job"`
+	Task int   `json:"task"`
 }
 
 // AttemptView is one attempt of a task.

@@ -25,6 +25,9 @@ type Task struct {
 	InputKey         string
 	StartedAt        *time.Time
 	EndedAt          *time.Time
+	// Linked is the task of another job whose run this one reuses (a retry
+	// from a pipeline's failed task); nil for a task that runs.
+	Linked *TaskRef
 }
 
 // Attempt is one launch of a task on a cluster.
@@ -52,7 +55,7 @@ type Attempt struct {
 // Tasks returns a job's tasks in order.
 func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT job_id, idx, name, status, recovery_count, restarts_on_errors,
-		launch_round, preempted_in, input_key, started_at, ended_at FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
+		launch_round, preempted_in, input_key, started_at, ended_at, linked_job, linked_task FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +64,13 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 	for rows.Next() {
 		var t Task
 		var pre, key, started, ended sql.NullString
+		var linkJob, linkTask sql.NullInt64
 		if err := rows.Scan(&t.JobID, &t.Idx, &t.Name, &t.Status, &t.RecoveryCount, &t.RestartsOnErrors,
-			&t.LaunchRound, &pre, &key, &started, &ended); err != nil {
+			&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask); err != nil {
 			return nil, err
+		}
+		if linkJob.Valid {
+			t.Linked = &TaskRef{Job: linkJob.Int64, Task: int(linkTask.Int64)}
 		}
 		t.PreemptedIn, t.InputKey = pre.String, key.String
 		t.StartedAt, t.EndedAt = parseTime(started), parseTime(ended)

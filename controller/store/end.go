@@ -177,6 +177,11 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 		}
 		switch n.job {
 		case lifecycle.Failed, lifecycle.FailedSetup:
+			if o.Outcome != strategy.UserFailure && o.Outcome != strategy.SetupFailure {
+				// FAILED by a limit (max_duration, max_recoveries, strategy
+				// NONE): the inputs are not known to fail.
+				return nil
+			}
 			// A deterministic failure of the user's code, not of the cloud.
 			return recordFailure(ctx, tx, &KnownFailure{InputKey: j.inputKey, JobID: j.id, TaskName: f.TaskName,
 				Status: n.job, ExitCodes: o.ExitCodes, LogPath: f.LogPath}, now)

@@ -46,6 +46,16 @@ type Job struct {
 type NewTask struct {
 	Name     string
 	InputKey string
+	// Linked, when set, is the run of another job's task this task reuses
+	// instead of running: it is stored SUCCEEDED with the link. Linked
+	// tasks come first in a pipeline; the job starts at the first other.
+	Linked *TaskRef
+}
+
+// TaskRef names one task of one job.
+type TaskRef struct {
+	Job  int64 `json:"job"`
+	Task int   `json:"task"`
 }
 
 const (
@@ -113,11 +123,27 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 				return err
 			}
 		}
+		linked := 0
 		for i, t := range tasks {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key) VALUES (?, ?, ?, ?, ?)`,
-				id, i, t.Name, lifecycle.Pending, nullStr(t.InputKey)); err != nil {
+			status := lifecycle.Pending
+			var linkJob, linkTask any
+			if t.Linked != nil {
+				if i != linked {
+					return fmt.Errorf("task %d is linked after task %d, which runs: %w", i, linked, ErrLinkNotAPrefix)
+				}
+				linked++
+				status, linkJob, linkTask = lifecycle.Succeeded, t.Linked.Job, t.Linked.Task
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key, linked_job, linked_task)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, id, i, t.Name, status, nullStr(t.InputKey), linkJob, linkTask); err != nil {
 				return err
 			}
+		}
+		if linked == len(tasks) && linked > 0 {
+			return fmt.Errorf("every task is linked, none would run: %w", ErrLinkNotAPrefix)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET current_task = ? WHERE id = ?`, linked, id); err != nil {
+			return err
 		}
 		if prepare != nil {
 			return prepare(id)
@@ -126,6 +152,10 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 	})
 	return id, err
 }
+
+// ErrLinkNotAPrefix is returned when the linked tasks of a new job are not
+// its first ones, or are all of them.
+var ErrLinkNotAPrefix = errors.New("linked tasks must be the first tasks of a job, and not all of them")
 
 // ErrNotTerminal is returned when a retry names a job that has not ended.
 var ErrNotTerminal = fmt.Errorf("only ended jobs can be retried")

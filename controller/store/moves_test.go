@@ -204,6 +204,23 @@ func TestEndAttemptFollowsTheDecision(t *testing.T) {
 			known: &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
 		},
 		{
+			name: "FAILED at max_duration is not a known failure",
+			seen: Observed{Outcome: strategy.TimedOut, ExitCodes: []*int{code(143)}, Reason: "max_duration 2h exceeded"},
+			d:    strategy.Decision{Action: strategy.Fail, Status: lifecycle.Failed, Reason: "max_duration 2h exceeded"},
+			job:  lifecycle.Failed, tasks: []lifecycle.Status{lifecycle.Failed, lifecycle.Cancelled},
+			failure: "max_duration 2h exceeded",
+			known:   &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+		{
+			name: "FAILED at a preemption with strategy NONE is not a known failure",
+			seen: Observed{Outcome: strategy.Preempted, Reason: "node 0 preempted in local/local-a"},
+			d: strategy.Decision{Action: strategy.Fail, Status: lifecycle.Failed,
+				Reason: "preemption in local/local-a; job_recovery is NONE, not recovering"},
+			job: lifecycle.Failed, tasks: []lifecycle.Status{lifecycle.Failed, lifecycle.Cancelled},
+			failure: "preemption in local/local-a; job_recovery is NONE, not recovering",
+			known:   &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed},
+		},
+		{
 			name: "a controller error is not a known failure",
 			seen: Observed{Outcome: strategy.ControllerError, Reason: "controller error: boom"},
 			d:    strategy.Decision{Action: strategy.Fail, Status: lifecycle.FailedController, Reason: "controller error: boom"},

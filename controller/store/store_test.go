@@ -309,3 +309,50 @@ func endFailed(t *testing.T, s *Store, id int64, reason string) {
 
 // cancelled is the decision that ends a job cancelled by the user.
 var cancelled = strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Rule: strategy.RuleCancelled, Reason: "cancelled by user"}
+
+// A job whose first tasks are linked to another job's runs stores them
+// SUCCEEDED with the link and starts at the first task that runs; links
+// that are not the first tasks, or are every task, are refused and store
+// nothing.
+func TestLinkedTasks(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	orig, err := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{Name: "a"}, {Name: "b"}, {Name: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)},
+		[]NewTask{{Name: "a", Linked: &TaskRef{Job: orig, Task: 0}}, {Name: "b", Linked: &TaskRef{Job: orig, Task: 1}}, {Name: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := s.Job(ctx, id)
+	if j.CurrentTask != 2 || j.Status != lifecycle.Pending {
+		t.Errorf("job at task %d, %s; want task 2, PENDING", j.CurrentTask, j.Status)
+	}
+	tasks, _ := s.Tasks(ctx, id)
+	var got []string
+	for _, task := range tasks {
+		link := "-"
+		if task.Linked != nil {
+			link = fmt.Sprintf("%d/%d", task.Linked.Job, task.Linked.Task)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", task.Name, task.Status, link))
+	}
+	want := []string{"a SUCCEEDED 1/0", "b SUCCEEDED 1/1", "c PENDING -"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+
+	for name, tasks := range map[string][]NewTask{
+		"a gap":     {{Name: "a"}, {Name: "b", Linked: &TaskRef{Job: orig, Task: 1}}},
+		"all of it": {{Name: "a", Linked: &TaskRef{Job: orig, Task: 0}}},
+	} {
+		if _, err := s.CreateJob(ctx, &Job{Name: "bad", Spec: []byte(`{}`)}, tasks); !errors.Is(err, ErrLinkNotAPrefix) {
+			t.Errorf("%s: %v, want ErrLinkNotAPrefix", name, err)
+		}
+	}
+	if jobs, _ := s.Jobs(ctx, JobFilter{}); len(jobs) != 2 {
+		t.Errorf("%d jobs stored, want the 2 good ones", len(jobs))
+	}
+}

@@ -221,6 +221,14 @@ func TestRetryAndCancelFlags(t *testing.T) {
 	if diff := cmp.Diff(want, *got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+	got, err = parse(t, NewCmdRetry, []string{"7", "--reason", "disk full", "--from-failed-task"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = RetryOptions{IDs: []int64{7}, Reason: "disk full", FromFailedTask: true, Output: "table"}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("--from-failed-task (-want +got):\n%s", diff)
+	}
 	for _, argv := range [][]string{
 		{"3", "--status", "FAILED", "--reason", "x"}, // ids and a filter
 		{"abc", "--reason", "x"},                     // not an id

@@ -25,13 +25,16 @@ type RetryOptions struct {
 	DryRun   bool
 	Yes      bool
 	Output   string
+	// FromFailedTask starts each retry at the task that failed, linking
+	// the pipeline's tasks that succeeded before it.
+	FromFailedTask bool
 }
 
 // NewCmdRetry builds `jobs retry`.
 func NewCmdRetry(f *Factory, runF func(context.Context, *RetryOptions) error) *cobra.Command {
 	opts := &RetryOptions{}
 	cmd := &cobra.Command{
-		Use:   "retry ID... --reason TEXT [--set PATH=VALUE]... | --status S --name GLOB --reason TEXT",
+		Use:   "retry ID... --reason TEXT [--set PATH=VALUE]... [--from-failed-task] | --status S --name GLOB --reason TEXT",
 		Short: "Retry ended jobs as new jobs linked to the originals",
 		Long: "Retry ended jobs (SUCCEEDED included). Each retry is a new job that records what it retries,\n" +
 			"who asked, why, and the overrides given with --set; the original keeps its history.",
@@ -59,6 +62,7 @@ func NewCmdRetry(f *Factory, runF func(context.Context, *RetryOptions) error) *c
 	fl.StringSliceVar(&opts.Statuses, "status", nil, "retry every ended job with these statuses (comma-separated)")
 	fl.StringVar(&opts.Name, "name", "", "retry every ended job whose name matches this pattern")
 	fl.DurationVar(&opts.Since, "since", 0, "with a filter: only jobs submitted within this long (e.g. 24h)")
+	fl.BoolVar(&opts.FromFailedTask, "from-failed-task", false, "for a pipeline: start at the task that failed, linking the tasks that succeeded before it instead of running them again")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "list what would be retried and create nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before retrying more than one job")
 	fl.StringVarP(&opts.Output, "output", "o", "table", "output format: table or json")
@@ -74,7 +78,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		who = v
 	}
 	req := service.RetryRequest{IDs: opts.IDs, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
-		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
+		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, FromFailedTask: opts.FromFailedTask, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
 		if err != nil {
@@ -111,7 +115,12 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 			return printJSON(f.Out, results)
 		}
 		for _, r := range results {
-			fmt.Fprintf(f.Out, "Job %d retries job %d (%s).\n", r.Retry.ID, r.Original.ID, r.Original.Status)
+			if r.FromTask != nil {
+				fmt.Fprintf(f.Out, "Job %d retries job %d (%s) from task %d; tasks before it are linked, not run again.\n",
+					r.Retry.ID, r.Original.ID, r.Original.Status, *r.FromTask)
+			} else {
+				fmt.Fprintf(f.Out, "Job %d retries job %d (%s).\n", r.Retry.ID, r.Original.ID, r.Original.Status)
+			}
 			for _, o := range r.Override {
 				fmt.Fprintf(f.Out, "  %s: %s → %s\n", printable(o.Path), printable(orNone(o.Old)), printable(orNone(o.New)))
 			}

@@ -86,7 +86,11 @@ func printShow(f *Factory, d *service.JobDetail) error {
 			if len(task.Ports) > 0 {
 				ports = strings.Join(task.Ports, ",")
 			}
-			t.row("  "+strconv.Itoa(task.Task), task.Name, string(task.Status), strconv.Itoa(task.RecoveryCount),
+			status := string(task.Status)
+			if l := task.LinkedFrom; l != nil {
+				status += fmt.Sprintf(" (linked: job %d task %d)", l.Job, l.Task)
+			}
+			t.row("  "+strconv.Itoa(task.Task), task.Name, status, strconv.Itoa(task.RecoveryCount),
 				strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors), ports)
 		}
 		t.flush()
