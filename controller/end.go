@@ -197,7 +197,7 @@ func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider,
 		}
 		st, err := node.Poll(ctx, r)
 		r.Close()
-		if err == nil && st.Done && !st.Stopped {
+		if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
 			code := st.ExitCode
 			codes[rank] = &code
 		}

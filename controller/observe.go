@@ -106,6 +106,10 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			// sortie stopped this node after another failed: its 143 or 137
 			// is not the task's, so it neither matches recover_on_exit_codes
 			// nor makes a setup failure.
+		case st.Done && st.Invalid != "":
+			// The task wrote over its exit code: no code is known, and a
+			// task that did so did not succeed.
+			failed = true
 		case st.Done:
 			code := st.ExitCode
 			codes[rank] = &code
@@ -162,6 +166,12 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 func failure(sts []node.Status, codes []*int) ended {
 	e := ended{codes: codes}
 	for rank, st := range sts {
+		if st.Done && st.Invalid != "" && !st.Stopped {
+			if e.outcome == "" {
+				e.outcome, e.reason = strategy.UserFailure, fmt.Sprintf("node %d left no valid exit code: %s", rank, st.Invalid)
+			}
+			continue
+		}
 		if !st.Done || st.Stopped || st.ExitCode == 0 {
 			continue
 		}
