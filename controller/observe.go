@@ -61,6 +61,11 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 
 // cloudEnded says whether the cloud has taken a node of cl away.
 func cloudEnded(cl *provision.Cluster, a *store.Attempt) (ended, bool) {
+	if cl.Broken != "" {
+		// The provider cannot read back its own record of the cluster: no
+		// retry will tell what became of the task.
+		return ended{outcome: strategy.ControllerError, reason: "controller error: " + cl.Broken, detail: cl.Broken}, true
+	}
 	for _, n := range cl.Nodes {
 		switch n.State {
 		case provision.NodePreempted:

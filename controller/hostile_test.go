@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sortie/controller/lifecycle"
+	"sortie/provision"
+	"sortie/schema"
+)
+
+// panicky launches like fakeCloud, except that launching a cluster whose
+// name starts with prefix panics, as a bug tripped by bad state would.
+type panicky struct {
+	*fakeCloud
+	prefix string
+}
+
+func (panicky) Placements(context.Context, schema.Resources) ([]schema.Placement, error) {
+	return []schema.Placement{{Cloud: "local", Region: "local", Zone: "local-a"}}, nil
+}
+
+func (p panicky) Launch(ctx context.Context, s provision.ClusterSpec) (*provision.Cluster, error) {
+	if strings.HasPrefix(s.Name, p.prefix) {
+		var m map[string]*provision.Cluster
+		m["x"].Name = "boom" // a nil map entry, as a corrupt state file once gave
+	}
+	return p.fakeCloud.Launch(ctx, s)
+}
+
+func jobStatus(t *testing.T, c *Controller, id int64) (lifecycle.Status, string) {
+	t.Helper()
+	j, err := c.Store.Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Status, j.FailureReason + " " + j.StatusReason
+}
+
+func TestAPanickingStepEndsOnlyItsJob(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	bad := createJob(t, c, "run: train\n")
+	good := createJob(t, c, "run: train\n")
+	c.Providers = oneCloud{panicky{cloud, provision.ClusterName(bad, 0, 1)}}
+	if err := c.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	st, reason := jobStatus(t, c, bad)
+	if st != lifecycle.FailedController || !strings.Contains(reason, "panic: assignment to entry in nil map") &&
+		!strings.Contains(reason, "panic: runtime error") {
+		t.Errorf("job whose step panicked: %s (%s), want FAILED_CONTROLLER naming the panic", st, reason)
+	}
+	if as, _ := c.Store.Attempts(ctx, bad); len(as) != 1 || as[0].State != lifecycle.AttemptEnded {
+		t.Errorf("attempts of the job whose step panicked: %+v, want one, ended", as)
+	}
+	if st, reason := jobStatus(t, c, good); st.Terminal() {
+		t.Errorf("the other job ended %s (%s); it should go on", st, reason)
+	}
+	if _, ok := cloud.clusters[provision.ClusterName(good, 0, 1)]; !ok {
+		t.Errorf("the other job's cluster was not launched")
+	}
+}
+
+func TestAClusterItsProviderCannotReadBackEndsItsJob(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	j, a := runningAttempt(t, c, cloud, "run: train\n")
+	other, oa := runningAttempt(t, c, cloud, "run: train\n")
+	broken := (&provision.StateError{Path: "/home/sim/state.json", Err: errors.New(`clusters["c"] is null`)}).Error()
+	cloud.clusters[a.Cluster] = &provision.Cluster{Name: a.Cluster, Broken: broken}
+	if err := c.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if st, reason := jobStatus(t, c, j.ID); st != lifecycle.FailedController || !strings.Contains(reason, broken) {
+		t.Errorf("job on the broken cluster: %s (%s), want FAILED_CONTROLLER saying %q", st, reason, broken)
+	}
+	if st, _ := jobStatus(t, c, other.ID); st.Terminal() {
+		t.Errorf("the other job ended %s", st)
+	}
+	if as, _ := c.Store.Attempts(ctx, other.ID); as[0].State != lifecycle.AttemptRunning || as[0].Cluster != oa.Cluster {
+		t.Errorf("the other job's attempt is %s", as[0].State)
+	}
+}
+
+// stateless is a set of clouds whose provider cannot be opened because its
+// state file cannot be read back.
+type stateless struct{}
+
+func (stateless) Provider(context.Context, string) (provision.Provider, error) {
+	return nil, fmt.Errorf("open sim: %w", &provision.StateError{Path: "/home/sim/state.json", Err: errors.New("unexpected end of JSON input")})
+}
+func (stateless) Opened() []string { return nil }
+
+func TestAProviderWhoseStateCannotBeReadEndsTheJobsOnIt(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	placed, a := runningAttempt(t, c, cloud, "run: train\n")
+	fresh := createJob(t, c, "run: train\n")
+	c.Providers = stateless{}
+	for _, tc := range []struct {
+		name string
+		id   int64
+	}{{"a job running there", placed.ID}, {"a job about to launch", fresh}} {
+		j, err := c.Store.Job(ctx, tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := a
+		if tc.id == fresh {
+			open = nil
+		}
+		if err := c.reconcile(ctx, j, open, snapshot{failed: map[string]error{"fake": errors.New("x")}}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if st, reason := jobStatus(t, c, tc.id); st != lifecycle.FailedController || !strings.Contains(reason, "state file /home/sim/state.json cannot be read back") {
+			t.Errorf("%s: %s (%s), want FAILED_CONTROLLER naming the state file", tc.name, st, reason)
+		}
+	}
+}
