@@ -165,7 +165,7 @@ type wrapped struct {
 // sortie stops it, after the end is recorded, is sortie's.
 func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, codes bool) *wrapped {
 	w := &wrapped{logDir: home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt), keep: true}
-	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(w.logDir, home.DirMode); err != nil {
 		c.Log.Warn("log dir", "dir", w.logDir, "err", err)
 		w.keep = false
 	}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"sortie/controller/lifecycle"
@@ -124,5 +128,30 @@ func TestAProviderWhoseStateCannotBeReadEndsTheJobsOnIt(t *testing.T) {
 		if st, reason := jobStatus(t, c, tc.id); st != lifecycle.FailedController || !strings.Contains(reason, "state file /home/sim/state.json cannot be read back") {
 			t.Errorf("%s: %s (%s), want FAILED_CONTROLLER naming the state file", tc.name, st, reason)
 		}
+	}
+}
+
+// logRunner answers every script with the same short log.
+type logRunner struct{ dir string }
+
+func (r logRunner) Exec(context.Context, string, io.Reader) ([]byte, error) {
+	return []byte("secret output\n"), nil
+}
+func (r logRunner) Dir() string  { return r.dir }
+func (r logRunner) Close() error { return nil }
+
+func TestKeptLogsArePrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "node-0.log")
+	if err := keepLog(context.Background(), logRunner{t.TempDir()}, path); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("kept log is %v, want 0600", fi.Mode().Perm())
 	}
 }

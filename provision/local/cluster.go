@@ -93,7 +93,7 @@ func (p *Provider) create(rec *record) error {
 		return err
 	}
 	for _, n := range rec.Nodes {
-		if err := os.MkdirAll(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o700); err != nil {
 			return err
 		}
 	}

@@ -64,10 +64,10 @@ func checkName(name string) error {
 // lock takes the exclusive lock on home's state. Locks are per open file, so
 // it also excludes other goroutines of this process.
 func lock(home string) (unlock func(), err error) {
-	if err := os.MkdirAll(root(home), 0o755); err != nil {
+	if err := os.MkdirAll(root(home), 0o700); err != nil {
 		return nil, fmt.Errorf("lock local state: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(root(home), "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(root(home), "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock local state: %w", err)
 	}

@@ -43,11 +43,11 @@ type stateFile struct {
 // read it.
 func Open(path string, cfg Config) (*Provider, error) {
 	p := New(cfg)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open sim state: %w", err)
 	}
 	sf := &stateFile{path: path}
-	lk, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lk, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open sim state: %w", err)
 	}
@@ -189,7 +189,7 @@ func (sf *stateFile) write(gen uint64, b []byte) error {
 		return nil
 	}
 	tmp := sf.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("save sim state: %w", err)
 	}
 	if err := os.Rename(tmp, sf.path); err != nil {
