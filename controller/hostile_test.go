@@ -12,8 +12,10 @@ import (
 	"testing"
 
 	"sortie/controller/lifecycle"
+	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // panicky launches like fakeCloud, except that launching a cluster whose
@@ -153,5 +155,57 @@ func TestKeptLogsArePrivate(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("kept log is %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// quietNodes is a fake cloud whose nodes answer every script with nothing:
+// a poll finds the task not started, and a start goes as far as the node
+// package lets it.
+type quietNodes struct{ *fakeCloud }
+
+func (quietNodes) Runner(context.Context, *provision.Cluster, int) (provision.Runner, error) {
+	return logRunner{dir: "/nodes/0"}, nil
+}
+
+// A start that fails the same way on every node and attempt (here an env
+// value no process can hold, in a spec stored before launch refused it)
+// ends the job FAILED_PRECHECKS at once, never a node_lost recovery.
+func TestAPermanentStartErrorEndsTheJobFailedPrechecks(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	c.Providers = oneCloud{quietNodes{cloud}}
+	p, err := schema.Parse([]byte("run: train\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Tasks[0].Envs = map[string]string{"A": "x\x00y"}
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: b, NumTasks: 1}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Store.NewAttempt(ctx, id, 0, func(n int) string { return provision.ClusterName(id, 0, n) }, nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud.clusters[a.Cluster] = &provision.Cluster{Name: a.Cluster, Nodes: []provision.Node{{Rank: 0, State: provision.NodeRunning}}}
+	if err := c.Store.MarkLaunched(ctx, a.ID, "fake", "r", "r-a", []string{"i-0"}); err != nil {
+		t.Fatal(err)
+	}
+	as, _ := c.Store.Attempts(ctx, id)
+	j, _ := c.Store.Job(ctx, id)
+	if err := c.reconcile(ctx, j, as[0], snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	st, reason := jobStatus(t, c, id)
+	if st != lifecycle.FailedPrechecks || !strings.Contains(reason, "NUL byte") || !strings.Contains(reason, "node 0") {
+		t.Errorf("job %s (%s), want FAILED_PRECHECKS naming the node and the NUL byte", st, reason)
+	}
+	if as, _ := c.Store.Attempts(ctx, id); len(as) != 1 || as[0].Outcome == string(strategy.NodeLost) {
+		t.Errorf("attempts %+v, want the one, not node_lost", as)
 	}
 }

@@ -55,6 +55,12 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 			// the repository's ref): no retry on it can help.
 			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("node %d: %s", rank, lacks.Msg))
 		}
+		if err != nil && provision.Classify(err) == provision.ClassPrechecks {
+			// A start that fails the same way on every node and attempt
+			// (a mount path no node can take, an env no process can
+			// hold): recovering would loop forever.
+			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("start the task on node %d: %v", rank, err))
+		}
 		if err != nil {
 			// Reaching a node can fail for a while (booting, network); it
 			// counts like a failed check of a running node.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/provision"
 	"sortie/provision/node"
 )
 
@@ -67,5 +68,22 @@ func TestPollIgnoresAPhaseThatIsNone(t *testing.T) {
 	}
 	if st.Phase != "" || !st.Started {
 		t.Errorf("status %+v, want started with no phase", st)
+	}
+}
+
+// Start and upload errors that no retry can fix say so, so that the
+// controller ends the job FAILED_PRECHECKS instead of recovering forever.
+func TestPermanentStartErrorsAreClassified(t *testing.T) {
+	ctx := context.Background()
+	r := newNode(t)
+	src := t.TempDir()
+	for name, err := range map[string]error{
+		"a path leaving the node directory": node.Upload(ctx, r, src, "../x"),
+		"a mount from /dev/null":            node.Upload(ctx, r, "/dev/null", "/tmp/x"),
+		"an env value with a NUL byte":      node.Start(ctx, r, node.StartSpec{Run: "true", Env: map[string]string{"A": "x\x00"}}),
+	} {
+		if provision.Classify(err) != provision.ClassPrechecks {
+			t.Errorf("%s: %v is %s, want prechecks", name, err, provision.Classify(err))
+		}
 	}
 }

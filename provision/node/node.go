@@ -232,7 +232,8 @@ exit 1
 func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	env, err := envFile(spec.Env)
 	if err != nil {
-		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
+		// No node can run an env no environment can hold.
+		return provision.Prechecks(fmt.Errorf("start task in %s: %w", r.Dir(), err))
 	}
 	files := []tarFile{
 		{"wrapper.sh", []byte(wrapperScript), 0o644},
