@@ -50,7 +50,8 @@ test: deps vet lint
 FUZZTIME      ?= 3m
 FUZZTIME_TEST ?= 5s
 FUZZ_TARGETS  := ./schema:FuzzParse ./schema:FuzzApplySet ./controller/config:FuzzLoad \
-                 ./provision/node:FuzzParseStatus ./provision/sim:FuzzStateFile ./provision/local:FuzzClusterRecord
+                 ./provision/node:FuzzParseStatus ./provision/sim:FuzzStateFile ./provision/local:FuzzClusterRecord \
+                 ./controller/home:FuzzReadSecrets
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

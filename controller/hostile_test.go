@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -208,4 +209,37 @@ func TestAPermanentStartErrorEndsTheJobFailedPrechecks(t *testing.T) {
 	if as, _ := c.Store.Attempts(ctx, id); len(as) != 1 || as[0].Outcome == string(strategy.NodeLost) {
 		t.Errorf("attempts %+v, want the one, not node_lost", as)
 	}
+}
+
+// A kept secrets file that does not read back ends its job FAILED_CONTROLLER
+// with the reason, instead of failing the start at every tick.
+func TestUnreadableKeptSecretsEndTheJob(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	c.Config.Home = t.TempDir()
+	c.Providers = oneCloud{quietNodes{cloud}}
+	j, a := runningAttempt(t, c, cloud, "run: train\nsecrets:\n  TOKEN: x\n")
+	if err := os.MkdirAll(home.SecretsDir(c.Config.Home), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(home.Secrets(c.Config.Home, j.ID), []byte(`{"TOKEN": hunter2`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.startAttempt(ctx, j, mustTask(t, j), a); err != nil {
+		t.Fatal(err)
+	}
+	st, reason := jobStatus(t, c, j.ID)
+	if st != lifecycle.FailedController || !strings.Contains(reason, "secrets of job") || strings.Contains(reason, "hunter2") {
+		t.Errorf("job %s (%s), want FAILED_CONTROLLER naming the secrets file and not their value", st, reason)
+	}
+}
+
+func mustTask(t *testing.T, j *store.Job) *schema.Task {
+	t.Helper()
+	p, err := spec(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Tasks[0]
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -36,6 +37,9 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 		ips[i] = n.IP
 	}
 	secrets, err := c.readSecrets(j.ID)
+	if errors.Is(err, home.ErrUnreadable) {
+		return c.failController(ctx, j, a, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package home
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,4 +90,40 @@ func TestExposedWarningNamesWhatOthersCanReadAndTheFix(t *testing.T) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}
 	}
+}
+
+// FuzzReadSecrets checks, for any kept secrets file: ReadSecrets does not
+// panic; what it accepts are variable names with values an environment can
+// hold; an error is ErrUnreadable and shows no part of the file.
+func FuzzReadSecrets(f *testing.F) {
+	for _, s := range []string{`{"TOKEN":"hunter2"}`, `{"TOKEN":hunter2}`, `{"1X":"v"}`, `{"A":"x\u0000"}`, `[]`, `null`, `{"A":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h := t.TempDir()
+		if err := os.MkdirAll(SecretsDir(h), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(Secrets(h, 7), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		v, err := ReadSecrets(h, 7)
+		if err != nil {
+			if !errors.Is(err, ErrUnreadable) {
+				t.Errorf("error %v is not ErrUnreadable", err)
+			}
+			// Only what sortie says, never a piece of the file.
+			p := Secrets(h, 7)
+			if err.Error() != "cannot be read back: the secrets of job 7 in "+p+" are not a JSON object of strings" &&
+				err.Error() != "cannot be read back: the secrets of job 7 in "+p+" hold a name that is no variable name, or a value with a NUL byte" {
+				t.Errorf("error %q", err)
+			}
+			return
+		}
+		for k, val := range v {
+			if !isVarName(k) || strings.ContainsRune(val, 0) {
+				t.Errorf("accepted %q=%q", k, val)
+			}
+		}
+	})
 }
