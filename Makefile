@@ -49,7 +49,9 @@ test: deps vet lint
 # package's testdata/fuzz, also run as plain tests in go test.
 FUZZTIME      ?= 3m
 FUZZTIME_TEST ?= 5s
-FUZZ_TARGETS  := ./schema:FuzzParse ./schema:FuzzApplySet ./controller/config:FuzzLoad
+FUZZ_TARGETS  := ./schema:FuzzParse ./schema:FuzzApplySet ./controller/config:FuzzLoad \
+                 ./provision/node:FuzzParseStatus ./provision/sim:FuzzStateFile ./provision/local:FuzzClusterRecord \
+                 ./controller/home:FuzzReadSecrets
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

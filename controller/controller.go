@@ -223,7 +223,7 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 		p, err := c.Providers.Provider(ctx, cloud)
 		if err == nil {
 			var got map[string]*provision.Cluster
-			if got, err = p.Status(ctx, ns); err == nil {
+			if got, err = safeStatus(ctx, p, ns); err == nil {
 				for k, v := range got {
 					s.clusters[k] = v
 				}
@@ -250,4 +250,15 @@ func spec(j *store.Job) (*schema.Pipeline, error) {
 
 func attemptPlacement(a *store.Attempt) schema.Placement {
 	return schema.Placement{Cloud: a.Cloud, Region: a.Region, Zone: a.Zone}
+}
+
+// safeStatus is p.Status, with a panic in it returned as its error: the
+// tick goes on, and the cloud's state is unknown this time.
+func safeStatus(ctx context.Context, p provision.Provider, names []string) (got map[string]*provision.Cluster, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			got, err = nil, fmt.Errorf("status call panicked: %v", r)
+		}
+	}()
+	return p.Status(ctx, names)
 }

@@ -191,7 +191,7 @@ type wrapped struct {
 // sortie stops it, after the end is recorded, is sortie's.
 func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, codes bool) *wrapped {
 	w := &wrapped{logDir: home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt), keep: true}
-	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(w.logDir, home.DirMode); err != nil {
 		c.Log.Warn("log dir", "dir", w.logDir, "err", err)
 		w.keep = false
 	}
@@ -223,7 +223,7 @@ func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider,
 		}
 		st, err := node.Poll(ctx, r)
 		r.Close()
-		if err == nil && st.Done && !st.Stopped {
+		if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
 			code := st.ExitCode
 			codes[rank] = &code
 		}

@@ -30,7 +30,7 @@ func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attemp
 // sits in memory whole; the file appears complete or not at all.
 func keepLog(ctx context.Context, r provision.Runner, path string) error {
 	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, home.FileMode)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 		}
 		return prov.Placements(ctx, r)
 	})
+	if se := (*provision.StateError)(nil); errors.As(err, &se) {
+		return c.failController(ctx, j, a, err)
+	}
 	if err != nil {
 		// Candidates' error names the request and what to check; when it
 		// finds nothing it says so itself (strategy.ErrNoCandidates).
@@ -64,6 +67,9 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if se := (*provision.StateError)(nil); errors.As(err, &se) {
+			return c.failController(ctx, j, a, err)
 		}
 		class := provision.Classify(err)
 		tries = append(tries, strategy.LaunchTry{Placement: cand.Placement, Class: string(class), Message: err.Error()})

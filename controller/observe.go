@@ -61,6 +61,11 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 
 // cloudEnded says whether the cloud has taken a node of cl away.
 func cloudEnded(cl *provision.Cluster, a *store.Attempt) (ended, bool) {
+	if cl.Broken != "" {
+		// The provider cannot read back its own record of the cluster: no
+		// retry will tell what became of the task.
+		return ended{outcome: strategy.ControllerError, reason: "controller error: " + cl.Broken, detail: cl.Broken}, true
+	}
 	for _, n := range cl.Nodes {
 		switch n.State {
 		case provision.NodePreempted:
@@ -106,6 +111,10 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			// sortie stopped this node after another failed: its 143 or 137
 			// is not the task's, so it neither matches recover_on_exit_codes
 			// nor makes a setup failure.
+		case st.Done && st.Invalid != "":
+			// The task wrote over its exit code: no code is known, and a
+			// task that did so did not succeed.
+			failed = true
 		case st.Done:
 			code := st.ExitCode
 			codes[rank] = &code
@@ -162,6 +171,12 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 func failure(sts []node.Status, codes []*int) ended {
 	e := ended{codes: codes}
 	for rank, st := range sts {
+		if st.Done && st.Invalid != "" && !st.Stopped {
+			if e.outcome == "" {
+				e.outcome, e.reason = strategy.UserFailure, fmt.Sprintf("node %d left no valid exit code: %s", rank, st.Invalid)
+			}
+			continue
+		}
 		if !st.Done || st.Stopped || st.ExitCode == 0 {
 			continue
 		}

@@ -354,3 +354,28 @@ func TestAUsersStopIsALostNodeNotAPreemption(t *testing.T) {
 		}
 	}
 }
+
+// A task that wrote over its exit code (run 99999999999) spends the budget
+// with its code unknown and the reason kept; it never ends the job with a
+// code outside 0-255, nor as a free recovery.
+func TestForgedExitCodeIsAFailureWithNoCode(t *testing.T) {
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	j, a := runningAttempt(t, c, cloud, "resources: {job_recovery: {max_restarts_on_errors: 0}}\nrun: train\n")
+	invalid := `exit_code holds "run 99999999999", whose code is not an exit code (0-255)`
+	st := []node.Status{{Started: true, Done: true, Invalid: invalid}}
+	if err := c.judge(context.Background(), j, a, cloud, cloud.clusters[a.Cluster], st); err != nil {
+		t.Fatal(err)
+	}
+	as, _ := c.Store.Attempts(context.Background(), j.ID)
+	if as[0].Outcome != string(strategy.UserFailure) || len(as[0].ExitCodes) != 1 || as[0].ExitCodes[0] != nil {
+		t.Errorf("attempt %s with codes %v, want user_failure with the code unknown", as[0].Outcome, as[0].ExitCodes)
+	}
+	if !strings.Contains(as[0].Reason, "node 0 left no valid exit code: "+invalid) {
+		t.Errorf("attempt reason %q does not say why", as[0].Reason)
+	}
+	got, _ := c.Store.Job(context.Background(), j.ID)
+	if got.Status != lifecycle.Failed || got.RecoveryCount != 0 {
+		t.Errorf("job %s with %d recoveries, want FAILED with none", got.Status, got.RecoveryCount)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"sortie/controller/lifecycle"
@@ -14,13 +15,61 @@ import (
 
 // reconcile moves one job a step: read, compare, act. It is safe to run
 // again after a crash at any point: each step either finds its work already
-// recorded in the store or redoes an idempotent provider call.
-func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
+// recorded in the store or redoes an idempotent provider call. A step that
+// panics (on state read back from a node, a provider's file, the store)
+// ends its job FAILED_CONTROLLER with the panic as the reason; the daemon
+// and the other jobs go on.
+func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = c.failPanicked(ctx, j, r, debug.Stack())
+		}
+	}()
+	return c.reconcileStep(ctx, j, a, snap)
+}
+
+// failPanicked ends j after a step of it panicked with r: its open attempt,
+// if any (the step may have created it), ends with the job.
+func (c *Controller) failPanicked(ctx context.Context, j *store.Job, r any, stack []byte) (err error) {
+	c.Log.Error("job step panicked", "job", j.ID, "panic", fmt.Sprint(r), "stack", string(stack))
+	defer func() {
+		if r2 := recover(); r2 != nil {
+			// Ending the job panicked too: leave it to the next tick, which
+			// tries again, rather than take the daemon down.
+			err = fmt.Errorf("job %d: ending it after a panic (%v) panicked: %v", j.ID, r, r2)
+		}
+	}()
+	a, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
+	if err != nil {
+		return fmt.Errorf("job %d panicked (%v); read its last attempt: %w", j.ID, r, err)
+	}
+	if a != nil && a.State == lifecycle.AttemptEnded {
+		a = nil
+	}
+	return c.failController(ctx, j, a, fmt.Errorf("panic: %v", r))
+}
+
+// brokenState returns the error of cloud's provider when it cannot be
+// opened because its own state cannot be read back: no retry fixes that.
+func (c *Controller) brokenState(ctx context.Context, cloud string) error {
+	_, err := c.Providers.Provider(ctx, cloud)
+	if se := (*provision.StateError)(nil); errors.As(err, &se) {
+		return err
+	}
+	return nil
+}
+
+func (c *Controller) reconcileStep(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
 	if j.CancelRequested {
 		return wrapf(c.cancel(ctx, j, a), "cancel")
 	}
 	if reason, over := c.overTime(j); over {
 		return wrapf(c.timeOut(ctx, j, a, reason), "end at max_duration")
+	}
+	if a != nil && a.Cloud != "" {
+		if err := c.brokenState(ctx, a.Cloud); err != nil {
+			return c.failController(ctx, j, a, err)
+		}
 	}
 	if j.NextActionAt != nil && c.Now().Before(*j.NextActionAt) {
 		return nil // backing off

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -36,6 +37,9 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 		ips[i] = n.IP
 	}
 	secrets, err := c.readSecrets(j.ID)
+	if errors.Is(err, home.ErrUnreadable) {
+		return c.failController(ctx, j, a, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -54,6 +58,12 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 			// The node lacks what the task needs (a container engine, git,
 			// the repository's ref): no retry on it can help.
 			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("node %d: %s", rank, lacks.Msg))
+		}
+		if err != nil && provision.Classify(err) == provision.ClassPrechecks {
+			// A start that fails the same way on every node and attempt
+			// (a mount path no node can take, an env no process can
+			// hold): recovering would loop forever.
+			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("start the task on node %d: %v", rank, err))
 		}
 		if err != nil {
 			// Reaching a node can fail for a while (booting, network); it

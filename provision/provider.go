@@ -65,6 +65,11 @@ type Cluster struct {
 	Placement schema.Placement
 	Nodes     []Node
 	Tags      map[string]string
+	// Broken, when set, says why the provider's own record of the cluster
+	// cannot be read back (a corrupt state file): its nodes' state is
+	// unknown and no retry makes it known, so the job using the cluster
+	// cannot go on. Terminate still removes what is left of it.
+	Broken string
 }
 
 // Provider is one cloud backend.
@@ -111,6 +116,19 @@ type ExitError struct {
 }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d: %s", e.Code, e.Stderr) }
+
+// StateError is a file a provider keeps its own state in that cannot be
+// read back: no retry fixes it, so the controller ends the jobs that need
+// that state FAILED_CONTROLLER, with this error as the reason.
+type StateError struct {
+	Path string
+	Err  error
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("state file %s cannot be read back: %v (move it away to start afresh)", e.Path, e.Err)
+}
+func (e *StateError) Unwrap() error { return e.Err }
 
 // ErrorClass says what the controller may do about a failed provider call.
 type ErrorClass string

@@ -328,6 +328,10 @@ func (d *decoder) envs(path string, v any) (vals map[string]string, required []s
 			d.ps.add(join(path, k), m[k], "is %s; give a string", typeName(m[k]))
 			continue
 		}
+		if strings.ContainsRune(s, 0) {
+			d.ps.missing(join(path, k), "holds a NUL byte, which no environment variable can carry; remove it")
+			continue
+		}
 		out[k] = s
 	}
 	return out, required
@@ -357,6 +361,10 @@ func (d *decoder) secrets(path string, v any) map[string]*string {
 		if !ok {
 			// The value itself is secret: name its kind, never echo it.
 			d.ps.missing(join(path, k), "is %s; give a string, or null to take it from the environment at launch", typeName(m[k]))
+			continue
+		}
+		if strings.ContainsRune(s, 0) {
+			d.ps.missing(join(path, k), "holds a NUL byte, which no environment variable can carry; remove it")
 			continue
 		}
 		out[k] = &s

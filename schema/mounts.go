@@ -79,6 +79,14 @@ func (d *decoder) fileMounts(path string, v any, vars fillVars) (map[string]stri
 			d.ps.missing(p, "has an empty remote path; give the path on the node")
 			continue
 		}
+		if hasDotDot(dst) {
+			d.ps.add(p, dst, "holds \"..\", which sortie does not resolve on the node; give the path on the node without \"..\" (relative paths are under the task's working directory)")
+			continue
+		}
+		if strings.ContainsRune(dst, 0) {
+			d.ps.missing(p, "holds a NUL byte, which no path can; remove it")
+			continue
+		}
 		if _, dup := files[dst]; dup {
 			d.ps.missing(p, "is the same remote path as another mount once variables are filled in; mount each path once")
 			continue
@@ -163,4 +171,14 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 		sm.Persistent = &b
 	}
 	return sm, len(d.ps.list) == before
+}
+
+// hasDotDot says whether a remote path has a ".." element.
+func hasDotDot(p string) bool {
+	for _, e := range strings.Split(p, "/") {
+		if e == ".." {
+			return true
+		}
+	}
+	return false
 }

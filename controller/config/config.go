@@ -6,11 +6,11 @@ package config
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"strconv"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	sortiehome "sortie/controller/home"
 
@@ -112,6 +112,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		s = u
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= maxDuration {
+			return fmt.Errorf("%q is not a duration (e.g. 5s, 1m30s)", s)
+		}
 		*d = Duration(time.Duration(f * float64(time.Second)))
 		return nil
 	}
@@ -127,58 +130,112 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Load reads home/config.yaml (absent is fine), applies environment
-// overrides from getenv, then fills defaults.
+// overrides from getenv, checks every value against its range, then fills
+// defaults. A configuration that cannot be used is an *Error naming each
+// key, its line, the value and what to write instead.
 func Load(home string, getenv func(string) string) (Config, error) {
 	cfg := Config{Home: home}
 	path := sortiehome.Config(home)
-	b, err := os.ReadFile(path)
+	e := &Error{Path: path}
+	lines := map[string]int{}
+	b, err := readConfig(path)
 	switch {
 	case err == nil:
-		if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
-			return cfg, fmt.Errorf("%s: %w", path, err)
-		}
+		lines, e.Problems = decodeYAML(b, &cfg)
 	case !os.IsNotExist(err):
 		return cfg, err
 	}
 	cfg.Home = home
+	fromEnv := map[string]string{}
 	c := &cfg.Controller
 	durations := []struct {
-		env string
-		dst *Duration
+		env, key string
+		dst      *Duration
 	}{
-		{"SORTIE_POLL_INTERVAL", &c.PollInterval},
-		{"SORTIE_RESTART_BACKOFF_INITIAL", &c.RestartBackoffInitial},
-		{"SORTIE_RESTART_BACKOFF_MAX", &c.RestartBackoffMax},
-		{"SORTIE_LAUNCH_BACKOFF_INITIAL", &c.LaunchBackoffInitial},
-		{"SORTIE_LAUNCH_BACKOFF_MAX", &c.LaunchBackoffMax},
-		{"SORTIE_SWEEP_INTERVAL", &c.SweepInterval},
+		{"SORTIE_POLL_INTERVAL", "controller.poll_interval", &c.PollInterval},
+		{"SORTIE_RESTART_BACKOFF_INITIAL", "controller.restart_backoff_initial", &c.RestartBackoffInitial},
+		{"SORTIE_RESTART_BACKOFF_MAX", "controller.restart_backoff_max", &c.RestartBackoffMax},
+		{"SORTIE_LAUNCH_BACKOFF_INITIAL", "controller.launch_backoff_initial", &c.LaunchBackoffInitial},
+		{"SORTIE_LAUNCH_BACKOFF_MAX", "controller.launch_backoff_max", &c.LaunchBackoffMax},
+		{"SORTIE_SWEEP_INTERVAL", "controller.sweep_interval", &c.SweepInterval},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
+			fromEnv[d.key] = d.env
 			if err := d.dst.UnmarshalJSON([]byte(strconv.Quote(v))); err != nil {
-				return cfg, fmt.Errorf("%s: %w", d.env, err)
+				e.Problems = append(e.Problems, Problem{Key: d.env, Msg: err.Error()})
 			}
 		}
 	}
 	ints := []struct {
-		env string
-		dst *int
+		env, key string
+		dst      *int
 	}{
-		{"SORTIE_LAUNCH_ROUNDS", &c.LaunchRounds},
-		{"SORTIE_UNREACHABLE_CHECKS", &c.UnreachableChecks},
-		{"SORTIE_MAX_PARALLEL_LAUNCHES", &c.MaxParallelLaunches},
+		{"SORTIE_LAUNCH_ROUNDS", "controller.launch_rounds", &c.LaunchRounds},
+		{"SORTIE_UNREACHABLE_CHECKS", "controller.unreachable_checks", &c.UnreachableChecks},
+		{"SORTIE_MAX_PARALLEL_LAUNCHES", "controller.max_parallel_launches", &c.MaxParallelLaunches},
 	}
 	for _, n := range ints {
 		if v := getenv(n.env); v != "" {
+			fromEnv[n.key] = n.env
 			i, err := strconv.Atoi(v)
 			if err != nil || i < 0 {
-				return cfg, fmt.Errorf("%s: %q is not a whole number >= 0", n.env, v)
+				e.Problems = append(e.Problems, Problem{Key: n.env, Msg: fmt.Sprintf("%q is not a whole number >= 0", v)})
+				continue
 			}
 			*n.dst = i
 		}
 	}
+	if len(e.Problems) == 0 {
+		e.Problems = cfg.outOfRange(lines, fromEnv)
+	}
+	if len(e.Problems) > 0 {
+		return cfg, e
+	}
 	cfg.fillDefaults()
 	return cfg, nil
+}
+
+// maxConfigSize bounds what is read of config.yaml.
+const maxConfigSize = 1 << 20
+
+// readConfig reads config.yaml when it is a regular file of at most
+// maxConfigSize bytes: a FIFO or a device there never holds the process.
+func readConfig(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is a %s, not a regular file", fileKind(fi.Mode()))}}}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfigSize {
+		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is larger than %d bytes; a configuration is a few lines", maxConfigSize)}}}
+	}
+	return b, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 func (cfg *Config) fillDefaults() {

@@ -27,10 +27,10 @@ const Binary = "sortie-controller"
 // lock takes the controller lock of h without waiting. The lock is an
 // flock, so it goes away with the process however it dies.
 func lock(h string) (*os.File, error) {
-	if err := os.MkdirAll(h, 0o755); err != nil {
+	if err := home.Make(h); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(home.Lock(h), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(home.Lock(h), os.O_CREATE|os.O_RDWR, home.FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func Run(ctx context.Context, h string, serve func(ctx context.Context) error, w
 		return fmt.Errorf("take the controller lock: %w", err)
 	}
 	defer lk.Close()
-	if err := home.WriteFileAtomic(home.PID(h), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := home.WriteFileAtomic(home.PID(h), []byte(strconv.Itoa(os.Getpid())+"\n"), home.FileMode); err != nil {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	// Removed only while this process still holds the lock: a pid file
@@ -135,7 +135,7 @@ func Ensure(ctx context.Context, h string) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(home.ControllerLog(h), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(home.ControllerLog(h), os.O_CREATE|os.O_WRONLY|os.O_APPEND, home.FileMode)
 	if err != nil {
 		return fmt.Errorf("open controller log: %w", err)
 	}

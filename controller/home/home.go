@@ -5,10 +5,12 @@ package home
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // State is the SQLite store.
@@ -78,9 +80,29 @@ func ReadSecrets(home string, job int64) (map[string]string, error) {
 	}
 	var v map[string]string
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("secrets of job %d: %w", job, err)
+		// Never the decoder's message: it may quote a piece of a value.
+		return nil, fmt.Errorf("%w: the secrets of job %d in %s are not a JSON object of strings", ErrUnreadable, job, Secrets(home, job))
+	}
+	for k, val := range v {
+		if !isVarName(k) || strings.ContainsRune(val, 0) {
+			return nil, fmt.Errorf("%w: the secrets of job %d in %s hold a name that is no variable name, or a value with a NUL byte", ErrUnreadable, job, Secrets(home, job))
+		}
 	}
 	return v, nil
+}
+
+// ErrUnreadable is a file sortie wrote that does not read back as it wrote
+// it: no retry fixes that.
+var ErrUnreadable = errors.New("cannot be read back")
+
+// isVarName says whether k is a shell variable name.
+func isVarName(k string) bool {
+	for i, c := range k {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return k != ""
 }
 
 // RemoveSecrets forgets a job's secret values; none kept is fine.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"sortie/controller/clouds"
+	"sortie/controller/home"
 )
 
 // Check reports which clouds are usable, and why not.
@@ -13,3 +14,7 @@ func (s *Service) Check(ctx context.Context) ([]clouds.Check, error) {
 	}
 	return s.Clouds.Check(ctx), nil
 }
+
+// HomeWarning says that the home is open to other users and how to make it
+// private; "" when it is private.
+func (s *Service) HomeWarning() (string, error) { return home.ExposedWarning(s.Home) }

@@ -181,6 +181,9 @@ func (s *Service) secretValues(p *schema.Pipeline) (map[string]string, []schema.
 		for _, k := range sortedKeys(t.Secrets) {
 			v := t.Secrets[k]
 			switch {
+			case v != nil && strings.ContainsRune(*v, 0), v == nil && strings.ContainsRune(s.Getenv(k), 0):
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "secrets."+k),
+					Message: "holds a NUL byte, which no environment variable can carry; remove it"})
 			case v != nil:
 				out[k] = *v
 			case s.Getenv(k) != "":
@@ -267,9 +270,14 @@ func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
 				continue // a bucket: Unresolved refuses it
 			}
 			abs := localPath(base, src)
-			if _, err := os.Stat(abs); err != nil {
+			info, err := os.Stat(abs)
+			switch {
+			case err != nil:
 				probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
 					Message: fmt.Sprintf("source cannot be read: %s%s", statReason(abs, err), relHint(src))})
+			case !info.Mode().IsRegular() && !info.IsDir():
+				probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
+					Message: fmt.Sprintf("source %s is a %s; sortie copies regular files and directories only", abs, fileKind(info.Mode()))})
 			}
 		}
 	}
@@ -340,4 +348,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// fileKind names what a path that is neither a file nor a directory is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }

@@ -52,8 +52,8 @@ type Service struct {
 // Open opens home's store and configuration for the verbs; the providers
 // it can open itself are those of cls.
 func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
-	if err := os.MkdirAll(h, 0o755); err != nil {
-		return nil, fmt.Errorf("create SORTIE_HOME: %w", err)
+	if err := home.Make(h); err != nil {
+		return nil, err
 	}
 	cfg, err := config.Load(h, os.Getenv)
 	if err != nil {

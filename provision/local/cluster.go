@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"sortie/provision"
+	"sortie/schema"
 )
 
 // PreemptReason is the Reason of a node taken away by Preempt.
@@ -92,7 +93,7 @@ func (p *Provider) create(rec *record) error {
 		return err
 	}
 	for _, n := range rec.Nodes {
-		if err := os.MkdirAll(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o700); err != nil {
 			return err
 		}
 	}
@@ -127,6 +128,11 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 		c, _, err := p.load(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // terminated since the scan
+		}
+		if se := (*provision.StateError)(nil); errors.As(err, &se) {
+			// Only this cluster's job is stuck; the others' answer stands.
+			out[name] = &provision.Cluster{Name: name, Placement: schema.Placement{Cloud: CloudName}, Broken: se.Error()}
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", name, err)
@@ -166,7 +172,9 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 	var out []*provision.Cluster
 	for name := range names {
 		c, _, err := p.load(name)
-		if errors.Is(err, fs.ErrNotExist) {
+		if se := (*provision.StateError)(nil); errors.Is(err, fs.ErrNotExist) || errors.As(err, &se) {
+			// A record that cannot be read says nothing of its tags; the
+			// job that owns it ends, and its end terminates it.
 			continue
 		}
 		if err != nil {

@@ -64,10 +64,10 @@ func checkName(name string) error {
 // lock takes the exclusive lock on home's state. Locks are per open file, so
 // it also excludes other goroutines of this process.
 func lock(home string) (unlock func(), err error) {
-	if err := os.MkdirAll(root(home), 0o755); err != nil {
+	if err := os.MkdirAll(root(home), 0o700); err != nil {
 		return nil, fmt.Errorf("lock local state: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(root(home), "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(root(home), "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock local state: %w", err)
 	}
@@ -123,11 +123,33 @@ func (p *Provider) read(name string) (*record, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := filepath.Join(p.clusterDir(name), "cluster.json")
 	var rec record
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(p.clusterDir(name), "cluster.json"), err)
+		return nil, &provision.StateError{Path: path, Err: err}
+	}
+	if problem := rec.invalid(name); problem != "" {
+		return nil, &provision.StateError{Path: path, Err: errors.New(problem)}
 	}
 	return &rec, nil
+}
+
+// invalid says what makes a record read back unusable; "" when nothing does.
+func (rec *record) invalid(name string) string {
+	if rec.Name != name {
+		return fmt.Sprintf("name %q is not the cluster's own, %q", rec.Name, name)
+	}
+	for i, n := range rec.Nodes {
+		if n.Rank != i {
+			return fmt.Sprintf("nodes[%d].rank is %d", i, n.Rank)
+		}
+		switch n.State {
+		case provision.NodePending, provision.NodeRunning, provision.NodePreempted, provision.NodeStopped, provision.NodeGone, provision.NodeTerminated:
+		default:
+			return fmt.Sprintf("nodes[%d].state %q is not a node state", i, n.State)
+		}
+	}
+	return ""
 }
 
 func (p *Provider) write(rec *record) error {

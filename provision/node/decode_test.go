@@ -160,8 +160,8 @@ func TestWhoseExitCode(t *testing.T) {
 		{"exit=run 3 - x\n", false, 0, true},
 	} {
 		st, err := parseStatus([]byte(tc.out))
-		if (err != nil) != tc.wantProblem {
-			t.Errorf("%q: error %v, want one: %v", tc.out, err, tc.wantProblem)
+		if err != nil || (st.Invalid != "") != tc.wantProblem {
+			t.Errorf("%q: error %v, problem %q, want one: %v", tc.out, err, st.Invalid, tc.wantProblem)
 			continue
 		}
 		if !tc.wantProblem && (st.Stopped != tc.stopped || st.ExitCode != tc.code) {

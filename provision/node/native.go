@@ -57,7 +57,7 @@ func pollHere(dir string) ([]byte, bool) {
 		if !isRegular(d + "/" + f.name) {
 			continue
 		}
-		v, err := os.ReadFile(d + "/" + f.name)
+		v, err := readHead(d+"/"+f.name, MaxStateValue+1) // as head -c does
 		// The shell drops NUL bytes with a warning; leave that to it.
 		if err != nil || bytes.IndexByte(v, 0) >= 0 {
 			return nil, false
@@ -209,4 +209,14 @@ func isDir(path string) bool {
 func isRegular(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// readHead reads at most n bytes from the start of the file at path.
+func readHead(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }

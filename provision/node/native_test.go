@@ -279,3 +279,95 @@ func mustTar(t *testing.T) []byte {
 	}
 	return b
 }
+
+// The files a task can fill are read only up to a bound, the same here as
+// by the script.
+func TestAnswerHereBoundsWhatTheTaskCanWrite(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(base, "node-0")
+	if err := os.MkdirAll(filepath.Join(d, "begun"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	poll := script(pollBody, "D", d)
+	for _, content := range []string{
+		strings.Repeat("7", 70<<10),
+		"run 3" + strings.Repeat(" ", 100),
+		"run 3" + strings.Repeat("\n", 100),
+		strings.Repeat("r", MaxStateValue) + "\n",
+		strings.Repeat("r", MaxStateValue+1),
+	} {
+		write(t, filepath.Join(d, "phase"), content)
+		write(t, filepath.Join(d, "exit_code"), content)
+		sameAnswer(t, "files of "+strconv.Itoa(len(content))+" bytes", poll)
+		out, _ := AnswerHere(Request{Op: OpPoll, Dir: d})
+		if len(out) > 4*MaxStateValue {
+			t.Errorf("poll answered %d bytes for %d-byte files", len(out), len(content))
+		}
+	}
+}
+
+func TestParseStatusNeverFailsOnWhatTheTaskWrote(t *testing.T) {
+	for _, tc := range []struct {
+		out         string
+		wantCode    int
+		wantPhase   string
+		wantInvalid bool
+	}{
+		{"started=1\nphase=run\nexit=run 0\n", 0, PhaseRun, false},
+		{"exit=setup 255\n", 255, PhaseSetup, false},
+		{"exit=run 256\n", 0, "", true},
+		{"exit=run 99999999999\n", 0, "", true},
+		{"exit=run 99999999999999999999999\n", 0, "", true},
+		{"exit=run 007\n", 0, "", true},
+		{"exit=run \n", 0, "", true},
+		{"exit=walk 1\n", 0, "", true},
+		{"exit=\n", 0, "", true},
+		{"phase=" + strings.Repeat("x", 1<<20) + "\n", 0, "", false},
+	} {
+		st, err := parseStatus([]byte(tc.out))
+		if err != nil {
+			t.Errorf("parseStatus(%.40q): %v", tc.out, err)
+			continue
+		}
+		if (st.Invalid != "") != tc.wantInvalid || st.ExitCode != tc.wantCode || st.Phase != tc.wantPhase {
+			t.Errorf("parseStatus(%.40q) = %+v, want code %d phase %q invalid %v", tc.out, st, tc.wantCode, tc.wantPhase, tc.wantInvalid)
+		}
+	}
+}
+
+// FuzzParseStatus checks, for any answer of a node: parsing never fails or
+// panics; a Done status has either a code from 0 to 255 and a phase, or a
+// short reason and no code; a status sortie formats parses back to itself.
+func FuzzParseStatus(f *testing.F) {
+	for _, s := range []string{"", "started=1\nphase=run\nexit=run 3\nalive=1\n", "exit=run 99999999999\n", "exit=setup -1\nstopped=1\n", "phase=\x00\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		st, err := parseStatus(out)
+		if err != nil {
+			t.Fatalf("parseStatus: %v", err)
+		}
+		if st.Phase != "" && st.Phase != PhaseSetup && st.Phase != PhaseRun {
+			t.Errorf("phase %q", st.Phase)
+		}
+		if st.Invalid != "" {
+			if !st.Done || st.ExitCode != 0 {
+				t.Errorf("invalid status %+v", st)
+			}
+			if len(st.Invalid) > 4*MaxStateValue+80 {
+				t.Errorf("reason of %d bytes", len(st.Invalid))
+			}
+		} else if st.Done && (st.ExitCode < 0 || st.ExitCode > 255 || st.Phase == "") {
+			t.Errorf("done with %+v", st)
+		}
+		if st.Invalid == "" {
+			back, err := parseStatus(FormatStatus(st))
+			if err != nil || back != st {
+				t.Errorf("%+v formats and parses back to %+v, %v", st, back, err)
+			}
+		}
+	})
+}

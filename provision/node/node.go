@@ -73,6 +73,10 @@ type Status struct {
 	Done    bool   // the exit code is written
 	// ExitCode is the exit code of Phase when Done; 128+N when killed by signal N.
 	ExitCode int
+	// Invalid, when Done, says why the exit_code file could not be read as
+	// a phase and a code from 0 to 255 (the task can write over it): the
+	// code is then unknown, and ExitCode and Phase mean nothing.
+	Invalid string
 	// WrapperAlive tells "no exit code yet" from "the wrapper died without
 	// writing one" (the node rebooted, or someone killed it).
 	WrapperAlive bool
@@ -228,7 +232,8 @@ exit 1
 func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	env, err := envFile(spec.Env)
 	if err != nil {
-		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
+		// No node can run an env no environment can hold.
+		return provision.Prechecks(fmt.Errorf("start task in %s: %w", r.Dir(), err))
 	}
 	files := []tarFile{
 		{"wrapper.sh", []byte(wrapperScript), 0o644},

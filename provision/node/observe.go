@@ -1,8 +1,6 @@
 package node
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -16,9 +14,9 @@ const pollBody = `
 [ -d "$D" ] || exit 0
 cd "$D" || exit 1
 { [ -e begun ] || [ -e pid ]; } && echo started=1
-[ -f phase ] && echo "phase=$(cat phase)"
+[ -f phase ] && echo "phase=$(head -c 65 phase)"
 if [ -f exit_code ]; then
-	echo "exit=$(cat exit_code)"
+	echo "exit=$(head -c 65 exit_code)"
 else
 	for f in exit_code.unwritten.*; do
 		[ -f "$f" ] || continue
@@ -46,12 +44,20 @@ func Poll(ctx context.Context, r provision.Runner) (Status, error) {
 	return st, nil
 }
 
+// MaxStateValue bounds what Poll reads of the phase and exit_code files, which
+// the task itself can write over: the script reads one byte more, so that a
+// longer file is seen as too long instead of being cut into a valid value.
+const MaxStateValue = 64
+
+// parseStatus reads the Poll script's answer. Whatever the node's files hold,
+// it never fails on their content: a phase that is not one is ignored, and an
+// exit_code that is not "<setup|run> <0-255>" is a Done node whose code is
+// unknown, with the reason in Invalid.
 func parseStatus(out []byte) (Status, error) {
 	var st Status
 	how := "" // the exit_code's third word; "" from a wrapper that wrote two
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		key, val, _ := strings.Cut(sc.Text(), "=")
+	for _, line := range strings.Split(string(out), "\n") {
+		key, val, _ := strings.Cut(line, "=")
 		switch key {
 		case "started":
 			st.Started = true
@@ -62,27 +68,16 @@ func parseStatus(out []byte) (Status, error) {
 		case "unwritten":
 			st.Unwritten = true
 		case "phase":
-			if !st.Done {
+			if !st.Done && (val == PhaseSetup || val == PhaseRun) {
 				st.Phase = val
 			}
 		case "exit":
-			words := strings.Split(val, " ")
-			var n int
-			var err error
-			if len(words) == 2 || len(words) == 3 {
-				n, err = strconv.Atoi(words[1])
+			phase, n, word, problem := parseExitCode(val)
+			st.Done, st.ExitCode, st.Invalid, how = true, n, problem, word
+			if problem == "" {
+				st.Phase = phase
 			}
-			if len(words) == 3 {
-				how = words[2]
-			}
-			if (len(words) != 2 && len(words) != 3) || err != nil || (words[0] != PhaseSetup && words[0] != PhaseRun) || (how != "" && how != "-" && how != "stop") {
-				return Status{}, fmt.Errorf("exit_code holds %q, want \"<setup|run> <code> <-|stop>\"", val)
-			}
-			st.Done, st.Phase, st.ExitCode = true, words[0], n
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return Status{}, err
 	}
 	// A code is sortie's when a stop was asked before the phase ended and
 	// the phase ended by Stop's signal (SIGTERM's 143, SIGKILL's 137).
@@ -91,8 +86,29 @@ func parseStatus(out []byte) (Status, error) {
 	// it keeps its code. A wrapper that did not record whether the stop
 	// came first is judged by the marker.
 	stopFirst := how == "stop" || (how == "" && st.StopAsked)
-	st.Stopped = st.Done && stopFirst && (st.ExitCode == 143 || st.ExitCode == 137)
+	st.Stopped = st.Done && st.Invalid == "" && stopFirst && (st.ExitCode == 143 || st.ExitCode == 137)
 	return st, nil
+}
+
+// parseExitCode reads an exit_code file's content, "<setup|run> <code>
+// [-|stop]"; problem says why it is not that, with a code from 0 to 255.
+func parseExitCode(val string) (phase string, code int, how, problem string) {
+	if len(val) > MaxStateValue {
+		return "", 0, "", fmt.Sprintf("exit_code is longer than %d bytes", MaxStateValue)
+	}
+	shown := strconv.Quote(val)
+	words := strings.Split(val, " ")
+	if len(words) == 3 {
+		how = words[2]
+	}
+	if (len(words) != 2 && len(words) != 3) || (words[0] != PhaseSetup && words[0] != PhaseRun) || (len(words) == 3 && how != "-" && how != "stop") {
+		return "", 0, "", fmt.Sprintf("exit_code holds %s, want \"<setup|run> <code> <-|stop>\"", shown)
+	}
+	n, err := strconv.Atoi(words[1])
+	if err != nil || n < 0 || n > 255 || words[1] != strconv.Itoa(n) {
+		return "", 0, "", fmt.Sprintf("exit_code holds %s, whose code is not an exit code (0-255)", shown)
+	}
+	return words[0], n, how, ""
 }
 
 const readLogBody = `

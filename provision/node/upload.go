@@ -58,7 +58,8 @@ mv -f "$T.sortie-upload" "$T"
 // nothing once the task has started.
 func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir string) error {
 	if err := checkRemote(remoteSubdir); err != nil {
-		return fmt.Errorf("upload %s: %w", localDir, err)
+		// The same path fails on every node and every attempt.
+		return provision.Prechecks(fmt.Errorf("upload %s: %w", localDir, err))
 	}
 	info, err := os.Stat(localDir)
 	if err != nil {
@@ -78,7 +79,7 @@ func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir stri
 		return nil
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("upload %s: neither a directory nor a regular file", localDir)
+		return provision.Prechecks(fmt.Errorf("upload %s: neither a directory nor a regular file", localDir))
 	}
 
 	pr, pw := io.Pipe()

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -100,6 +101,10 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	p.mu.Lock()
 	// A launch that fails for capacity is a request too: the decision was
 	// made, the cloud said no.
+	if reason, ok := p.broken[spec.Name]; ok {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, &provision.StateError{Path: p.statePath(), Err: errors.New(reason)})
+	}
 	line := p.requested(keyOf(spec))
 	c := p.clusters[spec.Name]
 	created := c == nil
@@ -196,6 +201,10 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 	now := p.cfg.Now()
 	for _, name := range names {
 		c := p.clusters[name]
+		if reason, ok := p.broken[name]; ok {
+			broken := &provision.StateError{Path: p.statePath(), Err: errors.New(reason)}
+			out[name] = &provision.Cluster{Name: name, Placement: schema.Placement{Cloud: CloudName}, Broken: broken.Error()}
+		}
 		if c == nil {
 			continue
 		}
@@ -218,6 +227,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	if c := p.clusters[name]; c != nil {
 		p.remove(c)
 	}
+	delete(p.broken, name)
 	save := p.saveDue(p.cfg.Now())
 	p.mu.Unlock()
 	p.logSave(save())

@@ -112,9 +112,10 @@ type Provider struct {
 
 	mu        sync.Mutex
 	clusters  map[string]*cluster
-	inUse     map[string]int // nodes per region/zone
-	capacity  map[string]int // SetCapacity overrides per region/zone
-	seq       int64          // instance ids
+	broken    map[string]string // clusters of the state file that could not be read back, and why
+	inUse     map[string]int    // nodes per region/zone
+	capacity  map[string]int    // SetCapacity overrides per region/zone
+	seq       int64             // instance ids
 	seen      map[taskKey]seenEnd
 	dirty     bool
 	store     *stateFile // nil: memory only
@@ -137,7 +138,7 @@ func New(cfg Config) *Provider {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	p := &Provider{cfg: cfg, clusters: map[string]*cluster{}, inUse: map[string]int{}, capacity: map[string]int{}, seen: map[taskKey]seenEnd{}}
+	p := &Provider{cfg: cfg, clusters: map[string]*cluster{}, broken: map[string]string{}, inUse: map[string]int{}, capacity: map[string]int{}, seen: map[taskKey]seenEnd{}}
 	if cfg.DecisionLog != "" {
 		p.decisions = &decisionLog{path: cfg.DecisionLog}
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"sortie/provision"
 )
 
 // saved is the state file's content.
@@ -41,11 +43,11 @@ type stateFile struct {
 // read it.
 func Open(path string, cfg Config) (*Provider, error) {
 	p := New(cfg)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open sim state: %w", err)
 	}
 	sf := &stateFile{path: path}
-	lk, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lk, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open sim state: %w", err)
 	}
@@ -64,13 +66,19 @@ func Open(path string, cfg Config) (*Provider, error) {
 		var s saved
 		if err := json.Unmarshal(b, &s); err != nil {
 			sf.close()
-			return nil, fmt.Errorf("open sim state %s: %w (remove it to start an empty cloud)", path, err)
+			return nil, fmt.Errorf("open sim state: %w", &provision.StateError{Path: path, Err: err})
 		}
 		p.seq = s.Seq
 		if s.Capacity != nil {
 			p.capacity = s.Capacity
 		}
 		for name, c := range s.Clusters {
+			// One cluster that cannot be read back spoils only itself:
+			// its job ends, the others go on.
+			if problem := c.invalid(name); problem != "" {
+				p.broken[name] = fmt.Sprintf("clusters[%q] %s", name, problem)
+				continue
+			}
 			p.clusters[name] = c
 			p.inUse[zoneKey(c.placement())] += len(c.Nodes)
 		}
@@ -181,7 +189,7 @@ func (sf *stateFile) write(gen uint64, b []byte) error {
 		return nil
 	}
 	tmp := sf.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("save sim state: %w", err)
 	}
 	if err := os.Rename(tmp, sf.path); err != nil {
@@ -197,4 +205,41 @@ func (p *Provider) logSave(err error) {
 	if err != nil {
 		p.cfg.Log.Warn("sim state not saved; a restarted controller may find older clusters", "err", err)
 	}
+}
+
+// invalid says what makes a cluster read back from the state file unusable
+// ("" when nothing does): whatever the file holds, no call may panic on it
+// or report an exit code that is none.
+func (c *cluster) invalid(name string) string {
+	if c == nil {
+		return "is null"
+	}
+	if c.Name != name {
+		return fmt.Sprintf("is named %q", c.Name)
+	}
+	for i, n := range c.Nodes {
+		if n == nil {
+			return fmt.Sprintf("nodes[%d] is null", i)
+		}
+		for dir, t := range n.Tasks {
+			if t == nil {
+				return fmt.Sprintf("nodes[%d].tasks[%q] is null", i, dir)
+			}
+			if t.Code < 0 || t.Code > 255 {
+				return fmt.Sprintf("nodes[%d].tasks[%q].code %d is not an exit code (0-255)", i, dir, t.Code)
+			}
+		}
+	}
+	if (c.PreemptAt != nil || c.PreemptFrac > 0) && (c.PreemptRank < 0 || c.PreemptRank >= len(c.Nodes)) {
+		return fmt.Sprintf("preempt_rank %d is not a node of its %d", c.PreemptRank, len(c.Nodes))
+	}
+	return ""
+}
+
+// statePath is the state file's path; "" for a cloud held in memory only.
+func (p *Provider) statePath() string {
+	if p.store == nil {
+		return ""
+	}
+	return p.store.path
 }

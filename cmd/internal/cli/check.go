@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,10 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 			checks, err := svc.Check(cmd.Context())
 			if err != nil {
 				return err
+			}
+			// On stderr, so that -o json stays the list of clouds.
+			if warning, err := svc.HomeWarning(); err != nil || warning != "" {
+				fmt.Fprintf(f.Err, "warning: %s\n", cmp.Or(warning, fmt.Sprint(err)))
 			}
 			if output == "json" {
 				return printJSON(f.Out, checks)

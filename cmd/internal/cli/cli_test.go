@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
+	"sortie/controller/config"
 	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -457,3 +458,11 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// A config.yaml that cannot be used is bad input: exit status 2.
+func TestConfigErrorsAreUsageErrors(t *testing.T) {
+	err := fmt.Errorf("open the service: %w", &config.Error{Path: "/h/config.yaml", Problems: []config.Problem{{Line: 2, Key: "controller.poll_interval", Msg: "1ns is out of range"}}})
+	if got := exitCode(err); got != ExitUsage {
+		t.Errorf("exit %d for %v, want %d", got, err, ExitUsage)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/clouds"
+	"sortie/controller/config"
 	"sortie/controller/home"
 	"sortie/controller/service"
 	"sortie/schema"
@@ -143,12 +144,13 @@ func exitCode(err error) int {
 	var ue *service.UsageError
 	var kf *service.KnownFailureError
 	var fe *flagError
+	var ce *config.Error
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &kf):
 		return ExitKnownFailure
-	case errors.As(err, &ve), errors.As(err, &ue), errors.As(err, &fe):
+	case errors.As(err, &ve), errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &ce):
 		return ExitUsage
 	}
 	return ExitFailed

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sortiehome "sortie/controller/home"
+)
+
+func load(t *testing.T, yaml string, env map[string]string) (Config, error) {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.WriteFile(sortiehome.Config(home), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Load(home, func(k string) string { return env[k] })
+}
+
+func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		env  map[string]string
+		want []string // parts of the error, each
+	}{
+		{"controller:\n  poll_interval: 1ns\n", nil,
+			[]string{"config.yaml line 2: controller.poll_interval: 1ns is out of range; give a duration from 50ms to 1h, or leave it out for 5s"}},
+		{"controller:\n  poll_interval: 2h\n", nil, []string{"line 2: controller.poll_interval: 2h0m0s is out of range"}},
+		{"controller:\n  poll_interval: -5s\n", nil, []string{"line 2: controller.poll_interval: -5s is out of range"}},
+		{"controller:\n  poll_interval: 1e300\n", nil, []string{`line 2: controller.poll_interval: "1e300" is not a duration`}},
+		{"controller:\n  poll_interval: .nan\n", nil, []string{`line 2: controller.poll_interval: ".nan" is not a duration`}},
+		{"controller:\n  poll_interval: abc\n", nil, []string{`line 2: controller.poll_interval: "abc" is not a duration (e.g. 5s, 1m30s)`}},
+		{"controller:\n  pol_interval: 5s\n", nil, []string{"line 2: controller.pol_interval: unknown key (did you mean poll_interval?)"}},
+		{"controler:\n  poll_interval: 5s\n", nil, []string{"line 1: controler: unknown key (did you mean controller?); the keys here are aws, controller, gcp, local, sim, ssh"}},
+		{"controller: [1, 2]\n", nil, []string{"line 1: controller: a list is not a mapping of keys"}},
+		{"controller:\n  max_parallel_launches: many\n", nil, []string{`line 2: controller.max_parallel_launches: "many" is not a whole number`}},
+		{"controller:\n  max_parallel_launches: 99999999999999\n", nil, []string{`controller.max_parallel_launches: "99999999999999" is not a whole number`}},
+		{"controller:\n  launch_rounds: -1\n", nil, []string{"line 2: controller.launch_rounds: -1 is out of range; give a number from 1 to 1000"}},
+		{"controller:\n  poll_interval: 5s\n  poll_interval: 6s\n", nil, []string{"line 3: controller.poll_interval: the key is given twice"}},
+		{"local:\n  regions:\n  - name: r\n    zones: a\n", nil, []string{"line 4: local.regions[0].zones: \"a\" is not a list"}},
+		{"sim:\n  preempt_rate: 1.5\n  exit_codes:\n  - {code: 300, share: 0.5}\n", nil,
+			[]string{"line 2: sim.preempt_rate: 1.5 is out of range", "line 4: sim.exit_codes[0].code: 300 is out of range; give a number from 0 to 255"}},
+		{"controller:\n  poll_interval: 5s\n---\ncontroller: {}\n", nil, []string{"config.yaml line 3: a second document"}},
+		{"controller:\n  poll_interval: [5s\n", nil, []string{"it is not valid YAML"}},
+		{"", map[string]string{"SORTIE_POLL_INTERVAL": "1ns"}, []string{"environment variable SORTIE_POLL_INTERVAL: 1ns is out of range"}},
+		{"controller:\n  poll_interval: 1ns\n", map[string]string{"SORTIE_POLL_INTERVAL": "1s"}, nil},
+		{"", map[string]string{"SORTIE_LAUNCH_ROUNDS": "x"}, []string{`environment variable SORTIE_LAUNCH_ROUNDS: "x" is not a whole number`}},
+	} {
+		_, err := load(t, tc.yaml, tc.env)
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("%q with %v: %v", tc.yaml, tc.env, err)
+			}
+			continue
+		}
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("%q: %v, want a *config.Error", tc.yaml, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q:\n got %v\nwant %q in it", tc.yaml, err, w)
+			}
+		}
+		for _, internal := range []string{"unmarshal", "JSON", "reflect", "config.Duration", "ControllerConfig"} {
+			if strings.Contains(err.Error(), internal) {
+				t.Errorf("%q: the error shows the internal %q: %v", tc.yaml, internal, err)
+			}
+		}
+	}
+}
+
+func TestConfigKeepsWhatItReads(t *testing.T) {
+	cfg, err := load(t, `
+controller:
+  poll_interval: 250ms
+  max_parallel_launches: 4
+  restart_backoff_initial: 2   # seconds
+local:
+  regions:
+  - {name: r1, zones: [a, b]}
+aws:
+  regions: [us-east-1]
+  poll_interval: 20ms
+ssh:
+  proxy_command: 'nc %h %p'
+sim:
+  seed: 18446744073709551615
+  preempt_rate: 0.25
+  exit_codes: [{code: 29, share: 0.5, attempt: 1}]
+  decision_log: ~
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Controller
+	if c.PollInterval.D() != 250*time.Millisecond || c.MaxParallelLaunches != 4 || c.RestartBackoffInitial.D() != 2*time.Second {
+		t.Errorf("controller: %+v", c)
+	}
+	if len(cfg.Local.Regions) != 1 || cfg.Local.Regions[0].Zones[1] != "b" || cfg.AWS.Regions[0] != "us-east-1" || cfg.AWS.PollInterval.D() != 20*time.Millisecond {
+		t.Errorf("local %+v aws %+v", cfg.Local, cfg.AWS)
+	}
+	if cfg.SSH.ProxyCommand != "nc %h %p" || cfg.Sim.Seed != 18446744073709551615 || cfg.Sim.PreemptRate != 0.25 || cfg.Sim.ExitCodes[0] != (SimExitRule{29, 0.5, 1}) {
+		t.Errorf("ssh %+v sim %+v", cfg.SSH, cfg.Sim)
+	}
+	// Left out, or zero: the defaults.
+	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestConfigThatIsNoRegularFileIsRefused(t *testing.T) {
+	home := t.TempDir()
+	if err := syscall.Mkfifo(sortiehome.Config(home), 0o600); err != nil {
+		t.Skip(err)
+	}
+	_, err := Load(home, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "named pipe, not a regular file") {
+		t.Errorf("config.yaml a FIFO: %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(big, []byte(strings.Repeat("#", 2<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(filepath.Dir(big), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a 2 MiB config.yaml: %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sortie/controller/clouds"
+	"sortie/controller/home"
+	"sortie/controller/store"
+	"sortie/schema"
+)
+
+// The store holds specs, env values and commands: it, its WAL and its
+// shared memory are private to the home's owner whatever the umask.
+func TestTheStoreIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	t.Setenv("SORTIE_POLL_INTERVAL", "")
+	h := filepath.Join(t.TempDir(), "home")
+	s, err := Open(context.Background(), h, clouds.Light())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	task := filepath.Join(t.TempDir(), "task.yaml")
+	if err := os.WriteFile(task, []byte("run: train\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.StartDaemon = func(context.Context, string) error { return nil }
+	s.FindDaemon = nil
+	if _, err := s.Launch(context.Background(), LaunchRequest{File: task}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]os.FileMode{h: 0o700, home.State(h): 0o600, home.State(h) + "-wal": 0o600, home.State(h) + "-shm": 0o600}
+	for path, m := range want {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if fi.Mode().Perm() != m {
+			t.Errorf("%s is %v, want %v", path, fi.Mode().Perm(), m)
+		}
+	}
+	if w, err := s.HomeWarning(); err != nil || w != "" {
+		t.Errorf("HomeWarning of a new home: %q, %v", w, err)
+	}
+}
+
+// A file_mounts source that is no file or directory (/dev/null, a FIFO),
+// or a secret value no environment can hold, is refused at launch with the
+// field: every start would fail on it.
+func TestLaunchRefusesInputsNoNodeCanTake(t *testing.T) {
+	s := testService(t)
+	dir := t.TempDir()
+	task := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(task, []byte("run: x\nfile_mounts:\n  /tmp/x: /dev/null\nsecrets:\n  TOKEN: null\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.Getenv = func(k string) string {
+		if k == "TOKEN" {
+			return "hunter2\x00"
+		}
+		return ""
+	}
+	_, err := s.Launch(context.Background(), LaunchRequest{File: task, Dir: dir})
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("launch: %v, want a validation error", err)
+	}
+	for _, want := range []string{`file_mounts./tmp/x: "/dev/null" source /dev/null is a character device; sortie copies regular files and directories only`,
+		"secrets.TOKEN: holds a NUL byte"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("launch: %v\nwant %q in it", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error shows the secret: %v", err)
+	}
+	if jobs, _ := s.Store.Jobs(context.Background(), store.JobFilter{}); len(jobs) != 0 {
+		t.Errorf("stored %d jobs", len(jobs))
+	}
+}
