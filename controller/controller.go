@@ -50,6 +50,9 @@ type Controller struct {
 	sched  *schedule.Queue
 	launch chan struct{} // launch slots
 	wake   chan struct{}
+	// aborts holds, for each job whose launch or start is under way, what
+	// stops it: a cancel requested meanwhile stops it at once.
+	aborts abortSet
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -176,6 +179,11 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	}
 	var watched []schedule.Work
 	for _, j := range jobs {
+		if j.CancelRequested {
+			// A launch in flight holds the job: stop it now rather than
+			// when it ends, and the cancel follows at once.
+			c.aborts.abort(j.ID)
+		}
 		a := byJob[j.ID]
 		running := a != nil && a.State == lifecycle.AttemptRunning && !j.CancelRequested
 		if scope.unwatched && running {

@@ -142,6 +142,15 @@ func (c *Controller) adopt(ctx context.Context, a *store.Attempt) (bool, error) 
 }
 
 func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt, cl *provision.Cluster) error {
+	if now, err := c.Store.Job(ctx, j.ID); err == nil && now.CancelRequested {
+		// Cancelled as the launch ended: the attempt stays launching, so
+		// the cancel tears the cluster down without reaching its nodes,
+		// and the task never starts.
+		c.aborts.abort(j.ID)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	pl := cl.Placement
 	if pl.Cloud == "" {
 		pl = attemptPlacement(a)

@@ -55,6 +55,9 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 			// the repository's ref): no retry on it can help.
 			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("node %d: %s", rank, lacks.Msg))
 		}
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			// Reaching a node can fail for a while (booting, network); it
 			// counts like a failed check of a running node.
