@@ -33,6 +33,7 @@ func (s *slowLaunch) Launch(ctx context.Context, spec provision.ClusterSpec) (*p
 	cl := &provision.Cluster{Name: spec.Name, Placement: spec.Placement, Nodes: []provision.Node{{Rank: 0, State: provision.NodeRunning}}}
 	s.clusters[spec.Name] = cl
 	s.mu.Unlock()
+	provision.Progress(ctx, "waiting for SSH on node 0: unable to authenticate, try 5")
 	close(s.started)
 	if s.cancelAt != nil {
 		s.cancelAt()
@@ -91,6 +92,11 @@ func TestCancelStopsALaunchInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		j, _ := c.Store.Job(ctx, id)
 		t.Fatalf("no launch began: job %s (%s, %s)", j.Status, j.StatusReason, j.FailureReason)
+	}
+	// What the launch waits for shows on the job (jobs show, jobs queue -o json).
+	if j, err := c.Store.Job(ctx, id); err != nil || j.Status != lifecycle.Starting ||
+		j.StatusReason != "waiting for SSH on node 0: unable to authenticate, try 5" {
+		t.Errorf("while the launch waits, the job is %s (%q), %v; want STARTING saying what it waits for", j.Status, j.StatusReason, err)
 	}
 	if _, err := c.Store.RequestCancel(ctx, []int64{id}); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -108,7 +109,23 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 	if n < 1 {
 		n = 1
 	}
-	return prov.Launch(ctx, provision.ClusterSpec{
+	// What the launch waits for is shown on the job while it waits, and
+	// cleared once it is over.
+	var shown atomic.Bool
+	pctx := provision.WithProgress(ctx, func(msg string) {
+		shown.Store(true)
+		if err := c.Store.SetStatusReason(ctx, j.ID, msg); err != nil && ctx.Err() == nil {
+			c.Log.Warn("show launch progress", "job", j.ID, "err", err)
+		}
+	})
+	defer func() {
+		if shown.Load() {
+			if err := c.Store.SetStatusReason(ctx, j.ID, ""); err != nil && ctx.Err() == nil {
+				c.Log.Warn("clear launch progress", "job", j.ID, "err", err)
+			}
+		}
+	}()
+	return prov.Launch(pctx, provision.ClusterSpec{
 		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources,
 		Tags: map[string]string{
 			provision.TagManaged: "true", provision.TagCluster: a.Cluster,

@@ -285,6 +285,7 @@ func (p *Provider) waitReady(ctx context.Context, region string, spec provision.
 			}
 			return c, nil
 		}
+		provision.Progress(ctx, fmt.Sprintf("waiting for the instances of %s to run (%d of %d running)", spec.Name, running(c), spec.NumNodes))
 		if err := wait.Pause(ctx, "instances of "+spec.Name+" to run"); err != nil {
 			return nil, err
 		}
@@ -313,6 +314,16 @@ func (p *Provider) clusterOf(ctx context.Context, region, name string, ids []str
 		c = &provision.Cluster{Name: name}
 	}
 	return c, nil
+}
+
+func running(c *provision.Cluster) int {
+	n := 0
+	for _, node := range c.Nodes {
+		if node.State == provision.NodeRunning {
+			n++
+		}
+	}
+	return n
 }
 
 func allRunning(c *provision.Cluster, want int) (bool, error) {
