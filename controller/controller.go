@@ -44,6 +44,9 @@ type Controller struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Rand      func() float64
+	// LogDeadline bounds reading each node (exit code, log) when an
+	// attempt ends; zero means 20s.
+	LogDeadline time.Duration
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.

@@ -2,7 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"sortie/controller/home"
 	"sortie/controller/store"
@@ -10,20 +13,66 @@ import (
 	"sortie/provision/node"
 )
 
-// keepLogs copies every reachable node's log of a into the controller's
-// log directory. A node it cannot reach keeps whatever was copied before.
+// keepLogs copies the log of every node of a that the cloud reports
+// running into the controller's log directory, all nodes at once and each
+// within the controller's LogDeadline. A node the cloud reports gone is
+// never dialled. Where a node's log is not kept (and no earlier copy is),
+// a note beside it says why, which `jobs logs` prints.
 func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster) {
-	for rank := range cl.Nodes {
-		r, err := c.runner(ctx, prov, cl, rank, a)
-		if err != nil {
+	var wg sync.WaitGroup
+	for rank, n := range cl.Nodes {
+		if n.State != provision.NodeRunning {
+			c.logNotKept(j, a, rank, fmt.Sprintf("node %d was %s when the attempt ended%s", rank, n.State, because(n.Reason)))
 			continue
 		}
-		err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
-		r.Close()
-		if err != nil {
-			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+			defer cancel()
+			r, err := c.runner(lctx, prov, cl, rank, a)
+			if err == nil {
+				err = keepLog(lctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
+				r.Close()
+			}
+			if err != nil {
+				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+				c.logNotKept(j, a, rank, fmt.Sprintf("node %d could not be read when the attempt ended: %v", rank, err))
+				return
+			}
+			os.Remove(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
+		}()
 	}
+	wg.Wait()
+}
+
+// logNotKept notes why node rank's log of a was not kept, unless an
+// earlier copy of it is.
+func (c *Controller) logNotKept(j *store.Job, a *store.Attempt, rank int, reason string) {
+	if _, err := os.Stat(home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)); err == nil {
+		return
+	}
+	path := home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)
+	if err := os.WriteFile(path, []byte(reason+"\n"), 0o644); err != nil {
+		c.Log.Warn("note a log not kept", "path", path, "err", err)
+	}
+}
+
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+// defaultLogDeadline bounds reading one node when an attempt ends.
+const defaultLogDeadline = 20 * time.Second
+
+func (c *Controller) logDeadline() time.Duration {
+	if c.LogDeadline > 0 {
+		return c.LogDeadline
+	}
+	return defaultLogDeadline
 }
 
 // keepLog copies a node's log to path chunk by chunk, so a large log never

@@ -37,6 +37,12 @@ func NodeLog(home string, job int64, task, attempt, rank int) string {
 	return filepath.Join(LogDir(home, job, task, attempt), fmt.Sprintf("node-%d.log", rank))
 }
 
+// NodeLogMissing says why one node's log of an attempt could not be kept:
+// it holds the reason, and stands where NodeLog is missing.
+func NodeLogMissing(home string, job int64, task, attempt, rank int) string {
+	return NodeLog(home, job, task, attempt, rank) + ".missing"
+}
+
 // SecretsDir holds the kept secrets of jobs that have not ended.
 func SecretsDir(home string) string { return filepath.Join(home, "secrets") }
 
