@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
 	"sortie/provision"
@@ -50,6 +52,9 @@ type AWSResult map[int]float64
 // count), as Controller.snapshot does. The provider's clock is simulated,
 // so a minute of polling takes as long as its calls.
 func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
 	if o.Simulated <= 0 {
 		o.Simulated = time.Minute
 	}
@@ -69,11 +74,6 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 	}
 	if err := os.WriteFile(filepath.Join(o.Home, "config.yaml"), []byte(yaml), 0o600); err != nil {
 		return nil, err
-	}
-	// moto takes any credentials; never the machine's real ones.
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-		"AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_CONFIG_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true"} {
-		os.Setenv(k, v)
 	}
 	cfg, err := config.Load(o.Home, os.Getenv)
 	if err != nil {
@@ -96,6 +96,8 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 		pc := all.AWSConfig(cfg)
 		pc.Now = clock
+		// moto takes any credentials; never the machine's real ones.
+		pc.Credentials = credentials.NewStaticCredentialsProvider("testing", "testing", "")
 		p, err := aws.New(ctx, pc)
 		if err != nil {
 			return nil, err
