@@ -26,6 +26,10 @@ func PID(home string) string { return filepath.Join(home, "controller.pid") }
 // ControllerLog is where a controller started in the background writes.
 func ControllerLog(home string) string { return filepath.Join(home, "controller.log") }
 
+// Keys holds sortie's SSH key (id_ed25519, id_ed25519.pub) and the host
+// keys it pinned (known_hosts).
+func Keys(home string) string { return filepath.Join(home, "keys") }
+
 // LogDir is where an attempt's logs are kept on the controller, one file per
 // node, so that `jobs logs` works after the cluster is gone.
 func LogDir(home string, job int64, task, attempt int) string {

@@ -26,7 +26,13 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The key the VM clouds log in with: made now when missing, so
+			// that it can be put in place (an image, a bastion) before a launch.
+			key, kerr := svc.SSHKey()
 			if output == "json" {
+				if kerr != nil {
+					return kerr
+				}
 				return printJSON(f.Out, checks)
 			}
 			for _, c := range checks {
@@ -42,6 +48,14 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 					fmt.Fprintf(f.Out, "  ✗ %s\n", p)
 				}
 			}
+			if kerr != nil {
+				return kerr
+			}
+			made := ""
+			if key.Created {
+				made = ", created now"
+			}
+			fmt.Fprintf(f.Out, "ssh key: %s%s; its public key, which AWS and GCP instances accept:\n  %s\n", key.Path, made, key.PublicKey)
 			return nil
 		},
 	}
