@@ -242,16 +242,17 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 		go func() {
 			defer wg.Done()
 			sctx, cancel := context.WithTimeout(ctx, c.logDeadline())
-			defer cancel()
-			if !c.stopNode(sctx, w.prov, w.cl, rank, a) || !w.keep {
+			stopped := c.stopNode(sctx, w.prov, w.cl, rank, a)
+			cancel()
+			if !stopped || !w.keep {
 				return
 			}
-			r, err := c.runner(sctx, w.prov, w.cl, rank, a)
+			r, err := c.reach(ctx, w.prov, w.cl, rank, a)
 			if err != nil {
 				return
 			}
 			defer r.Close()
-			if err := keepLog(sctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)); err != nil {
+			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline()); err != nil {
 				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}

@@ -14,8 +14,8 @@ import (
 )
 
 // keepLogs copies the log of every node of a that the cloud reports
-// running into the controller's log directory, all nodes at once and each
-// within the controller's LogDeadline. A node the cloud reports gone is
+// running into the controller's log directory, all nodes at once; a node
+// must answer, and send each chunk, within the controller's LogDeadline. A node the cloud reports gone is
 // never dialled. Where a node's log is not kept (and no earlier copy is),
 // a note beside it says why, which `jobs logs` prints.
 func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster) {
@@ -28,11 +28,9 @@ func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attemp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lctx, cancel := context.WithTimeout(ctx, c.logDeadline())
-			defer cancel()
-			r, err := c.runner(lctx, prov, cl, rank, a)
+			r, err := c.reach(ctx, prov, cl, rank, a)
 			if err == nil {
-				err = keepLog(lctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
+				err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline())
 				r.Close()
 			}
 			if err != nil {
@@ -75,9 +73,19 @@ func (c *Controller) logDeadline() time.Duration {
 	return defaultLogDeadline
 }
 
+// reach is runner within the LogDeadline: a node that does not answer in
+// that time is given up.
+func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (provision.Runner, error) {
+	dctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+	defer cancel()
+	return c.runner(dctx, prov, cl, rank, a)
+}
+
 // keepLog copies a node's log to path chunk by chunk, so a large log never
-// sits in memory whole; the file appears complete or not at all.
-func keepLog(ctx context.Context, r provision.Runner, path string) error {
+// sits in memory whole; the file appears complete or not at all. Each chunk
+// must come within per (when positive): a node that stops answering is
+// given up, one sending a long log is not.
+func keepLog(ctx context.Context, r provision.Runner, path string, per time.Duration) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -86,7 +94,12 @@ func keepLog(ctx context.Context, r provision.Runner, path string) error {
 	defer os.Remove(tmp)
 	var off int64
 	for {
-		b, err := node.ReadLog(ctx, r, off)
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if per > 0 {
+			cctx, cancel = context.WithTimeout(ctx, per)
+		}
+		b, err := node.ReadLog(cctx, r, off)
+		cancel()
 		if err != nil {
 			f.Close()
 			return err

@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +15,7 @@ import (
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/provision"
+	"sortie/provision/node"
 )
 
 // silentNodes is a cloud whose running nodes never answer: a dial waits
@@ -87,6 +92,45 @@ func TestEndingNeverDialsGoneNodesAndReadsLiveOnesAtOnce(t *testing.T) {
 		b, err := os.ReadFile(home.NodeLogMissing(c.Config.Home, j.ID, 0, a.Attempt, rank))
 		if err != nil || strings.TrimSpace(string(b)) != want {
 			t.Errorf("node %d: note %q, %v; want %q", rank, b, err, want)
+		}
+	}
+}
+
+// chunkedLog is a node whose log comes in full chunks, then a short one;
+// it records the deadline each read was given.
+type chunkedLog struct {
+	full      int
+	deadlines []time.Time
+}
+
+func (c *chunkedLog) Exec(ctx context.Context, _ string, _ io.Reader) ([]byte, error) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return nil, errors.New("a read without a deadline")
+	}
+	c.deadlines = append(c.deadlines, d)
+	if len(c.deadlines) <= c.full {
+		return bytes.Repeat([]byte{'x'}, node.MaxLogChunk), nil
+	}
+	return []byte("end\n"), nil
+}
+func (c *chunkedLog) Dir() string  { return "/n" }
+func (c *chunkedLog) Close() error { return nil }
+
+// The deadline bounds each chunk of a log, not the whole copy: a node
+// sending a long log is never cut off for taking longer than one deadline.
+func TestKeepLogBoundsEachChunk(t *testing.T) {
+	r := &chunkedLog{full: 3}
+	path := filepath.Join(t.TempDir(), "node-0.log")
+	if err := keepLog(context.Background(), r, path, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != int64(3*node.MaxLogChunk+4) {
+		t.Fatalf("kept %v, %v; want the whole log", st, err)
+	}
+	for i := 1; i < len(r.deadlines); i++ {
+		if !r.deadlines[i].After(r.deadlines[i-1]) {
+			t.Errorf("read %d had the deadline of read %d: one deadline for the whole copy", i, i-1)
 		}
 	}
 }
