@@ -45,6 +45,9 @@ type Controller struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Rand      func() float64
+	// LogDeadline bounds reading each node (exit code, log) when an
+	// attempt ends; zero means 20s.
+	LogDeadline time.Duration
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
@@ -54,6 +57,9 @@ type Controller struct {
 	// for none), read from its spec once; dropped when the job ends.
 	limits sync.Map
 	wake   chan struct{}
+	// aborts holds, for each job whose launch or start is under way, what
+	// stops it: a cancel requested meanwhile stops it at once.
+	aborts abortSet
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -180,6 +186,11 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	}
 	var watched []schedule.Work
 	for _, j := range jobs {
+		if j.CancelRequested {
+			// A launch in flight holds the job: stop it now rather than
+			// when it ends, and the cancel follows at once.
+			c.aborts.abort(j.ID)
+		}
 		a := byJob[j.ID]
 		running := a != nil && a.State == lifecycle.AttemptRunning && !j.CancelRequested
 		if scope.unwatched && running {

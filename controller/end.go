@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"sortie/controller/home"
@@ -197,6 +198,15 @@ func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	prov, cl, err := c.cluster(ctx, a)
 	if err != nil || cl == nil {
+		if w.keep {
+			why := fmt.Sprintf("cluster %s was gone when the attempt ended", a.Cluster)
+			if err != nil {
+				why = fmt.Sprintf("the cloud could not be asked about cluster %s when the attempt ended: %v", a.Cluster, err)
+			}
+			for rank := range a.InstanceIDs {
+				c.logNotKept(j, a, rank, why)
+			}
+		}
 		return w
 	}
 	w.prov, w.cl = prov, cl
@@ -209,52 +219,73 @@ func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt,
 	return w
 }
 
-// recordedCodes polls every running node of cl and returns the exit codes
-// the tasks recorded themselves (nil where none, or where it was sortie's).
+// recordedCodes polls every running node of cl, all at once and each
+// within LogDeadline, and returns the exit codes the tasks recorded
+// themselves (nil where none, where it was sortie's, or where the node did
+// not answer). A node the cloud reports gone is never dialled.
 func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider, cl *provision.Cluster, a *store.Attempt) []*int {
 	codes := make([]*int, len(cl.Nodes))
+	var wg sync.WaitGroup
 	for rank, n := range cl.Nodes {
 		if n.State != provision.NodeRunning {
-			continue
+			continue // gone: never dialled
 		}
-		r, err := c.runner(ctx, prov, cl, rank, a)
-		if err != nil {
-			continue
-		}
-		st, err := node.Poll(ctx, r)
-		r.Close()
-		if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
-			code := st.ExitCode
-			codes[rank] = &code
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+			defer cancel()
+			r, err := c.runner(pctx, prov, cl, rank, a)
+			if err != nil {
+				return
+			}
+			st, err := node.Poll(pctx, r)
+			r.Close()
+			if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
+				code := st.ExitCode
+				codes[rank] = &code
+			}
+		}()
 	}
+	wg.Wait()
 	return codes
 }
 
 // stopLeftovers stops the task on every node of an ended attempt where it
-// still runs, so that no process outlives its attempt (a restart may reuse
+// still runs (all at once, each within LogDeadline), so that no process outlives its attempt (a restart may reuse
 // the cluster), and keeps those nodes' logs again with what the stop made
 // them write.
 func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.Attempt, w *wrapped) {
 	if w.cl == nil {
 		return
 	}
+	var wg sync.WaitGroup
 	for rank, n := range w.cl.Nodes {
 		if n.State != provision.NodeRunning {
 			continue
 		}
-		if !c.stopNode(ctx, w.prov, w.cl, rank, a) || !w.keep {
-			continue
-		}
-		r, err := c.runner(ctx, w.prov, w.cl, rank, a)
-		if err != nil {
-			continue
-		}
-		if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)); err != nil {
-			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
-		}
-		r.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+			stopped := c.stopNode(sctx, w.prov, w.cl, rank, a)
+			cancel()
+			if !stopped || !w.keep {
+				return
+			}
+			r, err := c.reach(ctx, w.prov, w.cl, rank, a)
+			if err != nil {
+				return
+			}
+			defer r.Close()
+			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline()); err != nil {
+				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+				return
+			}
+			os.Remove(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
+		}()
 	}
+	wg.Wait()
 }
 
 // stopNode stops the task on one node unless it has ended; it says whether

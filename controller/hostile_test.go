@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
@@ -147,7 +148,7 @@ func TestKeptLogsArePrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "node-0.log")
-	if err := keepLog(context.Background(), logRunner{t.TempDir()}, path); err != nil {
+	if err := keepLog(context.Background(), logRunner{t.TempDir()}, path, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

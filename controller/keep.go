@@ -2,7 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"sortie/controller/home"
 	"sortie/controller/store"
@@ -10,25 +13,79 @@ import (
 	"sortie/provision/node"
 )
 
-// keepLogs copies every reachable node's log of a into the controller's
-// log directory. A node it cannot reach keeps whatever was copied before.
+// keepLogs copies the log of every node of a that the cloud reports
+// running into the controller's log directory, all nodes at once; a node
+// must answer, and send each chunk, within the controller's LogDeadline. A node the cloud reports gone is
+// never dialled. Where a node's log is not kept (and no earlier copy is),
+// a note beside it says why, which `jobs logs` prints.
 func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster) {
-	for rank := range cl.Nodes {
-		r, err := c.runner(ctx, prov, cl, rank, a)
-		if err != nil {
+	var wg sync.WaitGroup
+	for rank, n := range cl.Nodes {
+		if n.State != provision.NodeRunning {
+			c.logNotKept(j, a, rank, fmt.Sprintf("node %d was %s when the attempt ended%s", rank, n.State, because(n.Reason)))
 			continue
 		}
-		err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
-		r.Close()
-		if err != nil {
-			c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.reach(ctx, prov, cl, rank, a)
+			if err == nil {
+				err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline())
+				r.Close()
+			}
+			if err != nil {
+				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+				c.logNotKept(j, a, rank, fmt.Sprintf("node %d could not be read when the attempt ended: %v", rank, err))
+				return
+			}
+			os.Remove(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
+		}()
+	}
+	wg.Wait()
+}
+
+// logNotKept notes why node rank's log of a was not kept, unless an
+// earlier copy of it is.
+func (c *Controller) logNotKept(j *store.Job, a *store.Attempt, rank int, reason string) {
+	if _, err := os.Stat(home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)); err == nil {
+		return
+	}
+	path := home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)
+	if err := os.WriteFile(path, []byte(reason+"\n"), 0o644); err != nil {
+		c.Log.Warn("note a log not kept", "path", path, "err", err)
 	}
 }
 
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+// defaultLogDeadline bounds reading one node when an attempt ends.
+const defaultLogDeadline = 20 * time.Second
+
+func (c *Controller) logDeadline() time.Duration {
+	if c.LogDeadline > 0 {
+		return c.LogDeadline
+	}
+	return defaultLogDeadline
+}
+
+// reach is runner within the LogDeadline: a node that does not answer in
+// that time is given up.
+func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (provision.Runner, error) {
+	dctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+	defer cancel()
+	return c.runner(dctx, prov, cl, rank, a)
+}
+
 // keepLog copies a node's log to path chunk by chunk, so a large log never
-// sits in memory whole; the file appears complete or not at all.
-func keepLog(ctx context.Context, r provision.Runner, path string) error {
+// sits in memory whole; the file appears complete or not at all. Each chunk
+// must come within per (when positive): a node that stops answering is
+// given up, one sending a long log is not.
+func keepLog(ctx context.Context, r provision.Runner, path string, per time.Duration) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, home.FileMode)
 	if err != nil {
@@ -37,7 +94,12 @@ func keepLog(ctx context.Context, r provision.Runner, path string) error {
 	defer os.Remove(tmp)
 	var off int64
 	for {
-		b, err := node.ReadLog(ctx, r, off)
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if per > 0 {
+			cctx, cancel = context.WithTimeout(ctx, per)
+		}
+		b, err := node.ReadLog(cctx, r, off)
+		cancel()
 		if err != nil {
 			f.Close()
 			return err

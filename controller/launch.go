@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -114,7 +115,23 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 	if n < 1 {
 		n = 1
 	}
-	return prov.Launch(ctx, provision.ClusterSpec{
+	// What the launch waits for is shown on the job while it waits, and
+	// cleared once it is over.
+	var shown atomic.Bool
+	pctx := provision.WithProgress(ctx, func(msg string) {
+		shown.Store(true)
+		if err := c.Store.SetStatusReason(ctx, j.ID, msg); err != nil && ctx.Err() == nil {
+			c.Log.Warn("show launch progress", "job", j.ID, "err", err)
+		}
+	})
+	defer func() {
+		if shown.Load() {
+			if err := c.Store.SetStatusReason(ctx, j.ID, ""); err != nil && ctx.Err() == nil {
+				c.Log.Warn("clear launch progress", "job", j.ID, "err", err)
+			}
+		}
+	}()
+	return prov.Launch(pctx, provision.ClusterSpec{
 		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources,
 		Tags: map[string]string{
 			provision.TagManaged: "true", provision.TagCluster: a.Cluster,
@@ -148,6 +165,15 @@ func (c *Controller) adopt(ctx context.Context, a *store.Attempt) (bool, error) 
 }
 
 func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt, cl *provision.Cluster) error {
+	if now, err := c.Store.Job(ctx, j.ID); err == nil && now.CancelRequested {
+		// Cancelled as the launch ended: the attempt stays launching, so
+		// the cancel tears the cluster down without reaching its nodes,
+		// and the task never starts.
+		c.aborts.abort(j.ID)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	pl := cl.Placement
 	if pl.Cloud == "" {
 		pl = attemptPlacement(a)

@@ -94,10 +94,24 @@ func (c *Controller) reconcileStep(ctx context.Context, j *store.Job, a *store.A
 	}
 	task := p.Tasks[a.TaskIdx]
 	switch a.State {
-	case lifecycle.AttemptLaunching:
-		return wrapf(c.launchAttempt(ctx, j, p, a), "launch %s", attemptName(a))
-	case lifecycle.AttemptStarting:
-		return wrapf(c.startAttempt(ctx, j, task, a), "start %s", attemptName(a))
+	case lifecycle.AttemptLaunching, lifecycle.AttemptStarting:
+		// A launch can take minutes (instances booting, SSH refused): a
+		// cancel requested meanwhile stops it at once (Tick aborts it).
+		wctx, done := c.aborts.watch(ctx, j.ID)
+		defer done()
+		if now, err := c.Store.Job(ctx, j.ID); err == nil && now.CancelRequested {
+			// Requested after j was read, before the watch began.
+			c.aborts.abort(j.ID)
+		}
+		if a.State == lifecycle.AttemptLaunching {
+			err = wrapf(c.launchAttempt(wctx, j, p, a), "launch %s", attemptName(a))
+		} else {
+			err = wrapf(c.startAttempt(wctx, j, task, a), "start %s", attemptName(a))
+		}
+		if cancelled(wctx) && ctx.Err() == nil {
+			return wrapf(c.cancelNow(ctx, j.ID), "cancel")
+		}
+		return err
 	case lifecycle.AttemptRunning:
 		return wrapf(c.observe(ctx, j, p, a, snap), "observe %s", attemptName(a))
 	}
@@ -192,6 +206,11 @@ func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt)
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
+	if a.State == lifecycle.AttemptLaunching {
+		// No task ran: there is nothing to poll or keep, and finish tears
+		// down whatever the launch made.
+		return c.finish(ctx, j, a, nil, e, nil)
+	}
 	// Nodes that ended on their own keep their codes; those still running
 	// are stopped by sortie once the cancel is recorded, and their codes,
 	// sortie's, are unknown.
@@ -235,6 +254,23 @@ func (c *Controller) timeOut(ctx context.Context, j *store.Job, a *store.Attempt
 	w := c.wrapUp(ctx, j, a, true)
 	e.codes = w.codes
 	return c.finish(ctx, j, a, nil, e, w)
+}
+
+// cancelNow cancels job id as it now is, after its launch or start was
+// stopped for the cancel: the attempt may have moved on meanwhile.
+func (c *Controller) cancelNow(ctx context.Context, id int64) error {
+	j, err := c.Store.Job(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", id, err)
+	}
+	if j.Status.Terminal() {
+		return nil
+	}
+	a, err := c.openAttempt(ctx, j)
+	if err != nil {
+		return fmt.Errorf("read the open attempt: %w", err)
+	}
+	return c.cancel(ctx, j, a)
 }
 
 // cluster asks a's cloud about a's cluster: nil when the cloud does not

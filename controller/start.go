@@ -59,6 +59,9 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 			// the repository's ref): no retry on it can help.
 			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("node %d: %s", rank, lacks.Msg))
 		}
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil && provision.Classify(err) == provision.ClassPrechecks {
 			// A start that fails the same way on every node and attempt
 			// (a mount path no node can take, an env no process can

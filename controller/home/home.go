@@ -28,6 +28,10 @@ func PID(home string) string { return filepath.Join(home, "controller.pid") }
 // ControllerLog is where a controller started in the background writes.
 func ControllerLog(home string) string { return filepath.Join(home, "controller.log") }
 
+// Keys holds sortie's SSH key (id_ed25519, id_ed25519.pub) and the host
+// keys it pinned (known_hosts).
+func Keys(home string) string { return filepath.Join(home, "keys") }
+
 // LogDir is where an attempt's logs are kept on the controller, one file per
 // node, so that `jobs logs` works after the cluster is gone.
 func LogDir(home string, job int64, task, attempt int) string {
@@ -37,6 +41,12 @@ func LogDir(home string, job int64, task, attempt int) string {
 // NodeLog is one node's kept log of an attempt.
 func NodeLog(home string, job int64, task, attempt, rank int) string {
 	return filepath.Join(LogDir(home, job, task, attempt), fmt.Sprintf("node-%d.log", rank))
+}
+
+// NodeLogMissing says why one node's log of an attempt could not be kept:
+// it holds the reason, and stands where NodeLog is missing.
+func NodeLogMissing(home string, job int64, task, attempt, rank int) string {
+	return NodeLog(home, job, task, attempt, rank) + ".missing"
 }
 
 // SecretsDir holds the kept secrets of jobs that have not ended.

@@ -3,9 +3,11 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"sortie/controller/home"
@@ -30,6 +32,11 @@ type LogsRequest struct {
 	// Banner, when set, is told each time a new attempt's log begins.
 	Banner func(a AttemptView)
 }
+
+// ErrLogNotKept is returned, after what was kept is printed, when a node's
+// log of an ended attempt could not be kept (the node was gone, or did not
+// answer in time).
+var ErrLogNotKept = errors.New("log not kept")
 
 // ErrNoAttempt is returned when the job has no attempt to show logs of.
 var ErrNoAttempt = fmt.Errorf("no such attempt")
@@ -58,8 +65,14 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 		if start < 0 {
 			return nil
 		}
-		_, err := s.emit(ctx, as[start], newCursor(false), w)
-		return err
+		cur := newCursor(false)
+		if _, err := s.emit(ctx, as[start], cur, w); err != nil {
+			return err
+		}
+		if cur.notKept > 0 {
+			return fmt.Errorf("%w: %d node(s) of attempt %d, as said above", ErrLogNotKept, cur.notKept, as[start].Attempt)
+		}
+		return nil
 	}
 	// Follow: print attempt after attempt until the job has ended and its
 	// last attempt is printed whole.
@@ -127,6 +140,8 @@ type cursor struct {
 	// following: a log that cannot be read this time is read at the next
 	// poll instead of ending the command.
 	following bool
+	// notKept counts the nodes whose log was not kept, each said so.
+	notKept int
 }
 
 func newCursor(following bool) *cursor { return &cursor{fresh: true, following: following} }
@@ -146,6 +161,13 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 		n = max(n, countKept(s.Home, a))
 		cur.grow(n)
 		for rank := 0; rank < n; rank++ {
+			if why, ok := notKept(s.Home, a, rank); ok {
+				cur.notKept++
+				if _, err := fmt.Fprintf(w, "sortie: the log of node %d was not kept: %s\n", rank, why); err != nil {
+					return false, err
+				}
+				continue
+			}
 			for {
 				b, err := readFrom(home.NodeLog(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
 				if err != nil {
@@ -250,14 +272,36 @@ func (c *cursor) write(w io.Writer, rank, nodes int, b []byte, flush bool) error
 	return err
 }
 
+// countKept counts the nodes whose log was kept, or said not to be.
 func countKept(h string, a *store.Attempt) int {
 	n := 0
 	for {
 		if _, err := os.Stat(home.NodeLog(h, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
-			return n
+			if _, err := os.Stat(home.NodeLogMissing(h, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
+				return n
+			}
 		}
 		n++
 	}
+}
+
+// notKept says why node rank's log of the ended attempt a was not kept,
+// when it was not.
+func notKept(h string, a *store.Attempt, rank int) (string, bool) {
+	if _, err := os.Stat(home.NodeLog(h, a.JobID, a.TaskIdx, a.Attempt, rank)); err == nil {
+		return "", false
+	}
+	f, err := os.Open(home.NodeLogMissing(h, a.JobID, a.TaskIdx, a.Attempt, rank))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 4096))
+	why := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
+	if why == "" {
+		why = "no reason was recorded"
+	}
+	return why, true
 }
 
 func readFrom(path string, off int64) ([]byte, error) {

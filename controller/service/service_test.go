@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"sortie/controller/clouds"
+	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
+	"sortie/strategy"
 )
 
 func testService(t *testing.T) *Service {
@@ -91,5 +93,47 @@ func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
 	}
 	if err := s.Logs(context.Background(), LogsRequest{ID: id}, &bytes.Buffer{}); err == nil {
 		t.Error("logs of a running attempt whose log cannot be read returned no error")
+	}
+}
+
+// A node log that could not be kept is said so, with its reason, beside
+// the logs that were, and the command fails instead of printing nothing.
+func TestLogsSayWhichLogWasNotKept(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	id, err := s.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte("{}")}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Store.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.MarkLaunched(ctx, a.ID, "aws", "us-east-1", "us-east-1a", []string{"i-0", "i-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.MarkRunning(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	e := strategy.Ended{Outcome: strategy.Preempted, ExitCodes: []*int{nil, nil}}
+	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, e, true)
+	if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.Outcome, ExitCodes: e.ExitCodes}, d, store.Facts{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := home.LogDir(s.Home, id, 0, 1)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(home.NodeLogMissing(s.Home, id, 0, 1, 0), []byte("node 0 was preempted when the attempt ended\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(home.NodeLog(s.Home, id, 0, 1, 1), []byte("step 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = s.Logs(ctx, LogsRequest{ID: id}, &out)
+	want := "sortie: the log of node 0 was not kept: node 0 was preempted when the attempt ended\n(node 1) step 1\n"
+	if !errors.Is(err, ErrLogNotKept) || out.String() != want {
+		t.Errorf("logs printed %q and returned %v; want %q and ErrLogNotKept", out.String(), err, want)
 	}
 }

@@ -283,6 +283,13 @@ func (s *Store) SetUnreachable(ctx context.Context, a *Attempt, n int, reason st
 	})
 }
 
+// SetStatusReason shows what a job in flight waits for (a launch waiting
+// for SSH) as its status reason; a job that has ended or is being
+// cancelled keeps its own.
+func (s *Store) SetStatusReason(ctx context.Context, jobID int64, reason string) error {
+	return s.exec(ctx, `UPDATE jobs SET status_reason = ? WHERE id = ? AND cancel_requested = 0 AND status NOT IN `+terminalSQL, reason, jobID)
+}
+
 // SetWaiting makes a job PENDING while no placement has capacity, with a
 // reason shown to the user and the time of its next round of launch tries.
 // It fails with ErrTerminal when the job has ended, and with

@@ -357,3 +357,65 @@ func TestConcurrentLaunchesOfOneName(t *testing.T) {
 		t.Errorf("RunInstances called %d times, want 1", n)
 	}
 }
+
+// A launch whose nodes refuse sortie's key says why it waits, try after
+// try; cancelling it stops it at once and terminates its instances.
+func TestLaunchStuckOnSSHSaysWhyAndStopsWhenCancelled(t *testing.T) {
+	e := newEnv(t)
+	refusing := testenv.StartSSHD(t) // sortie's key is not authorized there
+	p := e.provider(t, func(c *Config) {
+		c.ProxyCommand = refusing.ProxyCommand
+		c.LaunchTimeout = 10 * time.Minute
+	})
+	s := spec(1201, 1, zone("us-east-1a"), spot())
+	t.Cleanup(func() { p.Terminate(context.Background(), s.Name) })
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	said := make(chan string, 100)
+	pctx := provision.WithProgress(ctx, func(msg string) {
+		select {
+		case said <- msg:
+		default:
+		}
+	})
+	result := make(chan error, 1)
+	go func() {
+		_, err := p.Launch(pctx, s)
+		result <- err
+	}()
+	want := "waiting for SSH on node 0: unable to authenticate (the node does not accept sortie's key; `sortie check` prints it), try 2"
+	for seen := false; !seen; {
+		select {
+		case msg := <-said:
+			seen = msg == want
+			if !strings.HasPrefix(msg, "waiting for") {
+				t.Fatalf("progress %q, want what the launch waits for", msg)
+			}
+		case err := <-result:
+			t.Fatalf("the launch ended (%v) before saying %q", err, want)
+		case <-time.After(time.Minute):
+			t.Fatalf("the launch never said %q", want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-result:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled launch: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled launch goes on")
+	}
+	if n := e.proxy.Calls("TerminateInstances", "us-east-1"); n != 1 {
+		t.Errorf("TerminateInstances called %d times, want 1", n)
+	}
+	m, err := p.Status(context.Background(), []string{s.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range m[s.Name].Nodes {
+		if n.State != provision.NodeTerminated {
+			t.Errorf("node %d is %s after the cancelled launch, want terminated", n.Rank, n.State)
+		}
+	}
+}

@@ -82,6 +82,8 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err != nil {
 		return nil, fmt.Errorf("launch %s in %s: %w", spec.Name, where, err)
 	}
+	// Status must see the new instances, not an answer from before them.
+	defer p.forgetStatus(region, nil)
 	out, err := p.client(region).RunInstances(ctx, input)
 	if err != nil {
 		err = classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
@@ -285,6 +287,7 @@ func (p *Provider) waitReady(ctx context.Context, region string, spec provision.
 			}
 			return c, nil
 		}
+		provision.Progress(ctx, fmt.Sprintf("waiting for the instances of %s to run (%d of %d running)", spec.Name, running(c), spec.NumNodes))
 		if err := wait.Pause(ctx, "instances of "+spec.Name+" to run"); err != nil {
 			return nil, err
 		}
@@ -313,6 +316,16 @@ func (p *Provider) clusterOf(ctx context.Context, region, name string, ids []str
 		c = &provision.Cluster{Name: name}
 	}
 	return c, nil
+}
+
+func running(c *provision.Cluster) int {
+	n := 0
+	for _, node := range c.Nodes {
+		if node.State == provision.NodeRunning {
+			n++
+		}
+	}
+	return n
 }
 
 func allRunning(c *provision.Cluster, want int) (bool, error) {

@@ -64,6 +64,11 @@ type Config struct {
 	// LaunchTimeout bounds how long Launch waits for instances to run and
 	// answer SSH; zero means 10 minutes.
 	LaunchTimeout time.Duration
+	// StatusMaxAge is how long one region's DescribeInstances answers
+	// every Status call (the controller sets its poll interval); zero
+	// means each Status asks afresh. Sortie's own launches and
+	// terminations make the next Status ask afresh.
+	StatusMaxAge time.Duration
 }
 
 // Provider is the EC2 backend. It is safe for concurrent use.
@@ -80,6 +85,7 @@ type Provider struct {
 	mu      sync.Mutex
 	clients map[string]ec2API
 	cache   cache
+	status  statusCache
 }
 
 var _ provision.Provider = (*Provider)(nil)

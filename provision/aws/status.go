@@ -3,10 +3,13 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -235,28 +238,100 @@ func anyLive(c *provision.Cluster) bool {
 
 // Status implements provision.Provider with one paginated DescribeInstances
 // per region for all of sortie's instances there, whatever the number of
-// clusters asked about.
+// clusters asked about. With StatusMaxAge set, one such call answers every
+// Status of its region until it is that old (the controller's ticks each
+// ask for a shard of the jobs: together they cost one call per region per
+// poll interval); callers that ask while it is in flight wait for it.
 func (p *Provider) Status(ctx context.Context, names []string) (map[string]*provision.Cluster, error) {
 	out := map[string]*provision.Cluster{}
 	if len(names) == 0 {
 		return out, nil
 	}
-	all, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
-		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"))
-		if err != nil {
-			return nil, err
-		}
-		return clustersFrom(region, instances), nil
-	})
+	all, err := p.eachRegion(ctx, p.regionClusters)
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
 		if c, ok := all[name]; ok {
-			out[name] = c
+			out[name] = cloneCluster(c)
 		}
 	}
 	return out, nil
+}
+
+// regionStatus is one region's answer to Status, shared while it is young.
+type regionStatus struct {
+	at       time.Time     // when the call began
+	done     chan struct{} // closed when clusters and err are set
+	clusters map[string]*provision.Cluster
+	err      error
+}
+
+// statusCache holds each region's latest answer.
+type statusCache struct {
+	mu      sync.Mutex
+	regions map[string]*regionStatus
+}
+
+// regionClusters is every cluster of sortie's in region: the shared answer
+// while it is younger than StatusMaxAge, else a new DescribeInstances.
+func (p *Provider) regionClusters(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
+	if p.cfg.StatusMaxAge <= 0 {
+		return p.describeClusters(ctx, region)
+	}
+	now := p.cfg.Now()
+	p.status.mu.Lock()
+	if p.status.regions == nil {
+		p.status.regions = map[string]*regionStatus{}
+	}
+	if e := p.status.regions[region]; e != nil && now.Sub(e.at) < p.cfg.StatusMaxAge {
+		p.status.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.clusters, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e := &regionStatus{at: now, done: make(chan struct{})}
+	p.status.regions[region] = e
+	p.status.mu.Unlock()
+	// The call answers others too: one caller giving up must not fail it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	e.clusters, e.err = p.describeClusters(cctx, region)
+	close(e.done)
+	if e.err != nil {
+		p.forgetStatus(region, e) // an error is never shared past its call
+	}
+	return e.clusters, e.err
+}
+
+// forgetStatus drops region's shared answer (e, or any when e is nil):
+// sortie changed the region's instances, and the next Status asks afresh.
+func (p *Provider) forgetStatus(region string, e *regionStatus) {
+	p.status.mu.Lock()
+	defer p.status.mu.Unlock()
+	if cur := p.status.regions[region]; cur != nil && (e == nil || cur == e) {
+		delete(p.status.regions, region)
+	}
+}
+
+func (p *Provider) describeClusters(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
+	instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"))
+	if err != nil {
+		return nil, err
+	}
+	return clustersFrom(region, instances), nil
+}
+
+// cloneCluster copies c, so that callers sharing an answer never share
+// what they change.
+func cloneCluster(c *provision.Cluster) *provision.Cluster {
+	out := *c
+	out.Nodes = slices.Clone(c.Nodes)
+	out.Tags = maps.Clone(c.Tags)
+	return &out
 }
 
 // List implements provision.Provider: every cluster sortie tagged that still
@@ -299,6 +374,7 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 // cluster's ports security group, once no instance uses it.
 func (p *Provider) Terminate(ctx context.Context, name string) error {
 	_, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
+		defer p.forgetStatus(region, nil)
 		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, name))
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"sortie/provision"
@@ -49,7 +50,7 @@ func (d *Deadline) Pause(ctx context.Context, what string) error {
 func AwaitSSH(ctx context.Context, c *provision.Cluster,
 	open func(context.Context, *provision.Cluster, int) (provision.Runner, error), d *Deadline) error {
 	for rank := range c.Nodes {
-		for {
+		for try := 1; ; try++ {
 			err := probe(ctx, c, rank, open)
 			if err == nil {
 				break
@@ -58,6 +59,7 @@ func AwaitSSH(ctx context.Context, c *provision.Cluster,
 			if provision.Classify(err) == provision.ClassPrechecks || errors.As(err, &mismatch) {
 				return err
 			}
+			provision.Progress(ctx, fmt.Sprintf("waiting for SSH on node %d: %s, try %d", rank, sshReason(err), try))
 			if perr := d.Pause(ctx, fmt.Sprintf("SSH on %s node %d", c.Name, rank)); perr != nil {
 				return fmt.Errorf("%w; last error: %w", perr, err)
 			}
@@ -75,4 +77,27 @@ func probe(ctx context.Context, c *provision.Cluster, rank int,
 	defer r.Close()
 	_, err = r.Exec(ctx, "true", nil)
 	return err
+}
+
+// sshReason is why a node did not answer SSH, in a few words: the common
+// causes by name, else the error itself (cut short).
+func sshReason(err error) string {
+	msg := err.Error()
+	for _, known := range []struct{ in, say string }{
+		{"unable to authenticate", "unable to authenticate (the node does not accept sortie's key; `sortie check` prints it)"},
+		{"connection refused", "connection refused"},
+		{"no route to host", "no route to host"},
+		{"i/o timeout", "connection timed out"},
+		{"deadline exceeded", "connection timed out"},
+		{"connection reset", "connection reset"},
+		{"handshake failed", "SSH handshake failed"},
+	} {
+		if strings.Contains(msg, known.in) {
+			return known.say
+		}
+	}
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return msg
 }

@@ -125,3 +125,26 @@ func TestAwaitSSH(t *testing.T) {
 		t.Errorf("never answering: %v", err)
 	}
 }
+
+// Each failed try says what the wait is for and why, through the launch's
+// progress report.
+func TestAwaitSSHReportsWhyItWaits(t *testing.T) {
+	cluster := &provision.Cluster{Name: "c", Nodes: []provision.Node{{Rank: 0}, {Rank: 1}}}
+	denied := errors.New("ssh ubuntu@10.0.0.1:22 (i-0): ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], no supported methods remain")
+	refused := errors.New("dial tcp 10.0.0.2:22: connect: connection refused")
+	var got []string
+	ctx := provision.WithProgress(context.Background(), func(msg string) { got = append(got, msg) })
+	nodes := []*node{{fails: []error{denied, denied}}, {fails: []error{refused}}}
+	if err := AwaitSSH(ctx, cluster, opener(nodes, nil), deadline(newClock())); err != nil {
+		t.Fatal(err)
+	}
+	auth := "unable to authenticate (the node does not accept sortie's key; `sortie check` prints it)"
+	want := []string{
+		"waiting for SSH on node 0: " + auth + ", try 1",
+		"waiting for SSH on node 0: " + auth + ", try 2",
+		"waiting for SSH on node 1: connection refused, try 1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -43,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws", "which groups to run, comma-separated")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
 	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
@@ -68,12 +68,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -207,6 +207,23 @@ func (b *bench) queue(ctx context.Context) error {
 	b.figure(n+"_ratio", float64(r.Status)/float64(floor), 1, "x")
 	b.figure("queue_default_"+count(o.Jobs)+"_ms", suite.Ms(r.Default), 0, "ms")
 	b.figure("queue_default_"+count(o.Jobs)+"_ratio", float64(r.Default)/float64(floor), 1, "x")
+	return nil
+}
+
+// aws measures the DescribeInstances calls a minute of the controller's
+// status checks costs for 1 and 100 jobs in one region (target: equal).
+func (b *bench) aws(ctx context.Context) error {
+	home := b.home("aws")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	r, err := suite.RunAWS(ctx, suite.AWSOptions{Home: home, Jobs: []int{1, 100}, Progress: b.log})
+	if err != nil {
+		return err
+	}
+	b.figure("aws_describe_per_min_1_job", r[1], 1, "calls")
+	b.figure("aws_describe_per_min_100_jobs", r[100], 1, "calls")
+	b.figure("aws_describe_100_to_1_ratio", r[100]/r[1], 2, "x")
 	return nil
 }
 

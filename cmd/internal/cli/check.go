@@ -31,7 +31,13 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 			if warning, err := svc.HomeWarning(); err != nil || warning != "" {
 				fmt.Fprintf(f.Err, "warning: %s\n", cmp.Or(warning, fmt.Sprint(err)))
 			}
+			// The key the VM clouds log in with: made now when missing, so
+			// that it can be put in place (an image, a bastion) before a launch.
+			key, kerr := svc.SSHKey()
 			if output == "json" {
+				if kerr != nil {
+					return kerr
+				}
 				return printJSON(f.Out, checks)
 			}
 			for _, c := range checks {
@@ -47,6 +53,14 @@ func NewCmdCheck(f *Factory) *cobra.Command {
 					fmt.Fprintf(f.Out, "  ✗ %s\n", printable(p))
 				}
 			}
+			if kerr != nil {
+				return kerr
+			}
+			made := ""
+			if key.Created {
+				made = ", created now"
+			}
+			fmt.Fprintf(f.Out, "ssh key: %s%s; its public key, which AWS and GCP instances accept:\n  %s\n", key.Path, made, key.PublicKey)
 			return nil
 		},
 	}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sortie/controller/home"
+	"sortie/controller/lifecycle"
+	"sortie/provision"
+	"sortie/provision/node"
+)
+
+// silentNodes is a cloud whose running nodes never answer: a dial waits
+// until its context ends. It counts the dials of each rank and how many
+// wait at once.
+type silentNodes struct {
+	*fakeCloud
+	mu                  sync.Mutex
+	dials               map[int]int
+	waiting, mostAtOnce int
+}
+
+func (s *silentNodes) Runner(ctx context.Context, _ *provision.Cluster, rank int) (provision.Runner, error) {
+	s.mu.Lock()
+	s.dials[rank]++
+	s.waiting++
+	s.mostAtOnce = max(s.mostAtOnce, s.waiting)
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.mu.Lock()
+	s.waiting--
+	s.mu.Unlock()
+	return nil, ctx.Err()
+}
+
+// When the cloud reports a node preempted, the attempt ends without ever
+// dialling that node; the live nodes are read at once, each within the
+// deadline; and every log not kept is said so beside the kept ones.
+func TestEndingNeverDialsGoneNodesAndReadsLiveOnesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	fake := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	cloud := &silentNodes{fakeCloud: fake, dials: map[int]int{}}
+	c := newTestController(t, fake)
+	c.Providers = oneCloud{cloud}
+	c.LogDeadline = 20 * time.Millisecond
+	j, a := runningAttempt(t, c, fake, "run: train\nnum_nodes: 3\n")
+	cl := &provision.Cluster{Name: a.Cluster, Nodes: []provision.Node{
+		{Rank: 0, State: provision.NodePreempted, Reason: "Server.SpotInstanceTermination"},
+		{Rank: 1, State: provision.NodeRunning},
+		{Rank: 2, State: provision.NodeRunning},
+	}}
+	fake.clusters[a.Cluster] = cl
+	a.InstanceIDs = []string{"i-0", "i-1", "i-2"}
+	snap := snapshot{clusters: map[string]*provision.Cluster{a.Cluster: cl}, failed: map[string]error{}}
+	done := make(chan error, 1)
+	go func() { done <- c.observe(ctx, j, nil, a, snap) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ending the attempt waits on nodes that never answer")
+	}
+	if j, _ := c.Store.Job(ctx, j.ID); j.Status != lifecycle.Recovering {
+		t.Errorf("job is %s (%s), want RECOVERING", j.Status, j.StatusReason)
+	}
+	cloud.mu.Lock()
+	defer cloud.mu.Unlock()
+	if cloud.dials[0] != 0 {
+		t.Errorf("the preempted node was dialled %d times, want never", cloud.dials[0])
+	}
+	if cloud.dials[1] == 0 || cloud.dials[2] == 0 {
+		t.Errorf("dials of the live nodes: %v, want each read", cloud.dials)
+	}
+	if cloud.mostAtOnce < 2 {
+		t.Errorf("at most %d node was read at once, want the two live nodes together", cloud.mostAtOnce)
+	}
+	for rank, want := range []string{
+		"node 0 was preempted when the attempt ended (Server.SpotInstanceTermination)",
+		"node 1 could not be read when the attempt ended: context deadline exceeded",
+		"node 2 could not be read when the attempt ended: context deadline exceeded",
+	} {
+		b, err := os.ReadFile(home.NodeLogMissing(c.Config.Home, j.ID, 0, a.Attempt, rank))
+		if err != nil || strings.TrimSpace(string(b)) != want {
+			t.Errorf("node %d: note %q, %v; want %q", rank, b, err, want)
+		}
+	}
+}
+
+// chunkedLog is a node whose log comes in full chunks, then a short one;
+// it records the deadline each read was given.
+type chunkedLog struct {
+	full      int
+	deadlines []time.Time
+}
+
+func (c *chunkedLog) Exec(ctx context.Context, _ string, _ io.Reader) ([]byte, error) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return nil, errors.New("a read without a deadline")
+	}
+	c.deadlines = append(c.deadlines, d)
+	if len(c.deadlines) <= c.full {
+		return bytes.Repeat([]byte{'x'}, node.MaxLogChunk), nil
+	}
+	return []byte("end\n"), nil
+}
+func (c *chunkedLog) Dir() string  { return "/n" }
+func (c *chunkedLog) Close() error { return nil }
+
+// The deadline bounds each chunk of a log, not the whole copy: a node
+// sending a long log is never cut off for taking longer than one deadline.
+func TestKeepLogBoundsEachChunk(t *testing.T) {
+	r := &chunkedLog{full: 3}
+	path := filepath.Join(t.TempDir(), "node-0.log")
+	if err := keepLog(context.Background(), r, path, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != int64(3*node.MaxLogChunk+4) {
+		t.Fatalf("kept %v, %v; want the whole log", st, err)
+	}
+	for i := 1; i < len(r.deadlines); i++ {
+		if !r.deadlines[i].After(r.deadlines[i-1]) {
+			t.Errorf("read %d had the deadline of read %d: one deadline for the whole copy", i, i-1)
+		}
+	}
+}
