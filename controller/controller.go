@@ -44,6 +44,9 @@ type Controller struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Rand      func() float64
+	// Pause, when set, is called at the pause points (pause.go) that
+	// crash tests aim kills at; nil costs nothing.
+	Pause func(point string, job int64, attempt int)
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
