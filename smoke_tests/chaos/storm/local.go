@@ -425,8 +425,11 @@ func (d *diskFull) mount(dir string) error {
 	return nil
 }
 
+// unmount keeps a copy of what the home held beside it (HOME.kept: the
+// store, the controller's log) and unmounts it.
 func (d *diskFull) unmount() {
 	if d.dir != "" {
+		_ = exec.Command("cp", "-a", d.dir+"/.", d.dir+".kept").Run()
 		_ = exec.Command("umount", "-l", d.dir).Run()
 	}
 }
