@@ -35,6 +35,10 @@ func AnswerHere(req Request) (out []byte, ok bool) {
 	return nil, false
 }
 
+// afterAliveCheck is called between pollHere's look at the wrapper and its
+// read of the exit code: a test makes the wrapper end there.
+var afterAliveCheck = func() {}
+
 // pollHere does what pollBody does.
 func pollHere(dir string) ([]byte, bool) {
 	fi, err := os.Stat(dir)
@@ -49,7 +53,14 @@ func pollHere(dir string) ([]byte, bool) {
 	if err != nil || strings.ContainsRune(d, '\n') {
 		return nil, false
 	}
+	// Liveness first, as pollBody: a wrapper that writes its exit code and
+	// exits between the two looks is seen alive, or with its code.
+	alive := wrapperAliveHere(d)
+	afterAliveCheck()
 	var b bytes.Buffer
+	if alive {
+		b.WriteString("alive=1\n")
+	}
 	if exists(d+"/begun") || exists(d+"/pid") {
 		b.WriteString("started=1\n")
 	}
@@ -77,9 +88,6 @@ func pollHere(dir string) ([]byte, bool) {
 	}
 	if isRegular(d + "/stop") {
 		b.WriteString("stopped=1\n")
-	}
-	if wrapperAliveHere(d) {
-		b.WriteString("alive=1\n")
 	}
 	return b.Bytes(), true
 }

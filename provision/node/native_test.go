@@ -279,3 +279,87 @@ func mustTar(t *testing.T) []byte {
 	}
 	return b
 }
+
+// fakeWrapper starts a process whose command line names d's wrapper.sh, as
+// the wrapper's does, running body in d, and records its pid there. wait
+// reaps it.
+func fakeWrapper(t *testing.T, d, body string) (cmd *exec.Cmd, wait func()) {
+	t.Helper()
+	cmd = exec.Command("bash", "-c", body, d+"/wrapper.sh")
+	cmd.Dir = d
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, d+"/pid", strconv.Itoa(cmd.Process.Pid)+"\n")
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); in.Close(); <-done })
+	return cmd, func() { in.Close(); <-done }
+}
+
+// A wrapper that writes its exit code and exits while a poll looks at the
+// node is seen alive or with its code, never dead without one: the poll
+// looks at the wrapper before it reads the exit code.
+func TestPollHereSeesAWrapperEndingMidPollWithItsCode(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, d+"/begun", "")
+	_, wait := fakeWrapper(t, d, "read -r x")
+	defer func() { afterAliveCheck = func() {} }()
+	afterAliveCheck = func() {
+		write(t, d+"/exit_code", "run 7 -\n")
+		wait()
+	}
+	out, ok := pollHere(d)
+	if !ok {
+		t.Fatal("not answered here")
+	}
+	st, err := parseStatus(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Done || st.ExitCode != 7 {
+		t.Errorf("poll while the wrapper wrote 7 and exited: %+v (%q); want done with 7", st, out)
+	}
+}
+
+// The poll script has the same order; under load the window between its
+// two looks widens, and a conformance test saw a wrapper "dead without an
+// exit code" there. Wrappers that always write their code end while a
+// poll loop watches each: none may be seen dead without it.
+func TestPollScriptNeverSeesAWrapperDeadWithoutItsCode(t *testing.T) {
+	n := 30
+	if testing.Short() {
+		n = 10
+	}
+	for i := 0; i < n; i++ {
+		d, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, d+"/begun", "")
+		fakeWrapper(t, d, `sleep 0.0$((RANDOM % 4)); echo "run 7 -" >exit_code.tmp; mv exit_code.tmp exit_code; exit 0`)
+		s := script(pollBody, "D", d)
+		for {
+			st, err := parseStatus(runScript(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Done {
+				if st.ExitCode != 7 {
+					t.Fatalf("wrapper %d: %+v, want exit code 7", i, st)
+				}
+				break
+			}
+			if !st.WrapperAlive {
+				t.Fatalf("wrapper %d: seen dead without an exit code, yet it wrote 7 before exiting: %+v", i, st)
+			}
+		}
+	}
+}

@@ -15,6 +15,9 @@ import (
 const pollBody = `
 [ -d "$D" ] || exit 0
 cd "$D" || exit 1
+# Liveness first: a wrapper that writes its exit code and exits between the
+# two looks is then seen alive, or with its code; never dead without one.
+wrapper_alive && echo alive=1
 { [ -e begun ] || [ -e pid ]; } && echo started=1
 [ -f phase ] && echo "phase=$(cat phase)"
 if [ -f exit_code ]; then
@@ -29,7 +32,6 @@ else
 	done
 fi
 [ -f stop ] && echo stopped=1
-wrapper_alive && echo alive=1
 exit 0
 `
 
