@@ -134,7 +134,7 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 	go func() { defer wg.Done(); w.run(wctx, 200*time.Millisecond) }()
 	defer func() { stopWatch(); wg.Wait() }()
 
-	span := time.Duration(o.Kills) * (o.KillMin + o.KillMax) / 2 / 2
+	span := time.Duration(o.Kills) * (o.KillMin + o.KillMax) / 2 * 2 / 3
 	subErr := make(chan error, 1)
 	go func() { subErr <- submitFiles(ctx, o.Home, files, span) }()
 
@@ -165,15 +165,18 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 			}
 		}
 		if aimEvery > 0 && k%aimEvery == 0 && r.Aimed < o.Aimed {
+			// The points in turn; when the one due does not come within
+			// 8s (no start left to make, say), the next point of any kind.
 			want := points[r.Aimed%len(points)]
 			pw.skip()
-			deadline := time.Now().Add(20 * time.Second)
+			start := time.Now()
+			deadline := start.Add(20 * time.Second)
 			for time.Now().Before(deadline) {
 				line, err := pw.next(ctx, time.Until(deadline))
 				if err != nil {
 					break
 				}
-				if strings.Contains(line, want) {
+				if strings.Contains(line, want) || time.Since(start) > 8*time.Second {
 					r.Aimed++
 					fmt.Fprintf(o.Progress, "local: kill at %s\n", line)
 					break
