@@ -159,13 +159,6 @@ func (c *ctl) stop(timeout time.Duration) error {
 	}
 }
 
-// nudge makes the running controller look at the store now.
-func (c *ctl) nudge() {
-	if c.cur != nil {
-		_ = syscall.Kill(c.cur.pid, syscall.SIGUSR1)
-	}
-}
-
 // gap is a random wait in [lo, hi].
 func (c *ctl) gap(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
