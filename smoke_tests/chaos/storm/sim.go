@@ -161,8 +161,9 @@ func RunSim(ctx context.Context, o Options) (*Result, error) {
 // storm kills the controller o.Kills times, KillMin to KillMax apart,
 // restarting it each time: o.Doubles of the restarts start two at once,
 // and with o.Freeze it is stopped once with SIGSTOP, the CLI's reads
-// checked meanwhile. aim, when set, is asked before each kill whether to
-// aim it (wait for a pause point first); it runs between kills otherwise.
+// checked meanwhile. between, when set, runs before each kill (k counts
+// from 1): it may preempt a node, fill the disk, or wait for a pause point
+// so that the kill lands there.
 func storm(ctx context.Context, c *ctl, o Options, r *Result, between func(k int) error) error {
 	doubleEvery := 0
 	if o.Doubles > 0 {
