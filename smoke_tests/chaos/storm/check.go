@@ -33,10 +33,11 @@ type Result struct {
 	Changed    int // a terminal status that changed
 	// DiskFull says how the full disk went: "" when not tried.
 	DiskFull string
-	// UnknownWhileFull counts exit codes recorded unknown because the
-	// disk was full when the task ended: allowed, and reported.
-	UnknownWhileFull int
-	Statuses         map[string]int
+	// EndedWhileFull counts the nodes whose task ended while the disk was
+	// full; UnknownWhileFull those of them whose code is recorded unknown,
+	// as it could not be written: allowed, and reported.
+	EndedWhileFull, UnknownWhileFull int
+	Statuses                         map[string]int
 	// Problems describes the first broken invariants.
 	Problems []string
 }
@@ -46,7 +47,7 @@ func (r *Result) Line() string {
 	s := fmt.Sprintf("%s: jobs %d, kills %d, lost %d, duplicated %d, leaked %d, mismatched %d, changed %d (aimed kills %d, double starts %d, sigstops %d, preempts %d",
 		r.Cloud, r.Jobs, r.Kills, r.Lost, r.Duplicated, r.Leaked, r.Mismatched, r.Changed, r.Aimed, r.Doubles, r.Frozen, r.Preempts)
 	if r.DiskFull != "" {
-		s += fmt.Sprintf(", disk full: %s, unknown codes while full %d", r.DiskFull, r.UnknownWhileFull)
+		s += fmt.Sprintf(", disk full: %s, tasks ended while full %d, their codes unknown %d", r.DiskFull, r.EndedWhileFull, r.UnknownWhileFull)
 	}
 	return s + ")"
 }

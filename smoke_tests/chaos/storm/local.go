@@ -29,8 +29,8 @@ type LocalOptions struct {
 	Aimed int
 	// Preempts are nodes taken away with `sortie local preempt`.
 	Preempts int
-	// DiskFull puts the home on a small tmpfs (as root) and fills it for a
-	// few seconds once, then frees it.
+	// DiskFull puts the home on a small tmpfs (as root) and fills it for
+	// 8s once, then frees it.
 	DiskFull bool
 	// Outside is the tasks' own log, outside the home: each node's start
 	// and the exit code it chose.
@@ -158,7 +158,7 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 			}
 		}
 		if full != nil && k == fullAt {
-			if err := full.fill(ctx, 4*time.Second, o.Progress); err != nil {
+			if err := full.fill(ctx, 8*time.Second, o.Progress); err != nil {
 				r.DiskFull = "failed: " + err.Error()
 			} else {
 				r.DiskFull = "filled and freed"
@@ -242,21 +242,25 @@ func submitFiles(ctx context.Context, home string, files []string, span time.Dur
 }
 
 // preemptOne takes node 0 of a running job away with `sortie local
-// preempt`, as a spot interruption would.
+// preempt, as a spot interruption would. A job may end between the choice
+// and the preempt: then another is tried, up to five.
 func preemptOne(ctx context.Context, db *sql.DB, c *ctl) (int64, int, bool) {
-	var id int64
-	var att int
-	err := db.QueryRowContext(ctx, `SELECT job_id, attempt FROM attempts WHERE state = 'running' ORDER BY RANDOM() LIMIT 1`).Scan(&id, &att)
-	if err != nil {
-		return 0, 0, false
-	}
-	cmd := exec.CommandContext(ctx, c.cliBin(), "local", "preempt", strconv.FormatInt(id, 10), "--node", "0")
-	cmd.Env = c.env
-	if out, err := cmd.CombinedOutput(); err != nil {
+	for try := 0; try < 5; try++ {
+		var id int64
+		var att int
+		err := db.QueryRowContext(ctx, `SELECT job_id, attempt FROM attempts WHERE state = 'running' ORDER BY RANDOM() LIMIT 1`).Scan(&id, &att)
+		if err != nil {
+			return 0, 0, false
+		}
+		cmd := exec.CommandContext(ctx, c.cliBin(), "local", "preempt", strconv.FormatInt(id, 10), "--node", "0")
+		cmd.Env = c.env
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return id, att, true
+		}
 		fmt.Fprintf(c.log, "local: preempt %d: %v: %s", id, err, out)
-		return 0, 0, false
 	}
-	return id, att, true
+	return 0, 0, false
 }
 
 func (c *ctl) cliBin() string { return filepath.Join(filepath.Dir(c.bin), "sortie") }
@@ -333,11 +337,15 @@ func (r *Result) checkLocalLog(jobs map[int64]*job, path string, preempted map[[
 					r.problem(&r.Duplicated, "job %d attempt %d node %d: started %d times", id, a.Attempt, rank, l.starts)
 				}
 				got := a.Codes[rank]
+				if l != nil && l.exited && got != nil && full.covers(l.at) {
+					r.EndedWhileFull++
+				}
 				switch {
 				case l != nil && l.exited && got != nil && *got == l.code:
 				case l != nil && l.exited && got == nil && wasPreempted:
 				case l != nil && l.exited && got == nil && full.covers(l.at):
 					r.UnknownWhileFull++
+					r.EndedWhileFull++
 				case l != nil && l.exited:
 					counter := &r.Mismatched
 					if got == nil {
@@ -464,14 +472,14 @@ func (d *diskFull) fill(ctx context.Context, hold time.Duration, progress interf
 		}
 	}
 	f.Close()
-	fmt.Fprintf(progress, "local: the home's disk is full\n")
+	fmt.Fprintf(progress, "local: the home's disk is full (%s)\n", d.from.UTC().Format("15:04:05.000"))
 	select {
 	case <-ctx.Done():
 	case <-time.After(hold):
 	}
 	err = os.Remove(p)
 	d.till = time.Now()
-	fmt.Fprintf(progress, "local: the home's disk is freed\n")
+	fmt.Fprintf(progress, "local: the home's disk is freed (%s)\n", d.till.UTC().Format("15:04:05.000"))
 	return err
 }
 
