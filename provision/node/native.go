@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,12 +96,25 @@ func pollHere(dir string) ([]byte, bool) {
 // wrapperAliveHere is the prelude's wrapper_alive: the pid file names a
 // process that exists, is not a zombie, and runs d's wrapper.sh.
 func wrapperAliveHere(d string) bool {
-	if !isRegular(d + "/pid") {
-		return false
-	}
-	b, err := os.ReadFile(d + "/pid")
-	if err != nil {
-		return false
+	var b []byte
+	if isRegular(d + "/pid") {
+		var err error
+		if b, err = os.ReadFile(d + "/pid"); err != nil {
+			return false
+		}
+	} else {
+		// recorded's fallback: the number in the name of pid.is.N.
+		names, _ := filepath.Glob(d + "/pid.is.*")
+		sort.Strings(names)
+		for _, n := range names {
+			if isRegular(n) {
+				b = []byte(strings.TrimPrefix(n, d+"/pid.is.") + "\n")
+				break
+			}
+		}
+		if b == nil {
+			return false
+		}
 	}
 	// read -r fails on a line that no newline ends.
 	line, _, found := bytes.Cut(b, []byte{'\n'})

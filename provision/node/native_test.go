@@ -151,6 +151,23 @@ func TestAnswerHereMatchesPollScript(t *testing.T) {
 		sameAnswer(t, "pid file "+strconv.Quote(pid), poll(d))
 	}
 
+	// A pid the disk had no room for is in an empty file's name.
+	if err := os.Remove(filepath.Join(d, "pid")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pid.is." + strconv.Itoa(live), "pid.is." + strconv.Itoa(dead), "pid.is.x"} {
+		write(t, filepath.Join(d, name), "")
+		sameAnswer(t, name, poll(d))
+		if err := os.Remove(filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(d, "pid.is."+strconv.Itoa(live)), "")
+	if out, _ := AnswerHere(Request{Op: OpPoll, Dir: d}); !bytes.Contains(out, []byte("alive=1\n")) {
+		t.Errorf("pid.is.%d: %q, want the wrapper alive", live, out)
+	}
+	os.Remove(filepath.Join(d, "pid.is."+strconv.Itoa(live)))
+
 	// Through a symlink the wrapper's command line holds the real path.
 	link := filepath.Join(base, "link")
 	if err := os.Symlink(d, link); err != nil {

@@ -125,7 +125,7 @@ i=0
 while :; do
 	live=0
 	for f in pgid.setup pgid.run; do
-		[ -f "$f" ] && read -r g <"$f" || continue
+		recorded "$f" && g=$REPLY || continue
 		group_alive "$g" || continue
 		live=1
 		case $termed in *" $g "*) continue ;; esac
@@ -141,7 +141,7 @@ while :; do
 	sleep 0.05
 done
 for f in pgid.setup pgid.run; do
-	[ -f "$f" ] && read -r g <"$f" || continue
+	recorded "$f" && g=$REPLY || continue
 	group_alive "$g" && kill -s KILL -- "-$g" 2>/dev/null
 done
 # The wrapper records the exit code as soon as its phase is gone.
