@@ -34,8 +34,8 @@ type Result struct {
 	// DiskFull says how the full disk went: "" when not tried.
 	DiskFull string
 	// EndedWhileFull counts the nodes whose task ended while the disk was
-	// full; UnknownWhileFull those of them whose code is recorded unknown,
-	// as it could not be written: allowed, and reported.
+	// full; UnknownWhileFull those of them whose code is recorded unknown
+	// (each also counted lost).
 	EndedWhileFull, UnknownWhileFull int
 	Statuses                         map[string]int
 	// Problems describes the first broken invariants.

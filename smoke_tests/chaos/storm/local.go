@@ -314,8 +314,8 @@ func readTaskLog(path string) (map[[3]int64]*logged, error) {
 // checkLocalLog compares the store with the tasks' log: each node of each
 // attempt started once, every start belongs to a recorded attempt, and the
 // recorded exit code of a node is the one its task chose (unknown only
-// when it never chose one: stopped by sortie, preempted, or the disk full
-// when it ended).
+// when it never chose one: stopped by sortie or preempted; a full disk is
+// no excuse, and such codes are counted apart as well).
 func (r *Result) checkLocalLog(jobs map[int64]*job, path string, preempted map[[2]int64]bool, full *diskFull) error {
 	lg, err := readTaskLog(path)
 	if err != nil {
@@ -344,8 +344,11 @@ func (r *Result) checkLocalLog(jobs map[int64]*job, path string, preempted map[[
 				case l != nil && l.exited && got != nil && *got == l.code:
 				case l != nil && l.exited && got == nil && wasPreempted:
 				case l != nil && l.exited && got == nil && full.covers(l.at):
+					// A full disk is no excuse: the wrapper keeps a code it
+					// cannot write in a file's name.
 					r.UnknownWhileFull++
 					r.EndedWhileFull++
+					r.problem(&r.Lost, "job %d attempt %d node %d: the task exited %d while the disk was full, recorded unknown (%s)", id, a.Attempt, rank, l.code, a.Outcome)
 				case l != nil && l.exited:
 					counter := &r.Mismatched
 					if got == nil {
