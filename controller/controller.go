@@ -48,6 +48,9 @@ type Controller struct {
 	// LogDeadline bounds reading each node (exit code, log) when an
 	// attempt ends; zero means 20s.
 	LogDeadline time.Duration
+	// Pause, when set, is called at the pause points (pause.go) that
+	// crash tests aim kills at; nil costs nothing.
+	Pause func(point string, job int64, attempt int)
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.

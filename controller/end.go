@@ -80,6 +80,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	if p != nil {
 		facts.TaskName = taskName(p, a.TaskIdx)
 	}
+	c.pause(PauseEnding, j.ID, a.Attempt)
 	if err := c.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.outcome, ExitCodes: e.codes, Reason: e.reason}, d, facts); err != nil {
 		if errors.Is(err, store.ErrAttemptEnded) || errors.Is(err, store.ErrTerminal) {
 			return nil // ended meanwhile: whoever ended it tears down
@@ -91,6 +92,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	// What follows a recorded end is done even by a controller that is
 	// stopping: a graceful stop leaves no attempt ended with its task
 	// still running or its cluster up.
+	c.pause(PauseEnded, j.ID, a.Attempt)
 	actx, cancel := afterEnd(ctx)
 	defer cancel()
 	if w != nil && e.outcome != strategy.Succeeded {

@@ -34,6 +34,12 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		}
 		provs := clouds.NewSet(cfg, cls)
 		c = New(st, cfg, provs, log)
+		c.Pause, err = PauseFromEnv(os.Getenv, func(point string, job int64, attempt int) {
+			log.Info("pause point", "point", point, "job", job, "attempt", attempt)
+		})
+		if err != nil {
+			return err
+		}
 		close(ready)
 		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
 		err = c.Run(ctx)

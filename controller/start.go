@@ -74,6 +74,7 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 			return c.unreachable(ctx, j, a, rank, fmt.Errorf("start the task: %w", err))
 		}
 	}
+	c.pause(PauseStarted, j.ID, a.Attempt)
 	return c.Store.MarkRunning(ctx, a)
 }
 
@@ -155,6 +156,7 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	} {
 		env[k] = v
 	}
+	c.pause(PauseStarting, j.ID, a.Attempt)
 	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container})
 }
 

@@ -27,13 +27,13 @@ func SimConfig(cfg config.Config) sim.Config {
 	s := cfg.Sim
 	out := sim.Config{
 		BootDelay: s.BootDelay.D(), RunTime: s.RunTime.D(), PreemptRate: s.PreemptRate, PreemptAttempts: s.PreemptAttempts,
-		CapacityPerZone: s.CapacityPerZone, Seed: s.Seed, SaveEvery: s.SaveEvery.D(), DecisionLog: s.DecisionLog,
+		CapacityPerZone: s.CapacityPerZone, Seed: s.Seed, SaveEvery: 5 * time.Second, DecisionLog: s.DecisionLog,
 	}
 	if out.RunTime <= 0 {
 		out.RunTime = 10 * time.Second
 	}
-	if out.SaveEvery <= 0 {
-		out.SaveEvery = 5 * time.Second
+	if s.SaveEvery != nil && s.SaveEvery.D() >= 0 {
+		out.SaveEvery = s.SaveEvery.D()
 	}
 	if out.DecisionLog != "" && !filepath.IsAbs(out.DecisionLog) {
 		out.DecisionLog = filepath.Join(cfg.Home, out.DecisionLog)

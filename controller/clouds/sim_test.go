@@ -44,4 +44,16 @@ func TestSimConfigFromYAML(t *testing.T) {
 	if d := SimConfig(config.Config{Home: home}); d.RunTime != 10*time.Second || d.SaveEvery != 5*time.Second {
 		t.Errorf("defaults: run time %s, save every %s; want 10s and 5s", d.RunTime, d.SaveEvery)
 	}
+	for yaml, want := range map[string]time.Duration{"sim: {save_every: 0s}\n": 0, "sim: {save_every: 2s}\n": 2 * time.Second} {
+		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(home, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := SimConfig(cfg); d.SaveEvery != want {
+			t.Errorf("%q: save every %s, want %s (0: every change at once)", yaml, d.SaveEvery, want)
+		}
+	}
 }

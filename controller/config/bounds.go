@@ -40,7 +40,10 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"gcp.poll_interval", cfg.GCP.PollInterval, 5 * time.Millisecond, 10 * time.Minute, "the provider's"},
 		{"sim.boot_delay", s.BootDelay, 0, 24 * time.Hour, "0"},
 		{"sim.run_time", s.RunTime, time.Millisecond, 24 * time.Hour, "10s"},
-		{"sim.save_every", s.SaveEvery, time.Millisecond, time.Hour, "5s"},
+	}
+	if s.SaveEvery != nil {
+		// 0 means "save every change", so only the upper bound applies.
+		ds = append(ds, durationRange{"sim.save_every", *s.SaveEvery, 0, time.Hour, "5s"})
 	}
 	ns := []numberRange{
 		{"controller.max_parallel_launches", float64(c.MaxParallelLaunches), 1, 10000, "16"},

@@ -305,8 +305,11 @@ type SimConfig struct {
 	Seed uint64 `json:"seed"`
 	// SaveEvery bounds how often the sim's state is saved under
 	// $SORTIE_HOME/sim (default 5s): encoding many clusters costs the
-	// controller's process CPU each time, which a real cloud does not.
-	SaveEvery Duration `json:"save_every"`
+	// controller's process CPU each time, which a real cloud does not. 0
+	// saves every change before the call that made it returns, so that a
+	// controller killed at any moment finds the cloud as it left it (crash
+	// tests).
+	SaveEvery *Duration `json:"save_every"`
 	// DecisionLog, when set, is a file (relative to $SORTIE_HOME) where the
 	// sim records when the controller saw each attempt end and when it
 	// asked for the next one.

@@ -1,8 +1,11 @@
 package node
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -29,6 +32,15 @@ func Groups(dir string) []int {
 
 func readPID(path string) int {
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A full disk: the number is in the name of an empty file.
+		names, _ := filepath.Glob(path + ".is.*")
+		if len(names) == 0 {
+			return 0
+		}
+		sort.Strings(names)
+		b, err = []byte(strings.TrimPrefix(names[0], path+".is.")), nil
+	}
 	if err != nil {
 		return 0
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,10 @@ func AnswerHere(req Request) (out []byte, ok bool) {
 	return nil, false
 }
 
+// afterAliveCheck is called between pollHere's look at the wrapper and its
+// read of the exit code: a test makes the wrapper end there.
+var afterAliveCheck = func() {}
+
 // pollHere does what pollBody does.
 func pollHere(dir string) ([]byte, bool) {
 	fi, err := os.Stat(dir)
@@ -49,7 +54,14 @@ func pollHere(dir string) ([]byte, bool) {
 	if err != nil || strings.ContainsRune(d, '\n') {
 		return nil, false
 	}
+	// Liveness first, as pollBody: a wrapper that writes its exit code and
+	// exits between the two looks is seen alive, or with its code.
+	alive := wrapperAliveHere(d)
+	afterAliveCheck()
 	var b bytes.Buffer
+	if alive {
+		b.WriteString("alive=1\n")
+	}
 	if exists(d+"/begun") || exists(d+"/pid") {
 		b.WriteString("started=1\n")
 	}
@@ -78,21 +90,31 @@ func pollHere(dir string) ([]byte, bool) {
 	if isRegular(d + "/stop") {
 		b.WriteString("stopped=1\n")
 	}
-	if wrapperAliveHere(d) {
-		b.WriteString("alive=1\n")
-	}
 	return b.Bytes(), true
 }
 
 // wrapperAliveHere is the prelude's wrapper_alive: the pid file names a
 // process that exists, is not a zombie, and runs d's wrapper.sh.
 func wrapperAliveHere(d string) bool {
-	if !isRegular(d + "/pid") {
-		return false
-	}
-	b, err := os.ReadFile(d + "/pid")
-	if err != nil {
-		return false
+	var b []byte
+	if isRegular(d + "/pid") {
+		var err error
+		if b, err = os.ReadFile(d + "/pid"); err != nil {
+			return false
+		}
+	} else {
+		// recorded's fallback: the number in the name of pid.is.N.
+		names, _ := filepath.Glob(d + "/pid.is.*")
+		sort.Strings(names)
+		for _, n := range names {
+			if isRegular(n) {
+				b = []byte(strings.TrimPrefix(n, d+"/pid.is.") + "\n")
+				break
+			}
+		}
+		if b == nil {
+			return false
+		}
 	}
 	// read -r fails on a line that no newline ends.
 	line, _, found := bytes.Cut(b, []byte{'\n'})

@@ -151,6 +151,23 @@ func TestAnswerHereMatchesPollScript(t *testing.T) {
 		sameAnswer(t, "pid file "+strconv.Quote(pid), poll(d))
 	}
 
+	// A pid the disk had no room for is in an empty file's name.
+	if err := os.Remove(filepath.Join(d, "pid")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pid.is." + strconv.Itoa(live), "pid.is." + strconv.Itoa(dead), "pid.is.x"} {
+		write(t, filepath.Join(d, name), "")
+		sameAnswer(t, name, poll(d))
+		if err := os.Remove(filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(d, "pid.is."+strconv.Itoa(live)), "")
+	if out, _ := AnswerHere(Request{Op: OpPoll, Dir: d}); !bytes.Contains(out, []byte("alive=1\n")) {
+		t.Errorf("pid.is.%d: %q, want the wrapper alive", live, out)
+	}
+	os.Remove(filepath.Join(d, "pid.is."+strconv.Itoa(live)))
+
 	// Through a symlink the wrapper's command line holds the real path.
 	link := filepath.Join(base, "link")
 	if err := os.Symlink(d, link); err != nil {
@@ -370,4 +387,88 @@ func FuzzParseStatus(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fakeWrapper starts a process whose command line names d's wrapper.sh, as
+// the wrapper's does, running body in d, and records its pid there. wait
+// reaps it.
+func fakeWrapper(t *testing.T, d, body string) (cmd *exec.Cmd, wait func()) {
+	t.Helper()
+	cmd = exec.Command("bash", "-c", body, d+"/wrapper.sh")
+	cmd.Dir = d
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, d+"/pid", strconv.Itoa(cmd.Process.Pid)+"\n")
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); in.Close(); <-done })
+	return cmd, func() { in.Close(); <-done }
+}
+
+// A wrapper that writes its exit code and exits while a poll looks at the
+// node is seen alive or with its code, never dead without one: the poll
+// looks at the wrapper before it reads the exit code.
+func TestPollHereSeesAWrapperEndingMidPollWithItsCode(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, d+"/begun", "")
+	_, wait := fakeWrapper(t, d, "read -r x")
+	defer func() { afterAliveCheck = func() {} }()
+	afterAliveCheck = func() {
+		write(t, d+"/exit_code", "run 7 -\n")
+		wait()
+	}
+	out, ok := pollHere(d)
+	if !ok {
+		t.Fatal("not answered here")
+	}
+	st, err := parseStatus(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Done || st.ExitCode != 7 {
+		t.Errorf("poll while the wrapper wrote 7 and exited: %+v (%q); want done with 7", st, out)
+	}
+}
+
+// The poll script has the same order; under load the window between its
+// two looks widens, and a conformance test saw a wrapper "dead without an
+// exit code" there. Wrappers that always write their code end while a
+// poll loop watches each: none may be seen dead without it.
+func TestPollScriptNeverSeesAWrapperDeadWithoutItsCode(t *testing.T) {
+	n := 30
+	if testing.Short() {
+		n = 10
+	}
+	for i := 0; i < n; i++ {
+		d, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, d+"/begun", "")
+		fakeWrapper(t, d, `sleep 0.0$((RANDOM % 4)); echo "run 7 -" >exit_code.tmp; mv exit_code.tmp exit_code; exit 0`)
+		s := script(pollBody, "D", d)
+		for {
+			st, err := parseStatus(runScript(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Done {
+				if st.ExitCode != 7 {
+					t.Fatalf("wrapper %d: %+v, want exit code 7", i, st)
+				}
+				break
+			}
+			if !st.WrapperAlive {
+				t.Fatalf("wrapper %d: seen dead without an exit code, yet it wrote 7 before exiting: %+v", i, st)
+			}
+		}
+	}
 }

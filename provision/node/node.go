@@ -11,6 +11,7 @@
 //	started/                            made atomically by the first Start
 //	pid                                 the wrapper's pid (its own session and group)
 //	phase pgid.setup pgid.run           the current phase and each phase's process group
+//	pid.is.N pgid.<phase>.is.N          the same, when the disk had no room for the file's bytes
 //	log                                 stdout and stderr of both phases
 //	begun                               made by the wrapper that owns the node, first
 //	exit_code                           "<phase> <code> <-|stop>", written once, durably
@@ -99,9 +100,25 @@ type Status struct {
 const prelude = `
 [ -d "$D" ] && D=$(cd "$D" && pwd -P)
 
+# recorded NAME sets REPLY to the number the wrapper recorded in NAME, or in
+# the name of NAME.is.N when the disk had no room for NAME's bytes.
+recorded() {
+	local f
+	if [ -f "$D/$1" ]; then
+		read -r REPLY <"$D/$1"
+		return
+	fi
+	for f in "$D/$1".is.*; do
+		[ -f "$f" ] || continue
+		REPLY=${f##*.is.}
+		return 0
+	done
+	return 1
+}
+
 wrapper_alive() {
 	local p l rest a
-	[ -f "$D/pid" ] && read -r p <"$D/pid" && kill -0 "$p" 2>/dev/null || return 1
+	recorded pid && p=$REPLY && kill -0 "$p" 2>/dev/null || return 1
 	[ -d /proc/self ] || return 0
 	read -r l 2>/dev/null <"/proc/$p/stat" || return 1
 	rest=${l##*) }

@@ -363,3 +363,46 @@ func TestHalfStartIsFinished(t *testing.T) {
 		t.Errorf("log = %q, want the task to have run exactly once", got)
 	}
 }
+
+// A wrapper that could not write its pid or its phase's group (a full disk:
+// no room for the bytes) records them in empty files' names: it is seen
+// alive while its task runs, never dead without an exit code, and Stop and
+// Groups still reach its processes.
+func TestPidThatCannotBeWritten(t *testing.T) {
+	r := newNode(t)
+	for _, name := range []string{"pid.tmp", "pgid.run.tmp"} {
+		if err := os.MkdirAll(filepath.Join(r.dir, name), 0o755); err != nil {
+			t.Fatal(err) // a directory in the way: writing the file fails
+		}
+	}
+	ctx := context.Background()
+	if err := node.Start(ctx, r, node.StartSpec{Run: "sleep 30"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for seen := 0; seen < 5; {
+		st, err := node.Poll(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done || !st.WrapperAlive {
+			t.Fatalf("while the task runs: %+v; want the wrapper alive, no exit code", st)
+		}
+		if st.Phase == node.PhaseRun {
+			seen++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run phase did not begin within 10s: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if gs := node.Groups(r.dir); len(gs) != 2 || node.WrapperPID(r.dir) != gs[0] {
+		t.Errorf("groups %v, wrapper pid %d; want the wrapper's and the run phase's", gs, node.WrapperPID(r.dir))
+	}
+	if err := node.StopWithin(ctx, r, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, r); !st.Stopped || st.ExitCode != 143 {
+		t.Errorf("after Stop: %+v; want stopped with 143", st)
+	}
+}

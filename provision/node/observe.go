@@ -13,6 +13,9 @@ import (
 const pollBody = `
 [ -d "$D" ] || exit 0
 cd "$D" || exit 1
+# Liveness first: a wrapper that writes its exit code and exits between the
+# two looks is then seen alive, or with its code; never dead without one.
+wrapper_alive && echo alive=1
 { [ -e begun ] || [ -e pid ]; } && echo started=1
 [ -f phase ] && echo "phase=$(head -c 65 phase)"
 if [ -f exit_code ]; then
@@ -27,7 +30,6 @@ else
 	done
 fi
 [ -f stop ] && echo stopped=1
-wrapper_alive && echo alive=1
 exit 0
 `
 
@@ -139,7 +141,7 @@ i=0
 while :; do
 	live=0
 	for f in pgid.setup pgid.run; do
-		[ -f "$f" ] && read -r g <"$f" || continue
+		recorded "$f" && g=$REPLY || continue
 		group_alive "$g" || continue
 		live=1
 		case $termed in *" $g "*) continue ;; esac
@@ -155,7 +157,7 @@ while :; do
 	sleep 0.05
 done
 for f in pgid.setup pgid.run; do
-	[ -f "$f" ] && read -r g <"$f" || continue
+	recorded "$f" && g=$REPLY || continue
 	group_alive "$g" && kill -s KILL -- "-$g" 2>/dev/null
 done
 # The wrapper records the exit code as soon as its phase is gone.

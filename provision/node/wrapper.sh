@@ -17,10 +17,16 @@ put() {
 
 # mark writes a process id as put does, but not durably: a pid or a process
 # group means nothing once the node restarts, and a file that a crash left
-# empty or missing reads as no process, which is then the truth.
+# empty or missing reads as no process, which is then the truth. With no
+# room for the bytes (a full disk) an empty file, which needs none, carries
+# the number in its name (NAME.is.N): a live wrapper whose pid could not be
+# written must not be taken for a dead one.
 mark() {
-	printf '%s\n' "$2" >"$D/$1.tmp" || return 1
-	mv -f "$D/$1.tmp" "$D/$1"
+	if printf '%s\n' "$2" >"$D/$1.tmp" 2>/dev/null && mv -f "$D/$1.tmp" "$D/$1"; then
+		return 0
+	fi
+	rm -f "$D/$1.tmp" 2>/dev/null
+	: >"$D/$1.is.$2"
 }
 
 # The first wrapper to create begun owns the node: one that a repeated Start

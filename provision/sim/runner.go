@@ -128,7 +128,7 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	var line string
 	switch req.Op {
 	case node.OpStart:
-		line = p.start(c, n, req.Dir, files, now)
+		line = p.start(c, n, r.rank, req.Dir, files, now)
 	case node.OpPoll:
 		st := t.status(p.cfg.RunTime, now)
 		if st.Done && !t.Reported {
@@ -172,10 +172,10 @@ func (n *hollowNode) tasks() map[string]*task {
 	return n.Tasks
 }
 
-// start starts a task in dir unless one was started there already, arms
-// the cluster's planned preemption, and returns a decision log line; p.mu
-// is held.
-func (p *Provider) start(c *cluster, n *hollowNode, dir string, files map[string][]byte, now time.Time) string {
+// start starts a task in dir of node rank unless one was started there
+// already, counts the start, arms the cluster's planned preemption, and
+// returns a decision log line; p.mu is held.
+func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files map[string][]byte, now time.Time) string {
 	t := n.Tasks[dir]
 	if t != nil && t.Started != nil {
 		return ""
@@ -189,6 +189,7 @@ func (p *Provider) start(c *cluster, n *hollowNode, dir string, files map[string
 	t.Started = &now
 	t.Setup = len(files["setup.sh"]) > 0
 	t.Code = p.cfg.ExitCode(t.Key.Job, t.Key.Task, t.Key.Attempt)
+	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
 	if t.Stopped != nil {
 		// Stopped before it began: the wrapper begins no phase.
 		t.Stopped = &now
@@ -200,6 +201,11 @@ func (p *Provider) start(c *cluster, n *hollowNode, dir string, files map[string
 	c.Running = t.Key
 	p.changed()
 	return p.requested(t.Key)
+}
+
+// StartKey names one start of a task on a node in State.Starts.
+func StartKey(job int64, task, attempt, rank int) string {
+	return fmt.Sprintf("%d/%d/%d/%d", job, task, attempt, rank)
 }
 
 // envKey reads the task's job, task and attempt from the environment the

@@ -117,6 +117,7 @@ type Provider struct {
 	capacity  map[string]int    // SetCapacity overrides per region/zone
 	seq       int64             // instance ids
 	seen      map[taskKey]seenEnd
+	starts    map[string]int // StartKey -> tasks started, kept after teardown
 	dirty     bool
 	store     *stateFile // nil: memory only
 	decisions *decisionLog
@@ -138,7 +139,7 @@ func New(cfg Config) *Provider {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	p := &Provider{cfg: cfg, clusters: map[string]*cluster{}, broken: map[string]string{}, inUse: map[string]int{}, capacity: map[string]int{}, seen: map[taskKey]seenEnd{}}
+	p := &Provider{cfg: cfg, clusters: map[string]*cluster{}, broken: map[string]string{}, inUse: map[string]int{}, capacity: map[string]int{}, seen: map[taskKey]seenEnd{}, starts: map[string]int{}}
 	if cfg.DecisionLog != "" {
 		p.decisions = &decisionLog{path: cfg.DecisionLog}
 	}

@@ -437,3 +437,45 @@ func TestContainerAndGitWorkdirAreAccepted(t *testing.T) {
 		t.Errorf("after Start: %+v, %v; want started", st, err)
 	}
 }
+
+func TestStartsCountedAndSavedAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sim", "state.json")
+	clk := newClock()
+	// SaveEvery zero: every change is written before the call returns,
+	// as a crash test needs of a cloud that outlives the controller.
+	p, err := Open(path, Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := launch(t, p, 60, 1, 2)
+	start(t, runnerFor(t, p, c, 1, 1), 60, 1)
+	start(t, runnerFor(t, p, c, 1, 1), 60, 1) // asked again: already started
+	st, err := ReadState(path)                // no Close: saved already
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Clusters) != 1 || st.Clusters[0] != c.Name {
+		t.Errorf("clusters %v, want [%s]", st.Clusters, c.Name)
+	}
+	if len(st.Starts) != 1 || st.Starts[StartKey(60, 0, 1, 1)] != 1 {
+		t.Errorf("starts %v, want one of 60/0/1/1", st.Starts)
+	}
+	if err := p.Terminate(context.Background(), c.Name); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = ReadState(path)
+	if len(st.Clusters) != 0 || st.Starts[StartKey(60, 0, 1, 1)] != 1 {
+		t.Errorf("after teardown: clusters %v starts %v; want none up, the start kept", st.Clusters, st.Starts)
+	}
+	p.Close()
+	p2, err := Open(path, Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := launch(t, p2, 60, 2, 1)
+	start(t, runnerFor(t, p2, c2, 0, 2), 60, 2)
+	p2.Close()
+	if st, _ = ReadState(path); st.Starts[StartKey(60, 0, 1, 1)] != 1 || st.Starts[StartKey(60, 0, 2, 0)] != 1 {
+		t.Errorf("reopened: starts %v, want both kept", st.Starts)
+	}
+}

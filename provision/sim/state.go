@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,35 @@ type saved struct {
 	Seq      int64               `json:"seq"`
 	Capacity map[string]int      `json:"capacity,omitempty"`
 	Clusters map[string]*cluster `json:"clusters"`
+	// Starts counts the tasks started per job, task, attempt and node
+	// (StartKey), clusters torn down included: a crash test's record of
+	// what ran.
+	Starts map[string]int `json:"starts,omitempty"`
+}
+
+// State is what a state file says of the simulated cloud.
+type State struct {
+	Clusters []string       // the clusters up, by name
+	Starts   map[string]int // tasks started, by StartKey
+}
+
+// ReadState reads the state file at path, as a test checking what a
+// controller left in the cloud reads it.
+func ReadState(path string) (State, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return State{}, fmt.Errorf("read sim state: %w", err)
+	}
+	var s saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		return State{}, fmt.Errorf("read sim state %s: %w", path, err)
+	}
+	st := State{Starts: s.Starts}
+	for name := range s.Clusters {
+		st.Clusters = append(st.Clusters, name)
+	}
+	sort.Strings(st.Clusters)
+	return st, nil
 }
 
 // stateFile is where an opened provider keeps its state. Only the process
@@ -71,6 +101,9 @@ func Open(path string, cfg Config) (*Provider, error) {
 		p.seq = s.Seq
 		if s.Capacity != nil {
 			p.capacity = s.Capacity
+		}
+		if s.Starts != nil {
+			p.starts = s.Starts
 		}
 		for name, c := range s.Clusters {
 			// One cluster that cannot be read back spoils only itself:
@@ -145,7 +178,7 @@ func (p *Provider) snapshot() func() error {
 	if sf == nil || sf.lock == nil || !p.dirty {
 		return func() error { return nil }
 	}
-	st := saved{Seq: p.seq, Capacity: maps.Clone(p.capacity), Clusters: make(map[string]*cluster, len(p.clusters))}
+	st := saved{Seq: p.seq, Capacity: maps.Clone(p.capacity), Starts: maps.Clone(p.starts), Clusters: make(map[string]*cluster, len(p.clusters))}
 	for name, c := range p.clusters {
 		st.Clusters[name] = c.clone()
 	}

@@ -33,7 +33,7 @@ func KillNodeProcesses(dir string) int {
 			continue
 		}
 		pg, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pg <= 1 || pg == self {
+		if err != nil || pg <= 1 || pg == self || !nodeGroup(pg, dir) {
 			continue
 		}
 		if syscall.Kill(-pg, syscall.SIGKILL) == nil {
@@ -56,6 +56,47 @@ func KillNodeProcesses(dir string) int {
 		}
 	}
 	return n
+}
+
+// nodeGroup says whether process group pg still holds a process of the
+// node in dir: its wrapper (dir/wrapper.sh on its command line) or a task
+// process (SORTIE_NODE_DIR naming dir). A pid file outlives its processes,
+// and the kernel hands the number to others: tests running at the same time
+// started some of them, and killing those made their wrappers die "without
+// an exit code".
+func nodeGroup(pg int, dir string) bool {
+	marker := []byte(nodeDirEnv + "=" + dir)
+	wrapper := []byte(dir + "/wrapper.sh")
+	for _, pid := range pids() {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		// After the name: state, ppid, pgrp.
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pg) {
+			continue
+		}
+		if cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
+			for _, arg := range bytes.Split(cmdline, []byte{0}) {
+				if bytes.Equal(arg, wrapper) {
+					return true
+				}
+			}
+		}
+		if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil {
+			for _, kv := range bytes.Split(env, []byte{0}) {
+				if bytes.Equal(kv, marker) || bytes.HasPrefix(kv, append(marker, '/')) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // KillNodeProcessesUnder runs KillNodeProcesses on every directory directly
