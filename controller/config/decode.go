@@ -159,6 +159,14 @@ func (d *decoder) walk(n *yaml.Node, v reflect.Value, key string) {
 		d.lines[key] = n.Line
 	}
 	t := v.Type()
+	if t.Kind() == reflect.Pointer {
+		// An optional value: present, even as zero, is told from absent.
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		d.walk(n, v.Elem(), key)
+		return
+	}
 	if t == durationType {
 		if n.Kind != yaml.ScalarNode {
 			d.add(n, key, "%s is not a duration; write one such as 5s or 1m30s", kindName(n))
