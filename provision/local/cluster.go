@@ -210,11 +210,31 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 		return err
 	}
 	defer unlock()
-	if err := os.RemoveAll(dir); err != nil {
+	// The record goes last: a controller killed halfway leaves a cluster
+	// that List still finds, so the orphan sweep finishes the teardown.
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("terminate %s: %w", name, err)
+	}
+	for _, e := range entries {
+		if e.Name() == recordFile {
+			continue
+		}
+		if err := removeAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("terminate %s: %w", name, err)
+		}
+	}
+	if err := removeAll(dir); err != nil {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}
 	return nil
 }
+
+// recordFile is a cluster's record in its directory.
+const recordFile = "cluster.json"
+
+// removeAll is os.RemoveAll; a test stops it halfway, as a crash would.
+var removeAll = os.RemoveAll
 
 // nodeDirs lists the cluster's node directories, whatever its record says.
 func (p *Provider) nodeDirs(name string) []string {

@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,4 +251,42 @@ func mustStatus(t *testing.T, p *Provider, name string) *provision.Cluster {
 		t.Fatalf("Status lacks %s", name)
 	}
 	return c
+}
+
+// A teardown stopped halfway (the controller killed while it removes the
+// cluster's files) leaves a cluster that List still finds, so the orphan
+// sweep can finish it; before, the record could go first and the rest of
+// the directory stayed behind, unlisted.
+func TestTerminateStoppedHalfwayIsStillListed(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	s := spec("sortie-6-0-1", pl("local", "local-a"), 2)
+	if _, err := p.Launch(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	crash := errors.New("killed")
+	calls := 0
+	removeAll = func(path string) error {
+		// Every removal but the first is cut short, whatever the order of
+		// the directory's entries.
+		if calls++; calls > 1 {
+			return crash
+		}
+		return os.RemoveAll(path)
+	}
+	err := p.Terminate(ctx, s.Name)
+	removeAll = os.RemoveAll
+	if !errors.Is(err, crash) {
+		t.Fatalf("Terminate = %v, want the injected crash", err)
+	}
+	all, err := p.List(ctx)
+	if err != nil || len(all) != 1 || all[0].Name != s.Name {
+		t.Fatalf("List after a half teardown = %v, %v; want %s", all, err, s.Name)
+	}
+	if err := p.Terminate(ctx, s.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p.clusterDir(s.Name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("cluster directory after the second Terminate: %v", err)
+	}
 }
