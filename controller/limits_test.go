@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +21,16 @@ func TestMaxDurationStopsTheTaskOnItsNodes(t *testing.T) {
 	ctx := context.Background()
 	c := localController(t)
 	id := createJob(t, c, "num_nodes: 2\nresources: {cloud: local, job_recovery: {max_duration: 12h, max_restarts_on_errors: 5}}\n"+
-		"run: trap 'echo got TERM; exit 143' TERM; sleep 300 & wait\n")
+		"run: trap 'echo got TERM; exit 143' TERM; touch \"$SORTIE_NODE_DIR/trapped\"; sleep 300 & wait\n")
 	j, _ := c.Store.Job(ctx, id)
 	c.Now = func() time.Time { return j.SubmittedAt.Add(time.Minute) }
 	a := untilRunning(t, c, id)
 	rs := runners(t, c, a)
 	for _, r := range rs {
 		waitFor(t, r, "the task running", running)
+		// The trap is set before the stop comes: a TERM that reaches bash
+		// before its trap kills it without a word.
+		waitFile(t, filepath.Join(r.Dir(), "trapped"))
 	}
 	c.Now = func() time.Time { return j.SubmittedAt.Add(12 * time.Hour) }
 	j, _ = step(t, c, id)
@@ -46,5 +50,20 @@ func TestMaxDurationStopsTheTaskOnItsNodes(t *testing.T) {
 		if !strings.Contains(string(b), "got TERM") {
 			t.Errorf("node %d log %q: the task never saw SIGTERM", rank, b)
 		}
+	}
+}
+
+// waitFile waits for a file a task makes.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not made within 15s", path)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
