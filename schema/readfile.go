@@ -28,7 +28,7 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file; give the path of a file", path, fileKind(info.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file; give the path of a file", path, FileKind(info.Mode()))
 	}
 	if info.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d (16 MiB)", path, info.Size(), MaxFileSize)
@@ -44,7 +44,9 @@ func ReadFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-func fileKind(m os.FileMode) string {
+// FileKind names, with its article, what a path that is not a regular file
+// is: "a directory", "a named pipe (FIFO)"...
+func FileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sortiehome "sortie/controller/home"
+	"sortie/schema"
 
 	"sortie/strategy"
 )
@@ -207,7 +208,7 @@ func readConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is a %s, not a regular file", fileKind(fi.Mode()))}}}
+		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is %s, not a regular file", schema.FileKind(fi.Mode()))}}}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -222,20 +223,6 @@ func readConfig(path string) ([]byte, error) {
 		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is larger than %d bytes; a configuration is a few lines", maxConfigSize)}}}
 	}
 	return b, nil
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
 }
 
 func (cfg *Config) fillDefaults() {

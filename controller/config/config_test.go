@@ -120,7 +120,7 @@ func TestConfigThatIsNoRegularFileIsRefused(t *testing.T) {
 		t.Skip(err)
 	}
 	_, err := Load(home, func(string) string { return "" })
-	if err == nil || !strings.Contains(err.Error(), "named pipe, not a regular file") {
+	if err == nil || !strings.Contains(err.Error(), "a named pipe (FIFO), not a regular file") {
 		t.Errorf("config.yaml a FIFO: %v", err)
 	}
 	big := filepath.Join(t.TempDir(), "config.yaml")

@@ -277,7 +277,7 @@ func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
 					Message: fmt.Sprintf("source cannot be read: %s%s", statReason(abs, err), relHint(src))})
 			case !info.Mode().IsRegular() && !info.IsDir():
 				probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
-					Message: fmt.Sprintf("source %s is a %s; sortie copies regular files and directories only", abs, fileKind(info.Mode()))})
+					Message: fmt.Sprintf("source %s is %s; sortie copies regular files and directories only", abs, schema.FileKind(info.Mode()))})
 			}
 		}
 	}
@@ -348,19 +348,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// fileKind names what a path that is neither a file nor a directory is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
 }
