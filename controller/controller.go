@@ -23,6 +23,7 @@ import (
 
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
+	"sortie/controller/metrics"
 	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -51,6 +52,10 @@ type Controller struct {
 	// Pause, when set, is called at the pause points (pause.go) that
 	// crash tests aim kills at; nil costs nothing.
 	Pause func(point string, job int64, attempt int)
+	// Metrics are what the controller counts; New makes them, with the
+	// store's job counts as the sortie_jobs gauge and its transactions
+	// timed.
+	Metrics *metrics.Metrics
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
@@ -63,6 +68,10 @@ type Controller struct {
 	// aborts holds, for each job whose launch or start is under way, what
 	// stops it: a cancel requested meanwhile stops it at once.
 	aborts abortSet
+	// seen holds, for each task (taskKey) whose attempt ended in a restart
+	// or recovery, when the controller saw it end: the next attempt's
+	// request observes the decision latency.
+	seen sync.Map
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -83,6 +92,13 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 		Rand:   rand.Float64,
 		launch: make(chan struct{}, cfg.Controller.MaxParallelLaunches),
 		wake:   make(chan struct{}, 1),
+	}
+	if st != nil {
+		c.Metrics = metrics.New(st)
+		tx := c.Metrics.StoreTx
+		st.ObserveTx(func(d time.Duration) { tx.Observe(d.Seconds()) })
+	} else {
+		c.Metrics = metrics.New(nil)
 	}
 	c.sched = schedule.New(schedule.Config{
 		Now:         func() time.Time { return c.Now() },
@@ -170,6 +186,7 @@ type tickScope struct {
 func (c *Controller) Tick(ctx context.Context) error { return c.tick(ctx, tickScope{}) }
 
 func (c *Controller) tick(ctx context.Context, scope tickScope) error {
+	defer metrics.Since(c.Metrics.TickDuration, time.Now())
 	epoch := c.sched.Read()
 	jobs, err := c.Store.ActiveJobsShard(ctx, scope.shards, scope.shard)
 	if err != nil {

@@ -24,6 +24,9 @@ import (
 // at any point leaves either no end (the next one observes the nodes as
 // they are, real exit codes included) or the true one.
 func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
+	if e.seen.IsZero() {
+		e.seen = time.Now()
+	}
 	w := c.wrapUp(ctx, j, a, e.codes == nil)
 	if e.codes == nil {
 		e.codes = w.codes
@@ -89,6 +92,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	c.Log.Info("attempt ended", "job", j.ID, "task", a.TaskIdx, "attempt", a.Attempt, "outcome", e.outcome,
 		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
+	c.counted(j.ID, a.TaskIdx, e, d, t.RecoveryCount)
 	// What follows a recorded end is done even by a controller that is
 	// stopping: a graceful stop leaves no attempt ended with its task
 	// still running or its cluster up.
@@ -104,6 +108,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	if d.Status.Terminal() {
 		c.cleanupSecrets(j.ID)
 		c.limits.Delete(j.ID)
+		c.forgetSeen(j.ID, j.NumTasks)
 	}
 	if next == nil {
 		now := c.Now()
@@ -163,6 +168,8 @@ func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error
 		return fmt.Errorf("end the job: %w", err)
 	}
 	c.Log.Info("job ended", "job", j.ID, "status", d.Status, "reason", d.Reason)
+	c.Metrics.Decisions.WithLabelValues(string(d.Rule)).Inc()
+	c.forgetSeen(j.ID, j.NumTasks)
 	actx, cancel := afterEnd(ctx)
 	defer cancel()
 	c.terminate(actx, last)

@@ -62,6 +62,8 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 	rec := task.Recovery()
 	var tries []strategy.LaunchTry
 	for _, cand := range strategy.Order(rec.Strategy, cands, preempted, t.LaunchRound) {
+		pl := cand.Placement
+		c.Metrics.LaunchTries.WithLabelValues(pl.Cloud, pl.Region).Inc()
 		cl, err := c.launchAt(ctx, j, a, cand)
 		if err == nil {
 			return c.launched(ctx, j, task, a, cl)
@@ -73,6 +75,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 			return c.failController(ctx, j, a, err)
 		}
 		class := provision.Classify(err)
+		c.Metrics.LaunchFailures.WithLabelValues(pl.Cloud, pl.Region, string(class)).Inc()
 		tries = append(tries, strategy.LaunchTry{Placement: cand.Placement, Class: string(class), Message: err.Error()})
 		if rerr := c.Store.RecordLaunchTry(ctx, store.LaunchTry{JobID: j.ID, TaskIdx: a.TaskIdx, Attempt: a.Attempt, Round: t.LaunchRound,
 			Cloud: cand.Placement.Cloud, Region: cand.Placement.Region, Zone: cand.Placement.Zone, Class: string(class), Message: err.Error()}); rerr != nil {
@@ -131,6 +134,7 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 			}
 		}
 	}()
+	c.requested(j.ID, a.TaskIdx)
 	return prov.Launch(pctx, provision.ClusterSpec{
 		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources,
 		Tags: map[string]string{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"sortie/controller/store"
 	"sortie/provision"
@@ -20,6 +21,9 @@ type ended struct {
 	detail  string // what strategy.Decide folds into its reason
 	// prechecks: a launch_failed that no retry can fix.
 	prechecks bool
+	// seen is when the controller saw the attempt end (endAttempt sets
+	// it), for the decision latency; zero for ends it caused itself.
+	seen time.Time
 }
 
 // observe checks a running attempt: the provider's view of its nodes first

@@ -2,13 +2,19 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/daemon"
 	"sortie/controller/home"
+	"sortie/controller/metrics"
 	"sortie/controller/profiling"
 	"sortie/controller/store"
 )
@@ -34,6 +40,12 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		}
 		provs := clouds.NewSet(cfg, cls)
 		c = New(st, cfg, provs, log)
+		provs.APICalls = c.Metrics.APICall
+		stopMetrics, err := ServeMetrics(cfg.Controller.MetricsListen, c.Metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 		c.Pause, err = PauseFromEnv(os.Getenv, func(point string, job int64, attempt int) {
 			log.Info("pause point", "point", point, "job", job, "attempt", attempt)
 		})
@@ -57,6 +69,36 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		default:
 		}
 	})
+}
+
+// ServeMetrics serves m at /metrics on addr (controller.metrics_listen)
+// until the returned stop is called; an empty addr serves nothing. An
+// address that cannot be listened on is an error naming the key.
+func ServeMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("controller.metrics_listen: cannot listen on %q: %w; give a free host:port, or leave it out to serve no metrics", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
 
 // OpenHome reads h's configuration and opens its store.

@@ -32,6 +32,7 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 	if e, ok := cloudEnded(cl, a); ok {
 		return c.endAttempt(ctx, j, a, e)
 	}
+	c.requested(j.ID, a.TaskIdx)
 	ips := make([]string, len(cl.Nodes))
 	for i, n := range cl.Nodes {
 		ips[i] = n.IP

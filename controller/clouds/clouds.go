@@ -105,6 +105,9 @@ func LocalRegions(cfg config.Config) []local.Region {
 type Set struct {
 	cfg    config.Config
 	clouds map[string]Cloud
+	// APICalls, when set before the first Provider, is told of every call
+	// the providers opened afterwards make to their cloud's API.
+	APICalls func(cloud, call string, err error)
 
 	mu   sync.Mutex
 	open map[string]provision.Provider
@@ -141,6 +144,9 @@ func (s *Set) Provider(ctx context.Context, cloud string) (provision.Provider, e
 	c, ok := s.clouds[cloud]
 	if !ok {
 		return nil, fmt.Errorf("cloud %q is not supported by this controller (supported: %s)", cloud, strings.Join(s.names(), ", "))
+	}
+	if count := s.APICalls; count != nil {
+		ctx = provision.WithAPICalls(ctx, func(call string, err error) { count(cloud, call, err) })
 	}
 	p, err := c.Open(ctx, s.cfg)
 	if err != nil {

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	sortiehome "sortie/controller/home"
@@ -54,6 +56,9 @@ type ControllerConfig struct {
 	// SweepInterval is how often clusters that belong to no live attempt
 	// are looked for and terminated (besides at every start).
 	SweepInterval Duration `json:"sweep_interval"`
+	// MetricsListen, when set, is the host:port the controller serves
+	// Prometheus metrics on, at /metrics; empty (the default) serves none.
+	MetricsListen string `json:"metrics_listen"`
 }
 
 // LocalConfig is the local: section.
@@ -189,12 +194,35 @@ func Load(home string, getenv func(string) string) (Config, error) {
 	}
 	if len(e.Problems) == 0 {
 		e.Problems = cfg.outOfRange(lines, fromEnv)
+		if msg := checkListen(c.MetricsListen); msg != "" {
+			e.Problems = append(e.Problems, Problem{Key: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Msg: msg})
+		}
 	}
 	if len(e.Problems) > 0 {
 		return cfg, e
 	}
 	cfg.fillDefaults()
 	return cfg, nil
+}
+
+// checkListen says what is wrong with a listen address, "" when nothing
+// is: it must be host:port with a port number, the host an IP address or
+// a name (empty listens on every address).
+func checkListen(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("%q is not host:port; give an address such as 127.0.0.1:9090, or leave it out to serve no metrics", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("%q: the port %q is not a number from 0 to 65535; give an address such as 127.0.0.1:9090", addr, port)
+	}
+	if strings.ContainsAny(host, " /\\") {
+		return fmt.Sprintf("%q: %q is not a host name or IP address; give an address such as 127.0.0.1:9090", addr, host)
+	}
+	return ""
 }
 
 // maxConfigSize bounds what is read of config.yaml.

@@ -49,6 +49,11 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"", map[string]string{"SORTIE_POLL_INTERVAL": "1ns"}, []string{"environment variable SORTIE_POLL_INTERVAL: 1ns is out of range"}},
 		{"controller:\n  poll_interval: 1ns\n", map[string]string{"SORTIE_POLL_INTERVAL": "1s"}, nil},
 		{"", map[string]string{"SORTIE_LAUNCH_ROUNDS": "x"}, []string{`environment variable SORTIE_LAUNCH_ROUNDS: "x" is not a whole number`}},
+		{"controller:\n  metrics_listen: 9090\n", nil, []string{`line 2: controller.metrics_listen: "9090" is not host:port; give an address such as 127.0.0.1:9090`}},
+		{"controller:\n  metrics_listen: localhost:http\n", nil, []string{`line 2: controller.metrics_listen: "localhost:http": the port "http" is not a number from 0 to 65535`}},
+		{"controller:\n  metrics_listen: 127.0.0.1:70000\n", nil, []string{`controller.metrics_listen: "127.0.0.1:70000": the port "70000" is not a number`}},
+		{"controller:\n  metrics_listen: 127.0.0.1:9090\n", nil, nil},
+		{"controller:\n  metrics_listen: :9090\n", nil, nil},
 	} {
 		_, err := load(t, tc.yaml, tc.env)
 		if tc.want == nil {

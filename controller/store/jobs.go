@@ -394,3 +394,23 @@ func nullBytes(b []byte) any {
 	}
 	return string(b)
 }
+
+// CountJobsByStatus counts the jobs of each status in one grouped query
+// (the status index answers it); statuses without a job are absent.
+func (s *Store) CountJobsByStatus(ctx context.Context) (map[lifecycle.Status]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[lifecycle.Status]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[lifecycle.Status(st)] = n
+	}
+	return out, rows.Err()
+}

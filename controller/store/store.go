@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3" // also the database/sql driver "sqlite3"
@@ -54,6 +55,19 @@ type Store struct {
 	// writer waited for another process's write lock.
 	path string
 	busy time.Duration
+	// observeTx, when set, is told how long each write transaction took,
+	// the wait for the write lock included (the controller's metrics).
+	observeTx atomic.Pointer[func(time.Duration)]
+}
+
+// ObserveTx makes fn be told how long each write transaction takes, from
+// asking for the write lock to the commit; nil stops it.
+func (s *Store) ObserveTx(fn func(time.Duration)) {
+	if fn == nil {
+		s.observeTx.Store(nil)
+		return
+	}
+	s.observeTx.Store(&fn)
 }
 
 // BusyTimeout is how long a write waits for another process (the
@@ -208,6 +222,10 @@ func (s *Store) applyMigration(ctx context.Context, name string) error {
 
 // tx runs fn in one write transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if obs := s.observeTx.Load(); obs != nil {
+		start := time.Now()
+		defer func() { (*obs)(time.Since(start)) }()
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -69,6 +69,9 @@ type Config struct {
 	// means each Status asks afresh. Sortie's own launches and
 	// terminations make the next Status ask afresh.
 	StatusMaxAge time.Duration
+	// Calls, when set, is told of every call to the EC2 API (the
+	// controller's metrics).
+	Calls provision.APICalls
 }
 
 // Provider is the EC2 backend. It is safe for concurrent use.
@@ -184,6 +187,9 @@ func (p *Provider) client(region string) ec2API {
 		o.Region = region
 		if endpoint != "" {
 			o.BaseEndpoint = awssdk.String(endpoint)
+		}
+		if p.cfg.Calls != nil {
+			o.APIOptions = append(o.APIOptions, countCalls(p.cfg.Calls))
 		}
 	})
 	p.clients[region] = c

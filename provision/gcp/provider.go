@@ -81,6 +81,9 @@ type Config struct {
 	// ClientOptions are added to the API clients' options (a credentials
 	// file, a quota project).
 	ClientOptions []option.ClientOption
+	// Calls, when set, is told of every call to the Compute Engine API
+	// (the controller's metrics).
+	Calls provision.APICalls
 }
 
 // Provider is the Compute Engine backend. It is safe for concurrent use.
@@ -145,6 +148,9 @@ func newProvider(cfg Config, api computeAPI) (*Provider, error) {
 		NodeDirRoot: cfg.NodeDirRoot, HostIDPrefix: "gce-"})
 	if err != nil {
 		return nil, fmt.Errorf("gcp provider: %w", err)
+	}
+	if cfg.Calls != nil {
+		api = counted{api: api, calls: cfg.Calls}
 	}
 	return &Provider{
 		cfg:      cfg,

@@ -16,7 +16,9 @@ func AWS() clouds.Cloud {
 	return clouds.Cloud{
 		Name: "aws",
 		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
-			return aws.New(ctx, AWSConfig(cfg))
+			c := AWSConfig(cfg)
+			c.Calls = provision.APICallsFrom(ctx)
+			return aws.New(ctx, c)
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := aws.Check(ctx, AWSConfig(cfg))

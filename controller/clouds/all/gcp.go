@@ -15,7 +15,9 @@ func GCP() clouds.Cloud {
 	return clouds.Cloud{
 		Name: "gcp",
 		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
-			return gcp.New(ctx, GCPConfig(cfg))
+			c := GCPConfig(cfg)
+			c.Calls = provision.APICallsFrom(ctx)
+			return gcp.New(ctx, c)
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := gcp.Check(ctx, GCPConfig(cfg))
