@@ -61,6 +61,8 @@ type Controller struct {
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
 	sched  *schedule.Queue
 	launch chan struct{} // launch slots
+	// cancels bounds the cancels that run at once (maxParallelCancels).
+	cancels chan struct{}
 	// limits holds each job's max_duration per task ([]time.Duration, zero
 	// for none), read from its spec once; dropped when the job ends.
 	limits sync.Map
@@ -81,6 +83,13 @@ type Controller struct {
 // so the bound is well above the number of cores.
 const maxParallelChecks = 32
 
+// maxParallelCancels bounds how many cancelled jobs are wound up at once
+// (their nodes' logs kept, the end recorded, the cluster torn down). A
+// cancel of thousands of jobs then queues its work behind this bound, not
+// in front of the store's write lock and the providers, where the
+// decisions of the jobs that go on would wait behind all of it.
+const maxParallelCancels = 64
+
 // New returns a controller; nil clock, rand and logger get real ones.
 func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) *Controller {
 	if log == nil {
@@ -88,10 +97,11 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 	}
 	c := &Controller{
 		Store: st, Config: cfg, Providers: provs, Log: log,
-		Now:    time.Now,
-		Rand:   rand.Float64,
-		launch: make(chan struct{}, cfg.Controller.MaxParallelLaunches),
-		wake:   make(chan struct{}, 1),
+		Now:     time.Now,
+		Rand:    rand.Float64,
+		launch:  make(chan struct{}, cfg.Controller.MaxParallelLaunches),
+		cancels: make(chan struct{}, maxParallelCancels),
+		wake:    make(chan struct{}, 1),
 	}
 	if st != nil {
 		c.Metrics = metrics.New(st)

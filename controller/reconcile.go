@@ -61,6 +61,12 @@ func (c *Controller) brokenState(ctx context.Context, cloud string) error {
 
 func (c *Controller) reconcileStep(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
 	if j.CancelRequested {
+		select {
+		case c.cancels <- struct{}{}:
+			defer func() { <-c.cancels }()
+		case <-ctx.Done():
+			return nil // the next controller cancels it
+		}
 		return wrapf(c.cancel(ctx, j, a), "cancel")
 	}
 	if reason, over := c.overTime(j); over {

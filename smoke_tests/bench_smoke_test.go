@@ -109,3 +109,21 @@ func TestBenchQueueAndLaunch(t *testing.T) {
 		t.Errorf("launch: runs %v ids %v, want 3 timed runs of 4 launches with consecutive ids", l.Runs, l.IDs)
 	}
 }
+
+func TestBenchCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := suite.CancelOptions{Bin: binary(t), Home: filepath.Join(t.TempDir(), "home"), Jobs: 100, Churn: 3,
+		ChurnRunTime: 300 * time.Millisecond, Baseline: 2 * time.Second, Timeout: time.Minute, Progress: progress(t)}
+	r, err := suite.RunCancel(ctx, o)
+	if err != nil {
+		logTail(t, o.Home)
+		t.Fatal(err)
+	}
+	if r.Cancelled != o.Jobs || r.ChurnActive != o.Churn {
+		t.Errorf("%d jobs cancelled, %d restarting jobs going; want %d and %d", r.Cancelled, r.ChurnActive, o.Jobs, o.Churn)
+	}
+	if len(r.BaselineDecisions) == 0 {
+		t.Error("no decision of the restarting jobs was timed before the cancel")
+	}
+}

@@ -41,7 +41,20 @@ func TestCancelByNameAndAll(t *testing.T) {
 	b := e.launch(f, "-n", "sweep-2", "--env", "X=2")
 	c := e.launch(f, "-n", "other", "--env", "X=3")
 	e.waitStatus(a, "RUNNING")
-	out := e.must("jobs", "cancel", "-n", "sweep-*").stdout
+	// Two jobs match: without -y, and with no terminal to ask on, nothing
+	// is cancelled.
+	if r := e.run("jobs", "cancel", "-n", "sweep-*"); r.code != 2 || !strings.Contains(r.stderr, "pass -y") {
+		t.Errorf("cancel of two jobs without -y: exit %d, stderr %q; want 2 and to be told to pass -y", r.code, r.stderr)
+	}
+	dry := e.must("jobs", "cancel", "-n", "sweep-*", "--status", "RUNNING,PENDING,STARTING", "--since", "1h", "--dry-run")
+	if !strings.Contains(dry.stdout, "sweep-1") || !strings.Contains(dry.stdout, "sweep-2") || strings.Contains(dry.stdout, "other") ||
+		!strings.Contains(dry.stderr, "Would cancel 2 job(s)") {
+		t.Errorf("--dry-run:\n%s%s", dry.stderr, dry.stdout)
+	}
+	if d := e.show(a); d.Status != "RUNNING" {
+		t.Errorf("job %d is %s after a refused cancel and a dry run, want RUNNING", a, d.Status)
+	}
+	out := e.must("jobs", "cancel", "-n", "sweep-*", "-y").stdout
 	if !strings.Contains(out, "job "+strconv.FormatInt(a, 10)) || !strings.Contains(out, "job "+strconv.FormatInt(b, 10)) || strings.Contains(out, "job "+strconv.FormatInt(c, 10)) {
 		t.Errorf("cancel -n sweep-*: %s", out)
 	}

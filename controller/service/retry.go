@@ -16,11 +16,9 @@ import (
 
 // RetryRequest is `jobs retry`: the jobs by id, or by filter.
 type RetryRequest struct {
-	IDs      []int64
-	Statuses []lifecycle.Status
-	NameGlob string
-	// Since keeps filter matches submitted within this long; 0 means any time.
-	Since       time.Duration
+	IDs []int64
+	// Filter selects ended jobs when IDs is empty.
+	Filter
 	Reason      string
 	Sets        []string
 	RequestedBy string
@@ -61,31 +59,16 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 			jobs = append(jobs, j)
 		}
 	} else {
-		if len(req.Statuses) == 0 && req.NameGlob == "" {
+		if req.Filter.Empty() {
 			return nil, &UsageError{Err: errors.New("name the jobs to retry: IDs, or a filter such as --status FAILED --name 'lab-*'")}
 		}
-		for _, st := range req.Statuses {
-			if !st.Terminal() {
-				return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a status of an ended job (one of %s)", st, joinStatuses(lifecycle.TerminalStatuses()))}
-			}
-		}
-		if err := store.ValidGlob(req.NameGlob); err != nil {
-			return nil, &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
-		}
-		f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Ascending: true}
-		if len(f.Statuses) == 0 {
-			f.Statuses = lifecycle.TerminalStatuses()
-			if req.FromFailedTask {
-				f.Statuses = slices.DeleteFunc(f.Statuses, func(st lifecycle.Status) bool { return !failedInATask(st) })
-			}
-		}
-		if req.Since > 0 {
-			t := s.Now().Add(-req.Since)
-			f.Since = &t
+		allowed := lifecycle.TerminalStatuses()
+		if req.FromFailedTask && len(req.Statuses) == 0 {
+			allowed = slices.DeleteFunc(allowed, func(st lifecycle.Status) bool { return !failedInATask(st) })
 		}
 		var err error
-		if jobs, err = s.Store.Jobs(ctx, f); err != nil {
-			return nil, fmt.Errorf("list jobs to retry: %w", err)
+		if jobs, err = s.filtered(ctx, req.Filter, allowed, "an ended job"); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]JobView, 0, len(jobs))

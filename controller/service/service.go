@@ -313,38 +313,88 @@ func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
 	return j, nil
 }
 
-// CancelRequest is `jobs cancel`: ids, a name, or every unfinished job.
+// CancelRequest is `jobs cancel`: ids, a filter, or every unfinished job.
 type CancelRequest struct {
-	IDs  []int64
-	Name string
-	All  bool
+	IDs []int64
+	// Filter selects unfinished jobs when IDs is empty and All is not set.
+	Filter
+	All bool
 }
 
-// Cancel marks jobs CANCELLING; the controller stops their attempts. It
-// returns the ids it marked.
-func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error) {
-	ids := req.IDs
-	if req.All || req.Name != "" {
-		jobs, err := s.Store.Jobs(ctx, store.JobFilter{Active: true, NameGlob: req.Name})
-		if err != nil {
-			return nil, fmt.Errorf("list jobs to cancel: %w", err)
+// CancelTargets lists the jobs a cancel names that have not ended, oldest
+// first, for `--dry-run` and the confirmation: an id that names no job is
+// an error, one that has ended is left out.
+func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobView, error) {
+	given := 0
+	for _, b := range []bool{len(req.IDs) > 0, !req.Filter.Empty(), req.All} {
+		if b {
+			given++
 		}
-		for _, j := range jobs {
-			ids = append(ids, j.ID)
-		}
-	} else {
-		for _, id := range ids {
-			if _, err := s.job(ctx, id); err != nil {
+	}
+	if given != 1 {
+		return nil, &UsageError{Err: errors.New("name the jobs to cancel in one way: IDs, a filter (--name, --status, --since) or --all")}
+	}
+	var jobs []*store.Job
+	if len(req.IDs) > 0 {
+		for _, id := range req.IDs {
+			j, err := s.job(ctx, id)
+			if err != nil {
 				return nil, err
 			}
+			if !j.Status.Terminal() {
+				jobs = append(jobs, j)
+			}
 		}
+	} else {
+		var err error
+		if jobs, err = s.filtered(ctx, req.Filter, lifecycle.ActiveStatuses(), "an unfinished job"); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]JobView, len(jobs))
+	for i, j := range jobs {
+		out[i] = viewJob(j)
+	}
+	return out, nil
+}
+
+// cancelBatch is how many jobs one store transaction marks: a cancel of
+// thousands of jobs never holds the write lock for long, so the
+// controller's own writes (ending those jobs' attempts) go on between
+// the batches.
+const cancelBatch = 100
+
+// Cancel marks the jobs a request names CANCELLING, cancelBatch at a time,
+// and wakes the controller, which stops their attempts. It returns the ids
+// it marked.
+func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error) {
+	targets, err := s.CancelTargets(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, nil
 	}
 	if err := s.findDaemon(); err != nil {
 		return nil, err
 	}
-	marked, err := s.Store.RequestCancel(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("cancel jobs: %w", err)
+	var marked []int64
+	for start := 0; start < len(targets); start += cancelBatch {
+		batch := targets[start:min(start+cancelBatch, len(targets))]
+		ids := make([]int64, len(batch))
+		for i, j := range batch {
+			ids[i] = j.ID
+		}
+		m, err := s.Store.RequestCancel(ctx, ids)
+		marked = append(marked, m...)
+		if err != nil {
+			if len(marked) > 0 {
+				// Those marked are being cancelled: the controller must know.
+				err = errors.Join(fmt.Errorf("cancel jobs: %w", err), s.StartDaemon(ctx, s.Home))
+				return marked, err
+			}
+			return nil, fmt.Errorf("cancel jobs: %w", err)
+		}
 	}
 	if len(marked) > 0 {
 		if err := s.StartDaemon(ctx, s.Home); err != nil {

@@ -13,6 +13,16 @@ import (
 	"sortie/provision/node"
 )
 
+// The envs of a task that change how its hollow nodes play it.
+const (
+	// EnvRunTime is a Go duration: the task runs this long instead of
+	// sim.run_time.
+	EnvRunTime = "SIM_RUN_TIME"
+	// EnvExitCode is 0-255: every attempt of the task exits with it,
+	// whatever sim.exit_codes says.
+	EnvExitCode = "SIM_EXIT_CODE"
+)
+
 // task is one task started (or stopped before it started) in one node
 // directory. Exported fields are its saved state.
 type task struct {
@@ -26,13 +36,19 @@ type task struct {
 	StopAsked bool `json:"stop_asked,omitempty"`
 	Code      int  `json:"code"` // the exit code it ends with, unless stopped
 	Setup     bool `json:"setup,omitempty"`
-	Reported  bool `json:"reported,omitempty"` // a Poll has shown it done
+	// RunTime, when set (the task's SIM_RUN_TIME env), is this task's run
+	// time instead of the provider's.
+	RunTime  time.Duration `json:"run_time,omitempty"`
+	Reported bool          `json:"reported,omitempty"` // a Poll has shown it done
 }
 
 // status is the task's state at now, as the node package reports it.
 func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	if t == nil || t.Started == nil {
 		return node.Status{}
+	}
+	if t.RunTime > 0 {
+		runTime = t.RunTime
 	}
 	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true, StopAsked: t.StopAsked}
 	switch {
@@ -189,6 +205,14 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 	t.Started = &now
 	t.Setup = len(files["setup.sh"]) > 0
 	t.Code = p.cfg.ExitCode(t.Key.Job, t.Key.Task, t.Key.Attempt)
+	// A task may set its own run time and exit code, so that one sim
+	// holds jobs that run long beside jobs that restart again and again.
+	if d, err := time.ParseDuration(env[EnvRunTime]); err == nil && d > 0 {
+		t.RunTime = d
+	}
+	if code, err := strconv.Atoi(env[EnvExitCode]); err == nil && code >= 0 && code <= 255 {
+		t.Code = code
+	}
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
 	if t.Stopped != nil {
 		// Stopped before it began: the wrapper begins no phase.

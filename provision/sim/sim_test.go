@@ -479,3 +479,30 @@ func TestStartsCountedAndSavedAtOnce(t *testing.T) {
 		t.Errorf("reopened: starts %v, want both kept", st.Starts)
 	}
 }
+
+// A task's SIM_RUN_TIME and SIM_EXIT_CODE envs override the provider's
+// run time and exit rules for that task alone.
+func TestTaskEnvsSetItsRunTimeAndExitCode(t *testing.T) {
+	p, clk := newSim(t, Config{RunTime: time.Hour})
+	c := launch(t, p, 8, 1, 1)
+	r := runnerFor(t, p, c, 0, 1)
+	err := node.Start(context.Background(), r, node.StartSpec{Run: "x", Env: map[string]string{
+		"SORTIE_JOB_ID": "8", "SORTIE_TASK_ID": "sortie-8-0", "SORTIE_ATTEMPT": "1", EnvRunTime: "2s", EnvExitCode: "29"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if st := poll(t, r); st.Done {
+		t.Fatalf("after 1s of a 2s task: %+v, want running", st)
+	}
+	clk.Advance(time.Second)
+	if st := poll(t, r); !st.Done || st.ExitCode != 29 {
+		t.Errorf("after 2s: %+v, want done with 29", st)
+	}
+	other := runnerFor(t, p, launch(t, p, 9, 1, 1), 0, 1)
+	start(t, other, 9, 1)
+	clk.Advance(time.Minute)
+	if st := poll(t, other); st.Done {
+		t.Errorf("a task without the envs ended after a minute of an hour's run time: %+v", st)
+	}
+}

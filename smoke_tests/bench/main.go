@@ -34,6 +34,7 @@ type options struct {
 	queueJobs, queueRunning  int
 	queueRuns, launchRuns    int
 	simTimeout, localTimeout time.Duration
+	cancelJobs, churnJobs    int
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -43,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws,cancel", "which groups to run, comma-separated")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
 	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.queueRunning, "queue-running", 10000, "how many of those are RUNNING")
 	fs.IntVar(&o.queueRuns, "queue-runs", 5, "timed runs of each queue view")
 	fs.IntVar(&o.launchRuns, "launch-runs", 21, "timed runs of jobs launch -d")
+	fs.IntVar(&o.cancelJobs, "cancel-jobs", 2000, "running sim jobs cancelled by one jobs cancel")
+	fs.IntVar(&o.churnJobs, "churn-jobs", 50, "sim jobs that keep restarting while the cancel runs")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,12 +71,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws, "cancel": b.cancel}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws, cancel)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -165,6 +168,31 @@ func (b *bench) sim(ctx context.Context) error {
 	b.figure(n+"_all_running_s", r.AllRunning.Seconds(), 1, "s")
 	b.figure("sim_decision_p50_ms", suite.Ms(suite.Percentile(r.Decisions, 50)), 1, "ms")
 	b.figure("sim_decision_p99_ms", suite.Ms(suite.Percentile(r.Decisions, 99)), 1, "ms")
+	return nil
+}
+
+// cancel measures one `jobs cancel -n 'sweep-*' -y` of cancelJobs running
+// sim jobs until all are CANCELLED (target < 10 s), and the decision p99
+// of jobs that keep restarting meanwhile against its p99 just before.
+func (b *bench) cancel(ctx context.Context) error {
+	r, err := suite.RunCancel(ctx, suite.CancelOptions{Bin: b.o.bin, Home: b.home("cancel"), Jobs: b.o.cancelJobs,
+		Churn: b.o.churnJobs, ChurnRunTime: time.Second, Baseline: 15 * time.Second, Timeout: 5 * time.Minute, Progress: b.log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "cancel: %d jobs CANCELLED in %s; %d restarting jobs still going; %d decisions before, %d during\n",
+		r.Cancelled, r.Cancel.Round(time.Millisecond), r.ChurnActive, len(r.BaselineDecisions), len(r.DuringDecisions))
+	if r.ChurnActive != b.o.churnJobs {
+		return fmt.Errorf("the run went wrong: %d of %d restarting jobs still going after the cancel", r.ChurnActive, b.o.churnJobs)
+	}
+	if len(r.BaselineDecisions) == 0 || len(r.DuringDecisions) == 0 {
+		return fmt.Errorf("no decision to time: %d before the cancel, %d during it", len(r.BaselineDecisions), len(r.DuringDecisions))
+	}
+	b.figure(fmt.Sprintf("cancel_%d_s", r.Cancelled), r.Cancel.Seconds(), 2, "s")
+	before, during := suite.Percentile(r.BaselineDecisions, 99), suite.Percentile(r.DuringDecisions, 99)
+	b.figure("cancel_decision_p99_baseline_ms", suite.Ms(before), 1, "ms")
+	b.figure("cancel_decision_p99_ms", suite.Ms(during), 1, "ms")
+	b.figure("cancel_decision_p99_ratio", float64(during)/float64(before), 2, "x")
 	return nil
 }
 

@@ -11,31 +11,39 @@ import (
 
 // CancelOptions are `jobs cancel`'s flags.
 type CancelOptions struct {
-	IDs  []int64
-	Name string
-	All  bool
+	IDs []int64
+	FilterOptions
+	All    bool
+	DryRun bool
+	Yes    bool
+	Output string
 }
 
 // NewCmdCancel builds `jobs cancel`.
 func NewCmdCancel(f *Factory, runF func(context.Context, *CancelOptions) error) *cobra.Command {
 	opts := &CancelOptions{}
 	cmd := &cobra.Command{
-		Use:   "cancel ID... | -n NAME | --all",
+		Use:   "cancel ID... | -n GLOB [--status S] [--since T] | --all",
 		Short: "Cancel jobs: their running attempts are stopped and their clusters torn down",
+		Long: "Cancel unfinished jobs by id, by filter (--name, --status, --since, as `jobs retry` takes them), or all of them.\n" +
+			"More than one job asks for confirmation unless -y; --dry-run lists what would be cancelled.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := parseIDs(args)
 			if err != nil {
 				return err
 			}
 			opts.IDs = ids
+			if err := outputFlag(opts.Output); err != nil {
+				return err
+			}
 			given := 0
-			for _, b := range []bool{len(ids) > 0, opts.Name != "", opts.All} {
+			for _, b := range []bool{len(ids) > 0, opts.FilterOptions.given(), opts.All} {
 				if b {
 					given++
 				}
 			}
 			if given != 1 {
-				return usageErrorf("name the jobs to cancel in one way: IDs, -n NAME or --all")
+				return usageErrorf("name the jobs to cancel in one way: IDs, a filter (-n GLOB, --status, --since) or --all")
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -43,26 +51,72 @@ func NewCmdCancel(f *Factory, runF func(context.Context, *CancelOptions) error) 
 			return runCancel(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Name, "name", "n", "", "cancel the unfinished jobs with this name (a pattern)")
-	cmd.Flags().BoolVar(&opts.All, "all", false, "cancel every unfinished job")
+	fl := cmd.Flags()
+	opts.FilterOptions.add(fl, "cancel", "unfinished")
+	fl.BoolVar(&opts.All, "all", false, "cancel every unfinished job")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "list what would be cancelled and cancel nothing")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before cancelling more than one job")
+	fl.StringVarP(&opts.Output, "output", "o", "table", "output format of --dry-run: table or json")
 	return cmd
 }
 
 func runCancel(ctx context.Context, f *Factory, opts *CancelOptions) error {
+	filter, err := opts.filter(f)
+	if err != nil {
+		return err
+	}
+	req := service.CancelRequest{IDs: opts.IDs, Filter: filter, All: opts.All}
 	return withService(ctx, f, func(svc Service) error {
-		marked, err := svc.Cancel(ctx, service.CancelRequest{IDs: opts.IDs, Name: opts.Name, All: opts.All})
+		targets, err := svc.CancelTargets(ctx, req)
 		if err != nil {
 			return err
 		}
-		if len(marked) == 0 {
+		if len(targets) == 0 {
 			fmt.Fprintln(f.Err, "No unfinished job to cancel.")
 			if len(opts.IDs) > 0 {
 				return &exitError{code: ExitFailed}
 			}
 			return nil
 		}
+		if opts.DryRun {
+			if opts.Output == "json" {
+				return printJSONList(f.Out, targets)
+			}
+			fmt.Fprintf(f.Err, "Would cancel %d job(s):\n", len(targets))
+			t := newTable(f.Out, "ID", "NAME", "STATUS", "SUBMITTED")
+			for _, j := range targets {
+				t.row(fmt.Sprint(j.ID), j.Name, string(j.Status), j.SubmittedAt.UTC().Format("2006-01-02 15:04:05"))
+			}
+			return t.flush()
+		}
+		if len(targets) > 1 && !opts.Yes {
+			terminal := stdinIsTerminal
+			if f.IsTerminal != nil {
+				terminal = f.IsTerminal
+			}
+			if !terminal() {
+				return usageErrorf("%d jobs match (%s); pass -y to cancel them without a question (standard input is not a terminal to ask on), or --dry-run to list them", len(targets), idList(targets))
+			}
+			if !confirm(f, fmt.Sprintf("Cancel %d jobs (%s)? [y/N] ", len(targets), idList(targets))) {
+				fmt.Fprintln(f.Err, "Nothing cancelled.")
+				return &exitError{code: ExitFailed}
+			}
+		}
+		// Exactly the jobs listed and confirmed, not what the filter
+		// matches by now.
+		ids := make([]int64, len(targets))
+		for i, j := range targets {
+			ids[i] = j.ID
+		}
+		marked, err := svc.Cancel(ctx, service.CancelRequest{IDs: ids})
 		for _, id := range marked {
 			fmt.Fprintf(f.Out, "Cancelling job %d.\n", id)
+		}
+		if err != nil {
+			return err
+		}
+		if len(marked) == 0 {
+			fmt.Fprintln(f.Err, "No unfinished job to cancel: they ended meanwhile.")
 		}
 		return nil
 	})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/user"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,15 +15,13 @@ import (
 
 // RetryOptions are `jobs retry`'s flags.
 type RetryOptions struct {
-	IDs      []int64
-	Reason   string
-	Sets     []string
-	Statuses []string
-	Name     string
-	Since    time.Duration
-	DryRun   bool
-	Yes      bool
-	Output   string
+	IDs    []int64
+	Reason string
+	Sets   []string
+	FilterOptions
+	DryRun bool
+	Yes    bool
+	Output string
 	// FromFailedTask starts each retry at the task that failed, linking
 	// the pipeline's tasks that succeeded before it.
 	FromFailedTask bool
@@ -47,7 +44,7 @@ func NewCmdRetry(f *Factory, runF func(context.Context, *RetryOptions) error) *c
 			if err := outputFlag(opts.Output); err != nil {
 				return err
 			}
-			if len(ids) > 0 && (len(opts.Statuses) > 0 || opts.Name != "" || opts.Since > 0) {
+			if len(ids) > 0 && opts.FilterOptions.given() {
 				return usageErrorf("give job IDs or a filter (--status/--name/--since), not both")
 			}
 			if runF != nil {
@@ -59,9 +56,7 @@ func NewCmdRetry(f *Factory, runF func(context.Context, *RetryOptions) error) *c
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Reason, "reason", "", "why the job is retried (required)")
 	fl.StringArrayVar(&opts.Sets, "set", nil, "override a task field for the retry, PATH=VALUE (e.g. resources.memory=32, envs.SEED=7); repeatable")
-	fl.StringSliceVar(&opts.Statuses, "status", nil, "retry every ended job with these statuses (comma-separated)")
-	fl.StringVar(&opts.Name, "name", "", "retry every ended job whose name matches this pattern")
-	fl.DurationVar(&opts.Since, "since", 0, "with a filter: only jobs submitted within this long (e.g. 24h)")
+	opts.FilterOptions.add(fl, "retry", "ended")
 	fl.BoolVar(&opts.FromFailedTask, "from-failed-task", false, "for a pipeline: start at the task that failed, linking the tasks that succeeded before it instead of running them again")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "list what would be retried and create nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before retrying more than one job")
@@ -77,7 +72,11 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 	if v := f.Getenv("SORTIE_USER"); v != "" {
 		who = v
 	}
-	req := service.RetryRequest{IDs: opts.IDs, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Since: opts.Since,
+	filter, err := opts.filter(f)
+	if err != nil {
+		return err
+	}
+	req := service.RetryRequest{IDs: opts.IDs, Filter: filter,
 		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, FromFailedTask: opts.FromFailedTask, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
@@ -109,7 +108,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		for i, j := range targets {
 			req.IDs[i] = j.ID
 		}
-		req.Statuses, req.NameGlob, req.Since = nil, "", 0
+		req.Filter = service.Filter{}
 		results, err := rs.Retry(ctx, req)
 		if opts.Output == "json" && err == nil {
 			return printJSON(f.Out, results)

@@ -30,6 +30,7 @@ type Service interface {
 	QueueEach(ctx context.Context, req service.QueueRequest, fn func(service.JobView) error) error
 	Show(ctx context.Context, id int64) (*service.JobDetail, error)
 	Logs(ctx context.Context, req service.LogsRequest, w io.Writer) error
+	CancelTargets(ctx context.Context, req service.CancelRequest) ([]service.JobView, error)
 	Cancel(ctx context.Context, req service.CancelRequest) ([]int64, error)
 	RetryTargets(ctx context.Context, req service.RetryRequest) ([]service.JobView, error)
 	Retry(ctx context.Context, req service.RetryRequest) ([]service.RetryResult, error)
@@ -48,6 +49,9 @@ type Factory struct {
 	// empty value for unset.
 	LookupEnv func(string) (string, bool)
 	Now       func() time.Time
+	// IsTerminal says whether a question can be asked on In; nil asks
+	// whether standard input is a terminal.
+	IsTerminal func() bool
 	// Service opens the controller's service.
 	Service func(ctx context.Context) (Service, error)
 	// Local opens the local service for commands that only make sense on

@@ -78,6 +78,11 @@ func latest(ctx context.Context, db *sql.DB, column string) (time.Time, int, err
 // uses, in this process, nudging the controller every batch jobs, and
 // returns their ids and when the last was stored.
 func submit(ctx context.Context, d *Daemon, file string, n, batch int, progress io.Writer) ([]int64, time.Time, error) {
+	return submitNamed(ctx, d, file, "bench", n, batch, progress)
+}
+
+// submitNamed is submit with the jobs named prefix-0, prefix-1, ...
+func submitNamed(ctx context.Context, d *Daemon, file, prefix string, n, batch int, progress io.Writer) ([]int64, time.Time, error) {
 	svc, err := service.Open(ctx, d.Home, clouds.Light())
 	if err != nil {
 		return nil, time.Time{}, err
@@ -89,7 +94,7 @@ func submit(ctx context.Context, d *Daemon, file string, n, batch int, progress 
 	svc.FindDaemon = nil
 	ids := make([]int64, 0, n)
 	for i := 0; i < n; i++ {
-		j, err := svc.Launch(ctx, service.LaunchRequest{File: file, Name: fmt.Sprintf("bench-%d", i)})
+		j, err := svc.Launch(ctx, service.LaunchRequest{File: file, Name: fmt.Sprintf("%s-%d", prefix, i)})
 		if err != nil {
 			return ids, time.Time{}, fmt.Errorf("submit job %d of %d: %w", i+1, n, err)
 		}

@@ -1,0 +1,167 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sortie/controller/lifecycle"
+	"sortie/controller/store"
+	"sortie/strategy"
+)
+
+// cancelService is a service whose store's clock the test moves: job i
+// (from 0) is submitted at base + i minutes.
+func cancelService(t *testing.T, names ...string) (*Service, []int64, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	s := testService(t)
+	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	now := base
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "state.db"), func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s.Store = st
+	var ids []int64
+	for i, n := range names {
+		now = base.Add(time.Duration(i) * time.Minute)
+		id, err := st.CreateJob(ctx, &store.Job{Name: n, Spec: []byte("{}"), NumTasks: 1}, []store.NewTask{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	s.Now = func() time.Time { return base.Add(time.Hour) }
+	return s, ids, base
+}
+
+func viewIDs(vs []JobView) []int64 {
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		out[i] = v.ID
+	}
+	return out
+}
+
+func TestCancelTargetsByFilter(t *testing.T) {
+	ctx := context.Background()
+	s, ids, base := cancelService(t, "sweep-1", "sweep-2", "train", "sweep-3", "sweep-4")
+	// sweep-3 has ended; sweep-4 is already being cancelled.
+	if err := s.Store.FinishJob(ctx, ids[3], strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Rule: strategy.RuleCancelled, Reason: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Store.RequestCancel(ctx, ids[4:5]); err != nil {
+		t.Fatal(err)
+	}
+	at := func(min int) *time.Time { t := base.Add(time.Duration(min) * time.Minute); return &t }
+	for _, tc := range []struct {
+		name string
+		req  CancelRequest
+		want []int64
+	}{
+		{"glob", CancelRequest{Filter: Filter{NameGlob: "sweep-*"}}, []int64{ids[0], ids[1], ids[4]}},
+		{"glob and status", CancelRequest{Filter: Filter{NameGlob: "sweep-*", Statuses: []lifecycle.Status{lifecycle.Pending}}}, ids[:2]},
+		{"since", CancelRequest{Filter: Filter{Since: at(1)}}, []int64{ids[1], ids[2], ids[4]}},
+		{"glob and since", CancelRequest{Filter: Filter{NameGlob: "sweep-*", Since: at(1)}}, []int64{ids[1], ids[4]}},
+		{"all", CancelRequest{All: true}, []int64{ids[0], ids[1], ids[2], ids[4]}},
+		{"ids leave ended jobs out", CancelRequest{IDs: []int64{ids[3], ids[2]}}, []int64{ids[2]}},
+		{"a name matched whole", CancelRequest{Filter: Filter{NameGlob: "sweep"}}, []int64{}},
+	} {
+		got, err := s.CancelTargets(ctx, tc.req)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !slices.Equal(viewIDs(got), tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, viewIDs(got), tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		req  CancelRequest
+		want string
+	}{
+		{CancelRequest{Filter: Filter{Statuses: []lifecycle.Status{lifecycle.Failed}}}, `--status: "FAILED" is not a status of an unfinished job (one of PENDING, STARTING, RUNNING, RECOVERING, CANCELLING)`},
+		{CancelRequest{Filter: Filter{NameGlob: "sweep-["}}, `--name: "sweep-[" is not a valid pattern`},
+		{CancelRequest{}, "name the jobs to cancel in one way"},
+		{CancelRequest{All: true, Filter: Filter{NameGlob: "x"}}, "name the jobs to cancel in one way"},
+		{CancelRequest{IDs: []int64{99}}, "job 99: no such job"},
+	} {
+		_, err := s.CancelTargets(ctx, tc.req)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.req, err, tc.want)
+		}
+	}
+	var usage *UsageError
+	if _, err := s.CancelTargets(ctx, CancelRequest{}); !errors.As(err, &usage) {
+		t.Errorf("a request naming nothing: %v, want a usage error", err)
+	}
+}
+
+// Thousands of jobs are marked in batches, every one of them.
+func TestCancelMarksEveryJobInBatches(t *testing.T) {
+	ctx := context.Background()
+	names := make([]string, 2*cancelBatch+17)
+	for i := range names {
+		names[i] = fmt.Sprintf("sweep-%d", i)
+	}
+	s, ids, _ := cancelService(t, names...)
+	woken := 0
+	s.StartDaemon = func(context.Context, string) error { woken++; return nil }
+	var txs int
+	s.Store.ObserveTx(func(time.Duration) { txs++ })
+	marked, err := s.Cancel(ctx, CancelRequest{Filter: Filter{NameGlob: "sweep-*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(marked, ids) {
+		t.Errorf("marked %d jobs, want all %d in order", len(marked), len(ids))
+	}
+	if txs != 3 {
+		t.Errorf("%d write transactions, want 3 (batches of %d)", txs, cancelBatch)
+	}
+	if woken != 1 {
+		t.Errorf("the controller was woken %d times, want once", woken)
+	}
+	jobs, _ := s.Store.Jobs(ctx, store.JobFilter{Statuses: []lifecycle.Status{lifecycle.Cancelling}})
+	if len(jobs) != len(ids) {
+		t.Errorf("%d jobs CANCELLING, want %d", len(jobs), len(ids))
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"90m", now.Add(-90 * time.Minute)},
+		{"24h", now.Add(-24 * time.Hour)},
+		{"2d", now.Add(-48 * time.Hour)},
+		{"2026-11-29", time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)},
+		{"2026-11-29 15:04", time.Date(2026, 11, 29, 15, 4, 0, 0, time.UTC)},
+		{"2026-11-29T15:04:05", time.Date(2026, 11, 29, 15, 4, 5, 0, time.UTC)},
+		{"2026-11-29T15:04:05+02:00", time.Date(2026, 11, 29, 13, 4, 5, 0, time.UTC)},
+	} {
+		got, err := ParseSince(tc.in, now)
+		if err != nil || got == nil || !got.Equal(tc.want) {
+			t.Errorf("%q: %v %v, want %v", tc.in, got, err, tc.want)
+		}
+	}
+	if got, err := ParseSince("", now); got != nil || err != nil {
+		t.Errorf(`"": %v %v, want any time`, got, err)
+	}
+	for _, in := range []string{"yesterday", "-5m", "0s", "2026-13-01", "3x"} {
+		_, err := ParseSince(in, now)
+		var usage *UsageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--since: "+fmt.Sprintf("%q", in)) {
+			t.Errorf("%q: %v, want a usage error naming --since and the value", in, err)
+		}
+	}
+}
