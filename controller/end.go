@@ -35,7 +35,7 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 	if err != nil {
 		// The job cannot go on, but the exit codes seen and the logs kept
 		// are the attempt's all the same.
-		ce := c.controllerError(j, err)
+		ce := c.controllerError(ctx, err)
 		ce.codes = e.codes
 		return c.finish(ctx, j, a, nil, ce, w)
 	}
@@ -90,7 +90,7 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		}
 		return fmt.Errorf("record the end of %s: %w", attemptName(a), err)
 	}
-	c.Log.Info("attempt ended", "job", j.ID, "task", a.TaskIdx, "attempt", a.Attempt, "outcome", e.outcome,
+	c.logger(ctx).Info("attempt ended", "outcome", e.outcome,
 		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
 	c.counted(j.ID, a.TaskIdx, e, d, t.RecoveryCount)
 	// What follows a recorded end is done even by a controller that is
@@ -167,7 +167,7 @@ func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error
 		}
 		return fmt.Errorf("end the job: %w", err)
 	}
-	c.Log.Info("job ended", "job", j.ID, "status", d.Status, "reason", d.Reason)
+	c.logger(ctx).Info("job ended", "status", d.Status, "reason", d.Reason)
 	c.Metrics.Decisions.WithLabelValues(string(d.Rule)).Inc()
 	c.forgetSeen(j.ID, j.NumTasks)
 	actx, cancel := afterEnd(ctx)
@@ -202,7 +202,7 @@ type wrapped struct {
 func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, codes bool) *wrapped {
 	w := &wrapped{logDir: home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt), keep: true}
 	if err := os.MkdirAll(w.logDir, home.DirMode); err != nil {
-		c.Log.Warn("log dir", "dir", w.logDir, "err", err)
+		c.logger(ctx).Warn("log dir", "dir", w.logDir, "err", err)
 		w.keep = false
 	}
 	prov, cl, err := c.cluster(ctx, a)
@@ -288,7 +288,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 			}
 			defer r.Close()
 			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline()); err != nil {
-				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}
 			os.Remove(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))
@@ -309,7 +309,7 @@ func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *
 		return false
 	}
 	if err := node.Stop(ctx, r); err != nil {
-		c.Log.Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
+		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
 		return false
 	}
 	return true

@@ -34,7 +34,7 @@ func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attemp
 				r.Close()
 			}
 			if err != nil {
-				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
+				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				c.logNotKept(j, a, rank, fmt.Sprintf("node %d could not be read when the attempt ended: %v", rank, err))
 				return
 			}

@@ -110,6 +110,7 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 		return nil, fmt.Errorf("record placement %s: %w", pl, err)
 	}
 	a.Cloud, a.Region, a.Zone = pl.Cloud, pl.Region, pl.Zone
+	ctx = c.withStep(ctx, j, a)
 	p, err := spec(j)
 	if err != nil {
 		return nil, err
@@ -124,13 +125,13 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 	pctx := provision.WithProgress(ctx, func(msg string) {
 		shown.Store(true)
 		if err := c.Store.SetStatusReason(ctx, j.ID, msg); err != nil && ctx.Err() == nil {
-			c.Log.Warn("show launch progress", "job", j.ID, "err", err)
+			c.logger(ctx).Warn("show launch progress", "err", err)
 		}
 	})
 	defer func() {
 		if shown.Load() {
 			if err := c.Store.SetStatusReason(ctx, j.ID, ""); err != nil && ctx.Err() == nil {
-				c.Log.Warn("clear launch progress", "job", j.ID, "err", err)
+				c.logger(ctx).Warn("clear launch progress", "err", err)
 			}
 		}
 	}()

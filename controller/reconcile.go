@@ -20,6 +20,7 @@ import (
 // ends its job FAILED_CONTROLLER with the panic as the reason; the daemon
 // and the other jobs go on.
 func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) (err error) {
+	ctx = c.withStep(ctx, j, a)
 	defer func() {
 		if r := recover(); r != nil {
 			err = c.failPanicked(ctx, j, r, debug.Stack())
@@ -31,7 +32,7 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 // failPanicked ends j after a step of it panicked with r: its open attempt,
 // if any (the step may have created it), ends with the job.
 func (c *Controller) failPanicked(ctx context.Context, j *store.Job, r any, stack []byte) (err error) {
-	c.Log.Error("job step panicked", "job", j.ID, "panic", fmt.Sprint(r), "stack", string(stack))
+	c.logger(ctx).Error("job step panicked", "panic", fmt.Sprint(r), "stack", string(stack))
 	defer func() {
 		if r2 := recover(); r2 != nil {
 			// Ending the job panicked too: leave it to the next tick, which
@@ -97,6 +98,7 @@ func (c *Controller) reconcileStep(ctx context.Context, j *store.Job, a *store.A
 			}
 			return fmt.Errorf("create the next attempt: %w", err)
 		}
+		ctx = c.withStep(ctx, j, a)
 	}
 	task := p.Tasks[a.TaskIdx]
 	switch a.State {
@@ -201,7 +203,7 @@ func (c *Controller) terminate(ctx context.Context, a *store.Attempt) {
 		err = p.Terminate(ctx, a.Cluster)
 	}
 	if err != nil {
-		c.Log.Warn("terminate", "cluster", a.Cluster, "err", err)
+		c.logger(ctx).Warn("terminate", "cluster", a.Cluster, "err", err)
 	}
 }
 
@@ -303,7 +305,7 @@ const reasonCancelled = "cancelled by user"
 // with it (a spec it cannot read). Never silent: the reason is stored, and
 // the open attempt, if any, ends with outcome controller_error.
 func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.Attempt, cause error) error {
-	e := c.controllerError(j, cause)
+	e := c.controllerError(ctx, cause)
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
@@ -312,7 +314,7 @@ func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.
 
 // controllerError is the ending of a job sortie cannot go on with; it is
 // logged, never silent.
-func (c *Controller) controllerError(j *store.Job, cause error) ended {
-	c.Log.Error("job cannot continue", "job", j.ID, "err", cause)
+func (c *Controller) controllerError(ctx context.Context, cause error) ended {
+	c.logger(ctx).Error("job cannot continue", "err", cause)
 	return ended{outcome: strategy.ControllerError, reason: fmt.Sprintf("controller error: %v", cause), detail: cause.Error()}
 }

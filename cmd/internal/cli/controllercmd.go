@@ -20,7 +20,7 @@ import (
 
 // NewCmdController builds `controller run|status|stop`.
 func NewCmdController(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "controller", Short: "Run, inspect or stop the controller of SORTIE_HOME"}
+	cmd := &cobra.Command{Use: "controller", Short: "Run, inspect or stop the controller of SORTIE_HOME, or read its log"}
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run the controller in the foreground (the CLI starts it in the background when needed)",
@@ -70,7 +70,7 @@ func NewCmdController(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(run, status, stop)
+	cmd.AddCommand(run, status, stop, newCmdControllerLogs(f))
 	return cmd
 }
 

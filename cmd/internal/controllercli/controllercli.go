@@ -40,7 +40,7 @@ func Main(args []string, out, errw io.Writer) int {
 		Short: "Run the controller in the foreground",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return controller.Serve(cmd.Context(), h, slog.New(slog.NewTextHandler(errw, nil)), all.Clouds())
+			return controller.Serve(cmd.Context(), h, slog.New(slog.NewJSONHandler(errw, nil)), all.Clouds())
 		},
 	}, &cobra.Command{
 		Use:   "check",

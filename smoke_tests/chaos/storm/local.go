@@ -138,7 +138,8 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 	subErr := make(chan error, 1)
 	go func() { subErr <- submitFiles(ctx, o.Home, files, span) }()
 
-	points := []string{"point=ended", "point=starting", "point=ending", "point=started"}
+	// controller.log is slog JSON, one object a line.
+	points := []string{`"point":"ended"`, `"point":"starting"`, `"point":"ending"`, `"point":"started"`}
 	pw := &pauseWatcher{path: filepath.Join(o.Home, "controller.log")}
 	aimEvery, preemptEvery := 0, 0
 	if o.Aimed > 0 {

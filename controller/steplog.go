@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+
+	"sortie/controller/store"
+)
+
+type stepLogKey struct{}
+
+// withStep returns ctx carrying the logger of a step of job j on attempt
+// a (nil before there is one): c.Log with the fields job, task, and, as
+// they become known, attempt and cloud. Everything the step logs carries
+// them, so that a job's lines can be picked out of the controller's log.
+func (c *Controller) withStep(ctx context.Context, j *store.Job, a *store.Attempt) context.Context {
+	args := []any{"job", j.ID}
+	if a != nil {
+		args = append(args, "task", a.TaskIdx, "attempt", a.Attempt)
+		if a.Cloud != "" {
+			args = append(args, "cloud", a.Cloud)
+		}
+	} else {
+		args = append(args, "task", j.CurrentTask)
+	}
+	return context.WithValue(ctx, stepLogKey{}, c.Log.With(args...))
+}
+
+// logger is the logger of the step ctx belongs to, else the controller's.
+func (c *Controller) logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(stepLogKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return c.Log
+}
