@@ -217,3 +217,50 @@ func (n *Notify) applyDefaults() {
 		}
 	}
 }
+
+// CheckWebhook checks a webhook given outside a task file (config.yaml's
+// default webhooks) as a task's are checked; each problem's Path is the
+// field within the webhook (url, events[1], secret).
+func CheckWebhook(w Webhook) []Problem {
+	var out []Problem
+	if msg := CheckWebhookURL(w.URL); msg != "" {
+		v := ""
+		if w.URL != "" {
+			v = fmt.Sprintf("%q", w.URL)
+		}
+		out = append(out, Problem{Path: "url", Value: v, Message: msg})
+	}
+	var seen []string
+	for i, e := range w.Events {
+		p := Problem{Path: fmt.Sprintf("events[%d]", i), Value: fmt.Sprintf("%q", e)}
+		switch e = strings.ToLower(e); {
+		case !slices.Contains(NotifyEvents(), e):
+			p.Message = "is not an event; expected one of " + strings.Join(NotifyEvents(), ", ")
+		case slices.Contains(seen, e):
+			p.Message = "is listed twice; list each event once"
+		default:
+			seen = append(seen, e)
+			continue
+		}
+		out = append(out, p)
+	}
+	if w.Secret != "" && !secretName().MatchString(w.Secret) {
+		out = append(out, Problem{Path: "secret", Message: "is not a key name; give the name (letters, digits, _ . -, at most 64) of a key under notify.secrets, never the key itself"})
+	}
+	return out
+}
+
+// WithDefaults is w with its events lower-cased, or the default events
+// when it names none.
+func (w Webhook) WithDefaults() Webhook {
+	if len(w.Events) == 0 {
+		w.Events = DefaultNotifyEvents()
+		return w
+	}
+	ev := make([]string, len(w.Events))
+	for i, e := range w.Events {
+		ev[i] = strings.ToLower(e)
+	}
+	w.Events = ev
+	return w
+}
