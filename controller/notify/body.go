@@ -58,9 +58,7 @@ type Payload struct {
 }
 
 // DeliveryKey is d's idempotency key: the same on every try of d.
-func DeliveryKey(d *store.Delivery) string {
-	return fmt.Sprintf("sortie-%d-%d", d.Event.ID, d.ID)
-}
+func DeliveryKey(d *store.Delivery) string { return d.Key() }
 
 // Body is the JSON posted for d; the same on every try of d.
 func Body(d *store.Delivery, jobName, taskName string) ([]byte, error) {

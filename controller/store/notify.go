@@ -58,6 +58,10 @@ type Delivery struct {
 	DoneAt     *time.Time
 }
 
+// Key is d's idempotency key, sent with every try of d: the receiver
+// drops a delivery it has seen by it.
+func (d *Delivery) Key() string { return fmt.Sprintf("sortie-%d-%d", d.Event.ID, d.ID) }
+
 // NewDelivery is a webhook an event is to be posted to.
 type NewDelivery struct {
 	URL, Kind, Secret string

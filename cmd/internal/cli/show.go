@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -128,7 +129,38 @@ func printShow(f *Factory, d *service.JobDetail) error {
 		}
 		t.flush()
 	}
+	printNotifications(f, d)
 	return nil
+}
+
+// printNotifications lists each event posted to a webhook: delivered,
+// waiting for its next try (and why), or given up (and why).
+func printNotifications(f *Factory, d *service.JobDetail) {
+	if len(d.Notifications) == 0 {
+		return
+	}
+	now := f.Now()
+	fmt.Fprintln(f.Out, "\nNotifications:")
+	t := newTable(f.Out, "  EVENT", "STATUS", "WEBHOOK", "STATE", "TRIES", "DETAIL")
+	for _, n := range d.Notifications {
+		detail := orDash(n.Error)
+		switch {
+		case n.State == "pending" && n.NextTryAt != nil && n.Tries > 0:
+			detail = fmt.Sprintf("%s; next try %s", detail, until(now, *n.NextTryAt))
+		case n.State == "delivered" && n.HTTPStatus != nil:
+			detail = fmt.Sprintf("HTTP %d", *n.HTTPStatus)
+		}
+		t.row("  "+n.Event, string(n.Status), n.URL, n.State, strconv.Itoa(n.Tries), detail)
+	}
+	t.flush()
+}
+
+// until says when a time to come is: "in 4s", or "now" once it is past.
+func until(now, t time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return "in " + t.Sub(now).Round(time.Second).String()
 }
 
 // printChain shows the retry chain from the first job to the newest.
