@@ -19,6 +19,9 @@ type KnownFailure struct {
 	ExitCodes  []*int
 	LogPath    string
 	RecordedAt time.Time
+	// LogsRemovedAt is when the sweep removed the failed job's kept logs
+	// (controller.log_retention); nil while they are kept.
+	LogsRemovedAt *time.Time
 }
 
 func recordFailure(ctx context.Context, tx *sql.Tx, f *KnownFailure, now time.Time) error {
@@ -93,7 +96,8 @@ func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
 }
 
 func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*KnownFailure, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at FROM known_failures `+tail, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at,
+		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -103,9 +107,11 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 		var f KnownFailure
 		var codes sql.NullString
 		var at string
-		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at); err != nil {
+		var removed sql.NullString
+		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &removed); err != nil {
 			return nil, err
 		}
+		f.LogsRemovedAt = parseTime(removed)
 		if codes.Valid {
 			_ = json.Unmarshal([]byte(codes.String), &f.ExitCodes)
 		}
