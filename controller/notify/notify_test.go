@@ -364,7 +364,9 @@ func TestWhichWebhooksAnEventGoesTo(t *testing.T) {
 // refuse is a transport that reaches nothing.
 type refuse struct{}
 
-func (refuse) RoundTrip(*http.Request) (*http.Response, error) { return nil, fmt.Errorf("connection refused") }
+func (refuse) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, fmt.Errorf("connection refused")
+}
 
 func TestKindsOfAChange(t *testing.T) {
 	for to, want := range map[lifecycle.Status]string{
