@@ -153,7 +153,7 @@ func Verify(h http.Header, body, key []byte, now time.Time, tolerance time.Durat
 	}
 	sig, ok := strings.CutPrefix(h.Get(HeaderSignature), "sha256=")
 	if !ok {
-		return fmt.Errorf("no %s: sha256=...", HeaderSignature)
+		return fmt.Errorf("no %s header starting sha256=", HeaderSignature)
 	}
 	got, err := hex.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, mac(key, ts, body)) {
