@@ -162,13 +162,22 @@ func (n *Notifier) Run(ctx context.Context) {
 // time. full says a batch was full: more may be waiting.
 func (n *Notifier) Round(ctx context.Context) (full bool, err error) {
 	n.init()
-	evs, err := n.Store.UndispatchedEvents(ctx, n.Batch)
+	evs, err := n.Store.UndispatchedEvents(ctx, dispatchBatch)
 	if err != nil {
 		return false, fmt.Errorf("read the outbox: %w", err)
 	}
+	// One transaction for the batch: most events go to no webhook, and a
+	// write each would queue behind the controller's own writes.
+	ds := make([]store.Dispatch, len(evs))
+	for i, e := range evs {
+		ds[i] = n.dispatch(ctx, e)
+	}
+	if err := n.Store.DispatchEvents(ctx, ds); err != nil {
+		return false, fmt.Errorf("dispatch %d events: %w", len(ds), err)
+	}
 	for _, e := range evs {
-		if err := n.dispatch(ctx, e); err != nil {
-			return false, err
+		if e.To.Terminal() {
+			n.forget(e.JobID)
 		}
 	}
 	due, err := n.Store.DueDeliveries(ctx, n.Now(), n.Batch)
@@ -188,12 +197,15 @@ func (n *Notifier) Round(ctx context.Context) (full bool, err error) {
 		}()
 	}
 	wg.Wait()
-	return len(evs) == n.Batch || len(due) == n.Batch, nil
+	return len(evs) == dispatchBatch || len(due) == n.Batch, nil
 }
 
-// dispatch writes event e's deliveries: one per webhook of its task that
-// wants one of the kinds the change is.
-func (n *Notifier) dispatch(ctx context.Context, e store.NotifyEvent) error {
+// dispatchBatch bounds the events one round dispatches.
+const dispatchBatch = 500
+
+// dispatch says where event e goes: one delivery per webhook of its task
+// that wants one of the kinds the change is.
+func (n *Notifier) dispatch(ctx context.Context, e store.NotifyEvent) store.Dispatch {
 	hooks, err := n.hooksOf(ctx, e.JobID, e.Task)
 	if err != nil {
 		// The job's spec cannot be read: its events go nowhere, rather
@@ -207,13 +219,7 @@ func (n *Notifier) dispatch(ctx context.Context, e store.NotifyEvent) error {
 			ds = append(ds, store.NewDelivery{URL: w.URL, Kind: k, Secret: w.Secret})
 		}
 	}
-	if err := n.Store.DispatchEvent(ctx, e, ds); err != nil {
-		return fmt.Errorf("dispatch event %d of job %d: %w", e.ID, e.JobID, err)
-	}
-	if e.To.Terminal() {
-		n.forget(e.JobID)
-	}
-	return nil
+	return store.Dispatch{Event: e, Deliveries: ds}
 }
 
 // Kinds are the kinds of event a change to status to is, the most

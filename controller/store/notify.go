@@ -116,25 +116,41 @@ func scanEvent(r scanner, more ...any) (NotifyEvent, error) {
 	return e, nil
 }
 
-// DispatchEvent writes an event's deliveries, one per webhook, in one
-// transaction with marking it dispatched; an event no webhook wants is
-// dropped. Dispatching again writes nothing new.
-func (s *Store) DispatchEvent(ctx context.Context, e NotifyEvent, ds []NewDelivery) error {
+// Dispatch is an event and the webhooks it is to be posted to.
+type Dispatch struct {
+	Event      NotifyEvent
+	Deliveries []NewDelivery
+}
+
+// DispatchEvents writes each event's deliveries, one per webhook, and
+// marks it dispatched, all in one transaction; an event no webhook wants
+// is dropped. Dispatching an event again writes nothing new.
+func (s *Store) DispatchEvents(ctx context.Context, ds []Dispatch) error {
+	if len(ds) == 0 {
+		return nil
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if len(ds) == 0 {
-			_, err := tx.ExecContext(ctx, `DELETE FROM notify_events WHERE id = ? AND dispatched = 0`, e.ID)
-			return err
-		}
 		now := s.now()
 		for _, d := range ds {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO notify_deliveries
-				(event_id, job_id, url, event, secret, state, next_try_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, e.JobID, d.URL, d.Kind, d.Secret, DeliveryPending, fixedTime(now), fmtTime(now)); err != nil {
+			e := d.Event
+			if len(d.Deliveries) == 0 {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM notify_events WHERE id = ? AND dispatched = 0`, e.ID); err != nil {
+					return err
+				}
+				continue
+			}
+			for _, nd := range d.Deliveries {
+				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO notify_deliveries
+					(event_id, job_id, url, event, secret, state, next_try_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+					e.ID, e.JobID, nd.URL, nd.Kind, nd.Secret, DeliveryPending, fixedTime(now), fmtTime(now)); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE notify_events SET dispatched = 1 WHERE id = ?`, e.ID); err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE notify_events SET dispatched = 1 WHERE id = ?`, e.ID)
-		return err
+		return nil
 	})
 }
 

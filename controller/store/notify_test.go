@@ -109,12 +109,12 @@ func TestDeliveriesAreRecordedBeforeAndAfterEachTry(t *testing.T) {
 		t.Fatalf("events: %+v", evs)
 	}
 	// The first event no webhook wants: it is dropped.
-	if err := s.DispatchEvent(ctx, evs[0], nil); err != nil {
+	if err := s.DispatchEvents(ctx, []Dispatch{{Event: evs[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	hooks := []NewDelivery{{URL: "http://a.example/x", Kind: "status"}, {URL: "http://b.example/y", Kind: "status", Secret: "ops"}}
 	for range 2 {
-		if err := s.DispatchEvent(ctx, evs[1], hooks); err != nil {
+		if err := s.DispatchEvents(ctx, []Dispatch{{Event: evs[1], Deliveries: hooks}}); err != nil {
 			t.Fatal(err)
 		}
 	}
