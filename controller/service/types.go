@@ -67,8 +67,10 @@ type NotificationView struct {
 	URL    string           `json:"url"`
 	// State is pending (to be tried at NextTryAt), sending (a try is under
 	// way), delivered or failed (given up).
-	State      string     `json:"state"`
-	Tries      int        `json:"tries"`
+	State string `json:"state"`
+	Tries int    `json:"tries"`
+	// Error is why the last failed try failed (kept after a later try
+	// delivers), or why sortie gave up.
 	HTTPStatus *int       `json:"http_status"`
 	Error      *string    `json:"error"`
 	At         time.Time  `json:"at"`

@@ -52,10 +52,12 @@ type Delivery struct {
 	Tries      int
 	NextTryAt  time.Time
 	HTTPStatus int // of the last answer; 0 for none
-	LastError  string
-	CreatedAt  time.Time
-	SentAt     *time.Time
-	DoneAt     *time.Time
+	// LastError is why the last failed try failed (kept once a later try
+	// delivers), or why the delivery was given up.
+	LastError string
+	CreatedAt time.Time
+	SentAt    *time.Time
+	DoneAt    *time.Time
 }
 
 // Key is d's idempotency key, sent with every try of d: the receiver
@@ -267,6 +269,9 @@ func (s *Store) EndTry(ctx context.Context, id int64, o TryOutcome) error {
 	if o.HTTPStatus > 0 {
 		status = o.HTTPStatus
 	}
-	return s.exec(ctx, `UPDATE notify_deliveries SET state = ?, http_status = COALESCE(?, http_status), last_error = ?, next_try_at = ?, done_at = ?
-		WHERE id = ? AND state = ?`, o.State, status, o.Error, next, done, id, DeliverySending)
+	// A try that succeeds keeps the error of the one before it: how the
+	// delivery went stays on record.
+	return s.exec(ctx, `UPDATE notify_deliveries SET state = ?, http_status = COALESCE(?, http_status),
+		last_error = CASE WHEN ? = '' THEN last_error ELSE ? END, next_try_at = ?, done_at = ?
+		WHERE id = ? AND state = ?`, o.State, status, o.Error, o.Error, next, done, id, DeliverySending)
 }

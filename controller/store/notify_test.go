@@ -158,7 +158,7 @@ func TestDeliveriesAreRecordedBeforeAndAfterEachTry(t *testing.T) {
 		t.Fatalf("a try of a delivered delivery: %v", err)
 	}
 	ds, _ := s.Deliveries(ctx, id)
-	if len(ds) != 2 || ds[0].State != DeliveryDelivered || ds[0].Tries != 2 || ds[0].HTTPStatus != 200 || ds[0].DoneAt == nil || ds[0].LastError != "" {
+	if len(ds) != 2 || ds[0].State != DeliveryDelivered || ds[0].Tries != 2 || ds[0].HTTPStatus != 200 || ds[0].DoneAt == nil || ds[0].LastError != "503 Service Unavailable" {
 		t.Fatalf("deliveries: %+v", ds[0])
 	}
 	if d, _ := s.DueDeliveries(ctx, far, 10); len(d) != 1 {
