@@ -188,6 +188,10 @@ func (n *Notifier) Round(ctx context.Context) (full bool, err error) {
 	var wg sync.WaitGroup
 	for _, d := range due {
 		slots <- struct{}{}
+		if ctx.Err() != nil {
+			<-slots
+			break // stopping: no new try begins
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
@@ -255,13 +259,12 @@ func (n *Notifier) deliver(ctx context.Context, d *store.Delivery) error {
 	if err != nil {
 		return fmt.Errorf("record the try: %w", err)
 	}
-	o := n.send(ctx, d, try)
-	if ctx.Err() != nil {
-		// Stopped mid-try: the delivery stays "sending" and is tried
-		// again by the next controller, with the same key.
-		return nil
-	}
-	return n.Store.EndTry(ctx, d.ID, o)
+	// A try that began ends and is recorded even when the notifier is
+	// stopping (the client's timeout bounds it): a receiver that got the
+	// POST is not sent it again by the next controller. Only a controller
+	// killed in between leaves it "sending", to be tried again.
+	sctx := context.WithoutCancel(ctx)
+	return n.Store.EndTry(sctx, d.ID, n.send(sctx, d, try))
 }
 
 // send POSTs d's event and says how the try ended.

@@ -402,18 +402,16 @@ func TestANewControllerNeitherLosesNorResends(t *testing.T) {
 	job2 := submit(t, st1, task(rcv.URL, "[status]"))
 	start(t, st1, job2, 0)
 	// The first POST of job 2 reaches the receiver, and the controller
-	// stops before it hears the answer.
-	ctx1, stop := context.WithCancel(context.Background())
+	// dies before it records the answer: its store is gone at once.
 	var once sync.Once
 	rcv.mu.Lock()
 	rcv.hook = func(g got) {
 		if strings.Contains(string(g.body), fmt.Sprintf(`"job_id":%d,`, job2)) {
-			once.Do(stop)
+			once.Do(func() { st1.Close() })
 		}
 	}
 	rcv.mu.Unlock()
-	n1.Round(ctx1)
-	st1.Close()
+	n1.Round(context.Background())
 	ds1 := rcv.requests()
 	if len(ds1) != 4 {
 		t.Fatalf("requests before the stop: %d, want 3 of job 1 and 1 of job 2", len(ds1))
@@ -460,8 +458,9 @@ func TestANewControllerNeitherLosesNorResends(t *testing.T) {
 	}
 }
 
-// Run sends without being asked, looks again when woken, and returns when
-// its context ends even while a receiver holds a request.
+// Run sends without being asked, looks again when woken, and when its
+// context ends lets the try under way end (bounded by the client's
+// timeout) and records it, beginning no other.
 func TestRunSendsWhenWokenAndStopsAtOnce(t *testing.T) {
 	clk := newClock()
 	st := openStore(t, filepath.Join(t.TempDir(), "state.db"), clk)
@@ -482,6 +481,7 @@ func TestRunSendsWhenWokenAndStopsAtOnce(t *testing.T) {
 	never := make(chan time.Time) // the wait between rounds never ends by itself
 	n := newNotifier(st, clk)
 	n.After = func(time.Duration) <-chan time.Time { return never }
+	n.Client = &http.Client{Timeout: 200 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { n.Run(ctx); close(done) }()
@@ -507,5 +507,12 @@ func TestRunSendsWhenWokenAndStopsAtOnce(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return while a receiver held its request")
+	}
+	ds, _ := st.Deliveries(context.Background(), id)
+	if len(ds) != 2 || ds[0].State != store.DeliveryDelivered || ds[1].State != store.DeliveryPending || !strings.Contains(ds[1].LastError, "Timeout") {
+		for _, d := range ds {
+			t.Logf("%+v", d)
+		}
+		t.Fatal("the try under way at the stop is not recorded as failed, to be tried again")
 	}
 }
