@@ -350,7 +350,7 @@ func (r *Result) checkLocalLeftovers(home string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ents, _ := os.ReadDir(dir)
-		procs := processesUnder(home)
+		procs := ProcessesUnder(home)
 		if len(ents) == 0 && len(procs) == 0 {
 			return
 		}
@@ -368,9 +368,9 @@ func (r *Result) checkLocalLeftovers(home string) {
 	}
 }
 
-// processesUnder lists live processes whose command line or working
-// directory lies under dir.
-func processesUnder(dir string) []int {
+// ProcessesUnder lists live processes whose command line or working
+// directory lies under dir: what a test left running there.
+func ProcessesUnder(dir string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, en := range entries {
