@@ -140,10 +140,15 @@ func (n *Notifier) Run(ctx context.Context) {
 			n.Log.Warn("notifications", "err", err)
 		}
 		wait := n.Poll
-		if full {
+		switch {
+		case err != nil:
+			// The store failed us: look again in a while, not at once.
+		case full:
 			wait = 0
-		} else if next, err := n.Store.NextDeliveryAt(ctx); err == nil && next != nil {
-			wait = min(wait, max(next.Sub(n.Now()), 0))
+		default:
+			if next, err := n.Store.NextDeliveryAt(ctx); err == nil && next != nil {
+				wait = min(wait, max(next.Sub(n.Now()), 0))
+			}
 		}
 		if wait == 0 {
 			continue

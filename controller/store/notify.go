@@ -217,6 +217,12 @@ func (s *Store) Deliveries(ctx context.Context, jobID int64) ([]*Delivery, error
 	return s.findDeliveries(ctx, `WHERE d.job_id = ? ORDER BY d.event_id, d.id`, jobID)
 }
 
+// TryLease is how long a try may go unrecorded before the delivery is due
+// again: a try ends within the notifier's request timeout, so one still
+// "sending" after this was cut short (the controller was killed, or the
+// store failed to record its outcome).
+const TryLease = time.Minute
+
 // BeginTry records that a try of delivery id begins, before anything is
 // sent: a controller that stops before its outcome is recorded finds it
 // "sending" and tries again with the same idempotency key. It returns the
@@ -236,8 +242,9 @@ func (s *Store) BeginTry(ctx context.Context, id int64) (int, error) {
 			return fmt.Errorf("delivery %d is %s: %w", id, state, ErrDeliveryDone)
 		}
 		tries++
-		_, err := tx.ExecContext(ctx, `UPDATE notify_deliveries SET state = ?, tries = ?, sent_at = ? WHERE id = ?`,
-			DeliverySending, tries, fmtTime(s.now()), id)
+		now := s.now()
+		_, err := tx.ExecContext(ctx, `UPDATE notify_deliveries SET state = ?, tries = ?, sent_at = ?, next_try_at = ? WHERE id = ?`,
+			DeliverySending, tries, fmtTime(now), fixedTime(now.Add(TryLease)), id)
 		return err
 	})
 	return tries, err

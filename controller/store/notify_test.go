@@ -133,10 +133,14 @@ func TestDeliveriesAreRecordedBeforeAndAfterEachTry(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("BeginTry: %d %v", n, err)
 	}
-	// Begun and not ended (a crash in between): still due, as "sending".
+	// Begun and not ended (a crash in between): due again, as "sending",
+	// once TryLease has passed.
+	if d, _ := s.DueDeliveries(ctx, s.now(), 10); len(d) != 1 || d[0].ID != due[1].ID {
+		t.Fatalf("due while a try is under way: %+v", d)
+	}
 	again, _ := s.DueDeliveries(ctx, far, 10)
-	if len(again) != 2 || again[0].State != DeliverySending || again[0].Tries != 1 || again[0].SentAt == nil {
-		t.Fatalf("after BeginTry: %+v", again[0])
+	if len(again) != 2 || again[1].ID != due[0].ID || again[1].State != DeliverySending || again[1].Tries != 1 || again[1].SentAt == nil {
+		t.Fatalf("after BeginTry: %+v", again[1])
 	}
 	retryAt := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := s.EndTry(ctx, due[0].ID, TryOutcome{State: DeliveryPending, HTTPStatus: 503, Error: "503 Service Unavailable", NextTryAt: retryAt}); err != nil {
