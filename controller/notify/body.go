@@ -65,7 +65,7 @@ func Body(d *store.Delivery, jobName, taskName string) ([]byte, error) {
 	e := d.Event
 	p := Payload{
 		Delivery: DeliveryKey(d), Event: d.Kind, JobID: e.JobID, Job: jobName, Task: e.Task,
-		Status: e.To, PreviousStatus: e.From, ExitCodes: e.ExitCodes, At: e.At.UTC(),
+		Status: e.To, PreviousStatus: e.From, At: e.At.UTC(),
 		Show: fmt.Sprintf("sortie jobs show %d", e.JobID),
 	}
 	if taskName != "" {
@@ -76,6 +76,9 @@ func Body(d *store.Delivery, jobName, taskName string) ([]byte, error) {
 	}
 	if e.Reason != "" {
 		p.Reason = &e.Reason
+	}
+	if len(e.ExitCodes) > 0 {
+		p.ExitCodes = e.ExitCodes
 	}
 	p.Text = text(p)
 	return json.Marshal(p)

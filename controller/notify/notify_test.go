@@ -516,3 +516,21 @@ func TestRunSendsWhenWokenAndStopsAtOnce(t *testing.T) {
 		t.Fatal("the try under way at the stop is not recorded as failed, to be tried again")
 	}
 }
+
+// Before any attempt ended, or after one that left no codes, exit_codes
+// is null, never an empty list.
+func TestBodyWithoutExitCodes(t *testing.T) {
+	for _, codes := range [][]*int{nil, {}} {
+		d := &store.Delivery{ID: 2, Kind: "status", Event: store.NotifyEvent{ID: 1, JobID: 7, To: lifecycle.Starting, From: lifecycle.Pending, ExitCodes: codes}}
+		b, err := Body(d, "j", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"exit_codes":null`, `"task_name":null`, `"attempt":null`, `"reason":null`, `"delivery":"sortie-1-2"`,
+			`"text":"sortie job 7 (j) STARTING. sortie jobs show 7"`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("body %s lacks %s", b, want)
+			}
+		}
+	}
+}
