@@ -78,7 +78,7 @@ func TestDecideEscalate(t *testing.T) {
 			policy: Policy{MaxRestartsOnErrors: 2, Escalate: both},
 			ended:  Ended{Outcome: SetupFailure, ExitCodes: codes(0, 139), Size: Size{CPUs: "3", Memory: "16"}},
 			want: Decision{Action: Escalate, Counters: Counters{RestartsOnErrors: 1}, Rule: RuleEscalated,
-				Size: &Size{CPUs: "5", Memory: "32", Accelerators: map[string]int{"L4": 1}},
+				Size:   &Size{CPUs: "5", Memory: "32", Accelerators: map[string]int{"L4": 1}},
 				Reason: "setup exit code 139 on node 1: memory 16 → 32 GB, cpus 3 → 5, accelerators none → L4:1; restart 1/2 on errors"},
 		},
 		{
