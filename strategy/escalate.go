@@ -40,6 +40,10 @@ func (s Size) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// Rung writes the size's accelerator as escalate.accelerators does,
+// "A100:1"; "none" when it has none.
+func (s Size) Rung() string { return rungOf(s.Accelerators) }
+
 // SizeOf is the size a task's first attempt asks for, in the dimensions e
 // grows: what escalation starts from.
 func SizeOf(r schema.Resources, e *schema.Escalate) Size {
