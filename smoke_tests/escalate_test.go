@@ -95,3 +95,31 @@ func TestEscalationEndsAtTheTopOnLocal(t *testing.T) {
 	}
 	e.waitNoClusters("after the failed escalation")
 }
+
+// A dry run shows the escalation and the limits, in text and in -o json
+// as the README's tables say.
+func TestDryRunShowsTheEscalation(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("build.yaml", strings.Replace(escalateTask("32", "64"), "max_restarts_on_errors: 3", "max_restarts_on_errors: 3\n    max_duration: 2h", 1))
+	r := e.must("jobs", "launch", "--dry-run", f)
+	for _, want := range []string{"Limits:      max_duration 2h\n", "Escalate:    on exit codes 137: memory 2x up to 64 GB\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	j := e.must("jobs", "launch", "--dry-run", "-o", "json", f)
+	c := newConformer(readJSONSchema(t, filepath.Join("..", "README.md")), map[string]string{"input_key": "<input-key>"})
+	c.conform("plan", "plan", decodeJSON(t, j.stdout), mustType(t, "plan"))
+	c.report(t)
+	for path, want := range map[string]any{
+		"tasks.0.max_duration":             "2h",
+		"tasks.0.max_recoveries":           nil,
+		"tasks.0.escalate.memory":          "2x",
+		"tasks.0.escalate.max_memory":      "64",
+		"tasks.0.escalate.on_exit_codes.0": json.Number("137"),
+	} {
+		if got := dig(decodeJSON(t, j.stdout), path); got != want {
+			t.Errorf("plan %s is %v, want %v", path, got, want)
+		}
+	}
+}
