@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -210,6 +211,15 @@ func (d *decoder) checkEscalate(path string, r *Resources, memorySet, cpusSet bo
 	}
 	e := r.JobRecovery.Escalate
 	ep := join(path, "job_recovery.escalate")
+	pinned := r.InstanceType
+	for _, c := range append(slices.Clone(r.AnyOf), r.Ordered...) {
+		pinned = cmp.Or(pinned, c.InstanceType)
+	}
+	if pinned != "" {
+		// A named machine type is launched as named: the cloud would be
+		// asked for the same machine again.
+		d.ps.missing(ep, "cannot grow a machine pinned by instance_type %s; ask for cpus, memory or accelerators instead of instance_type", pinned)
+	}
 	grow := func(field string, f Factor, base, ceiling string, set bool, example string) {
 		switch {
 		case f != 0 && !set:
