@@ -125,6 +125,7 @@ func (t *Task) Recovery() JobRecovery {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
 		}
+		jr.Escalate = jr.Escalate.clone()
 	}
 	if jr.Strategy == "" {
 		jr.Strategy = EagerNextRegion
@@ -200,6 +201,7 @@ func (r Resources) clone() Resources {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
 		}
+		jr.Escalate = jr.Escalate.clone()
 		c.JobRecovery = &jr
 	}
 	return c
