@@ -142,6 +142,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
 	c.removeStaleSecrets(ctx)
+	c.sweepLogs(ctx)
 	n := c.shards()
 	t := time.NewTicker(c.Config.Controller.PollInterval.D() / time.Duration(n))
 	defer t.Stop()
@@ -164,6 +165,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			err = c.tick(ctx, tickScope{unwatched: true})
 		case <-sweep.C:
 			err = c.SweepOrphans(ctx)
+			c.sweepLogs(ctx)
 		}
 	}
 }

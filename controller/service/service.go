@@ -239,7 +239,8 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{}}
+	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{},
+		Notifications: []NotificationView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %d: tasks: %w", id, err)
@@ -255,7 +256,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 		}
 		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
 			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, Ports: ports,
-			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt), LinkedFrom: viewLink(t.Linked)})
+			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt), LinkedFrom: viewLink(t.Linked), Size: viewSize(t.Size)})
 	}
 	as, err := s.Store.Attempts(ctx, id)
 	if err != nil {
@@ -284,6 +285,13 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	}
 	for _, c := range chain {
 		d.Chain = append(d.Chain, viewJob(c))
+	}
+	ds, err := s.Store.Deliveries(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: notifications: %w", id, err)
+	}
+	for _, n := range ds {
+		d.Notifications = append(d.Notifications, viewDelivery(n))
 	}
 	return d, nil
 }
