@@ -48,6 +48,9 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"controller:\n  poll_interval: [5s\n", nil, []string{"it is not valid YAML"}},
 		{"", map[string]string{"SORTIE_POLL_INTERVAL": "1ns"}, []string{"environment variable SORTIE_POLL_INTERVAL: 1ns is out of range"}},
 		{"controller:\n  poll_interval: 1ns\n", map[string]string{"SORTIE_POLL_INTERVAL": "1s"}, nil},
+		{"controller:\n  max_keep_on_failure: 60d\n", nil, []string{`line 2: controller.max_keep_on_failure: "60d" is not a duration`}},
+		{"controller:\n  max_keep_on_failure: 1000h\n", nil,
+			[]string{"line 2: controller.max_keep_on_failure: 1000h0m0s is out of range; give a duration from 1s to 720h, or leave it out for 24h"}},
 		{"", map[string]string{"SORTIE_LAUNCH_ROUNDS": "x"}, []string{`environment variable SORTIE_LAUNCH_ROUNDS: "x" is not a whole number`}},
 	} {
 		_, err := load(t, tc.yaml, tc.env)
@@ -109,7 +112,7 @@ sim:
 		t.Errorf("ssh %+v sim %+v", cfg.SSH, cfg.Sim)
 	}
 	// Left out, or zero: the defaults.
-	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 {
+	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 || c.MaxKeepOnFailure.D() != 24*time.Hour {
 		t.Errorf("defaults: %+v", c)
 	}
 }
