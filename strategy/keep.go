@@ -1,11 +1,9 @@
 package strategy
 
 import (
-	"fmt"
 	"time"
 
 	"sortie/controller/lifecycle"
-	"sortie/schema"
 )
 
 // KeepRule names why a job's cluster was or was not kept when it ended.
@@ -57,19 +55,18 @@ func KeepOnFailure(keepFor time.Duration, e Ended, d Decision, now time.Time) Ke
 const (
 	ReleasedByUser   = "released by user (jobs release)"
 	ReleasedByCancel = "released by jobs cancel"
-	releasedExpired  = "keep_on_failure %s ended"
+	ReleasedExpired  = "keep_on_failure ran out"
 )
 
 // ReleaseDue says whether a cluster kept until until must be torn down at
 // now, and why: at once when a user asked (requested is then the reason,
-// ReleasedByUser or ReleasedByCancel), else once until has come. keptFor
-// is the keep_on_failure the reason names.
-func ReleaseDue(until time.Time, keptFor time.Duration, requested string, now time.Time) (reason string, due bool) {
+// ReleasedByUser or ReleasedByCancel), else once until has come.
+func ReleaseDue(until time.Time, requested string, now time.Time) (reason string, due bool) {
 	if requested != "" {
 		return requested, true
 	}
 	if now.Before(until) {
 		return "", false
 	}
-	return fmt.Sprintf(releasedExpired, schema.Duration(keptFor)), true
+	return ReleasedExpired, true
 }

@@ -90,14 +90,14 @@ func TestReleaseDue(t *testing.T) {
 		wantDue    bool
 	}{
 		{"before its time it stays", "", until.Add(-time.Second), "", false},
-		{"at its time it goes", "", until, "keep_on_failure 30m ended", true},
-		{"after its time it goes", "", until.Add(time.Hour), "keep_on_failure 30m ended", true},
+		{"at its time it goes", "", until, ReleasedExpired, true},
+		{"after its time it goes", "", until.Add(time.Hour), ReleasedExpired, true},
 		{"a release goes at once", ReleasedByUser, until.Add(-time.Hour), ReleasedByUser, true},
 		{"a cancel goes at once", ReleasedByCancel, until.Add(-time.Hour), ReleasedByCancel, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reason, due := ReleaseDue(until, 30*time.Minute, tt.requested, tt.now)
+			reason, due := ReleaseDue(until, tt.requested, tt.now)
 			if reason != tt.wantReason || due != tt.wantDue {
 				t.Errorf("ReleaseDue = %q, %v; want %q, %v", reason, due, tt.wantReason, tt.wantDue)
 			}
