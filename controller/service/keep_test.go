@@ -81,10 +81,11 @@ func keptJob(t *testing.T, s *Service, keepFor time.Duration) (int64, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prov.Terminate(context.Background(), a.Cluster) })
-	r, err := prov.Runner(ctx, cl, 0)
+	nr, err := prov.Runner(ctx, cl, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := node.ForAttempt(nr, a.Attempt)
 	if err := node.Start(ctx, r, node.StartSpec{Run: "echo from-the-task >marker; exit 3", Env: map[string]string{"SEEN": "yes"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,8 @@ func ShellOn(ctx context.Context, prov provision.Provider, a *store.Attempt, req
 		return 0, fmt.Errorf("reach node %d of %s: %w", req.Node, a.Cluster, err)
 	}
 	defer r.Close()
-	return node.Shell(ctx, r, req.Argv, req.Stdio)
+	// Each attempt has a directory of its own on the node.
+	return node.Shell(ctx, node.ForAttempt(r, a.Attempt), req.Argv, req.Stdio)
 }
 
 func plural(n int, what string) string {

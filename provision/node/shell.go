@@ -2,7 +2,7 @@ package node
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 
 	"sortie/provision"
@@ -38,6 +38,9 @@ fi
 exec "$BASH" --norc --noprofile -i
 `
 
+// errNoAttach: the runner cannot stream a command's input and output.
+var errNoAttach = errors.New("this node's runner cannot attach a command to a terminal")
+
 // Shell runs argv on the node behind r in the directory the task ran in,
 // with the task's environment (its env file), its input and output
 // streamed through stdio, and returns argv's exit status. With no argv it
@@ -46,7 +49,7 @@ exec "$BASH" --norc --noprofile -i
 func Shell(ctx context.Context, r provision.Runner, argv []string, stdio provision.Stdio) (int, error) {
 	at, ok := r.(provision.Attacher)
 	if !ok {
-		return 0, fmt.Errorf("a shell on %s: this node cannot attach a terminal", r.Dir())
+		return 0, errNoAttach
 	}
 	words := make([]string, len(argv))
 	for i, a := range argv {
