@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/controller/service"
+	"sortie/provision/cloudtest"
 )
 
 // clusterDir is where the local provider keeps job id's first cluster.
@@ -185,5 +186,52 @@ func TestKeepOnFailureLimitsAreRefused(t *testing.T) {
 	}
 	if jobs := e.queue("-a"); len(jobs) != 0 {
 		t.Errorf("%d jobs stored", len(jobs))
+	}
+}
+
+// On AWS (moto, with the test sshd playing the instance) a failed job's
+// instance is kept; jobs ssh reaches it over SSH through the controller
+// program, in the failed attempt's directory with its environment, and
+// jobs release terminates it.
+func TestKeepOnFailureAWS(t *testing.T) {
+	e := newAWSEnv(t)
+	f := e.write("fail.yaml", `
+name: broken
+resources:
+  cloud: aws
+  region: us-east-1
+  instance_type: t3.micro
+  job_recovery: {keep_on_failure: 10m}
+envs: {MSG: over ssh}
+run: |
+  echo "$MSG" >marker
+  exit 3
+`)
+	id := e.launch(f)
+	sid := strconv.FormatInt(id, 10)
+	d := e.waitStatus(id, "FAILED")
+	if d.Attempts[0].KeptUntil == nil || len(d.Attempts[0].InstanceIDs) != 1 {
+		t.Fatalf("attempt %+v, want one instance kept", d.Attempts[0])
+	}
+	inst := d.Attempts[0].InstanceIDs[0]
+	live := func() []string { return cloudtest.LiveInstances(t, e.moto.URL, "us-east-1") }
+	if got := live(); len(got) != 1 || got[0] != inst {
+		t.Fatalf("instances running %v, want the kept %s", got, inst)
+	}
+	r := e.run("jobs", "ssh", sid, "--", "sh", "-c", `cat marker; echo "$SORTIE_JOB_ID"; exit 7`)
+	if want := "over ssh\n" + sid + "\n"; r.code != 7 || r.stdout != want {
+		t.Errorf("jobs ssh over SSH: exit %d, out %q, err %q; want 7, %q", r.code, r.stdout, r.stderr, want)
+	}
+	e.must("jobs", "release", sid)
+	e.waitFor(id, 30*time.Second, "released", func(d service.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
+	deadline := time.Now().Add(30 * time.Second)
+	for len(live()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("instances still running 30s after the release: %v", live())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := e.run("jobs", "ssh", sid, "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "already released") {
+		t.Errorf("ssh after the release: exit %d, %q", r.code, r.stderr)
 	}
 }
