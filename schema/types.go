@@ -125,6 +125,9 @@ type JobRecovery struct {
 	// submission through every recovery, restart and back-off; zero means
 	// none.
 	MaxDuration Duration `json:"max_duration,omitempty"`
+	// Escalate restarts the task on a bigger instance after a failure
+	// with one of its exit codes; nil means never.
+	Escalate *Escalate `json:"escalate,omitempty"`
 	// KeepOnFailure is how long the last attempt's cluster of a job that
 	// ends FAILED or FAILED_SETUP is kept, for `jobs ssh`, before it is
 	// torn down; zero means it is torn down at once.
