@@ -116,6 +116,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
 	c.removeStaleSecrets(ctx)
+	c.sweepLogs(ctx)
 	n := c.shards()
 	t := time.NewTicker(c.Config.Controller.PollInterval.D() / time.Duration(n))
 	defer t.Stop()
@@ -145,6 +146,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.releaseKept(ctx)
 		case <-sweep.C:
 			err = c.SweepOrphans(ctx)
+			c.sweepLogs(ctx)
 		}
 	}
 }

@@ -291,7 +291,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 				return
 			}
 			defer r.Close()
-			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline()); err != nil {
+			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
 				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}

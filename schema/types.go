@@ -44,6 +44,10 @@ type Task struct {
 	Secrets map[string]*string `json:"secrets,omitempty"`
 	Setup   string             `json:"setup,omitempty"`
 	Run     string             `json:"run,omitempty"`
+	// Notify is where the job's events are posted while this task is its
+	// current one; nil means config.yaml's default webhooks. It is not
+	// part of the input key: it changes nothing the task runs.
+	Notify *Notify `json:"notify,omitempty"`
 }
 
 // GitRepo is a git repository at a ref (a branch, tag or commit; empty

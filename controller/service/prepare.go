@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sortie/controller/config"
+	"sortie/controller/home"
 	"sortie/schema"
 )
 
@@ -128,6 +129,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	}
 	secrets, missing := s.secretValues(p)
 	probs = append(probs, missing...)
+	probs = append(probs, s.signingKeyProblems(p)...)
 	probs = append(probs, inputProblems(p, base)...)
 	key := ""
 	if len(probs) == 0 {
@@ -263,6 +265,24 @@ func localPath(base, p string) string {
 		return p
 	}
 	return filepath.Join(base, p)
+}
+
+// signingKeyProblems names each webhook whose secret names no signing key
+// in the controller's config.yaml: its events could not be signed.
+func (s *Service) signingKeyProblems(p *schema.Pipeline) []schema.Problem {
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		if t.Notify == nil {
+			continue
+		}
+		for j, w := range t.Notify.Webhooks {
+			if _, ok := s.Config.Notify.Secrets[w.Secret]; w.Secret != "" && !ok {
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, fmt.Sprintf("notify.webhooks[%d].secret", j)), Value: strconv.Quote(w.Secret),
+					Message: fmt.Sprintf("names no signing key; add notify.secrets.%s to %s (16 characters or more), or remove secret to send unsigned", w.Secret, home.Config(s.Home))})
+			}
+		}
+	}
+	return probs
 }
 
 // inputProblems names every workdir and local file_mounts source that is

@@ -272,6 +272,9 @@ type FailureView struct {
 	// Size is the size an escalation had chosen for the attempt that
 	// failed; null for the task's own resources.
 	Size *SizeView `json:"size"`
+	// LogsRemovedAt is when the controller removed the failed job's logs
+	// (controller.log_retention); null while they are kept at LogPath.
+	LogsRemovedAt *time.Time `json:"logs_removed_at"`
 }
 
 // Failures lists the known failures, newest first.
@@ -283,7 +286,7 @@ func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	out := make([]FailureView, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
-			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size)})
+			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt)})
 	}
 	return out, nil
 }

@@ -242,7 +242,8 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{}}
+	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{},
+		Notifications: []NotificationView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %d: tasks: %w", id, err)
@@ -287,6 +288,13 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	}
 	for _, c := range chain {
 		d.Chain = append(d.Chain, viewJob(c))
+	}
+	ds, err := s.Store.Deliveries(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: notifications: %w", id, err)
+	}
+	for _, n := range ds {
+		d.Notifications = append(d.Notifications, viewDelivery(n))
 	}
 	return d, nil
 }

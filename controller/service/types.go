@@ -76,6 +76,47 @@ type JobDetail struct {
 	Retries []int64 `json:"retries"`
 	// Chain is every job from the first of the retry chain to the newest.
 	Chain []JobView `json:"chain"`
+	// Notifications are the job's events posted to webhooks, one per event
+	// and webhook, in the order of the events.
+	Notifications []NotificationView `json:"notifications"`
+}
+
+// NotificationView is one event of a job posted to one webhook.
+type NotificationView struct {
+	// Delivery is the idempotency key the receiver got (X-Sortie-Delivery).
+	Delivery string `json:"delivery"`
+	// Event is the kind the webhook asked for: status, recovery, failed
+	// or succeeded; Status is the job's status it tells of.
+	Event  string           `json:"event"`
+	Status lifecycle.Status `json:"status"`
+	URL    string           `json:"url"`
+	// State is pending (to be tried at NextTryAt), sending (a try is under
+	// way), delivered or failed (given up).
+	State string `json:"state"`
+	Tries int    `json:"tries"`
+	// Error is why the last failed try failed (kept after a later try
+	// delivers), or why sortie gave up.
+	HTTPStatus *int       `json:"http_status"`
+	Error      *string    `json:"error"`
+	At         time.Time  `json:"at"`
+	NextTryAt  *time.Time `json:"next_try_at"`
+	DoneAt     *time.Time `json:"done_at"`
+}
+
+func viewDelivery(d *store.Delivery) NotificationView {
+	v := NotificationView{Delivery: d.Key(), Event: d.Kind, Status: d.Event.To, URL: d.URL, State: d.State, Tries: d.Tries,
+		At: d.Event.At.UTC(), DoneAt: utc(d.DoneAt)}
+	if d.HTTPStatus > 0 {
+		v.HTTPStatus = &d.HTTPStatus
+	}
+	if d.LastError != "" {
+		v.Error = &d.LastError
+	}
+	if d.State == store.DeliveryPending {
+		next := d.NextTryAt.UTC()
+		v.NextTryAt = &next
+	}
+	return v
 }
 
 // TaskView is one task of a job.
