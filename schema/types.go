@@ -132,6 +132,10 @@ type JobRecovery struct {
 	// Escalate restarts the task on a bigger instance after a failure
 	// with one of its exit codes; nil means never.
 	Escalate *Escalate `json:"escalate,omitempty"`
+	// KeepOnFailure is how long the last attempt's cluster of a job that
+	// ends FAILED or FAILED_SETUP is kept, for `jobs ssh`, before it is
+	// torn down; zero means it is torn down at once.
+	KeepOnFailure Duration `json:"keep_on_failure,omitempty"`
 }
 
 // Duration is a time.Duration written as Go writes it ("1h30m0s") in the

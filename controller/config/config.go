@@ -67,6 +67,10 @@ type ControllerConfig struct {
 	// nodes' together: past it, the first and the last half are kept
 	// (default 1 GiB).
 	LogMaxBytesPerAttempt ByteSize `json:"log_max_bytes_per_attempt"`
+	// MaxKeepOnFailure is the longest job_recovery.keep_on_failure a launch
+	// may ask for (SORTIE_MAX_KEEP_ON_FAILURE): a kept cluster costs what
+	// it costs running, so a typo of "30d" for "30m" is refused.
+	MaxKeepOnFailure Duration `json:"max_keep_on_failure"`
 }
 
 // LocalConfig is the local: section.
@@ -179,6 +183,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_LAUNCH_BACKOFF_INITIAL", "controller.launch_backoff_initial", &c.LaunchBackoffInitial},
 		{"SORTIE_LAUNCH_BACKOFF_MAX", "controller.launch_backoff_max", &c.LaunchBackoffMax},
 		{"SORTIE_SWEEP_INTERVAL", "controller.sweep_interval", &c.SweepInterval},
+		{"SORTIE_MAX_KEEP_ON_FAILURE", "controller.max_keep_on_failure", &c.MaxKeepOnFailure},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -295,6 +300,9 @@ func (cfg *Config) fillDefaults() {
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = Duration(10 * time.Minute)
 	}
+	if c.MaxKeepOnFailure <= 0 {
+		c.MaxKeepOnFailure = Duration(DefaultMaxKeepOnFailure)
+	}
 	if c.UnreachableChecks <= 0 {
 		c.UnreachableChecks = 12
 	}
@@ -314,6 +322,11 @@ const (
 	DefaultLogRetention = 30 * 24 * time.Hour
 	DefaultLogMaxBytes  = ByteSize(1 << 30)
 )
+
+// DefaultMaxKeepOnFailure is controller.max_keep_on_failure when it is
+// left out: a working day and a night, time to look at a failure the next
+// morning.
+const DefaultMaxKeepOnFailure = 24 * time.Hour
 
 // RestartBackoff is the back-off before restarts and recoveries.
 func (cfg Config) RestartBackoff() strategy.Backoff {

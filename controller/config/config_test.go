@@ -59,6 +59,10 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"notify:\n  webhooks:\n  - {url: https://h.example.com/x, secret: ops}\n  secrets:\n    ops: 0123456789abcdef0123\n", nil, nil},
 		{"", map[string]string{"SORTIE_POLL_INTERVAL": "1ns"}, []string{"environment variable SORTIE_POLL_INTERVAL: 1ns is out of range"}},
 		{"controller:\n  poll_interval: 1ns\n", map[string]string{"SORTIE_POLL_INTERVAL": "1s"}, nil},
+		{"controller:\n  max_keep_on_failure: 60d\n", nil, []string{"line 2: controller.max_keep_on_failure: 1440h0m0s is out of range"}},
+		{"controller:\n  max_keep_on_failure: soon\n", nil, []string{`line 2: controller.max_keep_on_failure: "soon" is not a duration`}},
+		{"controller:\n  max_keep_on_failure: 1000h\n", nil,
+			[]string{"line 2: controller.max_keep_on_failure: 1000h0m0s is out of range; give a duration from 1s to 720h, or leave it out for 24h"}},
 		{"", map[string]string{"SORTIE_LAUNCH_ROUNDS": "x"}, []string{`environment variable SORTIE_LAUNCH_ROUNDS: "x" is not a whole number`}},
 		{"controller:\n  metrics_listen: 9090\n", nil, []string{`line 2: controller.metrics_listen: "9090" is not host:port; give an address such as 127.0.0.1:9090`}},
 		{"controller:\n  metrics_listen: localhost:http\n", nil, []string{`line 2: controller.metrics_listen: "localhost:http": the port "http" is not a number from 0 to 65535`}},
@@ -131,7 +135,8 @@ notify:
 		t.Errorf("ssh %+v sim %+v", cfg.SSH, cfg.Sim)
 	}
 	// Left out, or zero: the defaults.
-	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 || c.LogRetention.D() != 30*24*time.Hour || c.LogMaxBytesPerAttempt != 1<<30 {
+	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 || c.LogRetention.D() != 30*24*time.Hour || c.LogMaxBytesPerAttempt != 1<<30 ||
+		c.MaxKeepOnFailure.D() != 24*time.Hour {
 		t.Errorf("defaults: %+v", c)
 	}
 	// A webhook's events are lower-cased, or the default ones.

@@ -89,3 +89,10 @@ func sinceDuration(s string) (time.Duration, error) {
 	}
 	return time.ParseDuration(s)
 }
+
+// keepsCluster says whether ended job id keeps its cluster, not yet asked
+// to let it go: a cancel naming it releases the cluster.
+func (s *Service) keepsCluster(ctx context.Context, id int64) bool {
+	a, err := s.Store.KeptAttempt(ctx, id)
+	return err == nil && a != nil && a.ReleaseRequested == "" && a.ReleasedAt == nil
+}

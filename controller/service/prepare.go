@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/config"
 	"sortie/controller/home"
 	"sortie/schema"
 )
@@ -92,6 +93,9 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	if p, err = applyLaunchOverrides(p, req); err != nil {
 		return nil, err
 	}
+	if probs := s.keepProblems(p); len(probs) > 0 {
+		return nil, &schema.ValidationError{Problems: probs}
+	}
 	if req.Warn != nil {
 		for _, w := range p.Warnings {
 			req.Warn(w)
@@ -146,6 +150,27 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
 	}
 	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key, missing: probs}, nil
+}
+
+// keepProblems refuses a keep_on_failure above config.yaml's ceiling,
+// controller.max_keep_on_failure: a cluster kept costs what it costs
+// running.
+func (s *Service) keepProblems(p *schema.Pipeline) []schema.Problem {
+	ceiling := s.Config.Controller.MaxKeepOnFailure.D()
+	if ceiling <= 0 {
+		ceiling = config.DefaultMaxKeepOnFailure
+	}
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		keep := t.Recovery().KeepOnFailure
+		if keep.D() <= ceiling {
+			continue
+		}
+		probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources.job_recovery.keep_on_failure"), Value: strconv.Quote(keep.String()),
+			Message: fmt.Sprintf("is above controller.max_keep_on_failure (%s); keep it at most %s, or raise the ceiling in config.yaml",
+				schema.Duration(ceiling), schema.Duration(ceiling))})
+	}
+	return probs
 }
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

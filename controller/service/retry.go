@@ -137,6 +137,9 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if pl.secrets, err = s.resolveSecrets(pl.pipeline); err != nil {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
+		if probs := s.keepProblems(pl.pipeline); len(probs) > 0 {
+			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
+		}
 		if probs := inputProblems(pl.pipeline, pl.job.BaseDir); len(probs) > 0 {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
 		}

@@ -47,6 +47,9 @@ type Service struct {
 	// RemoteLogs reads a running attempt's node logs on a cloud that is
 	// not in Clouds; nil leaves such logs to their kept copies.
 	RemoteLogs func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error)
+	// RemoteShell runs `jobs ssh` on a cloud that is not in Clouds; nil
+	// refuses such a job.
+	RemoteShell func(ctx context.Context, req ShellRequest) (int, error)
 }
 
 // Open opens home's store and configuration for the verbs; the providers
@@ -331,7 +334,8 @@ type CancelRequest struct {
 
 // CancelTargets lists the jobs a cancel names that have not ended, oldest
 // first, for `--dry-run` and the confirmation: an id that names no job is
-// an error, one that has ended is left out.
+// an error, one that has ended is left out unless it keeps its cluster
+// (keep_on_failure), which the cancel releases.
 func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobView, error) {
 	given := 0
 	for _, b := range []bool{len(req.IDs) > 0, !req.Filter.Empty(), req.All} {
@@ -349,7 +353,7 @@ func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobVi
 			if err != nil {
 				return nil, err
 			}
-			if !j.Status.Terminal() {
+			if !j.Status.Terminal() || s.keepsCluster(ctx, id) {
 				jobs = append(jobs, j)
 			}
 		}
@@ -403,6 +407,15 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 			}
 			return nil, fmt.Errorf("cancel jobs: %w", err)
 		}
+	}
+	if len(req.IDs) > 0 {
+		// A job named by id that has ended but keeps its cluster
+		// (keep_on_failure): the cancel releases the cluster.
+		rel, err := s.releaseOnCancel(ctx, slices.DeleteFunc(slices.Clone(req.IDs), func(id int64) bool { return slices.Contains(marked, id) }))
+		if err != nil {
+			return marked, err
+		}
+		marked = append(marked, rel...)
 	}
 	if len(marked) > 0 {
 		if err := s.StartDaemon(ctx, s.Home); err != nil {

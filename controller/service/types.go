@@ -172,6 +172,13 @@ type AttemptView struct {
 	// Size is the size the attempt asked for, chosen by an escalation;
 	// null for the task's own resources.
 	Size *SizeView `json:"size"`
+	// KeptUntil is when the cluster of an attempt whose job failed is torn
+	// down (job_recovery.keep_on_failure); null when it was not kept.
+	KeptUntil *time.Time `json:"kept_until"`
+	// ReleasedAt and ReleasedReason say when and why a kept cluster was
+	// torn down; null while it is kept, or when none was.
+	ReleasedAt     *time.Time `json:"released_at"`
+	ReleasedReason *string    `json:"released_reason"`
 }
 
 // LaunchTryView is one failed launch try.
@@ -229,5 +236,6 @@ func viewAttempt(a *store.Attempt) AttemptView {
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
+		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
 	}
 }

@@ -81,6 +81,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	if len(d.Tasks) == 1 && len(d.Tasks[0].Ports) > 0 {
 		fmt.Fprintf(w, "Ports:         %s\n", strings.Join(d.Tasks[0].Ports, ", "))
 	}
+	printKept(f, d)
 	printChain(f, d)
 	if len(d.Tasks) > 1 {
 		fmt.Fprintln(w, "\nTasks:")
@@ -137,6 +138,29 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	}
 	printNotifications(f, d)
 	return nil
+}
+
+// printKept says whether the job's cluster is kept after its failure
+// (keep_on_failure), until when and how to reach it, or when and why it
+// was released.
+func printKept(f *Factory, d *service.JobDetail) {
+	now := f.Now()
+	for _, a := range d.Attempts {
+		if a.KeptUntil == nil {
+			continue
+		}
+		keptTill := a.KeptUntil.Local().Format("2006-01-02 15:04:05")
+		switch {
+		case a.ReleasedAt != nil:
+			fmt.Fprintf(f.Out, "Cluster:       %s was kept until %s; released %s: %s\n", a.Cluster, keptTill,
+				ago(now, *a.ReleasedAt), printable(deref(a.ReleasedReason)))
+		case !now.Before(*a.KeptUntil):
+			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s; being torn down\n", a.Cluster, keptTill)
+		default:
+			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s (%s left): `sortie jobs ssh %d`, `sortie jobs release %d`\n",
+				a.Cluster, keptTill, service.Age(a.KeptUntil.Sub(now)), d.ID, d.ID)
+		}
+	}
 }
 
 // printNotifications lists each event posted to a webhook: delivered,
