@@ -161,6 +161,9 @@ func (c Config) withDefaults() Config {
 
 // wait waits d on the clock; false when ctx ended first.
 func (c Config) wait(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	select {
 	case <-ctx.Done():
 		return false
