@@ -3,6 +3,7 @@ package node
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,6 +138,10 @@ func FormatStatus(st Status) []byte {
 	}
 	if st.WrapperAlive {
 		b.WriteString("alive=1\n")
+	}
+	if st.Notice != nil {
+		line, _ := json.Marshal(st.Notice)
+		fmt.Fprintf(&b, "notice=%s\n", line)
 	}
 	return b.Bytes()
 }

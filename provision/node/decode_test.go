@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sortie/provision/node/notice"
 )
 
 // recorder is a runner that runs nothing and keeps what it was asked.
@@ -104,13 +107,17 @@ func TestFormatStatusParsesBack(t *testing.T) {
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 143, Stopped: true, StopAsked: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 0, StopAsked: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 1, Unwritten: true},
+		{Started: true, Phase: PhaseRun, WrapperAlive: true, Notice: &notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS,
+			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC), Deadline: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC)}},
+		{Started: true, Phase: PhaseRun, WrapperAlive: true, Notice: &notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS,
+			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)}},
 	} {
 		got, err := parseStatus(FormatStatus(st))
 		if err != nil {
 			t.Fatalf("parse %+v: %v", st, err)
 		}
-		if got != st {
-			t.Errorf("FormatStatus(%+v) parses back as %+v", st, got)
+		if diff := cmp.Diff(st, got); diff != "" {
+			t.Errorf("FormatStatus(%+v) parses back (-want +got):\n%s", st, diff)
 		}
 	}
 }

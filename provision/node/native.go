@@ -90,6 +90,15 @@ func pollHere(dir string) ([]byte, bool) {
 	if isRegular(d + "/stop") {
 		b.WriteString("stopped=1\n")
 	}
+	if isRegular(d + "/notice") {
+		v, err := readHead(d+"/notice", 1024)
+		if err != nil {
+			return nil, false
+		}
+		b.WriteString("notice=")
+		b.Write(bytes.ReplaceAll(v, []byte{'\n'}, nil)) // as tr -d '\n' does
+		b.WriteByte('\n')
+	}
 	return b.Bytes(), true
 }
 

@@ -472,3 +472,29 @@ func TestPollScriptNeverSeesAWrapperDeadWithoutItsCode(t *testing.T) {
 		}
 	}
 }
+
+// A notice the node recorded is in both polls' answers, the shell's and
+// the one answered here.
+func TestPollReadsTheNotice(t *testing.T) {
+	d := t.TempDir()
+	write(t, d+"/begun", "")
+	write(t, d+"/notice", `{"kind":"spot-interruption","source":"aws-imds","at":"2026-11-30T11:00:00Z","deadline":"2026-11-30T11:02:00Z"}`+"\n")
+	here, ok := pollHere(d)
+	if !ok {
+		t.Fatal("not answered here")
+	}
+	for name, out := range map[string][]byte{"here": here, "shell": runScript(t, script(pollBody, "D", d))} {
+		st, err := parseStatus(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Notice == nil || st.Notice.Kind != "spot-interruption" || st.Notice.Deadline.IsZero() {
+			t.Errorf("%s poll %q: notice %+v, want the spot interruption with its deadline", name, out, st.Notice)
+		}
+	}
+	write(t, d+"/notice", "{garbled")
+	st, _ := parseStatus(runScript(t, script(pollBody, "D", d)))
+	if st.Notice != nil {
+		t.Errorf("garbled notice file read as %+v, want none", st.Notice)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/notice"
 )
 
 // DirEnv is set, to the node directory, in the environment of the wrapper and
@@ -65,6 +66,13 @@ type StartSpec struct {
 	Workdir string
 	// Container, when set, runs both phases in that container image.
 	Container *Container
+	// NoticeSource is where the agent hears preemption notices
+	// (notice.SourceAWS, SourceGCE, SourceLocal); "" hears none.
+	// NoticeEndpoint overrides the metadata service's address.
+	NoticeSource, NoticeEndpoint string
+	// TerminationGrace is the time between a notice's SIGTERM and SIGKILL
+	// (never later than the notice's deadline); 0 is agent.DefaultGrace.
+	TerminationGrace time.Duration
 }
 
 // Status is what Poll observed on a node.
@@ -91,6 +99,9 @@ type Status struct {
 	// Unwritten says the wrapper could not write its exit_code file (a full
 	// disk) and recorded the code in a marker's name instead.
 	Unwritten bool
+	// Notice is the last preemption notice the agent heard (a notice that
+	// ends the node stops the task); nil when none.
+	Notice *notice.Notice
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when

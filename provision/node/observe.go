@@ -2,12 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/notice"
 )
 
 const pollBody = `
@@ -30,6 +32,7 @@ else
 	done
 fi
 [ -f stop ] && echo stopped=1
+[ -f notice ] && echo "notice=$(head -c 1024 notice | tr -d '\n')"
 exit 0
 `
 
@@ -69,6 +72,12 @@ func parseStatus(out []byte) (Status, error) {
 			st.StopAsked = true
 		case "unwritten":
 			st.Unwritten = true
+		case "notice":
+			// What the node recorded of its notice; unreadable is none.
+			var n notice.Notice
+			if json.Unmarshal([]byte(val), &n) == nil && n.Kind != "" {
+				st.Notice = &n
+			}
 		case "phase":
 			if !st.Done && (val == PhaseSetup || val == PhaseRun) {
 				st.Phase = val
