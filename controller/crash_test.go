@@ -70,7 +70,7 @@ func step(t *testing.T, c *Controller, id int64) (*store.Job, *store.Attempt) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a != nil && a.State == lifecycle.AttemptEnded {
+	if a != nil && (a.State == lifecycle.AttemptEnded || isReplaced(a)) {
 		a = nil
 	}
 	var open []*store.Attempt

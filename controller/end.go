@@ -24,6 +24,7 @@ import (
 // at any point leaves either no end (the next one observes the nodes as
 // they are, real exit codes included) or the true one.
 func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
+	e = underNotice(a, e)
 	w := c.wrapUp(ctx, j, a, e.codes == nil)
 	if e.codes == nil {
 		e.codes = w.codes

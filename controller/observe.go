@@ -8,6 +8,7 @@ import (
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
+	"sortie/provision/node/notice"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -103,6 +104,19 @@ func (c *Controller) preemptedSince(ctx context.Context, prov provision.Provider
 // are unknown), when a wrapper died without an exit code, or when every
 // node has ended.
 func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
+	// A notice first: the replacement begins now, before the node goes.
+	rank, n, ok := nodeNotice(sts)
+	if !ok && noticeEnds(a.Notice) {
+		// Given to the node but not yet heard there (local): the store
+		// has it already.
+		rank, n, ok = -1, notice.Notice{Kind: a.Notice.Kind, Source: a.Notice.Source, At: a.Notice.At}, true
+	}
+	if ok {
+		replaced, err := c.heard(ctx, j, a, rank, n)
+		if err != nil || replaced {
+			return err
+		}
+	}
 	codes := make([]*int, len(sts))
 	running, failed, dead := false, false, -1
 	for rank, st := range sts {

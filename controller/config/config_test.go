@@ -49,6 +49,11 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"", map[string]string{"SORTIE_POLL_INTERVAL": "1ns"}, []string{"environment variable SORTIE_POLL_INTERVAL: 1ns is out of range"}},
 		{"controller:\n  poll_interval: 1ns\n", map[string]string{"SORTIE_POLL_INTERVAL": "1s"}, nil},
 		{"", map[string]string{"SORTIE_LAUNCH_ROUNDS": "x"}, []string{`environment variable SORTIE_LAUNCH_ROUNDS: "x" is not a whole number`}},
+		{"aws:\n  imds_endpoint: 169.254.169.254\n", nil,
+			[]string{`line 2: aws.imds_endpoint: "169.254.169.254" is not a base URL; give http://HOST[:PORT] (no path), or leave it out for EC2's own, http://169.254.169.254`}},
+		{"gcp:\n  metadata_endpoint: http://h/computeMetadata/v1\n", nil,
+			[]string{`line 2: gcp.metadata_endpoint: "http://h/computeMetadata/v1" is not a base URL`}},
+		{"aws:\n  imds_endpoint: http://127.0.0.1:1338\ngcp:\n  metadata_endpoint: https://meta:8080/\n", nil, nil},
 	} {
 		_, err := load(t, tc.yaml, tc.env)
 		if tc.want == nil {
@@ -87,6 +92,9 @@ local:
 aws:
   regions: [us-east-1]
   poll_interval: 20ms
+  imds_endpoint: http://127.0.0.1:1338
+gcp:
+  metadata_endpoint: http://127.0.0.1:8080
 ssh:
   proxy_command: 'nc %h %p'
 sim:
@@ -107,6 +115,9 @@ sim:
 	}
 	if cfg.SSH.ProxyCommand != "nc %h %p" || cfg.Sim.Seed != 18446744073709551615 || cfg.Sim.PreemptRate != 0.25 || cfg.Sim.ExitCodes[0] != (SimExitRule{29, 0.5, 1}) {
 		t.Errorf("ssh %+v sim %+v", cfg.SSH, cfg.Sim)
+	}
+	if cfg.AWS.IMDSEndpoint != "http://127.0.0.1:1338" || cfg.GCP.MetadataEndpoint != "http://127.0.0.1:8080" {
+		t.Errorf("metadata endpoints: aws %q gcp %q", cfg.AWS.IMDSEndpoint, cfg.GCP.MetadataEndpoint)
 	}
 	// Left out, or zero: the defaults.
 	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 {

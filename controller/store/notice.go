@@ -133,3 +133,13 @@ func (s *Store) EndReplaced(ctx context.Context, a *Attempt, o Observed) error {
 		return nil
 	})
 }
+
+// ReplacedAttempts returns every replaced attempt that has not ended.
+func (s *Store) ReplacedAttempts(ctx context.Context) ([]*Attempt, error) {
+	return findAttempts(ctx, s.db, `WHERE `+openSQL+` AND replaced_at IS NOT NULL ORDER BY id`)
+}
+
+// ReplacedAttemptsOf returns job's replaced attempts that have not ended.
+func (s *Store) ReplacedAttemptsOf(ctx context.Context, jobID int64) ([]*Attempt, error) {
+	return findAttempts(ctx, s.db, `WHERE job_id = ? AND `+openSQL+` AND replaced_at IS NOT NULL ORDER BY id`, jobID)
+}
