@@ -31,6 +31,9 @@ type Config struct {
 	// Regions are the regions and zones offered, in order of preference;
 	// empty means DefaultRegions.
 	Regions []Region
+	// Now is the clock that tells when a notice's deadline has come; nil
+	// is the real one.
+	Now func() time.Time
 }
 
 // Region is one named region of the local provider.
@@ -50,6 +53,7 @@ type Provider struct {
 	home    string
 	regions []Region
 	grace   time.Duration // Terminate's wait between SIGTERM and SIGKILL
+	now     func() time.Time
 }
 
 // terminateGrace is how long Terminate lets a node's processes handle
@@ -72,7 +76,11 @@ func New(cfg Config) *Provider {
 	if len(regions) == 0 {
 		regions = DefaultRegions()
 	}
-	return &Provider{home: home, regions: regions, grace: terminateGrace}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now}
 }
 
 // Name is "local".

@@ -24,11 +24,16 @@ type Request struct {
 }
 
 // WriteRequest gives the local node in dir a notice: written to a temporary
-// file, synced and renamed, so the watcher never reads half of it.
+// file, synced and renamed, so the watcher never reads half of it. dir is
+// made when it is not there yet (a node whose task has not started hears
+// the notice when it starts).
 func WriteRequest(dir string, r Request) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write the notice request in %s: %w", dir, err)
 	}
 	tmp, err := os.CreateTemp(dir, ".notice-*")
 	if err != nil {
