@@ -100,6 +100,24 @@ type AttemptView struct {
 	Decision    *string                `json:"decision"`
 	StartedAt   time.Time              `json:"started_at"`
 	EndedAt     *time.Time             `json:"ended_at"`
+	// Notice is the preemption notice heard on the attempt's nodes; nil
+	// when none.
+	Notice *NoticeView `json:"notice"`
+	// ReplacedAt is when the replacement was asked for because of the
+	// notice, before the attempt ended; nil when it was not.
+	ReplacedAt *time.Time `json:"replaced_at"`
+	// HeadStartMS is how long before the attempt ended (its node went,
+	// its task stopped, or the deadline passed) its replacement was asked
+	// for, in milliseconds; nil while it has not ended or was not replaced.
+	HeadStartMS *int64 `json:"head_start_ms"`
+}
+
+// NoticeView is a preemption notice.
+type NoticeView struct {
+	Kind     string     `json:"kind"`   // spot-interruption, rebalance, preempted
+	Source   string     `json:"source"` // aws-imds, gce-metadata, local
+	At       time.Time  `json:"at"`
+	Deadline *time.Time `json:"deadline"`
 }
 
 // LaunchTryView is one failed launch try.
@@ -151,10 +169,19 @@ func utc(t *time.Time) *time.Time {
 }
 
 func viewAttempt(a *store.Attempt) AttemptView {
-	return AttemptView{
+	v := AttemptView{
 		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt),
+		ReplacedAt: utc(a.ReplacedAt),
 	}
+	if n := a.Notice; n != nil {
+		v.Notice = &NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
+	}
+	if a.ReplacedAt != nil && a.EndedAt != nil {
+		head := max(a.EndedAt.Sub(*a.ReplacedAt), 0).Milliseconds()
+		v.HeadStartMS = &head
+	}
+	return v
 }
