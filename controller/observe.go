@@ -119,7 +119,7 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			code := st.ExitCode
 			codes[rank] = &code
 			failed = failed || code != 0
-		case !st.WrapperAlive:
+		case !st.AgentAlive:
 			if dead < 0 {
 				dead = rank
 			}

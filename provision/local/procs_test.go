@@ -139,7 +139,7 @@ func TestWrapperSurvivesTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "task ready", func() bool { return exists(filepath.Join(r.Dir(), "workdir", "ready")) })
-	if st := poll(t, r); !st.Started || st.Done || !st.WrapperAlive || st.Phase != node.PhaseRun {
+	if st := poll(t, r); !st.Started || st.Done || !st.AgentAlive || st.Phase != node.PhaseRun {
 		t.Fatalf("status after the controller died = %+v, want the task running", st)
 	}
 	if err := os.WriteFile(filepath.Join(r.Dir(), "workdir", "release"), nil, 0o644); err != nil {
@@ -189,13 +189,13 @@ func TestPreemptKillsOnlyThatNode(t *testing.T) {
 	if procs, _ := nodeProcs([]string{rs[1].Dir()}); len(procs) != 0 {
 		t.Errorf("node 1 processes left after Preempt: %v", procs)
 	}
-	if st := poll(t, rs[1]); st.Done || st.WrapperAlive {
+	if st := poll(t, rs[1]); st.Done || st.AgentAlive {
 		t.Errorf("preempted node status = %+v, want no exit code and no wrapper", st)
 	}
 	if !groupAlive(g0[0]) || !groupAlive(g0[1]) {
 		t.Errorf("node 0 groups %v died with node 1", g0)
 	}
-	if st := poll(t, rs[0]); st.Done || !st.WrapperAlive {
+	if st := poll(t, rs[0]); st.Done || !st.AgentAlive {
 		t.Errorf("node 0 status = %+v, want running", st)
 	}
 	c := mustStatus(t, p, name)
@@ -238,7 +238,7 @@ func TestNodesHaveIndependentProcessGroups(t *testing.T) {
 	if anyGroupAlive(g0[1:]) {
 		t.Errorf("node 0 run group alive after Stop")
 	}
-	if st := poll(t, rs[1]); st.Done || !st.WrapperAlive || !groupAlive(g1[1]) {
+	if st := poll(t, rs[1]); st.Done || !st.AgentAlive || !groupAlive(g1[1]) {
 		t.Errorf("node 1 after node 0 stopped: %+v, want still running", st)
 	}
 	for rank, r := range rs {
