@@ -372,3 +372,59 @@ func TestPreemptAndTerminateReachTasksInSubdirectories(t *testing.T) {
 		t.Errorf("node 1 groups %v alive after Terminate", g1)
 	}
 }
+
+// Every local node has a HOME of its own under its directory: a setup that
+// appends to ~/.bashrc changes that node's, which its run sees, and never
+// the home of whoever runs sortie (this test process's, a temporary one).
+func TestEachNodeHasAHomeOfItsOwn(t *testing.T) {
+	realHome := os.Getenv("HOME")
+	p := newProvider(t)
+	ctx := context.Background()
+	c, err := p.Launch(ctx, spec("sortie-12-0-1", pl("local", "local-a"), 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []provision.Runner
+	for rank := range c.Nodes {
+		r, err := p.Runner(ctx, c, rank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = node.ForAttempt(r, 1)
+		spec := node.StartSpec{
+			Setup: `echo "export FROM_SETUP=yes-$SORTIE_NODE_RANK" >>~/.bashrc`,
+			Run:   `echo "$HOME $FROM_SETUP"`,
+			Env:   map[string]string{"SORTIE_NODE_RANK": fmt.Sprint(rank)},
+		}
+		if err := node.Start(ctx, r, spec); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	homes := map[string]bool{}
+	for rank, r := range rs {
+		waitFor(t, "task done in "+r.Dir(), func() bool { return poll(t, r).Done })
+		if st := poll(t, r); st.ExitCode != 0 {
+			t.Fatalf("node %d: %+v", rank, st)
+		}
+		log, err := node.ReadLog(ctx, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(log))
+		if len(f) != 2 || f[1] != fmt.Sprintf("yes-%d", rank) {
+			t.Fatalf("node %d log %q, want its HOME and what its setup put in ~/.bashrc", rank, log)
+		}
+		nodeDir := filepath.Dir(r.Dir())
+		if f[0] != filepath.Join(nodeDir, "home") {
+			t.Errorf("node %d HOME = %s, want %s/home", rank, f[0], nodeDir)
+		}
+		homes[f[0]] = true
+	}
+	if len(homes) != 2 {
+		t.Errorf("homes %v, want one per node", homes)
+	}
+	if _, err := os.Stat(filepath.Join(realHome, ".bashrc")); err == nil {
+		t.Errorf("%s/.bashrc exists: a node wrote into the home of the process running sortie", realHome)
+	}
+}
