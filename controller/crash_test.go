@@ -133,7 +133,7 @@ func waitFor(t *testing.T, r provision.Runner, what string, cond func(node.Statu
 }
 
 func done(st node.Status) bool    { return st.Done }
-func running(st node.Status) bool { return st.WrapperAlive && st.Phase == node.PhaseRun }
+func running(st node.Status) bool { return st.AgentAlive && st.Phase == node.PhaseRun }
 
 // A controller killed after stopping an attempt's nodes and before
 // recording its end left stop markers beside real exit codes. The next
@@ -318,7 +318,7 @@ func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
 			c := localController(t)
 			id := createJob(t, c, "resources: {cloud: local}\nrun: '"+tc.block+"; exit 1'\n")
 			a := untilRunning(t, c, id)
-			waitFor(t, runners(t, c, a)[0], "the wrapper's end", func(st node.Status) bool { return st.Done || !st.WrapperAlive })
+			waitFor(t, runners(t, c, a)[0], "the wrapper's end", func(st node.Status) bool { return st.Done || !st.AgentAlive })
 			var j *store.Job
 			for range 2 { // a dead wrapper is looked at twice
 				if j, _ = step(t, c, id); j.Status.Terminal() {

@@ -265,7 +265,7 @@ func (c *Controller) drained(ctx context.Context, j *store.Job, a *store.Attempt
 		}
 		st, err := node.Poll(ctx, r)
 		r.Close()
-		if err != nil || (!st.Done && st.WrapperAlive) {
+		if err != nil || (!st.Done && st.AgentAlive) {
 			stopped = false
 		}
 	}

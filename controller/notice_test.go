@@ -139,7 +139,7 @@ func TestNoticeDeadlinePassed(t *testing.T) {
 	if _, cl, _ := c.cluster(ctx, as[0]); cl != nil {
 		t.Errorf("the old cluster %s is still there", as[0].Cluster)
 	}
-	if st, err := node.Poll(ctx, r); err == nil && st.WrapperAlive && !st.Done {
+	if st, err := node.Poll(ctx, r); err == nil && st.AgentAlive && !st.Done {
 		t.Errorf("the old task still runs: %+v", st)
 	}
 }

@@ -294,7 +294,7 @@ func TestSpotInterruptionKillsTheTask(t *testing.T) {
 	if err := node.Start(ctx, r, node.StartSpec{Run: "sleep 299.917"}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := node.Poll(ctx, r); err != nil || !st.WrapperAlive {
+	if st, err := node.Poll(ctx, r); err != nil || !st.AgentAlive {
 		t.Fatalf("before the interruption: %+v, %v; want the wrapper alive", st, err)
 	}
 	id := c.Nodes[0].InstanceID
@@ -314,7 +314,7 @@ func TestSpotInterruptionKillsTheTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.WrapperAlive && !st.Done {
+		if !st.AgentAlive && !st.Done {
 			break
 		}
 		if i == 200 {

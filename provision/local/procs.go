@@ -129,7 +129,7 @@ func signal(procs []proc, sig syscall.Signal) {
 func wrappersFirst(procs []proc) []proc {
 	wrappers := map[int]bool{}
 	for _, p := range procs {
-		wrappers[node.WrapperPID(p.dir)] = true
+		wrappers[node.AgentPID(p.dir)] = true
 	}
 	out := make([]proc, 0, len(procs))
 	for _, p := range procs {

@@ -59,6 +59,13 @@ func TestPollIgnoresAPhaseThatIsNone(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(r.Dir(), "begun"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	prog, err := node.AgentProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(prog, filepath.Join(r.Dir(), "agent")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(r.Dir(), "phase"), []byte("evil\x1b[2J\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

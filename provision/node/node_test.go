@@ -289,7 +289,7 @@ pwd`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Started || !(st.WrapperAlive || st.Done) {
+	if !st.Started || !(st.AgentAlive || st.Done) {
 		t.Errorf("status right after Start = %+v, want started with a live wrapper or done", st)
 	}
 	if st := waitDone(t, r); st.ExitCode != 0 {
@@ -385,7 +385,7 @@ func TestPidThatCannotBeWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Done || !st.WrapperAlive {
+		if st.Done || !st.AgentAlive {
 			t.Fatalf("while the task runs: %+v; want the wrapper alive, no exit code", st)
 		}
 		if st.Phase == node.PhaseRun {
@@ -396,8 +396,8 @@ func TestPidThatCannotBeWritten(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if gs := node.Groups(r.dir); len(gs) != 2 || node.WrapperPID(r.dir) != gs[0] {
-		t.Errorf("groups %v, wrapper pid %d; want the wrapper's and the run phase's", gs, node.WrapperPID(r.dir))
+	if gs := node.Groups(r.dir); len(gs) != 2 || node.AgentPID(r.dir) != gs[0] {
+		t.Errorf("groups %v, wrapper pid %d; want the wrapper's and the run phase's", gs, node.AgentPID(r.dir))
 	}
 	if err := node.StopWithin(ctx, r, time.Second); err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ func TestWrapperDeadWithoutExitCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Started || st.Done || !st.WrapperAlive || st.Phase != node.PhaseRun {
+	if !st.Started || st.Done || !st.AgentAlive || st.Phase != node.PhaseRun {
 		t.Fatalf("status of a running task = %+v", st)
 	}
 	groups := node.Groups(r.dir)
@@ -167,7 +167,7 @@ func TestWrapperDeadWithoutExitCode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.WrapperAlive {
+		if !st.AgentAlive {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -94,7 +94,7 @@ func (e *env) wrapper(t *testing.T, r provision.Runner, rank, nodes int, src str
 		if st.Done {
 			break
 		}
-		if !st.WrapperAlive {
+		if !st.AgentAlive {
 			t.Fatalf("wrapper died without an exit code: %+v", st)
 		}
 		select {

@@ -34,12 +34,12 @@ func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	if t == nil || t.Started == nil {
 		return node.Status{}
 	}
-	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true, StopAsked: t.StopAsked}
+	st := node.Status{Started: true, Phase: node.PhaseRun, AgentAlive: true, StopAsked: t.StopAsked}
 	switch {
 	case t.Stopped != nil:
-		st.Done, st.ExitCode, st.WrapperAlive, st.Stopped = true, 143, false, true
+		st.Done, st.ExitCode, st.AgentAlive, st.Stopped = true, 143, false, true
 	case !now.Before(t.Started.Add(runTime)):
-		st.Done, st.ExitCode, st.WrapperAlive = true, t.Code, false
+		st.Done, st.ExitCode, st.AgentAlive = true, t.Code, false
 	}
 	return st
 }

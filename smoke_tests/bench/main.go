@@ -111,7 +111,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.o.bin == "" {
 		b.o.bin = filepath.Join(b.o.work, "sortie")
 		fmt.Fprintf(b.log, "building %s\n", b.o.bin)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.work+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.work+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller", "sortie/cmd/sortie-agent")
 		cmd.Stdout, cmd.Stderr = b.log, b.log
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go build: %w", err)
