@@ -194,6 +194,15 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	var snap snapshot
 	if !scope.unwatched {
 		snap = c.snapshot(ctx, open)
+	} else {
+		// A wake looks at the running attempts a notice was given to.
+		var noticed []*store.Attempt
+		for _, a := range byJob {
+			if a.State == lifecycle.AttemptRunning && noticeEnds(a.Notice) && a.ReplacedAt == nil {
+				noticed = append(noticed, a)
+			}
+		}
+		snap = c.snapshot(ctx, noticed)
 	}
 	var watched []schedule.Work
 	for _, j := range jobs {

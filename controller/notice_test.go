@@ -202,3 +202,25 @@ func TestNoticeDrainEndsOnCancel(t *testing.T) {
 		t.Errorf("job %s, old attempt %+v", j.Status, as[0])
 	}
 }
+
+// A wake after a notice given on local (recorded by the CLI before the
+// node's agent has heard it) replaces the attempt at once; its cluster is
+// looked at, never taken for gone.
+func TestWakeAfterALocalNotice(t *testing.T) {
+	ctx := context.Background()
+	c := localController(t)
+	id := createJob(t, c, "run: sleep 300\n")
+	a1 := untilRunning(t, c, id)
+	deadline := c.Now().Add(30 * time.Second)
+	if _, err := c.Store.RecordNotice(ctx, a1, store.Notice{Kind: notice.KindPreempted, Source: notice.SourceLocal, At: c.Now(), Deadline: &deadline}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.tick(ctx, tickScope{unwatched: true}); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	as := attempts(t, c, id)
+	if as[0].State != lifecycle.AttemptRunning || as[0].ReplacedAt == nil {
+		t.Fatalf("after the wake: %+v, want attempt 1 running and replaced", as[0])
+	}
+}
