@@ -77,10 +77,16 @@ func Start(ctx context.Context, bin, dir string, args ...string) (*Mock, error) 
 }
 
 func start(ctx context.Context, bin, dir string, args []string) (*Mock, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
+	return StartOn(ctx, bin, dir, port, args...)
+}
+
+// StartOn is Start on a given port: the caller tells its clients the
+// address before the mock serves.
+func StartOn(ctx context.Context, bin, dir, port string, args ...string) (*Mock, error) {
 	full := append(append([]string{}, args...), "--hostname", "127.0.0.1", "--port", port, "--imdsv2")
 	cmd := exec.Command(bin, full...)
 	cmd.Dir = dir
@@ -133,7 +139,8 @@ func (m *Mock) Stop() {
 // Output is what the mock printed so far, for a failing test's message.
 func (m *Mock) Output() string { return m.out.String() }
 
-func freePort() (string, error) {
+// FreePort is a local port no one listened on a moment ago.
+func FreePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
