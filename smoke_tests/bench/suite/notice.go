@@ -141,8 +141,17 @@ func runIMDSNotices(ctx context.Context, o NoticeOptions, r *NoticeResult) error
 	if err != nil {
 		return err
 	}
-	// The agents are found as the controller finds them.
+	// The agents are found as the controller finds them: node.Start reads
+	// the variable in this process, which gets its old value back after.
+	old, had := os.LookupEnv(node.AgentEnv)
 	os.Setenv(node.AgentEnv, filepath.Join(filepath.Dir(o.Bin), "sortie-agent"))
+	defer func() {
+		if had {
+			os.Setenv(node.AgentEnv, old)
+		} else {
+			os.Unsetenv(node.AgentEnv)
+		}
+	}()
 	prov := local.New(local.Config{Home: dir})
 	for round := range o.Rounds {
 		fmt.Fprintf(o.Progress, "notice: round %d, %d agents on the metadata simulator\n", round+1, o.Agents)
