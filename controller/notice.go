@@ -85,8 +85,10 @@ func noticeEnds(n *store.Notice) bool {
 
 // heard records a notice reported by a's nodes and, when it ends a node,
 // asks for a's replacement at once if the strategy recovers. It says
-// whether a was replaced: a is then the drain's, not the observer's.
-func (c *Controller) heard(ctx context.Context, j *store.Job, a *store.Attempt, rank int, n notice.Notice) (bool, error) {
+// whether a was replaced: a is then the drain's, not the observer's. A task
+// that ended on its own on every node (ownEnd), before the notice's SIGTERM
+// reached it, keeps its outcome: its exit codes are judged as they are.
+func (c *Controller) heard(ctx context.Context, j *store.Job, a *store.Attempt, rank int, n notice.Notice, ownEnd bool) (bool, error) {
 	if a.Notice == nil || (a.Notice.Kind == store.NoticeRebalance && n.Ends()) {
 		s := storedNotice(n)
 		if _, err := c.Store.RecordNotice(ctx, a, s); err != nil {
@@ -95,10 +97,22 @@ func (c *Controller) heard(ctx context.Context, j *store.Job, a *store.Attempt, 
 		a.Notice = &s
 		c.Log.Info("preemption notice", "job", j.ID, "attempt", a.Attempt, "node", rank, "kind", n.Kind, "source", n.Source, "deadline", n.Deadline)
 	}
-	if !noticeEnds(a.Notice) || a.ReplacedAt != nil {
+	if !noticeEnds(a.Notice) || a.ReplacedAt != nil || ownEnd {
 		return false, nil
 	}
 	return c.replace(ctx, j, a, rank)
+}
+
+// endedOnItsOwn says whether the task has ended on every node by itself:
+// an exit code everywhere, none of them caused by a stop (a notice's
+// SIGTERM, or sortie's).
+func endedOnItsOwn(sts []node.Status) bool {
+	for _, st := range sts {
+		if !st.Done || st.Stopped {
+			return false
+		}
+	}
+	return true
 }
 
 // replace asks the strategy what follows a preemption of a and, when it is
@@ -160,7 +174,7 @@ func noticeDetail(rank int, n *store.Notice) string {
 // ends it a preemption: the task was stopped by the agent for the cloud,
 // whatever code that left.
 func underNotice(a *store.Attempt, e ended) ended {
-	if !noticeEnds(a.Notice) || e.outcome == strategy.Succeeded || e.outcome == strategy.Preempted {
+	if !noticeEnds(a.Notice) || e.outcome == strategy.Succeeded || e.outcome == strategy.Preempted || e.outcome == strategy.Cancelled || e.outcome == strategy.TimedOut || e.outcome == strategy.ControllerError {
 		return e
 	}
 	e.outcome = strategy.Preempted

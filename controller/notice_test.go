@@ -224,3 +224,39 @@ func TestWakeAfterALocalNotice(t *testing.T) {
 		t.Fatalf("after the wake: %+v, want attempt 1 running and replaced", as[0])
 	}
 }
+
+// A task that the notice's SIGTERM already stopped when the controller
+// looks is replaced all the same, and drained at once; one that ended on
+// its own keeps its outcome.
+func TestNoticeAfterTheTaskEnded(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, run string
+		stop      bool
+		replaced  bool
+		outcome   string
+	}{
+		{"stopped by the notice", "sleep 300", true, true, "preempted"},
+		{"ended on its own", "exit 0", false, false, "succeeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := localController(t)
+			id := createJob(t, c, "run: "+tc.run+"\n")
+			a1 := untilRunning(t, c, id)
+			r := runners(t, c, a1)[0]
+			if tc.stop {
+				if err := node.StopWithin(ctx, r, time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, r, "the end", done)
+			giveNotice(t, c, a1, notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: c.Now(), Deadline: c.Now().Add(2 * time.Minute)})
+			step(t, c, id)
+			drainNow(t, c)
+			a := attempts(t, c, id)[0]
+			if (a.ReplacedAt != nil) != tc.replaced || a.Outcome != tc.outcome {
+				t.Errorf("attempt: replaced %v, outcome %q (%s); want replaced %v, %q", a.ReplacedAt != nil, a.Outcome, a.Reason, tc.replaced, tc.outcome)
+			}
+		})
+	}
+}

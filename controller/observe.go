@@ -112,7 +112,7 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 		rank, n, ok = -1, notice.Notice{Kind: a.Notice.Kind, Source: a.Notice.Source, At: a.Notice.At}, true
 	}
 	if ok {
-		replaced, err := c.heard(ctx, j, a, rank, n)
+		replaced, err := c.heard(ctx, j, a, rank, n, endedOnItsOwn(sts))
 		if err != nil || replaced {
 			return err
 		}

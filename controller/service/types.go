@@ -106,9 +106,10 @@ type AttemptView struct {
 	// ReplacedAt is when the replacement was asked for because of the
 	// notice, before the attempt ended; nil when it was not.
 	ReplacedAt *time.Time `json:"replaced_at"`
-	// HeadStartMS is how long before the attempt ended (its node went,
-	// its task stopped, or the deadline passed) its replacement was asked
-	// for, in milliseconds; nil while it has not ended or was not replaced.
+	// HeadStartMS is how long before the notice's deadline (the attempt's
+	// end when the notice named none) its replacement was asked for, in
+	// milliseconds; nil when it was not replaced (or, without a deadline,
+	// until it ends).
 	HeadStartMS *int64 `json:"head_start_ms"`
 }
 
@@ -179,7 +180,16 @@ func viewAttempt(a *store.Attempt) AttemptView {
 	if n := a.Notice; n != nil {
 		v.Notice = &NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
 	}
-	if a.ReplacedAt != nil && a.EndedAt != nil {
+	// The head start is measured to the notice's deadline, when the
+	// cloud takes the node (without a notice, when the controller would
+	// have learned of the preemption); to the attempt's end when the
+	// notice named no deadline.
+	switch {
+	case a.ReplacedAt == nil:
+	case a.Notice != nil && a.Notice.Deadline != nil:
+		head := max(a.Notice.Deadline.Sub(*a.ReplacedAt), 0).Milliseconds()
+		v.HeadStartMS = &head
+	case a.EndedAt != nil:
 		head := max(a.EndedAt.Sub(*a.ReplacedAt), 0).Milliseconds()
 		v.HeadStartMS = &head
 	}

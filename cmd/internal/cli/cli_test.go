@@ -485,7 +485,7 @@ func TestShowListsNotices(t *testing.T) {
 	for _, want := range []string{
 		"Preemption notices:",
 		"  0     1        spot-interruption  aws-imds      2026-11-30T11:00:00Z  2026-11-30T11:02:00Z  2026-11-30T11:00:00Z  1m34.2s",
-		"  0     2        preempted          gce-metadata  2026-11-30T11:00:00Z  -                     2026-11-30T11:00:00Z  node not gone yet",
+		"  0     2        preempted          gce-metadata  2026-11-30T11:00:00Z  -                     2026-11-30T11:00:00Z  not ended yet",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show printed\n%s\nwant it to contain %q", out, want)

@@ -220,7 +220,7 @@ func printNotices(w io.Writer, as []service.AttemptView) {
 		case a.HeadStartMS != nil:
 			head = (time.Duration(*a.HeadStartMS) * time.Millisecond).Round(100 * time.Millisecond).String()
 		case a.ReplacedAt != nil:
-			head = "node not gone yet"
+			head = "not ended yet"
 		}
 		t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), n.Kind, n.Source, stamp(&n.At), stamp(n.Deadline), stamp(a.ReplacedAt), head)
 	}
