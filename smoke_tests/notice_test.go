@@ -68,3 +68,45 @@ func TestNoticeCheckpointLocal(t *testing.T) {
 	}
 	e.waitNoClusters("after the job")
 }
+
+// noticeCase is one cloud's part of the notice scenario.
+type noticeCase struct {
+	resources string // lines of the task's resources (use_spot is added)
+	kind      string // the notice's kind
+	source    string // where the agent heard it
+	// give makes the cloud give the notice; stop ends it, once the task
+	// has checkpointed, so that the next attempt's agent hears none.
+	give func() (stop func())
+}
+
+// noticeScenario runs a spot task that traps SIGTERM on a cloud: the
+// cloud's notice reaches it through the node's agent, it checkpoints on a
+// disk the attempts share (the test sshd's machine), the controller starts
+// the replacement, and the next attempt starts from the checkpoint.
+func noticeScenario(t *testing.T, e *env, c noticeCase) {
+	t.Helper()
+	ckpt, ready := filepath.Join(e.dir, "ckpt"), filepath.Join(e.dir, "ready")
+	id := e.launch(e.write("task.yaml", "name: ckpt\nresources:\n"+c.resources+"  use_spot: true\n"+checkpointTask(ckpt, ready)))
+	waitFile(t, ready)
+	e.waitStatus(id, "RUNNING")
+	stop := c.give()
+	waitFile(t, ckpt)
+	stop()
+	d := e.waitStatus(id, "SUCCEEDED")
+	if len(d.Attempts) != 2 || d.RecoveryCount != 1 {
+		t.Fatalf("%d attempts, recovery_count %d; want 2 and 1", len(d.Attempts), d.RecoveryCount)
+	}
+	first := d.Attempts[0]
+	if deref(first.Outcome) != "preempted" || first.Notice == nil || first.Notice.Kind != c.kind || first.Notice.Source != c.source ||
+		first.Notice.Deadline == nil || first.ReplacedAt == nil || first.HeadStartMS == nil || *first.HeadStartMS <= 0 {
+		t.Fatalf("first attempt: outcome %s, reason %s, notice %+v, replaced %v, head start %v", deref(first.Outcome), deref(first.Reason),
+			first.Notice, first.ReplacedAt, first.HeadStartMS)
+	}
+	if first.Cluster == d.Attempts[1].Cluster {
+		t.Errorf("the replacement ran on the old cluster %s", first.Cluster)
+	}
+	logs := e.must("jobs", "logs", strconv.FormatInt(id, 10), "--attempt", "2").stdout
+	if !strings.Contains(logs, "resumed from: step 7 of attempt 1") {
+		t.Errorf("attempt 2 did not start from the checkpoint; its log:\n%s", logs)
+	}
+}
