@@ -318,7 +318,7 @@ func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
 			c := localController(t)
 			id := createJob(t, c, "resources: {cloud: local}\nrun: '"+tc.block+"; exit 1'\n")
 			a := untilRunning(t, c, id)
-			waitFor(t, runners(t, c, a)[0], "the wrapper's end", func(st node.Status) bool { return st.Done || !st.AgentAlive })
+			waitFor(t, runners(t, c, a)[0], "the agent's end", func(st node.Status) bool { return st.Done || !st.AgentAlive })
 			var j *store.Job
 			for range 2 { // a dead wrapper is looked at twice
 				if j, _ = step(t, c, id); j.Status.Terminal() {

@@ -18,8 +18,8 @@ import (
 	"sortie/strategy"
 )
 
-// startAttempt copies the workdir to every node and starts the task's
-// wrapper there. Both steps are idempotent, so a controller that died half
+// startAttempt copies the workdir to every node and starts the node
+// agent there. Both steps are idempotent, so a controller that died half
 // way does them again safely.
 func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt) error {
 	prov, cl, err := c.cluster(ctx, a)

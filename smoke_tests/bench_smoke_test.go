@@ -74,6 +74,9 @@ func TestBenchLocal(t *testing.T) {
 	if r.Plain <= 0 || r.Sortie <= 0 {
 		t.Errorf("wall times sortie %s, plain %s: nothing measured", r.Sortie, r.Plain)
 	}
+	if r.AgentRSSKiB <= 0 {
+		t.Errorf("agent RSS %d KiB: nothing measured", r.AgentRSSKiB)
+	}
 }
 
 func TestBenchQueueAndLaunch(t *testing.T) {

@@ -231,7 +231,7 @@ func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here strin
 }
 
 func TestStartHereMatchesStartScript(t *testing.T) {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root"}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	spec := StartSpec{Run: "env | LC_ALL=C sort; grep -E '^Sig(Ign|Blk)' /proc/self/status; pwd; ls -l --time-style=+%s ..", Env: map[string]string{"K": "v"}}
 	a, b := startBoth(t, spec, env)
 	again, _ := Decode(script(startBody, "D", b, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))

@@ -257,6 +257,7 @@ rmdir "$S"
 # an agent, and no one sleeps waiting for the pid file.
 exec 3< <(
 	trap '' HUP
+	export SORTIE_NODE_DIR=$D
 	exec setsid "$A" run -ready-fd 3 -notice "$NOTICE" -notice-endpoint "$ENDPOINT" -grace "$GRACE" "$D" 3>&1 >/dev/null 2>&1 </dev/null
 )
 read -r -t 5 -u 3 _ || :

@@ -191,7 +191,7 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 	t.Code = p.cfg.ExitCode(t.Key.Job, t.Key.Task, t.Key.Attempt)
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
 	if t.Stopped != nil {
-		// Stopped before it began: the wrapper begins no phase.
+		// Stopped before it began: the agent begins no phase.
 		t.Stopped = &now
 	}
 	if c.PreemptFrac > 0 && c.PreemptAt == nil {

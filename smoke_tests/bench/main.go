@@ -184,6 +184,7 @@ func (b *bench) local(ctx context.Context) error {
 		return fmt.Errorf("the run went wrong: %v", r.Statuses)
 	}
 	b.figure("local_"+count(b.o.localJobs)+"_ratio", r.Ratio(), 2, "x")
+	b.figure("agent_rss_kib", float64(r.AgentRSSKiB), 0, "KiB")
 	return nil
 }
 
