@@ -188,8 +188,10 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 		}
 		byJob[a.JobID] = a
 	}
-	if err := c.drainAll(ctx); err != nil {
-		c.Log.Warn("drain", "err", err)
+	if scope.shards <= 1 || scope.shard%drainEvery == 0 {
+		if err := c.drainAll(ctx); err != nil {
+			c.Log.Warn("drain", "err", err)
+		}
 	}
 	var snap snapshot
 	if !scope.unwatched {

@@ -183,6 +183,12 @@ func underNotice(a *store.Attempt, e ended) ended {
 	return e
 }
 
+// drainEvery: of the ticks that spread a poll interval over its shards,
+// one in drainEvery looks at the replaced attempts (about once a second
+// with the default 20 shards of 5s): each look asks the cloud about the
+// attempt's cluster and polls its nodes.
+const drainEvery = 4
+
 // drains runs the drains of replaced attempts, each in a goroutine of its
 // own and one at a time per attempt.
 type drains struct {
@@ -260,8 +266,17 @@ func (c *Controller) drained(ctx context.Context, j *store.Job, a *store.Attempt
 	if j.Status.Terminal() || j.CancelRequested {
 		return fmt.Sprintf("job %s while its node was under a %s notice", cmpStatus(j), a.Notice.Kind), true, nil
 	}
+	deadline := a.Notice.At.Add(noticeWithoutDeadline)
+	if a.Notice.Deadline != nil {
+		deadline = *a.Notice.Deadline
+	}
+	past := c.Now().After(deadline.Add(noticeSlack))
 	prov, cl, err := c.cluster(ctx, a)
 	if err != nil {
+		if past {
+			// Whatever the cloud says later, it has taken the node by now.
+			return fmt.Sprintf("the %s notice's deadline (%s) passed; the cloud did not answer: %v", a.Notice.Kind, deadline.UTC().Format(time.RFC3339), err), true, nil
+		}
 		return "", false, nil // the cloud did not answer: unknown, not gone
 	}
 	if cl == nil {
@@ -286,11 +301,7 @@ func (c *Controller) drained(ctx context.Context, j *store.Job, a *store.Attempt
 	if stopped {
 		return fmt.Sprintf("the task stopped after the %s notice", a.Notice.Kind), true, nil
 	}
-	deadline := a.Notice.At.Add(noticeWithoutDeadline)
-	if a.Notice.Deadline != nil {
-		deadline = *a.Notice.Deadline
-	}
-	if c.Now().After(deadline.Add(noticeSlack)) {
+	if past {
 		return fmt.Sprintf("the %s notice's deadline (%s) passed with the node still there", a.Notice.Kind, deadline.UTC().Format(time.RFC3339)), true, nil
 	}
 	return "", false, nil

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
+	"sortie/provision"
+	"sortie/provision/local"
 	"sortie/provision/node"
 	"sortie/provision/node/notice"
 )
@@ -258,5 +261,42 @@ func TestNoticeAfterTheTaskEnded(t *testing.T) {
 				t.Errorf("attempt: replaced %v, outcome %q (%s); want replaced %v, %q", a.ReplacedAt != nil, a.Outcome, a.Reason, tc.replaced, tc.outcome)
 			}
 		})
+	}
+}
+
+// statusFails is a provider whose status calls fail while fail is set.
+type statusFails struct {
+	provision.Provider
+	fail bool
+}
+
+func (s *statusFails) Status(ctx context.Context, names []string) (map[string]*provision.Cluster, error) {
+	if s.fail {
+		return nil, errors.New("the cloud is unavailable")
+	}
+	return s.Provider.Status(ctx, names)
+}
+
+// A cloud that does not answer keeps a replaced attempt open until its
+// notice's deadline has passed, then no longer.
+func TestNoticeDrainWhenTheCloudDoesNotAnswer(t *testing.T) {
+	c := localController(t)
+	sf := &statusFails{Provider: local.New(local.Config{Home: c.Config.Home})}
+	c.Providers = oneCloud{sf}
+	id := createJob(t, c, "run: sleep 300\n")
+	a1 := untilRunning(t, c, id)
+	now := c.Now()
+	giveNotice(t, c, a1, notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: now, Deadline: now.Add(2 * time.Minute)})
+	step(t, c, id)
+	sf.fail = true
+	drainNow(t, c)
+	if a := attempts(t, c, id)[0]; a.State != lifecycle.AttemptRunning {
+		t.Fatalf("ended while the cloud did not answer, before the deadline: %+v", a)
+	}
+	c.Now = func() time.Time { return now.Add(2*time.Minute + noticeSlack + time.Second) }
+	drainNow(t, c)
+	a := attempts(t, c, id)[0]
+	if a.State != lifecycle.AttemptEnded || a.Outcome != "preempted" || !strings.Contains(a.Reason, "the cloud did not answer: ") {
+		t.Errorf("after the deadline: %+v", a)
 	}
 }
