@@ -19,6 +19,7 @@ import (
 
 	"sortie/provision/node/agent"
 	"sortie/provision/node/notice"
+	"sortie/provision/node/notice/metadata"
 )
 
 func main() {
@@ -77,7 +78,7 @@ func runTask(args []string) int {
 		Dir:    dir,
 		Bash:   bash,
 		Env:    os.Environ(),
-		Notice: notice.Config{Source: *source, Endpoint: *endpoint, NodeDir: dir},
+		Notice: notice.Config{Source: *source, Endpoint: *endpoint, NodeDir: dir, Metadata: metadata.HTTP{}},
 		Grace:  *grace,
 	}
 	if *readyFD >= 0 {

@@ -1,7 +1,6 @@
 package notice
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -37,23 +36,4 @@ func (c *testClock) After(d time.Duration) <-chan time.Time {
 		ch <- now
 	}
 	return ch
-}
-
-// watch runs Watch with the test clock until it returns, stopping it after
-// maxWaits waits, and returns what it found.
-func watch(t interface{ Helper() }, cfg Config, maxWaits int) ([]Notice, *testClock) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	clock := newTestClock(func(n int) bool {
-		if n >= maxWaits {
-			cancel()
-			return false
-		}
-		return true
-	})
-	cfg.Now, cfg.After = clock.Now, clock.After
-	var found []Notice
-	Watch(ctx, cfg, func(n Notice) { found = append(found, n) })
-	return found, clock
 }

@@ -87,7 +87,7 @@ func (c Config) watchLocal(ctx context.Context, report func(Notice) bool) {
 				return
 			}
 		}
-		if !c.wait(ctx, c.Interval) {
+		if !c.Wait(ctx, c.Interval) {
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package notice
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,43 @@ func TestValidate(t *testing.T) {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}
+	}
+}
+
+// A cloud source without a metadata watcher (a program that did not link
+// package metadata) hears nothing and returns at once.
+func TestMetadataSourceWithoutWatcher(t *testing.T) {
+	for _, source := range []string{SourceAWS, SourceGCE} {
+		called := false
+		clock := newTestClock(func(int) bool { t.Fatal("waited"); return false })
+		Watch(t.Context(), Config{Source: source, Now: clock.Now, After: clock.After}, func(Notice) { called = true })
+		if called {
+			t.Errorf("%s without a watcher reported a notice", source)
+		}
+	}
+}
+
+type fakeMetadata struct{ aws, gce int }
+
+func (f *fakeMetadata) WatchAWS(ctx context.Context, c Config, report func(Notice) bool) {
+	f.aws++
+	report(Notice{Kind: KindSpotInterruption, Source: SourceAWS, At: c.Now()})
+}
+
+func (f *fakeMetadata) WatchGCE(ctx context.Context, c Config, report func(Notice) bool) {
+	f.gce++
+	report(Notice{Kind: KindPreempted, Source: SourceGCE, At: c.Now()})
+}
+
+// Watch hands the cloud sources to the metadata watcher, with the defaults
+// filled in.
+func TestWatchHandsCloudsToTheMetadataWatcher(t *testing.T) {
+	f := &fakeMetadata{}
+	var got []string
+	for _, source := range []string{SourceAWS, SourceGCE} {
+		Watch(t.Context(), Config{Source: source, Metadata: f}, func(n Notice) { got = append(got, n.Kind) })
+	}
+	if f.aws != 1 || f.gce != 1 || len(got) != 2 || got[0] != KindSpotInterruption || got[1] != KindPreempted {
+		t.Errorf("watcher called aws %d gce %d times, notices %v", f.aws, f.gce, got)
 	}
 }

@@ -1,15 +1,16 @@
 // Package notice hears a cloud's warning that a node is about to be taken
-// away: the AWS instance metadata service (IMDSv2), the GCE metadata server,
-// or, on local nodes, a file the controller writes into the node's
-// directory. It is linked into the node agent, a small static program, so it
-// uses net/http and the standard library only.
+// away: the AWS instance metadata service (IMDSv2) and the GCE metadata
+// server through a Metadata watcher (package metadata, which the agent's
+// program links), or, on local nodes, a file the controller writes into the
+// node's directory. It imports no HTTP client: the CLI and every package
+// that only speaks of notices (the node's status, the store) link it
+// without one.
 package notice
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 )
 
@@ -73,14 +74,21 @@ type Config struct {
 	// long to wait after an error before asking again; 0 means
 	// DefaultInterval.
 	Interval time.Duration
-	// Client makes the requests; nil means a client with a short timeout
-	// (GCE's long poll gets its own, longer one).
-	Client *http.Client
+	// Metadata asks the clouds' metadata services (SourceAWS, SourceGCE);
+	// nil hears nothing from them, with an error logged.
+	Metadata Metadata
 	// Now and After are the clock; nil means the real one.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
 	// Log receives the errors that are retried; nil discards them.
 	Log *slog.Logger
+}
+
+// Metadata watches a cloud's metadata service for notices, calling report
+// for each; it returns when ctx is done or report says the node ends.
+type Metadata interface {
+	WatchAWS(ctx context.Context, c Config, report func(Notice) bool)
+	WatchGCE(ctx context.Context, c Config, report func(Notice) bool)
 }
 
 // DefaultInterval polls often enough that a task hears its notice well
@@ -115,7 +123,7 @@ func Watch(ctx context.Context, cfg Config, found func(Notice)) {
 		cfg.logger().Error("notice watch not started", "err", err)
 		return
 	}
-	w := cfg.withDefaults()
+	w := cfg.WithDefaults()
 	seen := map[string]bool{}
 	report := func(n Notice) bool {
 		if seen[n.Kind] {
@@ -125,13 +133,15 @@ func Watch(ctx context.Context, cfg Config, found func(Notice)) {
 		found(n)
 		return n.Ends()
 	}
-	switch cfg.Source {
-	case SourceAWS:
-		w.watchAWS(ctx, report)
-	case SourceGCE:
-		w.watchGCE(ctx, report)
-	case SourceLocal:
+	switch {
+	case cfg.Source == SourceLocal:
 		w.watchLocal(ctx, report)
+	case cfg.Metadata == nil:
+		w.Log.Error("notice watch not started: no metadata watcher for this source", "source", cfg.Source)
+	case cfg.Source == SourceAWS:
+		cfg.Metadata.WatchAWS(ctx, w, report)
+	case cfg.Source == SourceGCE:
+		cfg.Metadata.WatchGCE(ctx, w, report)
 	}
 }
 
@@ -142,7 +152,8 @@ func (c Config) logger() *slog.Logger {
 	return c.Log
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults fills in the interval, the clock and the logger.
+func (c Config) WithDefaults() Config {
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
@@ -152,15 +163,12 @@ func (c Config) withDefaults() Config {
 	if c.After == nil {
 		c.After = time.After
 	}
-	if c.Client == nil {
-		c.Client = &http.Client{Timeout: 5 * time.Second}
-	}
 	c.Log = c.logger()
 	return c
 }
 
-// wait waits d on the clock; false when ctx ended first.
-func (c Config) wait(ctx context.Context, d time.Duration) bool {
+// Wait waits d on the clock; false when ctx ended first.
+func (c Config) Wait(ctx context.Context, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package notice_test
+package metadata_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"sortie/provision/node/notice"
 	"sortie/provision/node/notice/imdsmock"
+	"sortie/provision/node/notice/metadata"
 )
 
 // AWS's own metadata simulator, built once for the tests that need it.
@@ -55,7 +56,7 @@ func TestMockSpotInterruption(t *testing.T) {
 	defer cancel()
 	var found []notice.Notice
 	before := time.Now()
-	notice.Watch(ctx, notice.Config{Source: notice.SourceAWS, Endpoint: m.Endpoint, Interval: 10 * time.Millisecond},
+	notice.Watch(ctx, notice.Config{Source: notice.SourceAWS, Endpoint: m.Endpoint, Interval: 10 * time.Millisecond, Metadata: metadata.HTTP{}},
 		func(n notice.Notice) { found = append(found, n) })
 	if ctx.Err() != nil {
 		t.Fatalf("no spot interruption heard within 30s; found %v; mock said:\n%s", found, m.Output())
@@ -81,7 +82,7 @@ func TestMockRebalanceBeforeInterruption(t *testing.T) {
 	defer cancel()
 	now := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	notice.Watch(ctx, notice.Config{
-		Source: notice.SourceAWS, Endpoint: m.Endpoint,
+		Source: notice.SourceAWS, Endpoint: m.Endpoint, Metadata: metadata.HTTP{},
 		Now: func() time.Time { return now },
 		After: func(time.Duration) <-chan time.Time {
 			polls++

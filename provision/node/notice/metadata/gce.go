@@ -1,4 +1,4 @@
-package notice
+package metadata
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"sortie/provision/node/notice"
 )
 
 const gcePreemptedPath = "/computeMetadata/v1/instance/preempted"
@@ -16,28 +18,30 @@ const gcePreemptedPath = "/computeMetadata/v1/instance/preempted"
 // request (its timeout_sec); the request itself is given a little longer.
 const gceHang = 60 * time.Second
 
-func (c Config) watchGCE(ctx context.Context, report func(Notice) bool) {
+// WatchGCE long-polls the GCE metadata server's instance/preempted, and
+// reports a preemption with GCE's 30 s as its deadline.
+func (h HTTP) WatchGCE(ctx context.Context, c notice.Config, report func(notice.Notice) bool) {
 	base := strings.TrimRight(c.Endpoint, "/")
 	if base == "" {
-		base = DefaultGCEEndpoint
+		base = notice.DefaultGCEEndpoint
 	}
 	// The first question is answered at once and gives the ETag; each next
 	// one hangs until the value differs from that ETag's.
 	etag, wait := "", false
 	for {
-		value, tag, err := c.gcePreempted(ctx, base, etag, wait)
+		value, tag, err := h.gcePreempted(ctx, base, etag, wait)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
 			c.Log.Warn("asking the GCE metadata server whether the instance is preempted", "endpoint", base, "err", err)
-			if !c.wait(ctx, c.Interval) {
+			if !c.Wait(ctx, c.Interval) {
 				return
 			}
 			continue
 		case value == "TRUE":
-			if report(Notice{Kind: KindPreempted, Source: SourceGCE, At: c.Now(), Deadline: c.Now().Add(GCEWarning)}) {
+			if report(notice.Notice{Kind: notice.KindPreempted, Source: notice.SourceGCE, At: c.Now(), Deadline: c.Now().Add(notice.GCEWarning)}) {
 				return
 			}
 		}
@@ -51,7 +55,7 @@ func (c Config) watchGCE(ctx context.Context, report func(Notice) bool) {
 // gcePreempted asks the metadata server for instance/preempted; with wait,
 // the server holds the answer until the value's ETag is no longer etag (or
 // until it has waited gceHang).
-func (c Config) gcePreempted(ctx context.Context, base, etag string, wait bool) (value, tag string, err error) {
+func (h HTTP) gcePreempted(ctx context.Context, base, etag string, wait bool) (value, tag string, err error) {
 	q := url.Values{}
 	if wait {
 		q.Set("wait_for_change", "true")
@@ -71,7 +75,7 @@ func (c Config) gcePreempted(ctx context.Context, base, etag string, wait bool) 
 		return "", "", fmt.Errorf("GCE metadata endpoint %q: %w", base, err)
 	}
 	req.Header.Set("Metadata-Flavor", "Google")
-	client := c.Client
+	client := h.client()
 	if client.Timeout != 0 && client.Timeout < gceHang+15*time.Second {
 		// The default client's short timeout would cut every long poll.
 		cc := *client

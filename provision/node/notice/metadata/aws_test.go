@@ -1,10 +1,11 @@
-package notice
+package metadata
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sortie/provision/node/notice"
 	"sync"
 	"testing"
 	"time"
@@ -80,10 +81,10 @@ func (f *fakeIMDS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-func serveIMDS(t *testing.T, f *fakeIMDS) Config {
+func serveIMDS(t *testing.T, f *fakeIMDS) notice.Config {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return Config{Source: SourceAWS, Endpoint: srv.URL, Interval: time.Second}
+	return notice.Config{Source: notice.SourceAWS, Endpoint: srv.URL, Interval: time.Second}
 }
 
 func TestAWSNoNoticeAsksWithOneToken(t *testing.T) {
@@ -106,8 +107,8 @@ func TestAWSNoNoticeAsksWithOneToken(t *testing.T) {
 func TestAWSSpotInterruption(t *testing.T) {
 	f := &fakeIMDS{spotFrom: 3, spotBody: `{"action":"terminate","time":"2026-11-30T11:02:00Z"}`}
 	found, clock := watch(t, serveIMDS(t, f), 100)
-	want := []Notice{{
-		Kind: KindSpotInterruption, Source: SourceAWS,
+	want := []notice.Notice{{
+		Kind: notice.KindSpotInterruption, Source: notice.SourceAWS,
 		At:       time.Date(2026, 11, 30, 11, 0, 2, 0, time.UTC), // heard at the third poll
 		Deadline: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC),
 	}}
@@ -126,7 +127,7 @@ func TestAWSRebalanceOnceThenSpot(t *testing.T) {
 	for _, n := range found {
 		kinds = append(kinds, n.Kind)
 	}
-	if diff := cmp.Diff([]string{KindRebalance, KindSpotInterruption}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{notice.KindRebalance, notice.KindSpotInterruption}, kinds); diff != "" {
 		t.Fatalf("kinds (-want +got):\n%s", diff)
 	}
 	if !found[0].Deadline.IsZero() || found[0].Ends() {
@@ -140,7 +141,7 @@ func TestAWSRebalanceOnceThenSpot(t *testing.T) {
 func TestAWSRevokedTokenIsRenewed(t *testing.T) {
 	f := &fakeIMDS{revokeAt: 3, spotFrom: 4, spotBody: `{"action":"terminate","time":"2026-11-30T11:02:00Z"}`}
 	found, _ := watch(t, serveIMDS(t, f), 100)
-	if len(found) != 1 || found[0].Kind != KindSpotInterruption {
+	if len(found) != 1 || found[0].Kind != notice.KindSpotInterruption {
 		t.Fatalf("found %v, want the spot interruption", found)
 	}
 	if len(f.tokens) != 2 {
@@ -170,9 +171,9 @@ func TestAWSUnreachableIsRetried(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	found, clock := watch(t, Config{Source: SourceAWS, Endpoint: url}, 4)
-	if len(found) != 0 || len(clock.waits) != 4 || clock.waits[0] != DefaultInterval {
-		t.Errorf("found %v, waits %v; want no notice and a retry every %s", found, clock.waits, DefaultInterval)
+	found, clock := watch(t, notice.Config{Source: notice.SourceAWS, Endpoint: url}, 4)
+	if len(found) != 0 || len(clock.waits) != 4 || clock.waits[0] != notice.DefaultInterval {
+		t.Errorf("found %v, waits %v; want no notice and a retry every %s", found, clock.waits, notice.DefaultInterval)
 	}
 }
 

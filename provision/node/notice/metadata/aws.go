@@ -1,4 +1,4 @@
-package notice
+package metadata
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"sortie/provision/node/notice"
 )
 
 // IMDSv2 paths and headers.
@@ -30,16 +32,19 @@ var errTokenRefused = errors.New("the IMDS session token was refused (401)")
 
 // awsSession holds the current IMDSv2 token.
 type awsSession struct {
-	c       Config
+	c       notice.Config
+	client  *http.Client
 	base    string
 	token   string
 	expires time.Time
 }
 
-func (c Config) watchAWS(ctx context.Context, report func(Notice) bool) {
-	s := &awsSession{c: c, base: strings.TrimRight(c.Endpoint, "/")}
+// WatchAWS polls the instance metadata service every c.Interval for a spot
+// interruption notice and a rebalance recommendation.
+func (h HTTP) WatchAWS(ctx context.Context, c notice.Config, report func(notice.Notice) bool) {
+	s := &awsSession{c: c, client: h.client(), base: strings.TrimRight(c.Endpoint, "/")}
 	if s.base == "" {
-		s.base = DefaultAWSEndpoint
+		s.base = notice.DefaultAWSEndpoint
 	}
 	for {
 		ns, err := s.poll(ctx)
@@ -51,7 +56,7 @@ func (c Config) watchAWS(ctx context.Context, report func(Notice) bool) {
 				return
 			}
 		}
-		if !c.wait(ctx, c.Interval) {
+		if !c.Wait(ctx, c.Interval) {
 			return
 		}
 	}
@@ -59,7 +64,7 @@ func (c Config) watchAWS(ctx context.Context, report func(Notice) bool) {
 
 // poll asks once for both notices. A refused token is renewed and the
 // question asked again, once.
-func (s *awsSession) poll(ctx context.Context) ([]Notice, error) {
+func (s *awsSession) poll(ctx context.Context) ([]notice.Notice, error) {
 	ns, err := s.pollOnce(ctx)
 	if errors.Is(err, errTokenRefused) {
 		s.token = ""
@@ -68,11 +73,11 @@ func (s *awsSession) poll(ctx context.Context) ([]Notice, error) {
 	return ns, err
 }
 
-func (s *awsSession) pollOnce(ctx context.Context) ([]Notice, error) {
+func (s *awsSession) pollOnce(ctx context.Context) ([]notice.Notice, error) {
 	if err := s.renew(ctx); err != nil {
 		return nil, err
 	}
-	var ns []Notice
+	var ns []notice.Notice
 	body, err := s.get(ctx, awsActionPath)
 	if err != nil {
 		return nil, err
@@ -89,21 +94,21 @@ func (s *awsSession) pollOnce(ctx context.Context) ([]Notice, error) {
 		return ns, err
 	}
 	if body != nil {
-		ns = append(ns, Notice{Kind: KindRebalance, Source: SourceAWS, At: s.c.Now()})
+		ns = append(ns, notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS, At: s.c.Now()})
 	}
 	return ns, nil
 }
 
 // spotNotice reads {"action": "terminate", "time": "2026-11-30T11:00:00Z"}.
-func (s *awsSession) spotNotice(body []byte) (Notice, error) {
+func (s *awsSession) spotNotice(body []byte) (notice.Notice, error) {
 	var a struct {
 		Action string `json:"action"`
 		Time   string `json:"time"`
 	}
 	if err := json.Unmarshal(body, &a); err != nil {
-		return Notice{}, fmt.Errorf("read %s %q: %w", awsActionPath, truncate(body), err)
+		return notice.Notice{}, fmt.Errorf("read %s %q: %w", awsActionPath, truncate(body), err)
 	}
-	n := Notice{Kind: KindSpotInterruption, Source: SourceAWS, At: s.c.Now()}
+	n := notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: s.c.Now()}
 	if a.Time == "" {
 		return n, nil
 	}
@@ -128,7 +133,7 @@ func (s *awsSession) renew(ctx context.Context) error {
 		return fmt.Errorf("IMDS endpoint %q: %w", s.base, err)
 	}
 	req.Header.Set(awsTTLHeader, fmt.Sprint(int(awsTokenTTL/time.Second)))
-	resp, err := s.c.Client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("get an IMDS token: %w", err)
 	}
@@ -153,7 +158,7 @@ func (s *awsSession) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("IMDS endpoint %q: %w", s.base, err)
 	}
 	req.Header.Set(awsTokenHeader, s.token)
-	resp, err := s.c.Client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", path, err)
 	}
@@ -171,6 +176,23 @@ func (s *awsSession) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("get %s: %w", path, errTokenRefused)
 	}
 	return nil, fmt.Errorf("get %s: %s: %q", path, resp.Status, truncate(body))
+}
+
+// HTTP asks the clouds' metadata services over HTTP (package notice's
+// Metadata). The node agent's program links it; nothing the CLI links does.
+type HTTP struct {
+	// Client makes the requests; nil means one with a 5s timeout (GCE's
+	// long poll gets a longer one).
+	Client *http.Client
+}
+
+var _ notice.Metadata = HTTP{}
+
+func (h HTTP) client() *http.Client {
+	if h.Client == nil {
+		return &http.Client{Timeout: 5 * time.Second}
+	}
+	return h.Client
 }
 
 // truncate keeps error messages short when a service answers with a page.

@@ -1,4 +1,4 @@
-package notice
+package metadata
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sortie/provision/node/notice"
 	"sync"
 	"testing"
 )
@@ -81,16 +82,16 @@ func (f *fakeGCE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runGCE watches f in the background with the real clock (no wait in
 // these tests is timed: the server holds requests until the test moves the
 // value) and returns the notices as they come.
-func runGCE(t *testing.T, f *fakeGCE) (<-chan Notice, *testClock) {
+func runGCE(t *testing.T, f *fakeGCE) (<-chan notice.Notice, *testClock) {
 	srv := httptest.NewServer(f)
 	ctx, cancel := context.WithCancel(context.Background())
-	found := make(chan Notice, 10)
+	found := make(chan notice.Notice, 10)
 	done := make(chan struct{})
 	clock := newTestClock(nil)
 	go func() {
 		defer close(done)
-		Watch(ctx, Config{Source: SourceGCE, Endpoint: srv.URL, Now: clock.Now, After: clock.After},
-			func(n Notice) { found <- n })
+		notice.Watch(ctx, notice.Config{Source: notice.SourceGCE, Endpoint: srv.URL, Now: clock.Now, After: clock.After, Metadata: HTTP{}},
+			func(n notice.Notice) { found <- n })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -114,7 +115,7 @@ func TestGCEPreemptedWaitsForChange(t *testing.T) {
 	}
 	f.set("TRUE")
 	n := <-found
-	if n.Kind != KindPreempted || n.Source != SourceGCE || !n.At.Equal(clock.Now()) || n.Deadline.Sub(n.At) != GCEWarning {
+	if n.Kind != notice.KindPreempted || n.Source != notice.SourceGCE || !n.At.Equal(clock.Now()) || n.Deadline.Sub(n.At) != notice.GCEWarning {
 		t.Errorf("notice %+v, want preempted from gce-metadata with a deadline 30s after it was heard", n)
 	}
 	f.mu.Lock()
@@ -128,7 +129,7 @@ func TestGCEPreemptedWaitsForChange(t *testing.T) {
 func TestGCEAlreadyPreempted(t *testing.T) {
 	f := newFakeGCE("TRUE")
 	found, _ := runGCE(t, f)
-	if n := <-found; n.Kind != KindPreempted {
+	if n := <-found; n.Kind != notice.KindPreempted {
 		t.Errorf("notice %+v, want preempted", n)
 	}
 }
@@ -144,7 +145,7 @@ func TestGCEChangeBackAndForth(t *testing.T) {
 		t.Errorf("query after the change %v, want last_etag=2", q)
 	}
 	f.set("TRUE")
-	if n := <-found; n.Kind != KindPreempted {
+	if n := <-found; n.Kind != notice.KindPreempted {
 		t.Errorf("notice %+v, want preempted", n)
 	}
 }
@@ -157,7 +158,7 @@ func TestGCEWithoutETag(t *testing.T) {
 		t.Errorf("query %v, want no last_etag when the server gave none", q)
 	}
 	f.set("TRUE")
-	if n := <-found; n.Kind != KindPreempted {
+	if n := <-found; n.Kind != notice.KindPreempted {
 		t.Errorf("notice %+v, want preempted", n)
 	}
 }
@@ -169,8 +170,8 @@ func TestGCEErrorsAreRetried(t *testing.T) {
 	<-found
 	clock.mu.Lock()
 	defer clock.mu.Unlock()
-	if len(clock.waits) != 2 || clock.waits[0] != DefaultInterval {
-		t.Errorf("waits %v, want two waits of %s after the two errors", clock.waits, DefaultInterval)
+	if len(clock.waits) != 2 || clock.waits[0] != notice.DefaultInterval {
+		t.Errorf("waits %v, want two waits of %s after the two errors", clock.waits, notice.DefaultInterval)
 	}
 }
 
@@ -179,7 +180,7 @@ func TestGCEUnreadableValueIsNoNotice(t *testing.T) {
 	f.body = "<html>proxy error</html>"
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	found, clock := watch(t, Config{Source: SourceGCE, Endpoint: srv.URL}, 3)
+	found, clock := watch(t, notice.Config{Source: notice.SourceGCE, Endpoint: srv.URL}, 3)
 	if len(found) != 0 || len(clock.waits) != 3 {
 		t.Errorf("found %v after %d waits, want no notice and a retry after each unreadable answer", found, len(clock.waits))
 	}
