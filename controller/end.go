@@ -55,10 +55,12 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	t := tasks[a.TaskIdx]
 	var policy strategy.Policy
+	var size strategy.Size
 	last := a.TaskIdx == j.NumTasks-1
 	if p != nil {
 		policy = strategy.PolicyFrom(p.Tasks[a.TaskIdx].Recovery())
 		last = a.TaskIdx == len(p.Tasks)-1
+		size = attemptSize(p.Tasks[a.TaskIdx], a)
 	}
 	counters := strategy.Counters{RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors}
 	if policy.MaxRecoveries > 0 && (e.outcome == strategy.Preempted || e.outcome == strategy.NodeLost) {
@@ -67,10 +69,10 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		}
 	}
 	d := strategy.Decide(policy, counters,
-		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks},
+		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size},
 		last)
 	var next *time.Time
-	if d.Action == strategy.Recover || d.Action == strategy.Restart {
+	if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
 		at := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
 		next = &at
 	}
@@ -80,6 +82,10 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	if p != nil {
 		facts.TaskName = taskName(p, a.TaskIdx)
+	}
+	kept := strategy.KeepOnFailure(c.keepFor(j, p, a.TaskIdx), strategy.Ended{Outcome: e.outcome}, d, c.Now())
+	if kept.Keep {
+		facts.KeptUntil = &kept.Until
 	}
 	c.pause(PauseEnding, j.ID, a.Attempt)
 	if err := c.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.outcome, ExitCodes: e.codes, Reason: e.reason}, d, facts); err != nil {
@@ -99,7 +105,12 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	if w != nil && e.outcome != strategy.Succeeded {
 		c.stopLeftovers(actx, j, a, w)
 	}
-	if d.Action != strategy.Restart {
+	switch {
+	case kept.Keep:
+		// Recorded with the end: the orphan sweep leaves it until then,
+		// and ReleaseKept tears it down at that time or when asked.
+		c.Log.Info("cluster kept after the failure", "job", j.ID, "cluster", a.Cluster, "until", kept.Until)
+	case d.Action != strategy.Restart:
 		c.terminate(actx, a)
 	}
 	if d.Status.Terminal() {
@@ -281,7 +292,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 				return
 			}
 			defer r.Close()
-			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline()); err != nil {
+			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
 				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}

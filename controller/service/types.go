@@ -6,6 +6,7 @@ import (
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
+	"sortie/strategy"
 )
 
 // JobView is a job as `jobs queue -o json` prints it. Absent values are
@@ -32,6 +33,30 @@ type JobView struct {
 	SubmittedAt      time.Time        `json:"submitted_at"`
 	StartedAt        *time.Time       `json:"started_at"`
 	EndedAt          *time.Time       `json:"ended_at"`
+	// Size is what job_recovery.escalate chose for the current task's
+	// attempts; null while the task asks for its own resources.
+	Size *SizeView `json:"size"`
+}
+
+// SizeView is a size an escalation chose: each dimension it grows, as
+// resources writes it; null for a dimension it does not grow.
+type SizeView struct {
+	CPUs *string `json:"cpus"`
+	// Memory is in GB, "32" or "32+" (at least).
+	Memory *string `json:"memory"`
+	// Accelerators is one accelerator and its count, "A100:1".
+	Accelerators *string `json:"accelerators"`
+}
+
+func viewSize(s *strategy.Size) *SizeView {
+	if s == nil || s.IsZero() {
+		return nil
+	}
+	v := &SizeView{CPUs: strPtr(s.CPUs), Memory: strPtr(s.Memory)}
+	if s.Accelerators != nil {
+		v.Accelerators = strPtr(strategy.Size{Accelerators: s.Accelerators}.Rung())
+	}
+	return v
 }
 
 // Override is one --set of a manual retry: the field, its old and new value.
@@ -51,6 +76,47 @@ type JobDetail struct {
 	Retries []int64 `json:"retries"`
 	// Chain is every job from the first of the retry chain to the newest.
 	Chain []JobView `json:"chain"`
+	// Notifications are the job's events posted to webhooks, one per event
+	// and webhook, in the order of the events.
+	Notifications []NotificationView `json:"notifications"`
+}
+
+// NotificationView is one event of a job posted to one webhook.
+type NotificationView struct {
+	// Delivery is the idempotency key the receiver got (X-Sortie-Delivery).
+	Delivery string `json:"delivery"`
+	// Event is the kind the webhook asked for: status, recovery, failed
+	// or succeeded; Status is the job's status it tells of.
+	Event  string           `json:"event"`
+	Status lifecycle.Status `json:"status"`
+	URL    string           `json:"url"`
+	// State is pending (to be tried at NextTryAt), sending (a try is under
+	// way), delivered or failed (given up).
+	State string `json:"state"`
+	Tries int    `json:"tries"`
+	// Error is why the last failed try failed (kept after a later try
+	// delivers), or why sortie gave up.
+	HTTPStatus *int       `json:"http_status"`
+	Error      *string    `json:"error"`
+	At         time.Time  `json:"at"`
+	NextTryAt  *time.Time `json:"next_try_at"`
+	DoneAt     *time.Time `json:"done_at"`
+}
+
+func viewDelivery(d *store.Delivery) NotificationView {
+	v := NotificationView{Delivery: d.Key(), Event: d.Kind, Status: d.Event.To, URL: d.URL, State: d.State, Tries: d.Tries,
+		At: d.Event.At.UTC(), DoneAt: utc(d.DoneAt)}
+	if d.HTTPStatus > 0 {
+		v.HTTPStatus = &d.HTTPStatus
+	}
+	if d.LastError != "" {
+		v.Error = &d.LastError
+	}
+	if d.State == store.DeliveryPending {
+		next := d.NextTryAt.UTC()
+		v.NextTryAt = &next
+	}
+	return v
 }
 
 // TaskView is one task of a job.
@@ -75,6 +141,9 @@ type TaskView struct {
 	// failed one instead of running them again. Such a task is SUCCEEDED
 	// and has no attempts of its own. Null for a task that runs.
 	LinkedFrom *TaskRef `json:"linked_from"`
+	// Size is what job_recovery.escalate chose for the task's next
+	// attempts; null while it asks for its own resources.
+	Size *SizeView `json:"size"`
 }
 
 // TaskRef names one task of one job.
@@ -100,6 +169,16 @@ type AttemptView struct {
 	Decision    *string                `json:"decision"`
 	StartedAt   time.Time              `json:"started_at"`
 	EndedAt     *time.Time             `json:"ended_at"`
+	// Size is the size the attempt asked for, chosen by an escalation;
+	// null for the task's own resources.
+	Size *SizeView `json:"size"`
+	// KeptUntil is when the cluster of an attempt whose job failed is torn
+	// down (job_recovery.keep_on_failure); null when it was not kept.
+	KeptUntil *time.Time `json:"kept_until"`
+	// ReleasedAt and ReleasedReason say when and why a kept cluster was
+	// torn down; null while it is kept, or when none was.
+	ReleasedAt     *time.Time `json:"released_at"`
+	ReleasedReason *string    `json:"released_reason"`
 	// Notice is the preemption notice heard on the attempt's nodes; nil
 	// when none.
 	Notice *NoticeView `json:"notice"`
@@ -151,6 +230,7 @@ func viewJob(j *store.Job) JobView {
 		RequestedBy: strPtr(j.RequestedBy), RetryReason: strPtr(j.RetryReason),
 		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
 		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
+		Size: viewSize(j.Size),
 	}
 	if len(j.Overrides) > 0 {
 		_ = json.Unmarshal(j.Overrides, &v.Overrides)
@@ -174,7 +254,8 @@ func viewAttempt(a *store.Attempt) AttemptView {
 		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
-		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt),
+		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
+		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
 		ReplacedAt: utc(a.ReplacedAt),
 	}
 	if n := a.Notice; n != nil {

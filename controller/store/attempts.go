@@ -28,6 +28,9 @@ type Task struct {
 	// Linked is the task of another job whose run this one reuses (a retry
 	// from a pipeline's failed task); nil for a task that runs.
 	Linked *TaskRef
+	// Size is what an escalation chose for the task's next attempts; nil
+	// until one did (the task's own resources).
+	Size *strategy.Size
 }
 
 // Attempt is one launch of a task on a cluster.
@@ -48,8 +51,21 @@ type Attempt struct {
 	Action      string
 	Decision    string
 	Unreachable int
-	StartedAt   time.Time
-	EndedAt     *time.Time
+	// Size is what the attempt asked for when an escalation chose it; nil
+	// for the task's own resources.
+	Size      *strategy.Size
+	StartedAt time.Time
+	EndedAt   *time.Time
+	// KeptUntil is set when the attempt's job failed and its cluster is
+	// kept (job_recovery.keep_on_failure) until then.
+	KeptUntil *time.Time
+	// ReleaseRequested, when not "", is why a user asked for the kept
+	// cluster to go now (strategy.ReleasedByUser, ReleasedByCancel).
+	ReleaseRequested string
+	// ReleasedAt and ReleasedReason say when and why a kept cluster was
+	// torn down.
+	ReleasedAt     *time.Time
+	ReleasedReason string
 	// Notice is the preemption notice heard on the attempt's nodes (or
 	// given to them, on local), nil when none.
 	Notice *Notice
@@ -72,7 +88,7 @@ type Notice struct {
 // Tasks returns a job's tasks in order.
 func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT job_id, idx, name, status, recovery_count, restarts_on_errors,
-		launch_round, preempted_in, input_key, started_at, ended_at, linked_job, linked_task FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
+		launch_round, preempted_in, input_key, started_at, ended_at, linked_job, linked_task, size FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +96,14 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 	var out []*Task
 	for rows.Next() {
 		var t Task
-		var pre, key, started, ended sql.NullString
+		var pre, key, started, ended, size sql.NullString
 		var linkJob, linkTask sql.NullInt64
 		if err := rows.Scan(&t.JobID, &t.Idx, &t.Name, &t.Status, &t.RecoveryCount, &t.RestartsOnErrors,
-			&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask); err != nil {
+			&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask, &size); err != nil {
 			return nil, err
+		}
+		if t.Size, err = readSize(size); err != nil {
+			return nil, fmt.Errorf("job %d task %d size: %w", t.JobID, t.Idx, err)
 		}
 		if linkJob.Valid {
 			t.Linked = &TaskRef{Job: linkJob.Int64, Task: int(linkTask.Int64)}
@@ -97,7 +116,8 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 }
 
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
-	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at,
+	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
+	kept_until, release_requested, released_at, released_reason,
 	notice_kind, notice_source, notice_at, notice_deadline, replaced_at`
 
 // Attempts returns a job's attempts, task by task, in order.
@@ -128,13 +148,18 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 	var out []*Attempt
 	for rows.Next() {
 		var a Attempt
-		var ids, outcome, codes, ended sql.NullString
+		var ids, outcome, codes, ended, size, kept, released sql.NullString
 		var nKind, nSource, nAt, nDeadline, replaced sql.NullString
 		var started string
 		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
-			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended,
+			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
+			&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
 			&nKind, &nSource, &nAt, &nDeadline, &replaced); err != nil {
 			return nil, err
+		}
+		var err error
+		if a.Size, err = readSize(size); err != nil {
+			return nil, fmt.Errorf("attempt %d size: %w", a.ID, err)
 		}
 		if nKind.Valid {
 			a.Notice = &Notice{Kind: nKind.String, Source: nSource.String, Deadline: parseTime(nDeadline)}
@@ -158,6 +183,7 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 			a.StartedAt = *t
 		}
 		a.EndedAt = parseTime(ended)
+		a.KeptUntil, a.ReleasedAt = parseTime(kept), parseTime(released)
 		out = append(out, &a)
 	}
 	return out, rows.Err()
@@ -209,8 +235,16 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			a.State = lifecycle.AttemptStarting
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
-		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now))
+		// The attempt asks for the size the last escalation chose.
+		var size sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT size FROM tasks WHERE job_id = ? AND idx = ?`, jobID, task).Scan(&size); err != nil {
+			return err
+		}
+		if a.Size, err = readSize(size); err != nil {
+			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size)
 		if err != nil {
 			return err
 		}
@@ -393,10 +427,12 @@ func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
 	return nil
 }
 
-// LiveClusters names the clusters that must not be torn down: those of
-// attempts that have not ended, and those kept for a restart (the last
-// attempt of an unfinished job ended asking to restart on its cluster).
-func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
+// LiveClusters names the clusters that must not be torn down at now:
+// those of attempts that have not ended, those kept for a restart (the
+// last attempt of an unfinished job ended asking to restart on its
+// cluster), and those kept after a failure (keep_on_failure) whose time
+// has not come and that no user asked to release.
+func (s *Store) LiveClusters(ctx context.Context, now time.Time) (map[string]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE `+openSQL+`
 		UNION
 		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
@@ -414,5 +450,121 @@ func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
 		}
 		live[name] = true
 	}
-	return live, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	kept, err := s.KeptAttempts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range kept {
+		// Compared here, not in SQL: stored times are RFC 3339 with
+		// trailing zeros of the fraction dropped, which do not sort as text.
+		if a.ReleaseRequested == "" && now.Before(*a.KeptUntil) {
+			live[a.Cluster] = true
+		}
+	}
+	return live, nil
+}
+
+// keptSQL selects attempts whose cluster is kept after a failure and not
+// yet released; the attempts_kept index covers it.
+const keptSQL = "kept_until IS NOT NULL AND released_at IS NULL"
+
+// KeptAttempts returns the attempts whose cluster is kept after their
+// job failed (keep_on_failure) and has not been released yet, oldest first.
+func (s *Store) KeptAttempts(ctx context.Context) ([]*Attempt, error) {
+	return findAttempts(ctx, s.db, `WHERE `+keptSQL+` ORDER BY id`)
+}
+
+// ErrNotKept is returned for a job whose cluster was not kept: it did not
+// fail, or asked for no keep_on_failure.
+var ErrNotKept = errors.New("its cluster was not kept")
+
+// ErrReleased is returned for a job whose kept cluster is already
+// released.
+var ErrReleased = errors.New("its kept cluster was already released")
+
+// KeptAttempt returns the attempt of job jobID whose cluster was kept
+// after the job failed, released or not; ErrNotKept when there is none.
+func (s *Store) KeptAttempt(ctx context.Context, jobID int64) (*Attempt, error) {
+	as, err := findAttempts(ctx, s.db, `WHERE job_id = ? AND kept_until IS NOT NULL ORDER BY id DESC LIMIT 1`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if len(as) == 0 {
+		return nil, fmt.Errorf("job %d: %w", jobID, ErrNotKept)
+	}
+	return as[0], nil
+}
+
+// RequestRelease asks for job jobID's kept cluster to be torn down now,
+// for why (strategy.ReleasedByUser, ReleasedByCancel); the controller does
+// it. It returns the kept attempt, and fails with ErrNotKept when the job
+// kept none and ErrReleased when it is already released. Asking twice is
+// no error: the first reason stays.
+func (s *Store) RequestRelease(ctx context.Context, jobID int64, why string) (*Attempt, error) {
+	var a *Attempt
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		as, err := findAttempts(ctx, tx, `WHERE job_id = ? AND kept_until IS NOT NULL ORDER BY id DESC LIMIT 1`, jobID)
+		if err != nil {
+			return err
+		}
+		if len(as) == 0 {
+			return fmt.Errorf("job %d: %w", jobID, ErrNotKept)
+		}
+		a = as[0]
+		if a.ReleasedAt != nil {
+			return fmt.Errorf("job %d: %w", jobID, ErrReleased)
+		}
+		if a.ReleaseRequested != "" {
+			return nil
+		}
+		a.ReleaseRequested = why
+		_, err = tx.ExecContext(ctx, `UPDATE attempts SET release_requested = ? WHERE id = ?`, why, a.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// MarkReleased records that attempt id's kept cluster is released, for
+// reason, before the controller tears it down: once released, the orphan
+// sweep reaps what a teardown cut short leaves. It says whether it marked
+// it (false: released already).
+func (s *Store) MarkReleased(ctx context.Context, id int64, reason string) (bool, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE attempts SET released_at = ?, released_reason = ? WHERE id = ? AND `+keptSQL,
+			fmtTime(s.now()), reason, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n > 0, err
+}
+
+// readSize reads a size column: NULL is nil, the task's own resources.
+func readSize(s sql.NullString) (*strategy.Size, error) {
+	if !s.Valid || s.String == "" {
+		return nil, nil
+	}
+	var size strategy.Size
+	if err := json.Unmarshal([]byte(s.String), &size); err != nil {
+		return nil, err
+	}
+	return &size, nil
+}
+
+// sizeColumn writes a size for a size column; nil is NULL.
+func sizeColumn(s *strategy.Size) any {
+	if s == nil {
+		return nil
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -76,9 +76,13 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
+	if d.Size != nil {
+		fmt.Fprintf(w, "Escalated to:  %s\n", sizeText(d.Size))
+	}
 	if len(d.Tasks) == 1 && len(d.Tasks[0].Ports) > 0 {
 		fmt.Fprintf(w, "Ports:         %s\n", strings.Join(d.Tasks[0].Ports, ", "))
 	}
+	printKept(f, d)
 	printChain(f, d)
 	if len(d.Tasks) > 1 {
 		fmt.Fprintln(w, "\nTasks:")
@@ -107,6 +111,9 @@ func printShow(f *Factory, d *service.JobDetail) error {
 			if a.Cloud != nil {
 				where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
 			}
+			if a.Size != nil {
+				where += " (" + sizeText(a.Size) + ")"
+			}
 			outcome := string(a.State)
 			if a.Outcome != nil {
 				outcome = *a.Outcome
@@ -131,7 +138,61 @@ func printShow(f *Factory, d *service.JobDetail) error {
 		}
 		t.flush()
 	}
+	printNotifications(f, d)
 	return nil
+}
+
+// printKept says whether the job's cluster is kept after its failure
+// (keep_on_failure), until when and how to reach it, or when and why it
+// was released.
+func printKept(f *Factory, d *service.JobDetail) {
+	now := f.Now()
+	for _, a := range d.Attempts {
+		if a.KeptUntil == nil {
+			continue
+		}
+		keptTill := a.KeptUntil.Local().Format("2006-01-02 15:04:05")
+		switch {
+		case a.ReleasedAt != nil:
+			fmt.Fprintf(f.Out, "Cluster:       %s was kept until %s; released %s: %s\n", a.Cluster, keptTill,
+				ago(now, *a.ReleasedAt), printable(deref(a.ReleasedReason)))
+		case !now.Before(*a.KeptUntil):
+			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s; being torn down\n", a.Cluster, keptTill)
+		default:
+			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s (%s left): `sortie jobs ssh %d`, `sortie jobs release %d`\n",
+				a.Cluster, keptTill, service.Age(a.KeptUntil.Sub(now)), d.ID, d.ID)
+		}
+	}
+}
+
+// printNotifications lists each event posted to a webhook: delivered,
+// waiting for its next try (and why), or given up (and why).
+func printNotifications(f *Factory, d *service.JobDetail) {
+	if len(d.Notifications) == 0 {
+		return
+	}
+	now := f.Now()
+	fmt.Fprintln(f.Out, "\nNotifications:")
+	t := newTable(f.Out, "  EVENT", "STATUS", "WEBHOOK", "STATE", "TRIES", "DETAIL")
+	for _, n := range d.Notifications {
+		detail := orDash(n.Error)
+		switch {
+		case n.State == "pending" && n.NextTryAt != nil && n.Tries > 0:
+			detail = fmt.Sprintf("%s; next try %s", detail, until(now, *n.NextTryAt))
+		case n.State == "delivered" && n.HTTPStatus != nil:
+			detail = fmt.Sprintf("HTTP %d", *n.HTTPStatus)
+		}
+		t.row("  "+n.Event, string(n.Status), n.URL, n.State, strconv.Itoa(n.Tries), detail)
+	}
+	t.flush()
+}
+
+// until says when a time to come is: "in 4s", or "now" once it is past.
+func until(now, t time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return "in " + t.Sub(now).Round(time.Second).String()
 }
 
 // printChain shows the retry chain from the first job to the newest.
@@ -225,4 +286,20 @@ func printNotices(w io.Writer, as []service.AttemptView) {
 		t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), n.Kind, n.Source, stamp(&n.At), stamp(n.Deadline), stamp(a.ReplacedAt), head)
 	}
 	t.flush()
+}
+
+// sizeText names an escalated size: "cpus 8, memory 32 GB, accelerators
+// A100:1", the dimensions it grows.
+func sizeText(s *service.SizeView) string {
+	var parts []string
+	if s.CPUs != nil {
+		parts = append(parts, "cpus "+strings.TrimSuffix(*s.CPUs, "+"))
+	}
+	if s.Memory != nil {
+		parts = append(parts, "memory "+strings.TrimSuffix(*s.Memory, "+")+" GB")
+	}
+	if s.Accelerators != nil {
+		parts = append(parts, "accelerators "+*s.Accelerators)
+	}
+	return printable(strings.Join(parts, ", "))
 }
