@@ -24,7 +24,7 @@ type proc struct {
 
 // nodeProcs returns the live processes, zombies aside, whose environment
 // carries node.DirEnv set to one of dirs or a directory below one: the
-// wrapper and everything the task started, including processes that left its
+// agent and everything the task started, including processes that left its
 // process group.
 func nodeProcs(dirs []string) ([]proc, error) {
 	prefixes := make([]string, 0, len(dirs))
