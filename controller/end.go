@@ -54,10 +54,12 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	t := tasks[a.TaskIdx]
 	var policy strategy.Policy
+	var size strategy.Size
 	last := a.TaskIdx == j.NumTasks-1
 	if p != nil {
 		policy = strategy.PolicyFrom(p.Tasks[a.TaskIdx].Recovery())
 		last = a.TaskIdx == len(p.Tasks)-1
+		size = attemptSize(p.Tasks[a.TaskIdx], a)
 	}
 	counters := strategy.Counters{RecoveryCount: t.RecoveryCount, RestartsOnErrors: t.RestartsOnErrors}
 	if policy.MaxRecoveries > 0 && (e.outcome == strategy.Preempted || e.outcome == strategy.NodeLost) {
@@ -66,10 +68,10 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		}
 	}
 	d := strategy.Decide(policy, counters,
-		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks},
+		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size},
 		last)
 	var next *time.Time
-	if d.Action == strategy.Recover || d.Action == strategy.Restart {
+	if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
 		at := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
 		next = &at
 	}

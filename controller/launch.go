@@ -37,7 +37,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 		return fmt.Errorf("read tasks: %w", err)
 	}
 	t := tasks[a.TaskIdx]
-	cands, err := strategy.Candidates(task.Resources, func(r schema.Resources) ([]schema.Placement, error) {
+	cands, err := strategy.Candidates(attemptResources(task, a), func(r schema.Resources) ([]schema.Placement, error) {
 		prov, err := c.Providers.Provider(ctx, r.Cloud)
 		if err != nil {
 			return nil, err

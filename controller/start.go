@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -156,6 +157,7 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	} {
 		env[k] = v
 	}
+	maps.Copy(env, sizeEnv(attemptResources(task, a)))
 	c.pause(PauseStarting, j.ID, a.Attempt)
 	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container})
 }

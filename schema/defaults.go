@@ -124,6 +124,7 @@ func (t *Task) Recovery() JobRecovery {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
 		}
+		jr.Escalate = jr.Escalate.clone()
 	}
 	if jr.Strategy == "" {
 		jr.Strategy = EagerNextRegion
@@ -198,6 +199,7 @@ func (r Resources) clone() Resources {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
 		}
+		jr.Escalate = jr.Escalate.clone()
 		c.JobRecovery = &jr
 	}
 	return c

@@ -136,6 +136,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	if images.perRegion != nil {
 		d.expandImages(path, &r, images)
 	}
+	d.checkEscalate(path, &r, m["memory"] != nil, m["cpus"] != nil)
 	return r
 }
 
@@ -395,7 +396,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -426,6 +427,7 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	jr.RecoverOnExitCodes = d.exitCodes(join(path, "recover_on_exit_codes"), m["recover_on_exit_codes"])
 	jr.MaxRecoveries = d.maxRecoveries(join(path, "max_recoveries"), m["max_recoveries"])
 	jr.MaxDuration = d.maxDuration(join(path, "max_duration"), m["max_duration"])
+	jr.Escalate = d.escalate(join(path, "escalate"), m["escalate"])
 	return jr
 }
 

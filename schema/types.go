@@ -125,6 +125,9 @@ type JobRecovery struct {
 	// submission through every recovery, restart and back-off; zero means
 	// none.
 	MaxDuration Duration `json:"max_duration,omitempty"`
+	// Escalate restarts the task on a bigger instance after a failure
+	// with one of its exit codes; nil means never.
+	Escalate *Escalate `json:"escalate,omitempty"`
 }
 
 // Duration is a time.Duration written as Go writes it ("1h30m0s") in the

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/service"
+	"sortie/smoke_tests/chaos/storm"
 )
 
 func TestRecoverOnListedExitCode(t *testing.T) {
@@ -185,7 +186,7 @@ func taskProcesses(home string) []int {
 		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 	var out []int
-	for _, pid := range processesUnder(home) {
+	for _, pid := range storm.ProcessesUnder(home) {
 		if pid != daemon {
 			out = append(out, pid)
 		}

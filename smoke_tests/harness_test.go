@@ -18,6 +18,7 @@ import (
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
+	"sortie/smoke_tests/chaos/storm"
 )
 
 var (
@@ -232,34 +233,8 @@ func codes(d service.JobDetail) [][]int {
 	return out
 }
 
-// processesUnder lists live processes whose command line or working
-// directory lies under dir.
-func processesUnder(dir string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", en.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if s := string(stat); strings.Contains(s[strings.LastIndex(s, ")")+1:], " Z ") {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
-		cwd, _ := os.Readlink(filepath.Join("/proc", en.Name(), "cwd"))
-		if strings.Contains(string(cmdline), dir) || strings.HasPrefix(cwd, dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 func killLeftovers(t *testing.T, home string) {
-	for _, pid := range processesUnder(home) {
+	for _, pid := range storm.ProcessesUnder(home) {
 		t.Logf("killing leftover process %d", pid)
 		_ = syscallKill(pid)
 	}

@@ -43,6 +43,9 @@ const (
 	Recover Action = "recover"
 	// Restart runs the task again, on the same cluster when it is healthy.
 	Restart Action = "restart"
+	// Escalate runs the task again on a new, bigger cluster: the old one
+	// is torn down, and the next attempt asks for Decision.Size.
+	Escalate Action = "escalate"
 	// NextTask starts the pipeline's next task.
 	NextTask Action = "next_task"
 	// Succeed, Fail and Cancel end the job with Decision.Status.
@@ -64,6 +67,8 @@ const (
 	RuleExitCodeMatched Rule = "ExitCodeMatched"
 	RuleRestartOnError  Rule = "RestartOnError"
 	RuleNoRestartsLeft  Rule = "NoRestartsLeft"
+	RuleEscalated       Rule = "Escalated"
+	RuleNothingBigger   Rule = "NothingBigger"
 	RuleTaskSucceeded   Rule = "TaskSucceeded"
 	RuleJobSucceeded    Rule = "JobSucceeded"
 	RuleCancelled       Rule = "Cancelled"
@@ -91,6 +96,9 @@ const (
 	reasonNoRecovery     = "%s; job_recovery is NONE, not recovering"
 	reasonNoRecoveryLeft = "%s; no recoveries left (max_recoveries %d)"
 	reasonMaxDuration    = "max_duration %s exceeded"
+	reasonEscalated      = "%s: %s; restart %d/%d on errors"
+	reasonNothingBigger  = "%s matched escalate.on_exit_codes %s, but nothing bigger is left (%s)"
+	reasonNoEscalation   = "%s (would escalate: %s); no restarts left (max_restarts_on_errors %d)"
 )
 
 // Policy is the part of resources.job_recovery that Decide applies.
@@ -113,6 +121,9 @@ type Policy struct {
 	// MaxDuration is the job's wall-clock limit, counted from its
 	// submission (see OverTime). Zero means none.
 	MaxDuration time.Duration
+	// Escalate, when set, restarts the task on a bigger instance after a
+	// failure with one of its exit codes, as a restart on error.
+	Escalate *schema.Escalate
 }
 
 // PolicyFrom takes the decision policy out of a task's job_recovery.
@@ -123,6 +134,7 @@ func PolicyFrom(r schema.JobRecovery) Policy {
 		NoRecovery:          r.Strategy == schema.NoRecovery,
 		MaxRecoveries:       max(deref(r.MaxRecoveries), 0),
 		MaxDuration:         max(r.MaxDuration.D(), 0),
+		Escalate:            r.Escalate,
 	}
 }
 
@@ -184,6 +196,10 @@ type Ended struct {
 	// gone since the launch): the job ends FAILED_PRECHECKS rather than
 	// FAILED_NO_RESOURCE.
 	Prechecks bool
+	// Size is what the attempt asked for in the dimensions the policy
+	// escalates (SizeOf the task's resources, or the size an earlier
+	// escalation chose).
+	Size Size
 }
 
 // Decision is what to do after an attempt, and why.
@@ -198,6 +214,9 @@ type Decision struct {
 	Rule Rule
 	// Reason is shown to the user and stored with the attempt.
 	Reason string
+	// Size is the size of the next attempt when Action is Escalate; nil
+	// otherwise (the next attempt asks for what this one did).
+	Size *Size
 }
 
 // Decide applies the recovery rules, first match wins:
@@ -206,24 +225,30 @@ type Decision struct {
 //     and LossRecoveries+1. With NoRecovery, or once LossRecoveries has
 //     reached MaxRecoveries, Fail with FAILED instead.
 //  2. user or setup failure where any node's known exit code is listed in
+//     Escalate.OnExitCodes: RestartsOnErrors+1; Escalate to the size Grow
+//     gives while RestartsOnErrors <= MaxRestartsOnErrors, else Fail with
+//     FAILED or FAILED_SETUP; Fail too when nothing can grow (every
+//     dimension at its cap or last rung). A code listed here and in
+//     RecoverOnExitCodes escalates: this rule comes first.
+//  3. user or setup failure where any node's known exit code is listed in
 //     RecoverOnExitCodes: Restart; RecoveryCount+1; the budget is untouched
 //     and there is no limit (the back-off keeps it from spinning hot).
-//  3. any other user or setup failure, including no exit code known:
+//  4. any other user or setup failure, including no exit code known:
 //     RestartsOnErrors+1; Restart while it is <= MaxRestartsOnErrors, else
 //     Fail with FAILED or FAILED_SETUP.
-//  4. succeeded: NextTask, or Succeed when it was the last task.
-//  5. cancelled: Cancel with CANCELLED, "cancelled by user".
-//  6. launch_failed with Ended.Prechecks: Fail with FAILED_PRECHECKS at
+//  5. succeeded: NextTask, or Succeed when it was the last task.
+//  6. cancelled: Cancel with CANCELLED, "cancelled by user".
+//  7. launch_failed with Ended.Prechecks: Fail with FAILED_PRECHECKS at
 //     once, since no retry can fix it.
-//  7. launch_failed: Fail with FAILED_NO_RESOURCE. The placement logic
+//  8. launch_failed: Fail with FAILED_NO_RESOURCE. The placement logic
 //     (Order, NoResourceReason) has already spent every round of launch
 //     tries by the time an attempt ends this way.
 //     For both, Detail is the reason (NoResourceReason's text, the
 //     provider's error); without one it is "launch failed" or "the request
 //     cannot be launched".
-//  8. controller_error: Fail with FAILED_CONTROLLER, "controller error: "
+//  9. controller_error: Fail with FAILED_CONTROLLER, "controller error: "
 //     and Detail, the error that stopped the controller.
-//  9. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
+//  10. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
 //     reason; never recovered.
 //
 // An outcome outside these ends the job FAILED_CONTROLLER too, never
@@ -288,18 +313,17 @@ func decideLoss(p Policy, c Counters, rule Rule, what string) Decision {
 	return Decision{Action: Recover, Counters: c, Rule: rule, Reason: what}
 }
 
-// decideFailure is rules 2 and 3.
+// decideFailure is rules 2, 3 and 4.
 func decideFailure(p Policy, c Counters, e Ended) Decision {
 	setup := e.Outcome == SetupFailure
+	if p.Escalate != nil {
+		if rank, code, ok := matchedExitCode(e.ExitCodes, p.Escalate.OnExitCodes); ok {
+			return decideEscalate(p, c, e, matchedWhat(e, rank, code))
+		}
+	}
 	if rank, code, ok := matchedExitCode(e.ExitCodes, p.RecoverOnExitCodes); ok {
 		c.RecoveryCount++
-		what := "exit code " + strconv.Itoa(code)
-		if len(e.ExitCodes) > 1 {
-			what += " on node " + strconv.Itoa(rank)
-		}
-		if setup {
-			what = "setup " + what
-		}
+		what := matchedWhat(e, rank, code)
 		return Decision{Action: Restart, Counters: c, Rule: RuleExitCodeMatched,
 			Reason: fmt.Sprintf(reasonMatched, withDetail(what, e.Detail), formatCodes(p.RecoverOnExitCodes))}
 	}
@@ -317,6 +341,42 @@ func decideFailure(p Policy, c Counters, e Ended) Decision {
 	}
 	return Decision{Action: Fail, Counters: c, Status: status, Rule: RuleNoRestartsLeft,
 		Reason: fmt.Sprintf(reasonNoRestartsLeft, what, budget)}
+}
+
+// decideEscalate is rule 2: a failure whose exit code says the task needs
+// a bigger instance.
+func decideEscalate(p Policy, c Counters, e Ended, what string) Decision {
+	c.RestartsOnErrors++
+	status := lifecycle.Failed
+	if e.Outcome == SetupFailure {
+		status = lifecycle.FailedSetup
+	}
+	what = withDetail(what, e.Detail)
+	next, steps, top, ok := Grow(*p.Escalate, e.Size)
+	if !ok {
+		return Decision{Action: Fail, Counters: c, Status: status, Rule: RuleNothingBigger,
+			Reason: fmt.Sprintf(reasonNothingBigger, what, formatCodes(p.Escalate.OnExitCodes), strings.Join(top, ", "))}
+	}
+	budget := max(p.MaxRestartsOnErrors, 0)
+	if c.RestartsOnErrors > budget {
+		return Decision{Action: Fail, Counters: c, Status: status, Rule: RuleNoRestartsLeft,
+			Reason: fmt.Sprintf(reasonNoEscalation, what, strings.Join(steps, ", "), budget)}
+	}
+	return Decision{Action: Escalate, Counters: c, Rule: RuleEscalated, Size: &next,
+		Reason: fmt.Sprintf(reasonEscalated, what, strings.Join(steps, ", "), c.RestartsOnErrors, budget)}
+}
+
+// matchedWhat names the exit code that matched a list: "exit code 137",
+// "exit code 137 on node 1" in a cluster of several, "setup exit code 1".
+func matchedWhat(e Ended, rank, code int) string {
+	what := "exit code " + strconv.Itoa(code)
+	if len(e.ExitCodes) > 1 {
+		what += " on node " + strconv.Itoa(rank)
+	}
+	if e.Outcome == SetupFailure {
+		what = "setup " + what
+	}
+	return what
 }
 
 // matchedExitCode returns the first node, in rank order, whose known exit

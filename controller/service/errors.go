@@ -23,9 +23,14 @@ type KnownFailureError struct {
 
 func (e *KnownFailureError) Error() string {
 	f := e.Failure
-	return fmt.Sprintf("These inputs already failed in job %d (%s, %s ago); nothing has changed since. "+
+	at := ""
+	if f.Size != nil && !f.Size.IsZero() {
+		// The job escalated: say how big it had grown when it failed.
+		at = " at " + f.Size.String()
+	}
+	return fmt.Sprintf("These inputs already failed in job %d (%s%s, %s ago); nothing has changed since. "+
 		"See `sortie jobs logs %d`. To run it anyway: --retry-failed.",
-		f.JobID, describeCodes(f.Status, f.ExitCodes), Age(e.Now.Sub(f.RecordedAt)), f.JobID)
+		f.JobID, describeCodes(f.Status, f.ExitCodes), at, Age(e.Now.Sub(f.RecordedAt)), f.JobID)
 }
 
 func describeCodes(status lifecycle.Status, codes []*int) string {

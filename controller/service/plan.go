@@ -52,6 +52,44 @@ type TaskPlan struct {
 	Strategy            string   `json:"strategy"`
 	MaxRestartsOnErrors int      `json:"max_restarts_on_errors"`
 	RecoverOnExitCodes  []int    `json:"recover_on_exit_codes"`
+	// MaxRecoveries and MaxDuration are the job's limits; nil when none.
+	MaxRecoveries *int    `json:"max_recoveries"`
+	MaxDuration   *string `json:"max_duration"`
+	// Escalate is job_recovery.escalate; nil when the task has none.
+	Escalate *EscalatePlan `json:"escalate"`
+}
+
+// EscalatePlan is a task's job_recovery.escalate as the file gives it.
+type EscalatePlan struct {
+	OnExitCodes []int `json:"on_exit_codes"`
+	// Memory and CPUs are factors ("2x"); nil when not grown.
+	Memory    *string `json:"memory"`
+	MaxMemory *string `json:"max_memory"`
+	CPUs      *string `json:"cpus"`
+	MaxCPUs   *string `json:"max_cpus"`
+	// Accelerators are the rungs to climb, in order ("A100:1").
+	Accelerators []string `json:"accelerators"`
+}
+
+func planEscalate(e *schema.Escalate) *EscalatePlan {
+	if e == nil {
+		return nil
+	}
+	factor := func(f schema.Factor) *string {
+		if f == 0 {
+			return nil
+		}
+		return strPtr(f.String())
+	}
+	p := &EscalatePlan{OnExitCodes: e.OnExitCodes, Memory: factor(e.Memory), MaxMemory: strPtr(e.MaxMemory),
+		CPUs: factor(e.CPUs), MaxCPUs: strPtr(e.MaxCPUs), Accelerators: e.Accelerators}
+	if p.OnExitCodes == nil {
+		p.OnExitCodes = []int{}
+	}
+	if p.Accelerators == nil {
+		p.Accelerators = []string{}
+	}
+	return p
 }
 
 // PlacementPlan is one candidate placement and what would be asked there.
@@ -129,7 +167,10 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
 			FileMounts: []MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
 			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
-			RecoverOnExitCodes: rec.RecoverOnExitCodes}
+			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, Escalate: planEscalate(rec.Escalate)}
+		if rec.MaxDuration > 0 {
+			tp.MaxDuration = strPtr(rec.MaxDuration.String())
+		}
 		if tp.RecoverOnExitCodes == nil {
 			tp.RecoverOnExitCodes = []int{}
 		}

@@ -266,6 +266,9 @@ type FailureView struct {
 	ExitCodes  []*int           `json:"exit_codes"`
 	LogPath    string           `json:"log_path"`
 	RecordedAt time.Time        `json:"recorded_at"`
+	// Size is the size an escalation had chosen for the attempt that
+	// failed; null for the task's own resources.
+	Size *SizeView `json:"size"`
 }
 
 // Failures lists the known failures, newest first.
@@ -277,7 +280,7 @@ func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	out := make([]FailureView, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
-			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC()})
+			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size)})
 	}
 	return out, nil
 }

@@ -255,7 +255,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 		}
 		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
 			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, Ports: ports,
-			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt), LinkedFrom: viewLink(t.Linked)})
+			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt), LinkedFrom: viewLink(t.Linked), Size: viewSize(t.Size)})
 	}
 	as, err := s.Store.Attempts(ctx, id)
 	if err != nil {

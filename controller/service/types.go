@@ -6,6 +6,7 @@ import (
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
+	"sortie/strategy"
 )
 
 // JobView is a job as `jobs queue -o json` prints it. Absent values are
@@ -32,6 +33,30 @@ type JobView struct {
 	SubmittedAt      time.Time        `json:"submitted_at"`
 	StartedAt        *time.Time       `json:"started_at"`
 	EndedAt          *time.Time       `json:"ended_at"`
+	// Size is what job_recovery.escalate chose for the current task's
+	// attempts; null while the task asks for its own resources.
+	Size *SizeView `json:"size"`
+}
+
+// SizeView is a size an escalation chose: each dimension it grows, as
+// resources writes it; null for a dimension it does not grow.
+type SizeView struct {
+	CPUs *string `json:"cpus"`
+	// Memory is in GB, "32" or "32+" (at least).
+	Memory *string `json:"memory"`
+	// Accelerators is one accelerator and its count, "A100:1".
+	Accelerators *string `json:"accelerators"`
+}
+
+func viewSize(s *strategy.Size) *SizeView {
+	if s == nil || s.IsZero() {
+		return nil
+	}
+	v := &SizeView{CPUs: strPtr(s.CPUs), Memory: strPtr(s.Memory)}
+	if s.Accelerators != nil {
+		v.Accelerators = strPtr(strategy.Size{Accelerators: s.Accelerators}.Rung())
+	}
+	return v
 }
 
 // Override is one --set of a manual retry: the field, its old and new value.
@@ -75,6 +100,9 @@ type TaskView struct {
 	// failed one instead of running them again. Such a task is SUCCEEDED
 	// and has no attempts of its own. Null for a task that runs.
 	LinkedFrom *TaskRef `json:"linked_from"`
+	// Size is what job_recovery.escalate chose for the task's next
+	// attempts; null while it asks for its own resources.
+	Size *SizeView `json:"size"`
 }
 
 // TaskRef names one task of one job.
@@ -100,6 +128,9 @@ type AttemptView struct {
 	Decision    *string                `json:"decision"`
 	StartedAt   time.Time              `json:"started_at"`
 	EndedAt     *time.Time             `json:"ended_at"`
+	// Size is the size the attempt asked for, chosen by an escalation;
+	// null for the task's own resources.
+	Size *SizeView `json:"size"`
 }
 
 // LaunchTryView is one failed launch try.
@@ -132,6 +163,7 @@ func viewJob(j *store.Job) JobView {
 		RequestedBy: strPtr(j.RequestedBy), RetryReason: strPtr(j.RetryReason),
 		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
 		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
+		Size: viewSize(j.Size),
 	}
 	if len(j.Overrides) > 0 {
 		_ = json.Unmarshal(j.Overrides, &v.Overrides)
@@ -155,6 +187,6 @@ func viewAttempt(a *store.Attempt) AttemptView {
 		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
-		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt),
+		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
 	}
 }

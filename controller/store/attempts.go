@@ -28,6 +28,9 @@ type Task struct {
 	// Linked is the task of another job whose run this one reuses (a retry
 	// from a pipeline's failed task); nil for a task that runs.
 	Linked *TaskRef
+	// Size is what an escalation chose for the task's next attempts; nil
+	// until one did (the task's own resources).
+	Size *strategy.Size
 }
 
 // Attempt is one launch of a task on a cluster.
@@ -48,14 +51,17 @@ type Attempt struct {
 	Action      string
 	Decision    string
 	Unreachable int
-	StartedAt   time.Time
-	EndedAt     *time.Time
+	// Size is what the attempt asked for when an escalation chose it; nil
+	// for the task's own resources.
+	Size      *strategy.Size
+	StartedAt time.Time
+	EndedAt   *time.Time
 }
 
 // Tasks returns a job's tasks in order.
 func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT job_id, idx, name, status, recovery_count, restarts_on_errors,
-		launch_round, preempted_in, input_key, started_at, ended_at, linked_job, linked_task FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
+		launch_round, preempted_in, input_key, started_at, ended_at, linked_job, linked_task, size FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +69,14 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 	var out []*Task
 	for rows.Next() {
 		var t Task
-		var pre, key, started, ended sql.NullString
+		var pre, key, started, ended, size sql.NullString
 		var linkJob, linkTask sql.NullInt64
 		if err := rows.Scan(&t.JobID, &t.Idx, &t.Name, &t.Status, &t.RecoveryCount, &t.RestartsOnErrors,
-			&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask); err != nil {
+			&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask, &size); err != nil {
 			return nil, err
+		}
+		if t.Size, err = readSize(size); err != nil {
+			return nil, fmt.Errorf("job %d task %d size: %w", t.JobID, t.Idx, err)
 		}
 		if linkJob.Valid {
 			t.Linked = &TaskRef{Job: linkJob.Int64, Task: int(linkTask.Int64)}
@@ -80,7 +89,7 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 }
 
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
-	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at`
+	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -110,11 +119,15 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 	var out []*Attempt
 	for rows.Next() {
 		var a Attempt
-		var ids, outcome, codes, ended sql.NullString
+		var ids, outcome, codes, ended, size sql.NullString
 		var started string
 		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
-			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended); err != nil {
+			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size); err != nil {
 			return nil, err
+		}
+		var err error
+		if a.Size, err = readSize(size); err != nil {
+			return nil, fmt.Errorf("attempt %d size: %w", a.ID, err)
 		}
 		if ids.Valid {
 			if err := json.Unmarshal([]byte(ids.String), &a.InstanceIDs); err != nil {
@@ -182,8 +195,16 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			a.State = lifecycle.AttemptStarting
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
-		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now))
+		// The attempt asks for the size the last escalation chose.
+		var size sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT size FROM tasks WHERE job_id = ? AND idx = ?`, jobID, task).Scan(&size); err != nil {
+			return err
+		}
+		if a.Size, err = readSize(size); err != nil {
+			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size)
 		if err != nil {
 			return err
 		}
@@ -385,4 +406,25 @@ func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
 		live[name] = true
 	}
 	return live, rows.Err()
+}
+
+// readSize reads a size column: NULL is nil, the task's own resources.
+func readSize(s sql.NullString) (*strategy.Size, error) {
+	if !s.Valid || s.String == "" {
+		return nil, nil
+	}
+	var size strategy.Size
+	if err := json.Unmarshal([]byte(s.String), &size); err != nil {
+		return nil, err
+	}
+	return &size, nil
+}
+
+// sizeColumn writes a size for a size column; nil is NULL.
+func sizeColumn(s *strategy.Size) any {
+	if s == nil {
+		return nil
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
 }

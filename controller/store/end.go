@@ -43,14 +43,14 @@ type after struct {
 
 // afterDecision is the one place a decision becomes statuses: what the task
 // whose attempt ended and its job move to, given the job as it is now.
-// Recover and Restart make both RECOVERING; NextTask makes the task
+// Recover, Restart and Escalate make both RECOVERING; NextTask makes the task
 // SUCCEEDED and the job STARTING its next task; Succeed, Fail and Cancel
 // end both with the decision's status. A job being cancelled keeps its
 // status (CANCELLING) unless the decision ends it: the cancel ends it next.
 func afterDecision(d strategy.Decision, j jobNow) (after, error) {
 	var n after
 	switch d.Action {
-	case strategy.Recover, strategy.Restart:
+	case strategy.Recover, strategy.Restart, strategy.Escalate:
 		n = after{task: lifecycle.Recovering, job: lifecycle.Recovering, statusReason: d.Reason}
 	case strategy.NextTask:
 		n = after{task: lifecycle.Succeeded, job: lifecycle.Starting, nextTask: true}
@@ -142,16 +142,20 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 			b, _ := json.Marshal(schema.Placement{Cloud: at.cloud, Region: at.region, Zone: at.zone})
 			preempted = string(b)
 		}
+		var size any
+		if d.Action == strategy.Escalate && d.Size != nil {
+			size = sizeColumn(d.Size)
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, recovery_count = ?, restarts_on_errors = ?,
-			preempted_in = COALESCE(?, preempted_in), launch_round = 0, ended_at = COALESCE(?, ended_at) WHERE job_id = ? AND idx = ?`,
-			n.task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, j.id, at.task); err != nil {
+			preempted_in = COALESCE(?, preempted_in), launch_round = 0, ended_at = COALESCE(?, ended_at), size = COALESCE(?, size) WHERE job_id = ? AND idx = ?`,
+			n.task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, size, j.id, at.task); err != nil {
 			return err
 		}
 		var jobEnded, next any
 		if n.job.Terminal() {
 			jobEnded = fmtTime(now)
 		}
-		if d.Action == strategy.Recover || d.Action == strategy.Restart {
+		if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
 			next = fmtTimePtr(f.NextActionAt)
 		}
 		advance := 0
@@ -182,9 +186,18 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 				// NONE): the inputs are not known to fail.
 				return nil
 			}
-			// A deterministic failure of the user's code, not of the cloud.
+			// A deterministic failure of the user's code, not of the cloud,
+			// at the size the attempt asked for.
+			var size sql.NullString
+			if err := tx.QueryRowContext(ctx, `SELECT size FROM attempts WHERE id = ?`, a.ID).Scan(&size); err != nil {
+				return err
+			}
+			failedAt, err := readSize(size)
+			if err != nil {
+				return fmt.Errorf("attempt %d size: %w", a.ID, err)
+			}
 			return recordFailure(ctx, tx, &KnownFailure{InputKey: j.inputKey, JobID: j.id, TaskName: f.TaskName,
-				Status: n.job, ExitCodes: o.ExitCodes, LogPath: f.LogPath}, now)
+				Status: n.job, ExitCodes: o.ExitCodes, LogPath: f.LogPath, Size: failedAt}, now)
 		case lifecycle.Succeeded:
 			_, err := tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, j.inputKey)
 			return err

@@ -8,26 +8,31 @@ import (
 	"time"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 // KnownFailure is a task input key whose job ended FAILED or FAILED_SETUP.
 type KnownFailure struct {
-	InputKey   string
-	JobID      int64
-	TaskName   string
-	Status     lifecycle.Status
-	ExitCodes  []*int
-	LogPath    string
+	InputKey  string
+	JobID     int64
+	TaskName  string
+	Status    lifecycle.Status
+	ExitCodes []*int
+	LogPath   string
+	// Size is the size an escalation had chosen for the attempt that
+	// failed; nil for the task's own resources (and for every record
+	// written before escalation existed).
+	Size       *strategy.Size
 	RecordedAt time.Time
 }
 
 func recordFailure(ctx context.Context, tx *sql.Tx, f *KnownFailure, now time.Time) error {
 	codes, _ := json.Marshal(f.ExitCodes)
-	_, err := tx.ExecContext(ctx, `INSERT INTO known_failures (input_key, job_id, task_name, status, exit_codes, log_path, recorded_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO known_failures (input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(input_key) DO UPDATE SET job_id = excluded.job_id, task_name = excluded.task_name, status = excluded.status,
-			exit_codes = excluded.exit_codes, log_path = excluded.log_path, recorded_at = excluded.recorded_at`,
-		f.InputKey, f.JobID, f.TaskName, f.Status, string(codes), f.LogPath, fmtTime(now))
+			exit_codes = excluded.exit_codes, log_path = excluded.log_path, recorded_at = excluded.recorded_at, size = excluded.size`,
+		f.InputKey, f.JobID, f.TaskName, f.Status, string(codes), f.LogPath, fmtTime(now), sizeColumn(f.Size))
 	return err
 }
 
@@ -93,7 +98,7 @@ func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
 }
 
 func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*KnownFailure, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at FROM known_failures `+tail, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size FROM known_failures `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +106,14 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 	var out []*KnownFailure
 	for rows.Next() {
 		var f KnownFailure
-		var codes sql.NullString
+		var codes, size sql.NullString
 		var at string
-		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at); err != nil {
+		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size); err != nil {
 			return nil, err
 		}
+		// A size that cannot be read is left out: the record still refuses
+		// its inputs, which is what it is for.
+		f.Size, _ = readSize(size)
 		if codes.Valid {
 			_ = json.Unmarshal([]byte(codes.String), &f.ExitCodes)
 		}

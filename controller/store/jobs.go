@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 // Job is one row of jobs.
@@ -40,6 +41,9 @@ type Job struct {
 	SubmittedAt      time.Time
 	StartedAt        *time.Time
 	EndedAt          *time.Time
+	// Size is what an escalation chose for the current task's attempts;
+	// nil for the task's own resources.
+	Size *strategy.Size
 }
 
 // NewTask is one task of a job being created.
@@ -68,7 +72,8 @@ const (
 	columnsAfterSpec  = `, base_dir, current_task, num_tasks,
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
-	submitted_at, started_at, ended_at`
+	submitted_at, started_at, ended_at,
+	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size`
 )
 
 // CreateJob stores a new PENDING job and its tasks and returns its id. When
@@ -290,17 +295,20 @@ func findJobs(ctx context.Context, q querier, tail string, args ...any) ([]*Job,
 
 func scanJob(rows *sql.Rows) (*Job, error) {
 	var j Job
-	var failure, inputKey, exitCodes, overrides, next, started, ended sql.NullString
+	var failure, inputKey, exitCodes, overrides, next, started, ended, size sql.NullString
 	var retriedIn, retryOf, root sql.NullInt64
 	var submitted string
 	var spec string
 	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
-		&submitted, &started, &ended); err != nil {
+		&submitted, &started, &ended, &size); err != nil {
 		return nil, err
 	}
 	j.Spec = []byte(spec)
+	// A size that cannot be read is left out of listings; the controller
+	// reads the attempt's own and stops there.
+	j.Size, _ = readSize(size)
 	j.FailureReason = failure.String
 	j.InputKey = inputKey.String
 	j.NextActionAt = parseTime(next)

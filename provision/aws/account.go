@@ -51,18 +51,57 @@ func (p *Provider) ensureSecurityGroup(ctx context.Context, region string) (stri
 	if id, ok := lookup(&p.cache, p.cache.groups, region); ok {
 		return id, nil
 	}
-	api := p.client(region)
+	id, err := p.ensureGroup(ctx, region, groupSpec{
+		name:        SecurityGroupName,
+		description: "sortie: SSH to the instances it launches",
+		tags:        []types.Tag{{Key: awssdk.String(provision.TagManaged), Value: awssdk.String("true")}},
+		opening:     "open SSH",
+		missing: func(perms []types.IpPermission) []types.IpPermission {
+			if allowsSSH(perms) {
+				return nil
+			}
+			return []types.IpPermission{{
+				IpProtocol: awssdk.String("tcp"),
+				FromPort:   awssdk.Int32(22),
+				ToPort:     awssdk.Int32(22),
+				IpRanges:   []types.IpRange{{CidrIp: awssdk.String("0.0.0.0/0"), Description: awssdk.String("SSH from sortie")}},
+			}}
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	store(&p.cache, p.cache.groups, region, id)
+	return id, nil
+}
+
+// groupSpec is a security group sortie makes in a region's default VPC.
+type groupSpec struct {
+	name, description string
+	tags              []types.Tag
+	// missing returns the ingress rules the group must have that perms,
+	// its present ones, lack.
+	missing func(perms []types.IpPermission) []types.IpPermission
+	opening string // what adding them does, for errors: "open SSH"
+}
+
+// ensureGroup returns the id of the group named g.name in the region's
+// default VPC, creating it when missing (one created at the same moment by
+// another sortie process is as good as our own) and adding the ingress
+// rules it lacks.
+func (p *Provider) ensureGroup(ctx context.Context, region string, g groupSpec) (string, error) {
 	vpc, err := p.defaultVPC(ctx, region)
 	if err != nil {
 		return "", err
 	}
+	api := p.client(region)
 	find := func() (*types.SecurityGroup, error) {
 		out, err := api.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
-			{Name: awssdk.String("group-name"), Values: []string{SecurityGroupName}},
+			{Name: awssdk.String("group-name"), Values: []string{g.name}},
 			{Name: awssdk.String("vpc-id"), Values: []string{vpc}},
 		}})
 		if err != nil {
-			return nil, classify(fmt.Errorf("look up security group %s in %s: %w", SecurityGroupName, region, err))
+			return nil, classify(fmt.Errorf("look up security group %s in %s: %w", g.name, region, err))
 		}
 		if len(out.SecurityGroups) == 0 {
 			return nil, nil
@@ -75,42 +114,33 @@ func (p *Provider) ensureSecurityGroup(ctx context.Context, region string) (stri
 	}
 	if group == nil {
 		created, err := api.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-			GroupName:   awssdk.String(SecurityGroupName),
-			Description: awssdk.String("sortie: SSH to the instances it launches"),
+			GroupName:   awssdk.String(g.name),
+			Description: awssdk.String(g.description),
 			VpcId:       awssdk.String(vpc),
 			TagSpecifications: []types.TagSpecification{{
 				ResourceType: types.ResourceTypeSecurityGroup,
-				Tags:         []types.Tag{{Key: awssdk.String(provision.TagManaged), Value: awssdk.String("true")}},
+				Tags:         g.tags,
 			}},
 		})
 		switch {
 		case err == nil:
 			group = &types.SecurityGroup{GroupId: created.GroupId}
-			p.log.Info("created security group", "name", SecurityGroupName, "region", region, "id", awssdk.ToString(created.GroupId))
+			p.log.Info("created security group", "name", g.name, "region", region, "id", awssdk.ToString(created.GroupId))
 		case apiCode(err) == "InvalidGroup.Duplicate":
 			if group, err = find(); err != nil || group == nil {
-				return "", fmt.Errorf("security group %s in %s: created concurrently but not found: %v", SecurityGroupName, region, err)
+				return "", fmt.Errorf("security group %s in %s: created concurrently but not found: %v", g.name, region, err)
 			}
 		default:
-			return "", classify(fmt.Errorf("create security group %s in %s: %w", SecurityGroupName, region, err))
+			return "", classify(fmt.Errorf("create security group %s in %s: %w", g.name, region, err))
 		}
 	}
 	id := awssdk.ToString(group.GroupId)
-	if !allowsSSH(group.IpPermissions) {
-		_, err := api.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{
-			GroupId: awssdk.String(id),
-			IpPermissions: []types.IpPermission{{
-				IpProtocol: awssdk.String("tcp"),
-				FromPort:   awssdk.Int32(22),
-				ToPort:     awssdk.Int32(22),
-				IpRanges:   []types.IpRange{{CidrIp: awssdk.String("0.0.0.0/0"), Description: awssdk.String("SSH from sortie")}},
-			}},
-		})
+	if missing := g.missing(group.IpPermissions); len(missing) > 0 {
+		_, err := api.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: awssdk.String(id), IpPermissions: missing})
 		if err != nil && apiCode(err) != "InvalidPermission.Duplicate" {
-			return "", classify(fmt.Errorf("open SSH in security group %s (%s) in %s: %w", SecurityGroupName, id, region, err))
+			return "", classify(fmt.Errorf("%s in security group %s (%s) in %s: %w", g.opening, g.name, id, region, err))
 		}
 	}
-	store(&p.cache, p.cache.groups, region, id)
 	return id, nil
 }
 

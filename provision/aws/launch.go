@@ -83,7 +83,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, fmt.Errorf("launch %s in %s: %w", spec.Name, where, err)
 	}
 	// Status must see the new instances, not an answer from before them.
-	defer p.forgetStatus(region, nil)
+	defer p.status.Forget(region)
 	out, err := p.client(region).RunInstances(ctx, input)
 	if err != nil {
 		err = classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))

@@ -23,74 +23,30 @@ func portsGroupName(cluster string) string { return cluster + "-ports" }
 // creating it and opening each range to TCP from anywhere, as a task that
 // serves on those ports needs.
 func (p *Provider) ensurePortsGroup(ctx context.Context, region, cluster string, ports []provision.PortRange) (string, error) {
-	vpc, err := p.defaultVPC(ctx, region)
-	if err != nil {
-		return "", err
-	}
-	api := p.client(region)
-	name := portsGroupName(cluster)
-	find := func() (*types.SecurityGroup, error) {
-		out, err := api.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
-			{Name: awssdk.String("group-name"), Values: []string{name}},
-			{Name: awssdk.String("vpc-id"), Values: []string{vpc}},
-		}})
-		if err != nil {
-			return nil, classify(fmt.Errorf("look up security group %s in %s: %w", name, region, err))
-		}
-		if len(out.SecurityGroups) == 0 {
-			return nil, nil
-		}
-		return &out.SecurityGroups[0], nil
-	}
-	group, err := find()
-	if err != nil {
-		return "", err
-	}
-	if group == nil {
-		created, err := api.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-			GroupName:   awssdk.String(name),
-			Description: awssdk.String("sortie: the ports cluster " + cluster + " asked for"),
-			VpcId:       awssdk.String(vpc),
-			TagSpecifications: []types.TagSpecification{{
-				ResourceType: types.ResourceTypeSecurityGroup,
-				Tags: []types.Tag{
-					{Key: awssdk.String(provision.TagManaged), Value: awssdk.String("true")},
-					{Key: awssdk.String(provision.TagCluster), Value: awssdk.String(cluster)},
-				},
-			}},
-		})
-		switch {
-		case err == nil:
-			group = &types.SecurityGroup{GroupId: created.GroupId}
-			p.log.Info("created security group", "name", name, "region", region, "id", awssdk.ToString(created.GroupId))
-		case apiCode(err) == "InvalidGroup.Duplicate":
-			if group, err = find(); err != nil || group == nil {
-				return "", fmt.Errorf("security group %s in %s: created concurrently but not found: %v", name, region, err)
+	return p.ensureGroup(ctx, region, groupSpec{
+		name:        portsGroupName(cluster),
+		description: "sortie: the ports cluster " + cluster + " asked for",
+		tags: []types.Tag{
+			{Key: awssdk.String(provision.TagManaged), Value: awssdk.String("true")},
+			{Key: awssdk.String(provision.TagCluster), Value: awssdk.String(cluster)},
+		},
+		opening: "open ports",
+		missing: func(perms []types.IpPermission) []types.IpPermission {
+			var missing []types.IpPermission
+			for _, r := range ports {
+				if opens(perms, r) {
+					continue
+				}
+				missing = append(missing, types.IpPermission{
+					IpProtocol: awssdk.String("tcp"),
+					FromPort:   awssdk.Int32(int32(r.From)),
+					ToPort:     awssdk.Int32(int32(r.To)),
+					IpRanges:   []types.IpRange{{CidrIp: awssdk.String("0.0.0.0/0"), Description: awssdk.String("resources.ports " + r.String())}},
+				})
 			}
-		default:
-			return "", classify(fmt.Errorf("create security group %s in %s: %w", name, region, err))
-		}
-	}
-	id := awssdk.ToString(group.GroupId)
-	var missing []types.IpPermission
-	for _, r := range ports {
-		if opens(group.IpPermissions, r) {
-			continue
-		}
-		missing = append(missing, types.IpPermission{
-			IpProtocol: awssdk.String("tcp"),
-			FromPort:   awssdk.Int32(int32(r.From)),
-			ToPort:     awssdk.Int32(int32(r.To)),
-			IpRanges:   []types.IpRange{{CidrIp: awssdk.String("0.0.0.0/0"), Description: awssdk.String("resources.ports " + r.String())}},
-		})
-	}
-	if len(missing) > 0 {
-		_, err := api.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: awssdk.String(id), IpPermissions: missing})
-		if err != nil && apiCode(err) != "InvalidPermission.Duplicate" {
-			return "", classify(fmt.Errorf("open ports in security group %s (%s) in %s: %w", name, id, region, err))
-		}
-	}
-	return id, nil
+			return missing
+		},
+	})
 }
 
 // opens reports whether perms already let TCP from anywhere in on r.

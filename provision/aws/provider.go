@@ -85,7 +85,9 @@ type Provider struct {
 	mu      sync.Mutex
 	clients map[string]ec2API
 	cache   cache
-	status  statusCache
+	// status shares one region's DescribeInstances among the Status
+	// calls of a poll interval.
+	status *vm.Shared[map[string]*provision.Cluster]
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -112,6 +114,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		log:     cfg.Logger,
 		clients: map[string]ec2API{},
 		cache:   newCache(),
+		status:  &vm.Shared[map[string]*provision.Cluster]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
 	}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -259,62 +258,12 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 	return out, nil
 }
 
-// regionStatus is one region's answer to Status, shared while it is young.
-type regionStatus struct {
-	at       time.Time     // when the call began
-	done     chan struct{} // closed when clusters and err are set
-	clusters map[string]*provision.Cluster
-	err      error
-}
-
-// statusCache holds each region's latest answer.
-type statusCache struct {
-	mu      sync.Mutex
-	regions map[string]*regionStatus
-}
-
 // regionClusters is every cluster of sortie's in region: the shared answer
 // while it is younger than StatusMaxAge, else a new DescribeInstances.
 func (p *Provider) regionClusters(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
-	if p.cfg.StatusMaxAge <= 0 {
+	return p.status.Get(ctx, region, func(ctx context.Context) (map[string]*provision.Cluster, error) {
 		return p.describeClusters(ctx, region)
-	}
-	now := p.cfg.Now()
-	p.status.mu.Lock()
-	if p.status.regions == nil {
-		p.status.regions = map[string]*regionStatus{}
-	}
-	if e := p.status.regions[region]; e != nil && now.Sub(e.at) < p.cfg.StatusMaxAge {
-		p.status.mu.Unlock()
-		select {
-		case <-e.done:
-			return e.clusters, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e := &regionStatus{at: now, done: make(chan struct{})}
-	p.status.regions[region] = e
-	p.status.mu.Unlock()
-	// The call answers others too: one caller giving up must not fail it.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	e.clusters, e.err = p.describeClusters(cctx, region)
-	close(e.done)
-	if e.err != nil {
-		p.forgetStatus(region, e) // an error is never shared past its call
-	}
-	return e.clusters, e.err
-}
-
-// forgetStatus drops region's shared answer (e, or any when e is nil):
-// sortie changed the region's instances, and the next Status asks afresh.
-func (p *Provider) forgetStatus(region string, e *regionStatus) {
-	p.status.mu.Lock()
-	defer p.status.mu.Unlock()
-	if cur := p.status.regions[region]; cur != nil && (e == nil || cur == e) {
-		delete(p.status.regions, region)
-	}
+	})
 }
 
 func (p *Provider) describeClusters(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
@@ -374,7 +323,7 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 // cluster's ports security group, once no instance uses it.
 func (p *Provider) Terminate(ctx context.Context, name string) error {
 	_, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
-		defer p.forgetStatus(region, nil)
+		defer p.status.Forget(region)
 		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, name))
 		if err != nil {
 			return nil, err

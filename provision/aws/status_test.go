@@ -12,6 +12,7 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/internal/testenv"
+	"sortie/provision/vm"
 )
 
 // countingEC2 answers DescribeInstances with one running instance per
@@ -69,7 +70,8 @@ func (f *countingEC2) count() int {
 func sharedStatusProvider(api *countingEC2, now *time.Time, maxAge time.Duration) *Provider {
 	cfg := withDefaults(Config{Home: "unused", Regions: []string{"us-east-1"}, StatusMaxAge: maxAge,
 		Now: func() time.Time { return *now }, Logger: testenv.QuietLogger()})
-	return &Provider{cfg: cfg, log: cfg.Logger, clients: map[string]ec2API{"us-east-1": api}, cache: newCache()}
+	return &Provider{cfg: cfg, log: cfg.Logger, clients: map[string]ec2API{"us-east-1": api}, cache: newCache(),
+		status: &vm.Shared[map[string]*provision.Cluster]{MaxAge: maxAge, Now: cfg.Now}}
 }
 
 // Status calls for many jobs within StatusMaxAge share one

@@ -37,6 +37,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
 	defer p.launches.Lock(spec.Name)()
+	defer p.forgetStatus()
 
 	existing, err := p.clusterInstances(ctx, spec.Name)
 	if err != nil {

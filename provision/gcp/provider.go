@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/option"
 
 	"sortie/provision"
@@ -65,6 +66,12 @@ type Config struct {
 	TerminationAction string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// StatusMaxAge is how long one aggregated list of the project's VMs
+	// (and, when a VM is stopped or missing, of its operations) answers
+	// every Status call: the controller sets its poll interval, so that
+	// the ticks' shards together cost one list per poll interval. Zero
+	// means every Status lists afresh.
+	StatusMaxAge time.Duration
 	// Logger receives launch and termination events; nil means slog.Default.
 	Logger *slog.Logger
 	// PollInterval is how often operations and booting VMs are checked;
@@ -90,6 +97,10 @@ type Provider struct {
 	ssh      *vm.Access
 	log      *slog.Logger
 	launches vm.NameLocks // one launch of a cluster name at a time
+	// vms and ops share Status's lists of the project's VMs and of its
+	// preemptions and deletions for StatusMaxAge.
+	vms *vm.Shared[[]*computepb.Instance]
+	ops *vm.Shared[*evidence]
 
 	mu       sync.Mutex
 	zones    map[string]string        // zone -> region, once loaded
@@ -153,6 +164,8 @@ func newProvider(cfg Config, api computeAPI) (*Provider, error) {
 		log:      cfg.Logger,
 		addrs:    map[string]string{},
 		deleting: map[string]bool{},
+		vms:      &vm.Shared[[]*computepb.Instance]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
+		ops:      &vm.Shared[*evidence]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
 	}, nil
 }
 

@@ -25,17 +25,36 @@ const evidenceFilter = `(operationType = "compute.instances.preempted") OR (oper
 
 // Status implements provision.Provider with one aggregated instance list
 // for all the names, plus one aggregated operation list when a VM is
-// stopped or missing and the reason must be found.
+// stopped or missing and the reason must be found. Both lists answer every
+// Status call for StatusMaxAge.
 func (p *Provider) Status(ctx context.Context, names []string) (map[string]*provision.Cluster, error) {
 	out := map[string]*provision.Cluster{}
 	if len(names) == 0 {
 		return out, nil
 	}
+	all, err := p.vms.Get(ctx, "", p.managedInstances)
+	if err != nil {
+		return nil, err
+	}
+	return p.clusters(ctx, all, names, func(ctx context.Context) (*evidence, error) {
+		return p.ops.Get(ctx, "", p.loadEvidence)
+	})
+}
+
+// managedInstances lists every VM sortie launched in the project.
+func (p *Provider) managedInstances(ctx context.Context) ([]*computepb.Instance, error) {
 	all, err := p.api.Instances(ctx, p.cfg.Project, managedFilter)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list sortie's VMs in project %s: %w", p.cfg.Project, err))
 	}
-	return p.clusters(ctx, all, names, true)
+	return all, nil
+}
+
+// forgetStatus drops Status's shared lists: sortie changed the project's
+// VMs, and the next Status lists afresh.
+func (p *Provider) forgetStatus() {
+	p.vms.Forget("")
+	p.ops.Forget("")
 }
 
 // List implements provision.Provider: every cluster with a VM labelled by
@@ -43,9 +62,9 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 // gone; Status tells why. On the way it deletes the firewall rules of
 // clusters that have no VM (left by a crash).
 func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
-	all, err := p.api.Instances(ctx, p.cfg.Project, managedFilter)
+	all, err := p.managedInstances(ctx)
 	if err != nil {
-		return nil, classify(fmt.Errorf("list sortie's VMs in project %s: %w", p.cfg.Project, err))
+		return nil, err
 	}
 	names := map[string]bool{}
 	for _, in := range all {
@@ -53,7 +72,7 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 			names[n] = true
 		}
 	}
-	m, err := p.clusters(ctx, all, slices.Sorted(maps.Keys(names)), false)
+	m, err := p.clusters(ctx, all, slices.Sorted(maps.Keys(names)), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +101,7 @@ func (p *Provider) describe(ctx context.Context, name string) (*provision.Cluste
 	if err != nil {
 		return nil, err
 	}
-	m, err := p.clusters(ctx, all, []string{name}, true)
+	m, err := p.clusters(ctx, all, []string{name}, p.loadEvidence)
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +111,10 @@ func (p *Provider) describe(ctx context.Context, name string) (*provision.Cluste
 	return nil, provision.Capacity(fmt.Errorf("%w: cluster %s has no VM", errLostWhileBooting, name))
 }
 
-// clusters builds the named clusters from the listed VMs. With lookOps,
-// ranks that are stopped or missing are explained from the operations.
-func (p *Provider) clusters(ctx context.Context, all []*computepb.Instance, names []string, lookOps bool) (map[string]*provision.Cluster, error) {
+// clusters builds the named clusters from the listed VMs. With ops set,
+// ranks that are stopped or missing are explained from the operations it
+// returns.
+func (p *Provider) clusters(ctx context.Context, all []*computepb.Instance, names []string, ops func(context.Context) (*evidence, error)) (map[string]*provision.Cluster, error) {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
@@ -108,9 +128,9 @@ func (p *Provider) clusters(ctx context.Context, all []*computepb.Instance, name
 		}
 	}
 	var ev *evidence
-	if lookOps && p.needsEvidence(names, groups) {
+	if ops != nil && p.needsEvidence(names, groups) {
 		var err error
-		if ev, err = p.loadEvidence(ctx); err != nil {
+		if ev, err = ops(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -290,6 +310,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 }
 
 func (p *Provider) terminate(ctx context.Context, name string) error {
+	defer p.forgetStatus()
 	all, err := p.clusterInstances(ctx, name)
 	if err != nil {
 		return fmt.Errorf("terminate %s: %w", name, err)

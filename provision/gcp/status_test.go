@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -353,5 +354,80 @@ func TestLaunchInARegion(t *testing.T) {
 	c := launch(t, p, s)
 	if c.Placement.Zone != "us-east1-b" {
 		t.Errorf("launched at %s, want us-east1-b", c.Placement)
+	}
+}
+
+// With StatusMaxAge set, the controller's ticks, each asking about a shard
+// of the jobs, share one list of VMs (and of operations, when a VM must be
+// explained) per max age; sortie's own launch or termination makes the
+// next Status list afresh.
+func TestStatusIsSharedWithinItsMaxAge(t *testing.T) {
+	e := newEnv(t, false, gcpfake.Options{})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := e.provider(t, func(c *Config) {
+		c.StatusMaxAge = 5 * time.Second
+		c.Now = func() time.Time { return now }
+	})
+	var names []string
+	for i, z := range []string{"us-central1-a", "us-east1-b", "us-central1-b"} {
+		s := spec(int64(60+i), 1, z, spot())
+		launch(t, p, s)
+		names = append(names, s.Name)
+	}
+	ctx := testContext(t)
+	status := func(names ...string) map[string]*provision.Cluster {
+		t.Helper()
+		m, err := p.Status(ctx, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	calls := func(step string, want map[string]int) {
+		t.Helper()
+		if diff := cmp.Diff(want, e.fake.AllCalls()); diff != "" {
+			t.Errorf("%s: calls (-want +got):\n%s", step, diff)
+		}
+		e.fake.ResetCalls()
+	}
+	list := map[string]int{"instances.aggregatedList": 1}
+	none := map[string]int{}
+
+	e.fake.ResetCalls()
+	status(names[0])
+	status(names[1], names[2])
+	now = now.Add(4 * time.Second)
+	status(names...)
+	calls("three shards within the max age", list)
+
+	now = now.Add(time.Second)
+	status(names[0])
+	calls("the max age passed", list)
+
+	// A preemption the shared list has not seen yet is seen once it is old.
+	if err := e.fake.Preempt("us-east1-b", instanceName(names[1], 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.ResetCalls()
+	if got := status(names[1])[names[1]].Nodes[0].State; got != provision.NodeRunning {
+		t.Errorf("within the max age node is %s, want the shared answer (running)", got)
+	}
+	calls("within the max age", none)
+	now = now.Add(5 * time.Second)
+	for range 3 {
+		if got := status(names[1])[names[1]].Nodes[0].State; got != provision.NodePreempted {
+			t.Errorf("after the max age node is %s, want preempted", got)
+		}
+	}
+	calls("a preemption explained for three shards", map[string]int{"instances.aggregatedList": 1, "globalOperations.aggregatedList": 1})
+
+	// sortie's own termination: the next Status lists afresh.
+	if err := p.Terminate(ctx, names[2]); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.ResetCalls()
+	status(names[0])
+	if got := e.fake.Calls("instances.aggregatedList"); got != 1 {
+		t.Errorf("after a termination: %d lists of VMs, want 1", got)
 	}
 }

@@ -25,6 +25,10 @@ func printPlan(w io.Writer, p *service.Plan) error {
 			codes = joinInts(t.RecoverOnExitCodes)
 		}
 		fmt.Fprintf(w, "  Recovery:    %s, max_restarts_on_errors %d, recover_on_exit_codes %s\n", t.Strategy, t.MaxRestartsOnErrors, codes)
+		fmt.Fprintf(w, "  Limits:      %s\n", planLimits(t))
+		if e := t.Escalate; e != nil {
+			fmt.Fprintf(w, "  Escalate:    %s\n", planEscalate(e))
+		}
 		fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
 		tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
 		for i, pl := range t.Placements {
@@ -126,4 +130,44 @@ func joinInts(l []int) string {
 		parts[i] = strconv.Itoa(n)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// planLimits says a task's limits: "max_duration 12h, max_recoveries 3",
+// or that it has none.
+func planLimits(t service.TaskPlan) string {
+	var parts []string
+	if t.MaxDuration != nil {
+		parts = append(parts, "max_duration "+*t.MaxDuration)
+	}
+	if t.MaxRecoveries != nil {
+		parts = append(parts, "max_recoveries "+strconv.Itoa(*t.MaxRecoveries))
+	}
+	if len(parts) == 0 {
+		return "none (no max_duration, no max_recoveries)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// planEscalate says what an escalation grows: "on exit codes 137: memory
+// 2x up to 64 GB, accelerators L4:1 → A100:1".
+func planEscalate(e *service.EscalatePlan) string {
+	var parts []string
+	grow := func(what string, factor, ceiling *string, unit string) {
+		if factor == nil {
+			return
+		}
+		s := what + " " + *factor
+		if ceiling != nil {
+			s += " up to " + *ceiling + unit
+		} else {
+			s += " (no cap)"
+		}
+		parts = append(parts, s)
+	}
+	grow("memory", e.Memory, e.MaxMemory, " GB")
+	grow("cpus", e.CPUs, e.MaxCPUs, "")
+	if len(e.Accelerators) > 0 {
+		parts = append(parts, "accelerators "+strings.Join(e.Accelerators, " → "))
+	}
+	return printable("on exit codes " + joinInts(e.OnExitCodes) + ": " + strings.Join(parts, ", "))
 }

@@ -74,6 +74,9 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
+	if d.Size != nil {
+		fmt.Fprintf(w, "Escalated to:  %s\n", sizeText(d.Size))
+	}
 	if len(d.Tasks) == 1 && len(d.Tasks[0].Ports) > 0 {
 		fmt.Fprintf(w, "Ports:         %s\n", strings.Join(d.Tasks[0].Ports, ", "))
 	}
@@ -104,6 +107,9 @@ func printShow(f *Factory, d *service.JobDetail) error {
 			where := "-"
 			if a.Cloud != nil {
 				where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
+			}
+			if a.Size != nil {
+				where += " (" + sizeText(a.Size) + ")"
 			}
 			outcome := string(a.State)
 			if a.Outcome != nil {
@@ -187,4 +193,20 @@ func failures(d *service.JobDetail) string {
 		return fmt.Sprintf("%d, budget %d", d.RestartsOnErrors, d.Tasks[0].MaxRestartsOnErrors)
 	}
 	return strconv.Itoa(d.RestartsOnErrors)
+}
+
+// sizeText names an escalated size: "cpus 8, memory 32 GB, accelerators
+// A100:1", the dimensions it grows.
+func sizeText(s *service.SizeView) string {
+	var parts []string
+	if s.CPUs != nil {
+		parts = append(parts, "cpus "+strings.TrimSuffix(*s.CPUs, "+"))
+	}
+	if s.Memory != nil {
+		parts = append(parts, "memory "+strings.TrimSuffix(*s.Memory, "+")+" GB")
+	}
+	if s.Accelerators != nil {
+		parts = append(parts, "accelerators "+*s.Accelerators)
+	}
+	return printable(strings.Join(parts, ", "))
 }

@@ -33,5 +33,6 @@ func GCPConfig(cfg config.Config) gcp.Config {
 		SSHUser: cfg.GCP.SSHUser, ProxyCommand: cfg.SSH.ProxyCommand, NodeDirRoot: cfg.GCP.NodeDir,
 		TerminationAction: strings.ToUpper(cfg.GCP.TerminationAction),
 		PollInterval:      cfg.GCP.PollInterval.D(), LaunchTimeout: cfg.GCP.LaunchTimeout.D(),
+		StatusMaxAge: cfg.Controller.PollInterval.D(),
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -117,26 +116,14 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 	if o.Aimed > 0 {
 		env = append(env, "SORTIE_PAUSE_AT=all", "SORTIE_PAUSE_FOR=300ms")
 	}
-	c := newCtl(o.Bin, o.Home, env, o.Progress, o.Seed)
-	if err := c.start(ctx, 1); err != nil {
-		return r, err
-	}
-	defer c.kill()
-	db, err := openDB(o.Home)
+	x, err := begin(ctx, "local", o.Options, env)
 	if err != nil {
 		return r, err
 	}
-	defer db.Close()
-	wctx, stopWatch := context.WithCancel(ctx)
-	w := newWatcher(db)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); w.run(wctx, 200*time.Millisecond) }()
-	defer func() { stopWatch(); wg.Wait() }()
-
-	span := time.Duration(o.Kills) * (o.KillMin + o.KillMax) / 2 * 2 / 3
+	defer x.close()
+	c, db := x.c, x.db
 	subErr := make(chan error, 1)
-	go func() { subErr <- submitFiles(ctx, o.Home, files, span) }()
+	go func() { subErr <- submitFiles(ctx, o.Home, files, submitSpan(o.Options)) }()
 
 	points := []string{"point=ended", "point=starting", "point=ending", "point=started"}
 	pw := &pauseWatcher{path: filepath.Join(o.Home, "controller.log")}
@@ -188,25 +175,10 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 	if err := storm(ctx, c, o.Options, r, between); err != nil {
 		return r, err
 	}
-	if err := <-subErr; err != nil {
-		return r, err
-	}
-	if err := waitEnded(ctx, db, o.Jobs, o.Timeout, o.Progress); err != nil {
-		fmt.Fprintf(o.Progress, "local: %v\n", err)
-	}
-	w.sample(ctx)
-	if err := c.stop(time.Minute); err != nil {
-		return r, err
-	}
-	jobs, err := readJobs(ctx, db)
+	jobs, err := x.settle(ctx, o.Options, r, subErr, strategy.Policy{MaxRestartsOnErrors: 1, RecoverOnExitCodes: []int{29}})
 	if err != nil {
 		return r, err
 	}
-	if len(jobs) != o.Jobs {
-		r.problem(&r.Lost, "%d jobs in the store, %d submitted", len(jobs), o.Jobs)
-	}
-	r.checkWatched(w)
-	r.checkCommon(jobs, strategy.Policy{MaxRestartsOnErrors: 1, RecoverOnExitCodes: []int{29}})
 	if err := r.checkLocalLog(jobs, o.Outside, preempted, full); err != nil {
 		return r, err
 	}
@@ -378,7 +350,7 @@ func (r *Result) checkLocalLeftovers(home string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ents, _ := os.ReadDir(dir)
-		procs := processesUnder(home)
+		procs := ProcessesUnder(home)
 		if len(ents) == 0 && len(procs) == 0 {
 			return
 		}
@@ -396,9 +368,9 @@ func (r *Result) checkLocalLeftovers(home string) {
 	}
 }
 
-// processesUnder lists live processes whose command line or working
-// directory lies under dir.
-func processesUnder(dir string) []int {
+// ProcessesUnder lists live processes whose command line or working
+// directory lies under dir: what a test left running there.
+func ProcessesUnder(dir string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, en := range entries {

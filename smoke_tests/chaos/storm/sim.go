@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -103,50 +102,21 @@ func RunSim(ctx context.Context, o Options) (*Result, error) {
 	if err := os.WriteFile(file, []byte(simTask), 0o600); err != nil {
 		return r, err
 	}
-	c := newCtl(o.Bin, o.Home, nil, o.Progress, o.Seed)
-	if err := c.start(ctx, 1); err != nil {
-		return r, err
-	}
-	defer c.kill()
-	db, err := openDB(o.Home)
+	x, err := begin(ctx, "sim", o, nil)
 	if err != nil {
 		return r, err
 	}
-	defer db.Close()
-	wctx, stopWatch := context.WithCancel(ctx)
-	w := newWatcher(db)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); w.run(wctx, 200*time.Millisecond) }()
-	defer func() { stopWatch(); wg.Wait() }()
-
-	// Jobs arrive over the first two thirds of the storm's expected length.
-	span := time.Duration(o.Kills) * (o.KillMin + o.KillMax) / 2 * 2 / 3
+	defer x.close()
 	subErr := make(chan error, 1)
-	go func() { subErr <- submit(ctx, o.Home, file, o.Jobs, span, o.Progress) }()
+	go func() { subErr <- submit(ctx, o.Home, file, o.Jobs, submitSpan(o), o.Progress) }()
 
-	if err := storm(ctx, c, o, r, nil); err != nil {
+	if err := storm(ctx, x.c, o, r, nil); err != nil {
 		return r, err
 	}
-	if err := <-subErr; err != nil {
-		return r, err
-	}
-	if err := waitEnded(ctx, db, o.Jobs, o.Timeout, o.Progress); err != nil {
-		fmt.Fprintf(o.Progress, "sim: %v\n", err)
-	}
-	w.sample(ctx)
-	if err := c.stop(time.Minute); err != nil {
-		return r, err
-	}
-	jobs, err := readJobs(ctx, db)
+	jobs, err := x.settle(ctx, o, r, subErr, strategy.Policy{MaxRestartsOnErrors: 1, RecoverOnExitCodes: []int{29}})
 	if err != nil {
 		return r, err
 	}
-	if len(jobs) != o.Jobs {
-		r.problem(&r.Lost, "%d jobs in the store, %d submitted", len(jobs), o.Jobs)
-	}
-	r.checkWatched(w)
-	r.checkCommon(jobs, strategy.Policy{MaxRestartsOnErrors: 1, RecoverOnExitCodes: []int{29}})
 	st, err := sim.ReadState(clouds.SimStatePath(o.Home))
 	if err != nil {
 		return r, err
