@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +56,16 @@ func TestKillNodeProcessesSparesReusedGroups(t *testing.T) {
 	agent := startGroup(t, nil, "bash", "-c", `exec -a sortie-agent bash -c "sleep 60; exit 0" run "$0"`, dir)
 	if err := os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(agent.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(agent.Process.Pid) + "/cmdline")
+		if strings.HasPrefix(string(b), "sortie-agent\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's command line is %q after 5s", b)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	task := startGroup(t, []string{nodeDirEnv + "=" + dir}, "sleep", "60")
 	if err := os.WriteFile(filepath.Join(dir, "pgid.setup"), []byte(strconv.Itoa(task.Process.Pid)+"\n"), 0o644); err != nil {
