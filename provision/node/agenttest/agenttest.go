@@ -28,7 +28,7 @@ func Build() (string, error) {
 			return
 		}
 		path = filepath.Join(dir, "sortie-agent")
-		cmd := exec.Command(goCommand(), "build", "-o", path, "sortie/cmd/sortie-agent")
+		cmd := exec.Command(goCommand(), "build", "-ldflags=-s", "-o", path, "sortie/cmd/sortie-agent")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, e := cmd.CombinedOutput(); e != nil {
 			err = fmt.Errorf("build the node agent: %v\n%s", e, out)
