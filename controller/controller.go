@@ -116,6 +116,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
 	c.removeStaleSecrets(ctx)
+	c.sweepLogs(ctx)
 	n := c.shards()
 	t := time.NewTicker(c.Config.Controller.PollInterval.D() / time.Duration(n))
 	defer t.Stop()
@@ -134,11 +135,27 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			err = c.tick(ctx, tickScope{shards: n, shard: k})
+			if k == 0 {
+				// Kept clusters go once per poll interval when their
+				// time has come.
+				c.releaseKept(ctx)
+			}
 		case <-c.wake:
 			err = c.tick(ctx, tickScope{unwatched: true})
+			// A wake may be `jobs release` or a cancel of a kept job.
+			c.releaseKept(ctx)
 		case <-sweep.C:
 			err = c.SweepOrphans(ctx)
+			c.sweepLogs(ctx)
 		}
+	}
+}
+
+// releaseKept is ReleaseKept, its error logged: the next poll interval
+// tries again.
+func (c *Controller) releaseKept(ctx context.Context) {
+	if err := c.ReleaseKept(ctx); err != nil && ctx.Err() == nil {
+		c.Log.Warn("release kept clusters", "err", err)
 	}
 }
 

@@ -82,6 +82,10 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	if p != nil {
 		facts.TaskName = taskName(p, a.TaskIdx)
 	}
+	kept := strategy.KeepOnFailure(c.keepFor(j, p, a.TaskIdx), strategy.Ended{Outcome: e.outcome}, d, c.Now())
+	if kept.Keep {
+		facts.KeptUntil = &kept.Until
+	}
 	c.pause(PauseEnding, j.ID, a.Attempt)
 	if err := c.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.outcome, ExitCodes: e.codes, Reason: e.reason}, d, facts); err != nil {
 		if errors.Is(err, store.ErrAttemptEnded) || errors.Is(err, store.ErrTerminal) {
@@ -100,7 +104,12 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 	if w != nil && e.outcome != strategy.Succeeded {
 		c.stopLeftovers(actx, j, a, w)
 	}
-	if d.Action != strategy.Restart {
+	switch {
+	case kept.Keep:
+		// Recorded with the end: the orphan sweep leaves it until then,
+		// and ReleaseKept tears it down at that time or when asked.
+		c.Log.Info("cluster kept after the failure", "job", j.ID, "cluster", a.Cluster, "until", kept.Until)
+	case d.Action != strategy.Restart:
 		c.terminate(actx, a)
 	}
 	if d.Status.Terminal() {
@@ -282,7 +291,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 				return
 			}
 			defer r.Close()
-			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline()); err != nil {
+			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
 				c.Log.Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}

@@ -30,7 +30,7 @@ func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attemp
 			defer wg.Done()
 			r, err := c.reach(ctx, prov, cl, rank, a)
 			if err == nil {
-				err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline())
+				err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(cl.Nodes)))
 				r.Close()
 			}
 			if err != nil {
@@ -84,14 +84,16 @@ func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *pro
 // keepLog copies a node's log to path chunk by chunk, so a large log never
 // sits in memory whole; the file appears complete or not at all. Each chunk
 // must come within per (when positive): a node that stops answering is
-// given up, one sending a long log is not.
-func keepLog(ctx context.Context, r provision.Runner, path string, per time.Duration) error {
+// given up, one sending a long log is not. Past limit bytes (when
+// positive) the first and last halves are kept (cappedLog).
+func keepLog(ctx context.Context, r provision.Runner, path string, per time.Duration, limit int64) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, home.FileMode)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
+	w := newCappedLog(f, limit)
 	var off int64
 	for {
 		cctx, cancel := ctx, context.CancelFunc(func() {})
@@ -104,7 +106,8 @@ func keepLog(ctx context.Context, r provision.Runner, path string, per time.Dura
 			f.Close()
 			return err
 		}
-		if _, err := f.Write(b); err != nil {
+		if _, err := w.Write(b); err != nil {
+			w.finish()
 			f.Close()
 			return err
 		}
@@ -115,6 +118,10 @@ func keepLog(ctx context.Context, r provision.Runner, path string, per time.Dura
 		if len(b) < node.MaxLogChunk {
 			break
 		}
+	}
+	if err := w.finish(); err != nil {
+		f.Close()
+		return err
 	}
 	if err := f.Close(); err != nil {
 		return err

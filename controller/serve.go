@@ -4,11 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/daemon"
 	"sortie/controller/home"
+	"sortie/controller/notify"
 	"sortie/controller/profiling"
 	"sortie/controller/store"
 )
@@ -41,6 +43,15 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 			return err
 		}
 		close(ready)
+		// Notifications are sent beside the loop, never in it: a slow
+		// receiver holds up only the notifier's own goroutines.
+		nctx, stopNotifier := context.WithCancel(ctx)
+		notified := make(chan struct{})
+		go func() {
+			defer close(notified)
+			NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
+		}()
+		defer func() { stopNotifier(); <-notified }()
 		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
 		err = c.Run(ctx)
 		// Run has waited for every step: the providers can save what
@@ -57,6 +68,12 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		default:
 		}
 	})
+}
+
+// NewNotifier sends the notifications of st's jobs to the webhooks of
+// their tasks, or cfg's.
+func NewNotifier(st *store.Store, cfg config.Config, log *slog.Logger, now func() time.Time) *notify.Notifier {
+	return &notify.Notifier{Store: st, Default: cfg.Notify.Webhooks, Secrets: cfg.Notify.Secrets, Log: log, Now: now}
 }
 
 // OpenHome reads h's configuration and opens its store.

@@ -13,7 +13,14 @@ import (
 
 // SweepOrphans terminates clusters tagged by sortie that belong to no open
 // attempt: left by a controller killed between deciding and tearing down.
+//
+// A cluster kept after a failure (keep_on_failure) is not an orphan before
+// its time, unless a user asked to release it; from then on it is one,
+// and ReleaseKept, which runs first, records it released.
 func (c *Controller) SweepOrphans(ctx context.Context) error {
+	if err := c.ReleaseKept(ctx); err != nil {
+		c.Log.Warn("release kept clusters", "err", err)
+	}
 	used, err := c.Store.Clouds(ctx)
 	if err != nil {
 		return fmt.Errorf("list the clouds in use: %w", err)
@@ -35,7 +42,7 @@ func (c *Controller) SweepOrphans(ctx context.Context) error {
 		// Which clusters are owned is read after listing them: an attempt
 		// is stored before its cluster is launched, so a cluster the list
 		// saw has its owner in this read, even while jobs run.
-		live, err := c.Store.LiveClusters(ctx)
+		live, err := c.Store.LiveClusters(ctx, c.Now())
 		if err != nil {
 			return fmt.Errorf("list live clusters: %w", err)
 		}

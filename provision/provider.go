@@ -166,3 +166,24 @@ func Classify(err error) ErrorClass {
 	}
 	return ClassTransient
 }
+
+// Stdio is what a command attached to a user's terminal reads and writes.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// TTY asks for a terminal on the node (an interactive shell); Term is
+	// its type ($TERM), Rows and Cols its size (0: a default).
+	TTY        bool
+	Term       string
+	Rows, Cols int
+}
+
+// Attacher is a Runner that can also run a command with the user's input
+// and output streamed, for `jobs ssh`: a local node runs it here, a cloud
+// node over SSH with a pty when TTY is asked.
+type Attacher interface {
+	// Attach runs script with bash on the node, in its directory, and
+	// returns the script's exit status (128+N when killed by signal N).
+	// An error means it could not be run at all.
+	Attach(ctx context.Context, script string, stdio Stdio) (int, error)
+}

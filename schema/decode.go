@@ -17,7 +17,7 @@ import (
 // per field and a complete list of problems.
 
 func taskFields() []string {
-	return []string{"name", "resources", "num_nodes", "workdir", "file_mounts", "envs", "secrets", "setup", "run"}
+	return []string{"name", "resources", "num_nodes", "workdir", "file_mounts", "envs", "secrets", "setup", "run", "notify"}
 }
 
 // ignoredTaskFields are SkyPilot task fields that mean nothing to a
@@ -206,6 +206,9 @@ func (d *decoder) task(path string, raw any) *Task {
 	// No run is a setup-only task, as in SkyPilot: it succeeds when its
 	// setup does.
 	t.Run = d.str(join(path, "run"), m["run"])
+	if v, present := m["notify"]; present {
+		t.Notify = d.notify(join(path, "notify"), v)
+	}
 	if v, present := m["config"]; present {
 		d.config(join(path, "config"), v)
 	}

@@ -53,6 +53,7 @@ func (t *Task) ApplyDefaults() {
 	}
 	rec := t.Recovery()
 	t.Resources.JobRecovery = &rec
+	t.Notify.applyDefaults()
 }
 
 // AWS and GCP name their regions differently: us-east-1 and us-east1.
@@ -148,6 +149,7 @@ func (t *Task) Clone() *Task {
 	c.FileMounts = maps.Clone(t.FileMounts)
 	c.Envs = maps.Clone(t.Envs)
 	c.RequiredEnvs = slices.Clone(t.RequiredEnvs)
+	c.Notify = t.Notify.clone()
 	if t.WorkdirRepo != nil {
 		repo := *t.WorkdirRepo
 		c.WorkdirRepo = &repo

@@ -25,7 +25,7 @@ import (
 //
 // The spec is hashed as canonical JSON (encoding/json sorts map keys, so key
 // order, YAML formatting and comments do not count). Left out: secret values
-// (names stay), the task's name (renaming a job does not change what it
+// (names stay), notify, the task's name (renaming a job does not change what it
 // runs) and infra, which is already folded into cloud/region/zone.
 //
 // Directories are walked in a fixed order, hashing each file's relative
@@ -85,6 +85,7 @@ func canonicalSpec(t *Task) ([]byte, error) {
 	c := t.Clone()
 	c.ApplyDefaults()
 	c.Name = ""
+	c.Notify = nil // where events go changes nothing the task runs
 	for k := range c.Secrets {
 		c.Secrets[k] = nil
 	}

@@ -396,7 +396,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -428,6 +428,7 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	jr.MaxRecoveries = d.maxRecoveries(join(path, "max_recoveries"), m["max_recoveries"])
 	jr.MaxDuration = d.maxDuration(join(path, "max_duration"), m["max_duration"])
 	jr.Escalate = d.escalate(join(path, "escalate"), m["escalate"])
+	jr.KeepOnFailure = d.keepOnFailure(join(path, "keep_on_failure"), m["keep_on_failure"])
 	return jr
 }
 
@@ -465,6 +466,31 @@ func (d *decoder) maxDuration(path string, raw any) Duration {
 		return 0
 	case v <= 0:
 		d.ps.add(path, s, "is not positive; give a limit above zero, or leave max_duration out for none")
+		return 0
+	}
+	return Duration(v)
+}
+
+// keepOnFailure reads job_recovery.keep_on_failure: how long the cluster
+// of a job that fails is kept for debugging, a duration as max_duration
+// takes it; zero when absent. Its ceiling is config.yaml's
+// (controller.max_keep_on_failure), checked at launch.
+func (d *decoder) keepOnFailure(path string, raw any) Duration {
+	if raw == nil {
+		return 0
+	}
+	s, isString := raw.(string)
+	if !isString {
+		d.ps.add(path, raw, "is %s; give a duration with its unit, e.g. \"30m\" or \"2h\"", typeName(raw))
+		return 0
+	}
+	v, err := parseDuration(s)
+	switch {
+	case err != nil:
+		d.ps.add(path, s, "is not a duration; write a number and a unit (s, m, h, d), e.g. \"30m\" or \"2h\"")
+		return 0
+	case v <= 0:
+		d.ps.add(path, s, "is not positive; give how long to keep the failed cluster (e.g. \"30m\"), or leave keep_on_failure out to tear it down at once")
 		return 0
 	}
 	return Duration(v)

@@ -44,6 +44,10 @@ type Task struct {
 	Secrets map[string]*string `json:"secrets,omitempty"`
 	Setup   string             `json:"setup,omitempty"`
 	Run     string             `json:"run,omitempty"`
+	// Notify is where the job's events are posted while this task is its
+	// current one; nil means config.yaml's default webhooks. It is not
+	// part of the input key: it changes nothing the task runs.
+	Notify *Notify `json:"notify,omitempty"`
 }
 
 // GitRepo is a git repository at a ref (a branch, tag or commit; empty
@@ -128,6 +132,10 @@ type JobRecovery struct {
 	// Escalate restarts the task on a bigger instance after a failure
 	// with one of its exit codes; nil means never.
 	Escalate *Escalate `json:"escalate,omitempty"`
+	// KeepOnFailure is how long the last attempt's cluster of a job that
+	// ends FAILED or FAILED_SETUP is kept, for `jobs ssh`, before it is
+	// torn down; zero means it is torn down at once.
+	KeepOnFailure Duration `json:"keep_on_failure,omitempty"`
 }
 
 // Duration is a time.Duration written as Go writes it ("1h30m0s") in the

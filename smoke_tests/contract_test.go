@@ -69,15 +69,20 @@ run: |
 `))
 	waitJSONStatus(e, retried, "FAILED")
 	retry := retryID(e, e.must("jobs", "retry", strconv.FormatInt(retried, 10), "--reason", "flaky", "--set", "envs.FIX=1", "-o", "json").stdout)
+	// Job 6 fails and keeps its cluster (keep_on_failure); then it is
+	// released.
+	kept := e.launch(e.write("kept.yaml", "name: kept\nresources: {job_recovery: {keep_on_failure: 1h}}\nrun: exit 5\n"))
 
-	ids := []int64{spot, pipeline, retried, twoNodes, retry}
-	if fmt.Sprint(ids) != "[1 2 3 4 5]" {
-		t.Fatalf("job ids %v; the golden files expect 1 to 5 in launch order", ids)
+	ids := []int64{spot, pipeline, retried, twoNodes, retry, kept}
+	if fmt.Sprint(ids) != "[1 2 3 4 5 6]" {
+		t.Fatalf("job ids %v; the golden files expect 1 to 6 in launch order", ids)
 	}
-	final := map[int64]string{spot: "SUCCEEDED", pipeline: "FAILED", retried: "FAILED", twoNodes: "FAILED", retry: "SUCCEEDED"}
+	final := map[int64]string{spot: "SUCCEEDED", pipeline: "FAILED", retried: "FAILED", twoNodes: "FAILED", kept: "FAILED", retry: "SUCCEEDED"}
 	for _, id := range ids {
 		waitJSONStatus(e, id, final[id])
 	}
+	e.must("jobs", "release", strconv.FormatInt(kept, 10))
+	waitReleased(e, kept)
 
 	c := newConformer(objs, contractMasks)
 	queue := decodeJSON(t, e.must("jobs", "queue", "-a", "-o", "json").stdout)
@@ -87,7 +92,7 @@ run: |
 	}
 	goldens := map[string]any{"queue.json": q}
 	shows := map[int64]any{}
-	names := map[int64]string{spot: "preempted", pipeline: "pipeline", retried: "retried", twoNodes: "unknown-exit-code", retry: "retry"}
+	names := map[int64]string{spot: "preempted", pipeline: "pipeline", retried: "retried", twoNodes: "unknown-exit-code", kept: "kept", retry: "retry"}
 	for _, id := range ids {
 		raw := decodeJSON(t, e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout)
 		shows[id] = raw
@@ -118,6 +123,7 @@ run: |
 		{pipeline, "tasks.2.started_at", `null`},
 		{retried, "retries", `[5]`},
 		{retried, "retried_in", `5`},
+		{kept, "attempts.0.released_reason", `"released by user (jobs release)"`},
 		{retry, "retry_of", `3`},
 		{retry, "root_id", `3`},
 		{retry, "overrides.0.path", `"envs.FIX"`},
@@ -158,6 +164,21 @@ func waitJSONStatus(e *env, id int64, status string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	e.t.Fatalf("job %d: waited for %s; last seen:\n%s", id, status, last)
+}
+
+// waitReleased waits until job id's kept cluster is released.
+func waitReleased(e *env, id int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		last = e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout
+		if dig(decodeJSON(e.t, last), "attempts.0.released_at") != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("job %d: its kept cluster was not released within 30s; last seen:\n%s", id, last)
 }
 
 // retryID reads the new job's id from `jobs retry -o json`.

@@ -11,6 +11,12 @@ import (
 // back-off may be as short as 1ms (the benchmarks use it, so that what they
 // measure is the controller's own latency).
 
+// The range of controller.log_max_bytes_per_attempt.
+const (
+	minLogBytes = 1 << 20
+	maxLogBytes = 1 << 40
+)
+
 type durationRange struct {
 	key      string
 	v        Duration
@@ -34,6 +40,8 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"controller.launch_backoff_initial", c.LaunchBackoffInitial, time.Millisecond, 24 * time.Hour, "the built-in back-off"},
 		{"controller.launch_backoff_max", c.LaunchBackoffMax, time.Millisecond, 24 * time.Hour, "the built-in back-off"},
 		{"controller.sweep_interval", c.SweepInterval, time.Second, 24 * time.Hour, "10m"},
+		{"controller.max_keep_on_failure", c.MaxKeepOnFailure, time.Second, 30 * 24 * time.Hour, "24h"},
+		{"controller.log_retention", c.LogRetention, time.Hour, 3650 * 24 * time.Hour, "30d"},
 		{"aws.launch_timeout", cfg.AWS.LaunchTimeout, time.Second, 24 * time.Hour, "the provider's"},
 		{"aws.poll_interval", cfg.AWS.PollInterval, 5 * time.Millisecond, 10 * time.Minute, "the provider's"},
 		{"gcp.launch_timeout", cfg.GCP.LaunchTimeout, time.Second, 24 * time.Hour, "the provider's"},
@@ -72,6 +80,11 @@ func (cfg *Config) outOfRange(lines map[string]int, fromEnv map[string]string) [
 			return Problem{Key: env}
 		}
 		return Problem{Key: key, Line: lines[key]}
+	}
+	if b := cfg.Controller.LogMaxBytesPerAttempt; b != 0 && (b < minLogBytes || b > maxLogBytes) {
+		p := where("controller.log_max_bytes_per_attempt")
+		p.Msg = fmt.Sprintf("%s is out of range; give a size from %s to %s, or leave it out for %s", b, ByteSize(minLogBytes), ByteSize(maxLogBytes), DefaultLogMaxBytes)
+		out = append(out, p)
 	}
 	ds, ns := cfg.ranges()
 	for _, r := range ds {

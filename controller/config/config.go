@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	sortiehome "sortie/controller/home"
@@ -28,6 +29,7 @@ type Config struct {
 	GCP        GCPConfig        `json:"gcp"`
 	SSH        SSHConfig        `json:"ssh"`
 	Sim        SimConfig        `json:"sim"`
+	Notify     NotifyConfig     `json:"notify"`
 }
 
 // ControllerConfig is the controller: section.
@@ -54,6 +56,17 @@ type ControllerConfig struct {
 	// SweepInterval is how often clusters that belong to no live attempt
 	// are looked for and terminated (besides at every start).
 	SweepInterval Duration `json:"sweep_interval"`
+	// LogRetention is how long the kept logs of a job that has ended stay
+	// on the controller; the sweep removes older ones (default 30 days).
+	LogRetention Duration `json:"log_retention"`
+	// LogMaxBytesPerAttempt bounds what is kept of an attempt's logs, its
+	// nodes' together: past it, the first and the last half are kept
+	// (default 1 GiB).
+	LogMaxBytesPerAttempt ByteSize `json:"log_max_bytes_per_attempt"`
+	// MaxKeepOnFailure is the longest job_recovery.keep_on_failure a launch
+	// may ask for (SORTIE_MAX_KEEP_ON_FAILURE): a kept cluster costs what
+	// it costs running, so a typo of "30d" for "30m" is refused.
+	MaxKeepOnFailure Duration `json:"max_keep_on_failure"`
 }
 
 // LocalConfig is the local: section.
@@ -119,9 +132,16 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		*d = Duration(time.Duration(f * float64(time.Second)))
 		return nil
 	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		// Whole days, as log_retention is most often given.
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 && n <= 100000 {
+			*d = Duration(time.Duration(n) * 24 * time.Hour)
+			return nil
+		}
+	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration (e.g. 5s, 1m30s)", s)
+		return fmt.Errorf("%q is not a duration (e.g. 5s, 1m30s, 30d)", s)
 	}
 	*d = Duration(v)
 	return nil
@@ -159,6 +179,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_LAUNCH_BACKOFF_INITIAL", "controller.launch_backoff_initial", &c.LaunchBackoffInitial},
 		{"SORTIE_LAUNCH_BACKOFF_MAX", "controller.launch_backoff_max", &c.LaunchBackoffMax},
 		{"SORTIE_SWEEP_INTERVAL", "controller.sweep_interval", &c.SweepInterval},
+		{"SORTIE_MAX_KEEP_ON_FAILURE", "controller.max_keep_on_failure", &c.MaxKeepOnFailure},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -188,7 +209,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		}
 	}
 	if len(e.Problems) == 0 {
-		e.Problems = cfg.outOfRange(lines, fromEnv)
+		e.Problems = append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...)
 	}
 	if len(e.Problems) > 0 {
 		return cfg, e
@@ -252,10 +273,33 @@ func (cfg *Config) fillDefaults() {
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = Duration(10 * time.Minute)
 	}
+	if c.MaxKeepOnFailure <= 0 {
+		c.MaxKeepOnFailure = Duration(DefaultMaxKeepOnFailure)
+	}
 	if c.UnreachableChecks <= 0 {
 		c.UnreachableChecks = 12
 	}
+	if c.LogRetention <= 0 {
+		c.LogRetention = Duration(DefaultLogRetention)
+	}
+	if c.LogMaxBytesPerAttempt <= 0 {
+		c.LogMaxBytesPerAttempt = DefaultLogMaxBytes
+	}
+	for i, w := range cfg.Notify.Webhooks {
+		cfg.Notify.Webhooks[i] = w.WithDefaults()
+	}
 }
+
+// The defaults of the log keys.
+const (
+	DefaultLogRetention = 30 * 24 * time.Hour
+	DefaultLogMaxBytes  = ByteSize(1 << 30)
+)
+
+// DefaultMaxKeepOnFailure is controller.max_keep_on_failure when it is
+// left out: a working day and a night, time to look at a failure the next
+// morning.
+const DefaultMaxKeepOnFailure = 24 * time.Hour
 
 // RestartBackoff is the back-off before restarts and recoveries.
 func (cfg Config) RestartBackoff() strategy.Backoff {

@@ -33,9 +33,9 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"controller:\n  poll_interval: -5s\n", nil, []string{"line 2: controller.poll_interval: -5s is out of range"}},
 		{"controller:\n  poll_interval: 1e300\n", nil, []string{`line 2: controller.poll_interval: "1e300" is not a duration`}},
 		{"controller:\n  poll_interval: .nan\n", nil, []string{`line 2: controller.poll_interval: ".nan" is not a duration`}},
-		{"controller:\n  poll_interval: abc\n", nil, []string{`line 2: controller.poll_interval: "abc" is not a duration (e.g. 5s, 1m30s)`}},
+		{"controller:\n  poll_interval: abc\n", nil, []string{`line 2: controller.poll_interval: "abc" is not a duration (e.g. 5s, 1m30s, 30d)`}},
 		{"controller:\n  pol_interval: 5s\n", nil, []string{"line 2: controller.pol_interval: unknown key (did you mean poll_interval?)"}},
-		{"controler:\n  poll_interval: 5s\n", nil, []string{"line 1: controler: unknown key (did you mean controller?); the keys here are aws, controller, gcp, local, sim, ssh"}},
+		{"controler:\n  poll_interval: 5s\n", nil, []string{"line 1: controler: unknown key (did you mean controller?); the keys here are aws, controller, gcp, local, notify, sim, ssh"}},
 		{"controller: [1, 2]\n", nil, []string{"line 1: controller: a list is not a mapping of keys"}},
 		{"controller:\n  max_parallel_launches: many\n", nil, []string{`line 2: controller.max_parallel_launches: "many" is not a whole number`}},
 		{"controller:\n  max_parallel_launches: 99999999999999\n", nil, []string{`controller.max_parallel_launches: "99999999999999" is not a whole number`}},
@@ -46,8 +46,23 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 			[]string{"line 2: sim.preempt_rate: 1.5 is out of range", "line 4: sim.exit_codes[0].code: 300 is out of range; give a number from 0 to 255"}},
 		{"controller:\n  poll_interval: 5s\n---\ncontroller: {}\n", nil, []string{"config.yaml line 3: a second document"}},
 		{"controller:\n  poll_interval: [5s\n", nil, []string{"it is not valid YAML"}},
+		{"controller:\n  log_retention: 30m\n", nil, []string{"line 2: controller.log_retention: 30m0s is out of range; give a duration from 1h to 87600h, or leave it out for 30d"}},
+		{"controller:\n  log_retention: forever\n", nil, []string{`line 2: controller.log_retention: "forever" is not a duration (e.g. 5s, 1m30s, 30d)`}},
+		{"controller:\n  log_max_bytes_per_attempt: 1KiB\n", nil, []string{"line 2: controller.log_max_bytes_per_attempt: 1KiB is out of range; give a size from 1MiB to 1TiB, or leave it out for 1GiB"}},
+		{"controller:\n  log_max_bytes_per_attempt: lots\n", nil, []string{`line 2: controller.log_max_bytes_per_attempt: "lots" is not a size; write bytes or a size such as 512MiB or 1GiB`}},
+		{"notify:\n  webhooks:\n  - url: ftp://x/y\n    events: [status, sucess]\n    secret: ops\n", nil, []string{
+			`line 3: notify.webhooks[0].url: "ftp://x/y" is not an http or https address`,
+			`line 4: notify.webhooks[0].events[1]: "sucess" is not an event; expected one of status, recovery, failed, succeeded`,
+			`line 5: notify.webhooks[0].secret: "ops" names no key; add notify.secrets.ops`}},
+		{"notify:\n  secrets:\n    ops: hunter2\n", nil, []string{"line 3: notify.secrets.ops: is shorter than 16 characters"}},
+		{"notify:\n  secrets:\n    ops: [hunter2]\n", nil, []string{"line 3: notify.secrets.ops: a list is not a string"}},
+		{"notify:\n  webhooks:\n  - {url: https://h.example.com/x, secret: ops}\n  secrets:\n    ops: 0123456789abcdef0123\n", nil, nil},
 		{"", map[string]string{"SORTIE_POLL_INTERVAL": "1ns"}, []string{"environment variable SORTIE_POLL_INTERVAL: 1ns is out of range"}},
 		{"controller:\n  poll_interval: 1ns\n", map[string]string{"SORTIE_POLL_INTERVAL": "1s"}, nil},
+		{"controller:\n  max_keep_on_failure: 60d\n", nil, []string{"line 2: controller.max_keep_on_failure: 1440h0m0s is out of range"}},
+		{"controller:\n  max_keep_on_failure: soon\n", nil, []string{`line 2: controller.max_keep_on_failure: "soon" is not a duration`}},
+		{"controller:\n  max_keep_on_failure: 1000h\n", nil,
+			[]string{"line 2: controller.max_keep_on_failure: 1000h0m0s is out of range; give a duration from 1s to 720h, or leave it out for 24h"}},
 		{"", map[string]string{"SORTIE_LAUNCH_ROUNDS": "x"}, []string{`environment variable SORTIE_LAUNCH_ROUNDS: "x" is not a whole number`}},
 	} {
 		_, err := load(t, tc.yaml, tc.env)
@@ -94,6 +109,12 @@ sim:
   preempt_rate: 0.25
   exit_codes: [{code: 29, share: 0.5, attempt: 1}]
   decision_log: ~
+notify:
+  webhooks:
+  - {url: https://hooks.example.com/a, events: [Status], secret: ops}
+  - {url: https://hooks.example.com/b}
+  secrets:
+    ops: 0123456789abcdef0123
 `, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +130,49 @@ sim:
 		t.Errorf("ssh %+v sim %+v", cfg.SSH, cfg.Sim)
 	}
 	// Left out, or zero: the defaults.
-	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 {
+	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 || c.LogRetention.D() != 30*24*time.Hour || c.LogMaxBytesPerAttempt != 1<<30 ||
+		c.MaxKeepOnFailure.D() != 24*time.Hour {
 		t.Errorf("defaults: %+v", c)
+	}
+	// A webhook's events are lower-cased, or the default ones.
+	hooks := cfg.Notify.Webhooks
+	if len(hooks) != 2 || hooks[0].Secret != "ops" || strings.Join(hooks[0].Events, ",") != "status" ||
+		strings.Join(hooks[1].Events, ",") != "recovery,failed,succeeded" || cfg.Notify.Secrets["ops"] != "0123456789abcdef0123" {
+		t.Errorf("notify: %+v", cfg.Notify)
+	}
+}
+
+func TestLogKeysTakeDaysAndSizes(t *testing.T) {
+	cfg, err := load(t, "controller:\n  log_retention: 7d\n  log_max_bytes_per_attempt: 64MiB\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Controller.LogRetention.D(); got != 7*24*time.Hour {
+		t.Errorf("log_retention 7d = %s", got)
+	}
+	if got := cfg.Controller.LogMaxBytesPerAttempt; got != 64<<20 {
+		t.Errorf("log_max_bytes_per_attempt 64MiB = %d", got)
+	}
+	for in, want := range map[string]ByteSize{"1073741824": 1 << 30, "500MB": 500e6, "2 GiB": 2 << 30, "10KiB": 10 << 10} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
+
+// A signing key is never shown, whatever is wrong around it.
+func TestSigningKeysAreNeverShown(t *testing.T) {
+	_, err := load(t, "notify:\n  secrets:\n    ops: short-key\n    ops: 0123456789abcdef-second\n  webhooks:\n  - {url: https://h.example.com/x, secret: nokey}\n", nil)
+	if err == nil {
+		t.Fatal("a short and a repeated key were accepted")
+	}
+	for _, v := range []string{"short-key", "0123456789abcdef-second"} {
+		if strings.Contains(err.Error(), v) {
+			t.Errorf("the error shows a signing key: %v", err)
+		}
+	}
+	if !strings.Contains(err.Error(), "notify.secrets.ops: the key is given twice") {
+		t.Errorf("no word of the repeated key: %v", err)
 	}
 }
 

@@ -130,7 +130,10 @@ func shown(n *yaml.Node) string {
 	return strconv.Quote(v)
 }
 
-var durationType = reflect.TypeOf(Duration(0))
+var (
+	durationType = reflect.TypeOf(Duration(0))
+	byteSizeType = reflect.TypeOf(ByteSize(0))
+)
 
 func kindName(n *yaml.Node) string {
 	switch n.Kind {
@@ -180,7 +183,45 @@ func (d *decoder) walk(n *yaml.Node, v reflect.Value, key string) {
 		v.SetInt(int64(dur))
 		return
 	}
+	if t == byteSizeType {
+		if n.Kind != yaml.ScalarNode {
+			d.add(n, key, "%s is not a size; write one such as 512MiB or 1GiB", kindName(n))
+			return
+		}
+		b, err := ParseByteSize(n.Value)
+		if err != nil {
+			d.add(n, key, "%v", err)
+			return
+		}
+		v.SetInt(int64(b))
+		return
+	}
 	switch t.Kind() {
+	case reflect.Map:
+		// A mapping of names to values (notify.secrets). A value is never
+		// shown in a message: it may be a key.
+		if n.Kind != yaml.MappingNode || t.Key().Kind() != reflect.String {
+			d.add(n, key, "%s is not a mapping of names to values", kindName(n))
+			return
+		}
+		m := reflect.MakeMap(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			path := key + "." + k.Value
+			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+				d.add(k, path, "the key is given twice")
+				continue
+			}
+			if val.Kind != yaml.ScalarNode {
+				d.lines[path] = val.Line
+				d.add(val, path, "%s is not a string", kindName(val))
+				continue
+			}
+			e := reflect.New(t.Elem()).Elem()
+			d.walk(val, e, path)
+			m.SetMapIndex(reflect.ValueOf(k.Value), e)
+		}
+		v.Set(m)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			d.add(n, key, "%s is not a mapping of keys; write keys such as %s", kindName(n), strings.Join(fieldNames(t)[:min(3, len(fieldNames(t)))], ", "))

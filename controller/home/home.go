@@ -35,7 +35,12 @@ func Keys(home string) string { return filepath.Join(home, "keys") }
 // LogDir is where an attempt's logs are kept on the controller, one file per
 // node, so that `jobs logs` works after the cluster is gone.
 func LogDir(home string, job int64, task, attempt int) string {
-	return filepath.Join(home, "logs", strconv.FormatInt(job, 10), "task-"+strconv.Itoa(task), "attempt-"+strconv.Itoa(attempt))
+	return filepath.Join(JobLogDir(home, job), "task-"+strconv.Itoa(task), "attempt-"+strconv.Itoa(attempt))
+}
+
+// JobLogDir holds every kept log of a job; log retention removes it whole.
+func JobLogDir(home string, job int64) string {
+	return filepath.Join(home, "logs", strconv.FormatInt(job, 10))
 }
 
 // NodeLog is one node's kept log of an attempt.

@@ -23,14 +23,19 @@ type KnownFailureError struct {
 
 func (e *KnownFailureError) Error() string {
 	f := e.Failure
+	logs := fmt.Sprintf("See `sortie jobs logs %d`.", f.JobID)
+	if f.LogsRemovedAt != nil {
+		logs = fmt.Sprintf("Its logs were removed %s ago (controller.log_retention); `sortie jobs show %d` has its attempts and exit codes.",
+			Age(e.Now.Sub(*f.LogsRemovedAt)), f.JobID)
+	}
 	at := ""
 	if f.Size != nil && !f.Size.IsZero() {
 		// The job escalated: say how big it had grown when it failed.
 		at = " at " + f.Size.String()
 	}
 	return fmt.Sprintf("These inputs already failed in job %d (%s%s, %s ago); nothing has changed since. "+
-		"See `sortie jobs logs %d`. To run it anyway: --retry-failed.",
-		f.JobID, describeCodes(f.Status, f.ExitCodes), at, Age(e.Now.Sub(f.RecordedAt)), f.JobID)
+		"%s To run it anyway: --retry-failed.",
+		f.JobID, describeCodes(f.Status, f.ExitCodes), at, Age(e.Now.Sub(f.RecordedAt)), logs)
 }
 
 func describeCodes(status lifecycle.Status, codes []*int) string {

@@ -38,6 +38,10 @@ type LogsRequest struct {
 // answer in time).
 var ErrLogNotKept = errors.New("log not kept")
 
+// ErrLogsRemoved is returned, after saying when and why, for a job whose
+// kept logs the controller removed (controller.log_retention).
+var ErrLogsRemoved = errors.New("logs removed")
+
 // ErrNoAttempt is returned when the job has no attempt to show logs of.
 var ErrNoAttempt = fmt.Errorf("no such attempt")
 
@@ -48,6 +52,17 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 	j, err := s.job(ctx, req.ID)
 	if err != nil {
 		return err
+	}
+	if j.Status.Terminal() {
+		at, why, err := s.Store.LogsRemoved(ctx, j.ID)
+		if err != nil {
+			return fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		if at != nil {
+			fmt.Fprintf(w, "sortie: the logs of job %d were removed on %s (%s ago): %s\n",
+				j.ID, at.UTC().Format("2006-01-02 15:04:05 UTC"), Age(s.Now().Sub(*at)), why)
+			return fmt.Errorf("job %d: %w, as said above", j.ID, ErrLogsRemoved)
+		}
 	}
 	poll := req.Poll
 	if poll <= 0 {

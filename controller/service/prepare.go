@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/config"
+	"sortie/controller/home"
 	"sortie/schema"
 )
 
@@ -91,6 +93,9 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	if p, err = applyLaunchOverrides(p, req); err != nil {
 		return nil, err
 	}
+	if probs := s.keepProblems(p); len(probs) > 0 {
+		return nil, &schema.ValidationError{Problems: probs}
+	}
 	if req.Warn != nil {
 		for _, w := range p.Warnings {
 			req.Warn(w)
@@ -124,6 +129,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	}
 	secrets, missing := s.secretValues(p)
 	probs = append(probs, missing...)
+	probs = append(probs, s.signingKeyProblems(p)...)
 	probs = append(probs, inputProblems(p, base)...)
 	key := ""
 	if len(probs) == 0 {
@@ -144,6 +150,27 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
 	}
 	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key, missing: probs}, nil
+}
+
+// keepProblems refuses a keep_on_failure above config.yaml's ceiling,
+// controller.max_keep_on_failure: a cluster kept costs what it costs
+// running.
+func (s *Service) keepProblems(p *schema.Pipeline) []schema.Problem {
+	ceiling := s.Config.Controller.MaxKeepOnFailure.D()
+	if ceiling <= 0 {
+		ceiling = config.DefaultMaxKeepOnFailure
+	}
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		keep := t.Recovery().KeepOnFailure
+		if keep.D() <= ceiling {
+			continue
+		}
+		probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources.job_recovery.keep_on_failure"), Value: strconv.Quote(keep.String()),
+			Message: fmt.Sprintf("is above controller.max_keep_on_failure (%s); keep it at most %s, or raise the ceiling in config.yaml",
+				schema.Duration(ceiling), schema.Duration(ceiling))})
+	}
+	return probs
 }
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -238,6 +265,24 @@ func localPath(base, p string) string {
 		return p
 	}
 	return filepath.Join(base, p)
+}
+
+// signingKeyProblems names each webhook whose secret names no signing key
+// in the controller's config.yaml: its events could not be signed.
+func (s *Service) signingKeyProblems(p *schema.Pipeline) []schema.Problem {
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		if t.Notify == nil {
+			continue
+		}
+		for j, w := range t.Notify.Webhooks {
+			if _, ok := s.Config.Notify.Secrets[w.Secret]; w.Secret != "" && !ok {
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, fmt.Sprintf("notify.webhooks[%d].secret", j)), Value: strconv.Quote(w.Secret),
+					Message: fmt.Sprintf("names no signing key; add notify.secrets.%s to %s (16 characters or more), or remove secret to send unsigned", w.Secret, home.Config(s.Home))})
+			}
+		}
+	}
+	return probs
 }
 
 // inputProblems names every workdir and local file_mounts source that is

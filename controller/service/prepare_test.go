@@ -565,3 +565,27 @@ func TestUnreadableInputsAreNamedWithAFix(t *testing.T) {
 		}
 	}
 }
+
+// A webhook's secret must name a signing key of config.yaml; the launch
+// says which and where, and stores nothing. A key that is there passes.
+func TestLaunchRefusesAWebhookWithoutItsSigningKey(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	s.Config.Notify.Secrets = map[string]string{"ops": "0123456789abcdef0123"}
+	root := project(t, map[string]string{
+		"hook.yaml": "name: p\n---\nrun: 'true'\n---\nnotify:\n  webhooks:\n  - {url: https://h.example.com/a, secret: ops}\n  - {url: https://h.example.com/b, secret: nokey}\nrun: 'true'\n",
+	})
+	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "hook.yaml"), Dir: root})
+	got := problems(t, err)
+	want := `tasks[1].notify.webhooks[1].secret: "nokey" names no signing key; add notify.secrets.nokey to ` + filepath.Join(s.Home, "config.yaml")
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Fatalf("problems %q, want one starting %q", got, want)
+	}
+	if jobs, _ := s.Store.Jobs(ctx, store.JobFilter{}); len(jobs) != 0 {
+		t.Errorf("%d jobs stored by a refused launch", len(jobs))
+	}
+	s.Config.Notify.Secrets["nokey"] = "fedcba9876543210fedcba"
+	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "hook.yaml"), Dir: root}); err != nil {
+		t.Fatalf("with both keys: %v", err)
+	}
+}

@@ -154,6 +154,9 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if pl.secrets, err = s.resolveSecrets(pl.pipeline); err != nil {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
+		if probs := s.keepProblems(pl.pipeline); len(probs) > 0 {
+			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
+		}
 		if probs := inputProblems(pl.pipeline, pl.job.BaseDir); len(probs) > 0 {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
 		}
@@ -269,6 +272,9 @@ type FailureView struct {
 	// Size is the size an escalation had chosen for the attempt that
 	// failed; null for the task's own resources.
 	Size *SizeView `json:"size"`
+	// LogsRemovedAt is when the controller removed the failed job's logs
+	// (controller.log_retention); null while they are kept at LogPath.
+	LogsRemovedAt *time.Time `json:"logs_removed_at"`
 }
 
 // Failures lists the known failures, newest first.
@@ -280,7 +286,7 @@ func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	out := make([]FailureView, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
-			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size)})
+			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt)})
 	}
 	return out, nil
 }

@@ -47,6 +47,9 @@ type Service struct {
 	// RemoteLogs reads a running attempt's node logs on a cloud that is
 	// not in Clouds; nil leaves such logs to their kept copies.
 	RemoteLogs func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error)
+	// RemoteShell runs `jobs ssh` on a cloud that is not in Clouds; nil
+	// refuses such a job.
+	RemoteShell func(ctx context.Context, req ShellRequest) (int, error)
 }
 
 // Open opens home's store and configuration for the verbs; the providers
@@ -239,7 +242,8 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{}}
+	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{},
+		Notifications: []NotificationView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %d: tasks: %w", id, err)
@@ -285,6 +289,13 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	for _, c := range chain {
 		d.Chain = append(d.Chain, viewJob(c))
 	}
+	ds, err := s.Store.Deliveries(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: notifications: %w", id, err)
+	}
+	for _, n := range ds {
+		d.Notifications = append(d.Notifications, viewDelivery(n))
+	}
 	return d, nil
 }
 
@@ -320,8 +331,10 @@ type CancelRequest struct {
 	All  bool
 }
 
-// Cancel marks jobs CANCELLING; the controller stops their attempts. It
-// returns the ids it marked.
+// Cancel marks jobs CANCELLING; the controller stops their attempts. A
+// job named by its id that has ended and keeps its cluster (keep_on_failure)
+// has the cluster released instead. It returns the ids it marked or
+// released.
 func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error) {
 	ids := req.IDs
 	if req.All || req.Name != "" {
@@ -345,6 +358,15 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 	marked, err := s.Store.RequestCancel(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("cancel jobs: %w", err)
+	}
+	if len(req.IDs) > 0 {
+		// A job named by id that has ended but keeps its cluster
+		// (keep_on_failure): the cancel releases the cluster.
+		rel, err := s.releaseOnCancel(ctx, slices.DeleteFunc(slices.Clone(req.IDs), func(id int64) bool { return slices.Contains(marked, id) }))
+		if err != nil {
+			return marked, err
+		}
+		marked = append(marked, rel...)
 	}
 	if len(marked) > 0 {
 		if err := s.StartDaemon(ctx, s.Home); err != nil {

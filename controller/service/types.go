@@ -76,6 +76,47 @@ type JobDetail struct {
 	Retries []int64 `json:"retries"`
 	// Chain is every job from the first of the retry chain to the newest.
 	Chain []JobView `json:"chain"`
+	// Notifications are the job's events posted to webhooks, one per event
+	// and webhook, in the order of the events.
+	Notifications []NotificationView `json:"notifications"`
+}
+
+// NotificationView is one event of a job posted to one webhook.
+type NotificationView struct {
+	// Delivery is the idempotency key the receiver got (X-Sortie-Delivery).
+	Delivery string `json:"delivery"`
+	// Event is the kind the webhook asked for: status, recovery, failed
+	// or succeeded; Status is the job's status it tells of.
+	Event  string           `json:"event"`
+	Status lifecycle.Status `json:"status"`
+	URL    string           `json:"url"`
+	// State is pending (to be tried at NextTryAt), sending (a try is under
+	// way), delivered or failed (given up).
+	State string `json:"state"`
+	Tries int    `json:"tries"`
+	// Error is why the last failed try failed (kept after a later try
+	// delivers), or why sortie gave up.
+	HTTPStatus *int       `json:"http_status"`
+	Error      *string    `json:"error"`
+	At         time.Time  `json:"at"`
+	NextTryAt  *time.Time `json:"next_try_at"`
+	DoneAt     *time.Time `json:"done_at"`
+}
+
+func viewDelivery(d *store.Delivery) NotificationView {
+	v := NotificationView{Delivery: d.Key(), Event: d.Kind, Status: d.Event.To, URL: d.URL, State: d.State, Tries: d.Tries,
+		At: d.Event.At.UTC(), DoneAt: utc(d.DoneAt)}
+	if d.HTTPStatus > 0 {
+		v.HTTPStatus = &d.HTTPStatus
+	}
+	if d.LastError != "" {
+		v.Error = &d.LastError
+	}
+	if d.State == store.DeliveryPending {
+		next := d.NextTryAt.UTC()
+		v.NextTryAt = &next
+	}
+	return v
 }
 
 // TaskView is one task of a job.
@@ -131,6 +172,13 @@ type AttemptView struct {
 	// Size is the size the attempt asked for, chosen by an escalation;
 	// null for the task's own resources.
 	Size *SizeView `json:"size"`
+	// KeptUntil is when the cluster of an attempt whose job failed is torn
+	// down (job_recovery.keep_on_failure); null when it was not kept.
+	KeptUntil *time.Time `json:"kept_until"`
+	// ReleasedAt and ReleasedReason say when and why a kept cluster was
+	// torn down; null while it is kept, or when none was.
+	ReleasedAt     *time.Time `json:"released_at"`
+	ReleasedReason *string    `json:"released_reason"`
 }
 
 // LaunchTryView is one failed launch try.
@@ -188,5 +236,6 @@ func viewAttempt(a *store.Attempt) AttemptView {
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
+		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
 	}
 }

@@ -56,6 +56,16 @@ type Attempt struct {
 	Size      *strategy.Size
 	StartedAt time.Time
 	EndedAt   *time.Time
+	// KeptUntil is set when the attempt's job failed and its cluster is
+	// kept (job_recovery.keep_on_failure) until then.
+	KeptUntil *time.Time
+	// ReleaseRequested, when not "", is why a user asked for the kept
+	// cluster to go now (strategy.ReleasedByUser, ReleasedByCancel).
+	ReleaseRequested string
+	// ReleasedAt and ReleasedReason say when and why a kept cluster was
+	// torn down.
+	ReleasedAt     *time.Time
+	ReleasedReason string
 }
 
 // Tasks returns a job's tasks in order.
@@ -89,7 +99,8 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 }
 
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
-	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size`
+	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
+	kept_until, release_requested, released_at, released_reason`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -119,10 +130,11 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 	var out []*Attempt
 	for rows.Next() {
 		var a Attempt
-		var ids, outcome, codes, ended, size sql.NullString
+		var ids, outcome, codes, ended, size, kept, released sql.NullString
 		var started string
 		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
-			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size); err != nil {
+			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
+			&kept, &a.ReleaseRequested, &released, &a.ReleasedReason); err != nil {
 			return nil, err
 		}
 		var err error
@@ -144,6 +156,7 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 			a.StartedAt = *t
 		}
 		a.EndedAt = parseTime(ended)
+		a.KeptUntil, a.ReleasedAt = parseTime(kept), parseTime(released)
 		out = append(out, &a)
 	}
 	return out, rows.Err()
@@ -384,10 +397,12 @@ func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
 	return nil
 }
 
-// LiveClusters names the clusters that must not be torn down: those of
-// attempts that have not ended, and those kept for a restart (the last
-// attempt of an unfinished job ended asking to restart on its cluster).
-func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
+// LiveClusters names the clusters that must not be torn down at now:
+// those of attempts that have not ended, those kept for a restart (the
+// last attempt of an unfinished job ended asking to restart on its
+// cluster), and those kept after a failure (keep_on_failure) whose time
+// has not come and that no user asked to release.
+func (s *Store) LiveClusters(ctx context.Context, now time.Time) (map[string]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE `+openSQL+`
 		UNION
 		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
@@ -405,7 +420,102 @@ func (s *Store) LiveClusters(ctx context.Context) (map[string]bool, error) {
 		}
 		live[name] = true
 	}
-	return live, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	kept, err := s.KeptAttempts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range kept {
+		// Compared here, not in SQL: stored times are RFC 3339 with
+		// trailing zeros of the fraction dropped, which do not sort as text.
+		if a.ReleaseRequested == "" && now.Before(*a.KeptUntil) {
+			live[a.Cluster] = true
+		}
+	}
+	return live, nil
+}
+
+// keptSQL selects attempts whose cluster is kept after a failure and not
+// yet released; the attempts_kept index covers it.
+const keptSQL = "kept_until IS NOT NULL AND released_at IS NULL"
+
+// KeptAttempts returns the attempts whose cluster is kept after their
+// job failed (keep_on_failure) and has not been released yet, oldest first.
+func (s *Store) KeptAttempts(ctx context.Context) ([]*Attempt, error) {
+	return findAttempts(ctx, s.db, `WHERE `+keptSQL+` ORDER BY id`)
+}
+
+// ErrNotKept is returned for a job whose cluster was not kept: it did not
+// fail, or asked for no keep_on_failure.
+var ErrNotKept = errors.New("its cluster was not kept")
+
+// ErrReleased is returned for a job whose kept cluster is already
+// released.
+var ErrReleased = errors.New("its kept cluster was already released")
+
+// KeptAttempt returns the attempt of job jobID whose cluster was kept
+// after the job failed, released or not; ErrNotKept when there is none.
+func (s *Store) KeptAttempt(ctx context.Context, jobID int64) (*Attempt, error) {
+	as, err := findAttempts(ctx, s.db, `WHERE job_id = ? AND kept_until IS NOT NULL ORDER BY id DESC LIMIT 1`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if len(as) == 0 {
+		return nil, fmt.Errorf("job %d: %w", jobID, ErrNotKept)
+	}
+	return as[0], nil
+}
+
+// RequestRelease asks for job jobID's kept cluster to be torn down now,
+// for why (strategy.ReleasedByUser, ReleasedByCancel); the controller does
+// it. It returns the kept attempt, and fails with ErrNotKept when the job
+// kept none and ErrReleased when it is already released. Asking twice is
+// no error: the first reason stays.
+func (s *Store) RequestRelease(ctx context.Context, jobID int64, why string) (*Attempt, error) {
+	var a *Attempt
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		as, err := findAttempts(ctx, tx, `WHERE job_id = ? AND kept_until IS NOT NULL ORDER BY id DESC LIMIT 1`, jobID)
+		if err != nil {
+			return err
+		}
+		if len(as) == 0 {
+			return fmt.Errorf("job %d: %w", jobID, ErrNotKept)
+		}
+		a = as[0]
+		if a.ReleasedAt != nil {
+			return fmt.Errorf("job %d: %w", jobID, ErrReleased)
+		}
+		if a.ReleaseRequested != "" {
+			return nil
+		}
+		a.ReleaseRequested = why
+		_, err = tx.ExecContext(ctx, `UPDATE attempts SET release_requested = ? WHERE id = ?`, why, a.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// MarkReleased records that attempt id's kept cluster is released, for
+// reason, before the controller tears it down: once released, the orphan
+// sweep reaps what a teardown cut short leaves. It says whether it marked
+// it (false: released already).
+func (s *Store) MarkReleased(ctx context.Context, id int64, reason string) (bool, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE attempts SET released_at = ?, released_reason = ? WHERE id = ? AND `+keptSQL,
+			fmtTime(s.now()), reason, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n > 0, err
 }
 
 // readSize reads a size column: NULL is nil, the task's own resources.

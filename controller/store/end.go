@@ -31,6 +31,10 @@ type Facts struct {
 	// of a job that ends FAILED or FAILED_SETUP.
 	TaskName string
 	LogPath  string
+	// KeptUntil, for a decision that ends the job, keeps the attempt's
+	// cluster until then (strategy.KeepOnFailure): written with the end,
+	// so the cluster is never torn down early nor left behind.
+	KeptUntil *time.Time
 }
 
 // after is what a decision changes besides the attempt that ended.
@@ -130,8 +134,12 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?
-			WHERE id = ?`, lifecycle.AttemptEnded, o.Outcome, string(codes), o.Reason, d.Action, d.Reason, fmtTime(now), a.ID); err != nil {
+		var kept any
+		if n.job.Terminal() && f.KeptUntil != nil {
+			kept = fmtTime(*f.KeptUntil)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?,
+			kept_until = ? WHERE id = ?`, lifecycle.AttemptEnded, o.Outcome, string(codes), o.Reason, d.Action, d.Reason, fmtTime(now), kept, a.ID); err != nil {
 			return err
 		}
 		var taskEnded, preempted any

@@ -24,6 +24,9 @@ type KnownFailure struct {
 	// written before escalation existed).
 	Size       *strategy.Size
 	RecordedAt time.Time
+	// LogsRemovedAt is when the sweep removed the failed job's kept logs
+	// (controller.log_retention); nil while they are kept.
+	LogsRemovedAt *time.Time
 }
 
 func recordFailure(ctx context.Context, tx *sql.Tx, f *KnownFailure, now time.Time) error {
@@ -98,7 +101,8 @@ func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
 }
 
 func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*KnownFailure, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size FROM known_failures `+tail, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
+		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +112,11 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 		var f KnownFailure
 		var codes, size sql.NullString
 		var at string
-		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size); err != nil {
+		var removed sql.NullString
+		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed); err != nil {
 			return nil, err
 		}
+		f.LogsRemovedAt = parseTime(removed)
 		// A size that cannot be read is left out: the record still refuses
 		// its inputs, which is what it is for.
 		f.Size, _ = readSize(size)

@@ -126,3 +126,29 @@ func nodeEnv(home string) []string {
 	}
 	return env
 }
+
+// Attach runs script with bash in the node directory, its input and
+// output the caller's: for `jobs ssh` on a local node, whose terminal, when
+// stdio's files are one, is the user's own. It starts from a login's
+// environment, as the task did (nodeEnv).
+func (r *runner) Attach(ctx context.Context, script string, stdio provision.Stdio) (int, error) {
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = r.dir
+	cmd.Env = nodeEnv()
+	if stdio.Term != "" {
+		cmd.Env = append(cmd.Env, "TERM="+stdio.Term)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("run bash in %s: %w", r.dir, err)
+	}
+	return 0, nil
+}

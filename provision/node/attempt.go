@@ -33,3 +33,14 @@ func (r attemptRunner) Exec(ctx context.Context, script string, stdin io.Reader)
 	defer cancel()
 	return r.Runner.Exec(ctx, script, stdin)
 }
+
+// Attach runs script through the node's runner when it can attach a
+// terminal (provision.Attacher), unbounded: a shell lasts as long as its
+// user wants.
+func (r attemptRunner) Attach(ctx context.Context, script string, stdio provision.Stdio) (int, error) {
+	at, ok := r.Runner.(provision.Attacher)
+	if !ok {
+		return 0, errNoAttach
+	}
+	return at.Attach(ctx, script, stdio)
+}

@@ -241,3 +241,50 @@ func signalNumber(name string) int {
 	}
 	return 0
 }
+
+// Attach implements provision.Attacher: script runs under bash on the node
+// with stdio's streams, in a pty when stdio.TTY asks for one (an
+// interactive shell), and its exit status is returned.
+func (r *Runner) Attach(ctx context.Context, script string, stdio provision.Stdio) (int, error) {
+	s, err := r.session(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	s.Stdin, s.Stdout, s.Stderr = stdio.In, stdio.Out, stdio.Err
+	if stdio.TTY {
+		term, rows, cols := stdio.Term, stdio.Rows, stdio.Cols
+		if term == "" {
+			term = "xterm"
+		}
+		if rows <= 0 || cols <= 0 {
+			rows, cols = 24, 80
+		}
+		if err := s.RequestPty(term, rows, cols, ssh.TerminalModes{ssh.ECHO: 1}); err != nil {
+			return 0, fmt.Errorf("ssh pty on %s: %w", r.cfg.HostID, err)
+		}
+	}
+	if err := s.Start("bash -c " + ShellQuote(script)); err != nil {
+		return 0, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		s.Signal(ssh.SIGKILL)
+		s.Close()
+		return 0, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
+	}
+	var exitErr *ssh.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exitErr):
+		if sig := exitErr.Signal(); sig != "" {
+			return 128 + signalNumber(sig), nil
+		}
+		return exitErr.ExitStatus(), nil
+	}
+	return 0, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+}

@@ -201,3 +201,30 @@ func TestSessionsDoNotReadTheMachinesBashrc(t *testing.T) {
 		t.Errorf("sessions run with the machine's home %s", home)
 	}
 }
+
+// Attach streams input and output, returns the command's status (not an
+// error) and gives an interactive shell a terminal when asked.
+func TestAttachStreamsAndReturnsTheStatus(t *testing.T) {
+	sshd := testenv.StartSSHD(t)
+	r, err := dialTest(t, sshd, t.TempDir(), "i-0002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	var out, errb strings.Builder
+	code, err := r.Attach(ctx, "cat; echo err >&2; exit 5", provision.Stdio{In: strings.NewReader("typed\n"), Out: &out, Err: &errb})
+	if err != nil || code != 5 || out.String() != "typed\n" || errb.String() != "err\n" {
+		t.Errorf("Attach: exit %d, %v, out %q, err %q; want 5, typed, err", code, err, out.String(), errb.String())
+	}
+	out.Reset()
+	code, err = r.Attach(ctx, `if [ -t 0 ]; then echo "tty $TERM"; else echo none; fi`, provision.Stdio{In: strings.NewReader(""), Out: &out, TTY: true, Term: "vt100"})
+	if err != nil || code != 0 || strings.TrimSpace(out.String()) != "tty vt100" {
+		t.Errorf("with a pty: exit %d, %v, out %q; want a terminal of type vt100", code, err, out.String())
+	}
+	out.Reset()
+	code, err = r.Attach(ctx, `if [ -t 0 ]; then echo tty; else echo none; fi`, provision.Stdio{Out: &out})
+	if err != nil || code != 0 || strings.TrimSpace(out.String()) != "none" {
+		t.Errorf("without: exit %d, %v, out %q; want no terminal", code, err, out.String())
+	}
+}

@@ -466,3 +466,28 @@ func TestConfigErrorsAreUsageErrors(t *testing.T) {
 		t.Errorf("exit %d for %v, want %d", got, err, ExitUsage)
 	}
 }
+
+func TestShowListsNotifications(t *testing.T) {
+	f, out, _ := testFactory()
+	now := f.Now()
+	next := now.Add(4 * time.Second)
+	code, failed, refused := 204, "try 2: 503 Service Unavailable", "try 1: 401 Unauthorized"
+	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "FAILED"}, Notifications: []service.NotificationView{
+		{Event: "status", Status: "RUNNING", URL: "https://h.example.com/a", State: "delivered", Tries: 1, HTTPStatus: &code},
+		{Event: "failed", Status: "FAILED", URL: "https://h.example.com/a", State: "pending", Tries: 2, Error: &failed, NextTryAt: &next},
+		{Event: "failed", Status: "FAILED", URL: "https://h.example.com/\x1b[2J", State: "failed", Tries: 1, Error: &refused},
+	}}
+	if err := printShow(f, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Notifications:\n  EVENT   STATUS   WEBHOOK",
+		"  status  RUNNING  https://h.example.com/a        delivered  1      HTTP 204",
+		"  failed  FAILED   https://h.example.com/a        pending    2      try 2: 503 Service Unavailable; next try in 4s",
+		`https://h.example.com/\x1b[2J  failed     1      try 1: 401 Unauthorized`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show printed\n%s\nwant it to contain %q", out, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/daemon"
+	"sortie/controller/service"
 	"sortie/controller/store"
 )
 
@@ -124,5 +126,33 @@ func remoteLogs(f *Factory) func(ctx context.Context, a *store.Attempt, offsets 
 			return nil, fmt.Errorf("read %s node-logs: %w", daemon.Binary, err)
 		}
 		return chunks, nil
+	}
+}
+
+// remoteShell runs `jobs ssh` through the controller program for a cloud
+// this binary does not link: its input and output are this command's, and
+// its exit status the command's on the node.
+func remoteShell(f *Factory) func(ctx context.Context, req service.ShellRequest) (int, error) {
+	return func(ctx context.Context, req service.ShellRequest) (int, error) {
+		bin, err := daemon.BinaryPath(f.Getenv)
+		if err != nil {
+			return 0, err
+		}
+		args := []string{"node-shell", strconv.FormatInt(req.ID, 10), "--node", strconv.Itoa(req.Node)}
+		if len(req.Argv) > 0 {
+			args = append(append(args, "--"), req.Argv...)
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "SORTIE_HOME="+f.Home())
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdio.In, req.Stdio.Out, req.Stdio.Err
+		err = cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s node-shell: %w", daemon.Binary, err)
+		}
+		return 0, nil
 	}
 }

@@ -32,8 +32,12 @@ func NewCmdFailures(f *Factory) *cobra.Command {
 				}
 				t := newTable(f.Out, "KEY", "JOB", "TASK", "STATUS", "EXIT CODES", "AGE", "LOGS")
 				for _, k := range fs {
+					logs := fmt.Sprintf("sortie jobs logs %d", k.JobID)
+					if k.LogsRemovedAt != nil {
+						logs = "removed " + ago(f.Now(), *k.LogsRemovedAt)
+					}
 					t.row(k.InputKey[:12], fmt.Sprint(k.JobID), k.TaskName, string(k.Status), strategy.FormatExitCodes(k.ExitCodes),
-						ago(f.Now(), k.RecordedAt), fmt.Sprintf("sortie jobs logs %d", k.JobID))
+						ago(f.Now(), k.RecordedAt), logs)
 				}
 				return t.flush()
 			})

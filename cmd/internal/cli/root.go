@@ -31,6 +31,11 @@ type Service interface {
 	Show(ctx context.Context, id int64) (*service.JobDetail, error)
 	Logs(ctx context.Context, req service.LogsRequest, w io.Writer) error
 	Cancel(ctx context.Context, req service.CancelRequest) ([]int64, error)
+	// Release tears down a failed job's kept cluster now.
+	Release(ctx context.Context, id int64) (*service.ReleaseView, error)
+	// Shell runs a command, or a shell, on a node of a failed job's kept
+	// cluster and returns its exit status.
+	Shell(ctx context.Context, req service.ShellRequest) (int, error)
 	RetryTargets(ctx context.Context, req service.RetryRequest) ([]service.JobView, error)
 	Retry(ctx context.Context, req service.RetryRequest) ([]service.RetryResult, error)
 	Failures(ctx context.Context) ([]service.FailureView, error)
@@ -88,7 +93,7 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	f.Local = func(ctx context.Context) (*service.Service, error) {
 		svc, err := service.Open(ctx, f.Home(), clouds.Light())
 		if err == nil {
-			svc.CheckClouds, svc.RemoteLogs = checkClouds(f), remoteLogs(f)
+			svc.CheckClouds, svc.RemoteLogs, svc.RemoteShell = checkClouds(f), remoteLogs(f), remoteShell(f)
 		}
 		return svc, err
 	}
@@ -178,7 +183,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	})
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
-		NewCmdRetry(f, nil), NewCmdFailures(f))
+		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
 	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f), NewCmdCheck(f))
 	for _, c := range root.Commands() {
 		markArgs(c)

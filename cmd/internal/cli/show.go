@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,6 +81,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 	if len(d.Tasks) == 1 && len(d.Tasks[0].Ports) > 0 {
 		fmt.Fprintf(w, "Ports:         %s\n", strings.Join(d.Tasks[0].Ports, ", "))
 	}
+	printKept(f, d)
 	printChain(f, d)
 	if len(d.Tasks) > 1 {
 		fmt.Fprintln(w, "\nTasks:")
@@ -134,7 +136,61 @@ func printShow(f *Factory, d *service.JobDetail) error {
 		}
 		t.flush()
 	}
+	printNotifications(f, d)
 	return nil
+}
+
+// printKept says whether the job's cluster is kept after its failure
+// (keep_on_failure), until when and how to reach it, or when and why it
+// was released.
+func printKept(f *Factory, d *service.JobDetail) {
+	now := f.Now()
+	for _, a := range d.Attempts {
+		if a.KeptUntil == nil {
+			continue
+		}
+		keptTill := a.KeptUntil.Local().Format("2006-01-02 15:04:05")
+		switch {
+		case a.ReleasedAt != nil:
+			fmt.Fprintf(f.Out, "Cluster:       %s was kept until %s; released %s: %s\n", a.Cluster, keptTill,
+				ago(now, *a.ReleasedAt), printable(deref(a.ReleasedReason)))
+		case !now.Before(*a.KeptUntil):
+			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s; being torn down\n", a.Cluster, keptTill)
+		default:
+			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s (%s left): `sortie jobs ssh %d`, `sortie jobs release %d`\n",
+				a.Cluster, keptTill, service.Age(a.KeptUntil.Sub(now)), d.ID, d.ID)
+		}
+	}
+}
+
+// printNotifications lists each event posted to a webhook: delivered,
+// waiting for its next try (and why), or given up (and why).
+func printNotifications(f *Factory, d *service.JobDetail) {
+	if len(d.Notifications) == 0 {
+		return
+	}
+	now := f.Now()
+	fmt.Fprintln(f.Out, "\nNotifications:")
+	t := newTable(f.Out, "  EVENT", "STATUS", "WEBHOOK", "STATE", "TRIES", "DETAIL")
+	for _, n := range d.Notifications {
+		detail := orDash(n.Error)
+		switch {
+		case n.State == "pending" && n.NextTryAt != nil && n.Tries > 0:
+			detail = fmt.Sprintf("%s; next try %s", detail, until(now, *n.NextTryAt))
+		case n.State == "delivered" && n.HTTPStatus != nil:
+			detail = fmt.Sprintf("HTTP %d", *n.HTTPStatus)
+		}
+		t.row("  "+n.Event, string(n.Status), n.URL, n.State, strconv.Itoa(n.Tries), detail)
+	}
+	t.flush()
+}
+
+// until says when a time to come is: "in 4s", or "now" once it is past.
+func until(now, t time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return "in " + t.Sub(now).Round(time.Second).String()
 }
 
 // printChain shows the retry chain from the first job to the newest.

@@ -1,7 +1,8 @@
 // Package controllercli is the command tree of the controller program:
-// `run` the controller, and the two questions the CLI asks it because they
-// need a cloud SDK: `check` the clouds, and read a running attempt's
-// `node-logs`. Both print JSON for the CLI to read.
+// `run` the controller, and what the CLI asks of it because it needs a
+// cloud SDK: `check` the clouds and read a running attempt's `node-logs`
+// (both print JSON for the CLI to read), and `node-shell`, `jobs ssh` on a
+// cloud node, attached to the user's terminal.
 package controllercli
 
 import (
@@ -24,6 +25,11 @@ import (
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 )
+
+// exitStatus carries the exit status of a command run on a node.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // Main runs the controller program's command line and returns its exit
 // status.
@@ -53,12 +59,18 @@ func Main(args []string, out, errw io.Writer) int {
 			}
 			return json.NewEncoder(out).Encode(clouds.NewSet(cfg, all.Clouds()).Check(cmd.Context()))
 		},
-	}, nodeLogs(h, out))
+	}, nodeLogs(h, out), nodeShell(h, out, errw))
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errw)
 	if err := root.ExecuteContext(context.Background()); err != nil {
+		if code, ok := err.(exitStatus); ok {
+			return int(code)
+		}
 		fmt.Fprintln(errw, "error:", err)
+		if _, ok := err.(*service.UsageError); ok {
+			return 2
+		}
 		return 1
 	}
 	return 0
