@@ -132,14 +132,18 @@ func nodeEnv(home string) []string {
 // stdio's files are one, is the user's own. It starts from a login's
 // environment, as the task did (nodeEnv).
 func (r *runner) Attach(ctx context.Context, script string, stdio provision.Stdio) (int, error) {
+	env, err := r.env()
+	if err != nil {
+		return 0, err
+	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = r.dir
-	cmd.Env = nodeEnv()
+	cmd.Env = env
 	if stdio.Term != "" {
 		cmd.Env = append(cmd.Env, "TERM="+stdio.Term)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
