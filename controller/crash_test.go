@@ -213,7 +213,7 @@ func TestCodesOfNodesSortieStoppedAreUnknown(t *testing.T) {
 }
 
 // A controller killed while starting a node, after claiming it and before
-// its wrapper began, leaves a half start; the next controller finishes it
+// its agent began, leaves a half start; the next controller finishes it
 // and the task runs, once.
 func TestCrashWhileStartingFinishesTheStart(t *testing.T) {
 	ctx := context.Background()
@@ -227,7 +227,7 @@ func TestCrashWhileStartingFinishesTheStart(t *testing.T) {
 	}
 	c = restarted(t, c)
 	r := runners(t, c, a)[0]
-	// The dead controller's half start: the node claimed, no wrapper.
+	// The dead controller's half start: the node claimed, no agent.
 	if err := os.MkdirAll(filepath.Join(r.Dir(), "started"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
 			a := untilRunning(t, c, id)
 			waitFor(t, runners(t, c, a)[0], "the agent's end", func(st node.Status) bool { return st.Done || !st.AgentAlive })
 			var j *store.Job
-			for range 2 { // a dead wrapper is looked at twice
+			for range 2 { // a dead agent is looked at twice
 				if j, _ = step(t, c, id); j.Status.Terminal() {
 					break
 				}

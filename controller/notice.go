@@ -58,11 +58,12 @@ func nodeNotice(sts []node.Status) (rank int, n notice.Notice, ok bool) {
 		if st.Notice == nil {
 			continue
 		}
-		if st.Notice.Ends() {
-			return r, *st.Notice, true
+		heard := notice.Notice(*st.Notice)
+		if heard.Ends() {
+			return r, heard, true
 		}
 		if rank < 0 {
-			rank, n = r, *st.Notice
+			rank, n = r, heard
 		}
 	}
 	return rank, n, rank >= 0

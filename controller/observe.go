@@ -165,7 +165,7 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 		// task's processes, if any are left, are stopped with the attempt.
 		why := fmt.Sprintf("the node agent on node %d died without an exit code", dead)
 		if sts[dead].AgentLost {
-			why = fmt.Sprintf("the node agent on node %d was lost (killed or crashed) without an exit code; the task's code is unknown", dead)
+			why = fmt.Sprintf("the node agent on node %d died without an exit code (killed, crashed, or it could not write one); the task's code is unknown", dead)
 		}
 		e := ended{outcome: strategy.UserFailure, codes: codes, reason: why, detail: why}
 		if sts[dead].Phase == node.PhaseSetup {

@@ -148,7 +148,7 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 				t.Fatal(err)
 			}
 			if as, _ := c.Store.Attempts(context.Background(), j.ID); as[0].State != lifecycle.AttemptEnded {
-				// A dead wrapper with no exit code is looked at twice.
+				// A dead agent with no exit code is looked at twice.
 				if tc.statuses[0].Done || tc.preempted {
 					t.Fatalf("attempt still %s after one look", as[0].State)
 				}

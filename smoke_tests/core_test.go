@@ -270,7 +270,7 @@ run: |
 	if diff := cmp.Diff([][]int{{-1}, {0}}, codes(d)); diff != "" {
 		t.Errorf("two attempts, the first without a code (-want +got):\n%s", diff)
 	}
-	if len(d.Attempts) != 2 || !strings.Contains(deref(d.Attempts[0].Reason), "node agent on node 0 was lost") {
+	if len(d.Attempts) != 2 || !strings.Contains(deref(d.Attempts[0].Reason), "node agent on node 0 died without an exit code (killed") {
 		t.Errorf("first attempt: %+v, want it to name the lost agent", d.Attempts)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -74,19 +74,19 @@ func runTask(args []string) int {
 	}
 	// As under nohup, for the agent and every process of the task.
 	signal.Ignore(syscall.SIGHUP)
-	a := &agent.Agent{
-		Dir:    dir,
-		Bash:   bash,
-		Env:    os.Environ(),
-		Notice: notice.Config{Source: *source, Endpoint: *endpoint, NodeDir: dir, Metadata: metadata.HTTP{}},
-		Grace:  *grace,
+	cfg := notice.Config{Source: *source, Endpoint: *endpoint, NodeDir: dir, Metadata: metadata.HTTP{}}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "sortie-agent run:", err)
+		return 2
+	}
+	a := &agent.Agent{Dir: dir, Bash: bash, Env: os.Environ(), Grace: *grace}
+	if cfg.Source != "" {
+		a.Watch = func(ctx context.Context, found func(agent.Notice, bool)) {
+			notice.Watch(ctx, cfg, func(n notice.Notice) { found(agent.Notice(n), n.Ends()) })
+		}
 	}
 	if *readyFD >= 0 {
 		a.Ready = func() { syscall.Close(*readyFD) }
-	}
-	if err := a.Notice.Validate(); err != nil {
-		fmt.Fprintln(os.Stderr, "sortie-agent run:", err)
-		return 2
 	}
 	if err := a.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "sortie-agent run:", err)

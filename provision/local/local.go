@@ -1,5 +1,5 @@
 // Package local is sortie's default provider: each node of a cluster is a
-// directory under $SORTIE_HOME/local and the process groups the task wrapper
+// directory under $SORTIE_HOME/local and the process groups the task agent
 // starts on this machine. It offers named regions and zones from config so
 // that placement and failover behave as on a cloud, and lets tests and demos
 // make the weather: Preempt takes a node away as a spot interruption would,
@@ -66,7 +66,7 @@ var _ provision.Provider = (*Provider)(nil)
 func New(cfg Config) *Provider {
 	home := cfg.Home
 	if home != "" {
-		// Node directories must be absolute: the wrapper and the processes
+		// Node directories must be absolute: the agent and the processes
 		// it starts find each other by them.
 		if abs, err := filepath.Abs(home); err == nil {
 			home = abs

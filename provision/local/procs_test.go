@@ -55,7 +55,7 @@ func launchRunning(t *testing.T, p *Provider, name string, n int, run string) (*
 	}
 	for _, r := range rs {
 		waitFor(t, "task ready in "+r.Dir(), func() bool { return exists(filepath.Join(r.Dir(), "workdir", "ready")) })
-		// The wrapper records the run group just after starting it.
+		// The agent records the run group just after starting it.
 		waitFor(t, "run group recorded in "+r.Dir(), func() bool { return exists(filepath.Join(r.Dir(), "pgid.run")) })
 	}
 	return c, rs
@@ -159,7 +159,7 @@ func TestStopKillsTheProcessGroup(t *testing.T) {
 	_, rs := launchRunning(t, p, "sortie-8-0-1", 1, "sleep 300 & sleep 300 & touch ready; wait")
 	groups := node.Groups(rs[0].Dir())
 	if len(groups) != 2 || !anyGroupAlive(groups[1:]) {
-		t.Fatalf("recorded groups %v, want the wrapper's and a live run group", groups)
+		t.Fatalf("recorded groups %v, want the agent's and a live run group", groups)
 	}
 	if err := node.Stop(context.Background(), rs[0]); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestStopKillsTheProcessGroup(t *testing.T) {
 	if st := poll(t, rs[0]); st.Phase != node.PhaseRun || st.ExitCode != 143 {
 		t.Errorf("status after Stop = %+v, want run 143", st)
 	}
-	waitFor(t, "wrapper gone", func() bool { return !anyGroupAlive(groups) })
+	waitFor(t, "agent gone", func() bool { return !anyGroupAlive(groups) })
 	if procs, _ := nodeProcs([]string{rs[0].Dir()}); len(procs) != 0 {
 		t.Errorf("processes left after Stop: %v", procs)
 	}
@@ -190,7 +190,7 @@ func TestPreemptKillsOnlyThatNode(t *testing.T) {
 		t.Errorf("node 1 processes left after Preempt: %v", procs)
 	}
 	if st := poll(t, rs[1]); st.Done || st.AgentAlive {
-		t.Errorf("preempted node status = %+v, want no exit code and no wrapper", st)
+		t.Errorf("preempted node status = %+v, want no exit code and no agent", st)
 	}
 	if !groupAlive(g0[0]) || !groupAlive(g0[1]) {
 		t.Errorf("node 0 groups %v died with node 1", g0)
@@ -261,7 +261,7 @@ func TestTerminateKillsProcessesThatLeftTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(procs) < 3 {
-		t.Fatalf("node processes = %v, want the wrapper, the task and its daemon", procs)
+		t.Fatalf("node processes = %v, want the agent, the task and its daemon", procs)
 	}
 	if err := p.Terminate(context.Background(), name); err != nil {
 		t.Fatal(err)

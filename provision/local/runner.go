@@ -26,7 +26,7 @@ func (r *runner) homeDir() string { return filepath.Join(r.dir, "home") }
 
 // Exec runs script with bash -c in the node directory. The command gets a
 // process group of its own so that cancelling ctx ends all of it; what it
-// detaches on purpose (the task wrapper) leaves that group and lives on.
+// detaches on purpose (the task agent) leaves that group and lives on.
 //
 // The node package's Poll and ReadLog, asked for again and again while a
 // task runs, are answered here in Go with the bytes their scripts print: the

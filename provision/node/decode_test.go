@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sortie/provision/node/notice"
+	"sortie/provision/node/agent"
 )
 
 // recorder is a runner that runs nothing and keeps what it was asked.
@@ -113,9 +113,9 @@ func TestFormatStatusParsesBack(t *testing.T) {
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 143, Stopped: true, StopAsked: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 0, StopAsked: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 1, Unwritten: true},
-		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS,
+		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &agent.Notice{Kind: "spot-interruption", Source: "aws-imds",
 			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC), Deadline: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC)}},
-		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS,
+		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &agent.Notice{Kind: "rebalance", Source: "aws-imds",
 			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)}},
 	} {
 		got, err := parseStatus(FormatStatus(st))

@@ -31,7 +31,9 @@ func AnswerHere(req Request) (out []byte, ok bool) {
 		if !isDir(dir) {
 			return nil, true
 		}
-		if _, err := os.Stat(dir + "/" + agent.FileAgent); err != nil {
+		// Lstat: the answer needs no program, and a rebuilt or removed
+		// one must not make a running node look unstarted.
+		if _, err := os.Lstat(dir + "/" + agent.FileAgent); err != nil {
 			return nil, true
 		}
 		out, err := agent.Answer(dir)

@@ -65,27 +65,6 @@ func holder(t *testing.T, arg string) int {
 	return cmd.Process.Pid
 }
 
-// zombie returns the pid of a child that has exited and is not reaped yet.
-func zombie(t *testing.T, arg string) int {
-	t.Helper()
-	cmd := exec.Command("bash", "-c", "exit 0", arg)
-	cmd.Args[0] = "sortie-agent"
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Wait() })
-	pid := cmd.Process.Pid
-	for range 1000 {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if s := string(b); strings.Contains(s, ") Z ") {
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("child did not become a zombie within 5s")
-	return 0
-}
-
 // linkAgent links the agent program into d, as Start does.
 func linkAgent(t *testing.T, d string) {
 	t.Helper()

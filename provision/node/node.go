@@ -32,7 +32,6 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/node/agent"
-	"sortie/provision/node/notice"
 )
 
 // DirEnv is set, to the node directory, in the environment of the agent and
@@ -103,7 +102,7 @@ type Status struct {
 	Unwritten bool
 	// Notice is the last preemption notice the agent heard (a notice that
 	// ends the node stops the task); nil when none.
-	Notice *notice.Notice
+	Notice *agent.Notice
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when

@@ -10,7 +10,6 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/node/agent"
-	"sortie/provision/node/notice"
 )
 
 // pollBody asks the node's agent (agent.Answer): one call per node per
@@ -56,7 +55,7 @@ func parseStatus(out []byte) (Status, error) {
 		case "lost":
 			st.AgentLost = true
 		case "notice":
-			var n notice.Notice
+			var n agent.Notice
 			if json.Unmarshal([]byte(val), &n) == nil {
 				st.Notice = &n
 			}

@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// nodeDirEnv is the variable the node wrapper sets, to its node directory,
+// nodeDirEnv is the variable the node agent sets, to its node directory,
 // in the environment of every process of the task.
 const nodeDirEnv = "SORTIE_NODE_DIR"
 
 // KillNodeProcesses does to a node directory what losing the VM does to a
 // task: every process of it dies at once, without a chance to write an exit
-// code. It kills the process groups the wrapper recorded in dir (pid,
+// code. It kills the process groups the agent recorded in dir (pid,
 // pgid.setup, pgid.run) and any process whose environment names dir under
 // SORTIE_NODE_DIR (one that left its group). It returns how many it signalled.
 func KillNodeProcesses(dir string) int {
@@ -64,7 +64,7 @@ func KillNodeProcesses(dir string) int {
 // node in dir: its agent (sortie-agent with dir on its command line) or a
 // task process (SORTIE_NODE_DIR naming dir). A pid file outlives its processes,
 // and the kernel hands the number to others: tests running at the same time
-// started some of them, and killing those made their wrappers die "without
+// started some of them, and killing those made their agents die "without
 // an exit code".
 func nodeGroup(pg int, dir string) bool {
 	marker := []byte(nodeDirEnv + "=" + dir)

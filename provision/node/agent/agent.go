@@ -14,9 +14,16 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"sortie/provision/node/notice"
 )
+
+// Notice is a preemption notice as the agent records it in the notice file
+// and reports it: the notice package's Notice, the same fields and JSON.
+type Notice struct {
+	Kind     string    `json:"kind"`
+	Source   string    `json:"source"`
+	At       time.Time `json:"at"`
+	Deadline time.Time `json:"deadline,omitzero"`
+}
 
 // DefaultGrace is how long a notice's SIGTERM is given before SIGKILL when
 // the agent is told nothing else (job_recovery.termination_grace).
@@ -30,9 +37,11 @@ type Agent struct {
 	Bash string
 	// Env is the environment of the phases (DirEnv is added).
 	Env []string
-	// Notice says where to hear preemption notices; an empty Source
-	// hears none.
-	Notice notice.Config
+	// Watch, when set, listens for preemption notices until ctx ends and
+	// calls found for each, with whether it ends the node (cmd/sortie-agent
+	// gives it the notice package's watchers, which this package does not
+	// link: the controller imports it for Answer and its file names).
+	Watch func(ctx context.Context, found func(n Notice, ends bool))
 	// Grace is how long the task gets between a notice's SIGTERM and
 	// SIGKILL; never later than the notice's deadline. 0 is DefaultGrace.
 	Grace time.Duration
@@ -90,12 +99,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.Ready != nil {
 		a.Ready()
 	}
-	if a.Notice.Source != "" {
+	if a.Watch != nil {
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
-		cfg := a.Notice
-		cfg.Now, cfg.After = a.Now, a.After
-		go notice.Watch(wctx, cfg, a.onNotice)
+		go a.Watch(wctx, a.onNotice)
 	}
 	w, err := readCwd(a.Dir)
 	if err != nil {
@@ -245,13 +252,13 @@ func (a *Agent) logLine(s string) {
 // SIGTERM to the running phase's process group now, SIGKILL after the grace
 // or at the notice's deadline, whichever comes first, and no phase begins
 // after it.
-func (a *Agent) onNotice(n notice.Notice) {
+func (a *Agent) onNotice(n Notice, ends bool) {
 	if b, err := json.Marshal(n); err == nil {
 		if err := putDurable(a.Dir, FileNotice, append(b, '\n')); err != nil {
 			a.logLine(fmt.Sprintf("sortie: could not record the notice: %v", err))
 		}
 	}
-	if !n.Ends() {
+	if !ends {
 		a.logLine(fmt.Sprintf("sortie: %s notice from %s; the task goes on", n.Kind, n.Source))
 		return
 	}

@@ -250,7 +250,7 @@ func TestNoticeStopsTheTask(t *testing.T) {
 			if tc.deadline != 0 {
 				n.Deadline = clock.now.Add(tc.deadline)
 			}
-			a.onNotice(n)
+			a.onNotice(Notice(n), n.Ends())
 			if got := <-clock.waits; got != tc.wantWait {
 				t.Errorf("SIGKILL after %s, want %s", got, tc.wantWait)
 			}
@@ -293,13 +293,15 @@ func TestNoticeDuringSetupSkipsRun(t *testing.T) {
 		defer a.mu.Unlock()
 		return a.group > 0
 	})
-	a.onNotice(notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS, At: clock.now})
+	rebalance := notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS, At: clock.now}
+	a.onNotice(Notice(rebalance), rebalance.Ends())
 	select {
 	case w := <-clock.waits:
 		t.Fatalf("a rebalance recommendation scheduled a SIGKILL in %s", w)
 	case <-time.After(50 * time.Millisecond):
 	}
-	a.onNotice(notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: clock.now, Deadline: clock.now.Add(2 * time.Minute)})
+	spot := notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: clock.now, Deadline: clock.now.Add(2 * time.Minute)}
+	a.onNotice(Notice(spot), spot.Ends())
 	<-clock.waits
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -437,5 +439,37 @@ func TestAnswerSeesAnAgentEndingMidAnswerWithItsCode(t *testing.T) {
 	}
 	if string(out) != "alive=1\nstarted=1\nexit=run 7 -\n" {
 		t.Errorf("answer = %q, want alive with its code", out)
+	}
+}
+
+// Run hands its Watch the callback that stops the task: a notice the
+// watcher hears reaches the task's group.
+func TestRunWatchesForNotices(t *testing.T) {
+	d := node(t, "", `: >"$SORTIE_NODE_DIR/trapped"; while :; do sleep 0.05; done`)
+	killGroups(t, d)
+	clock := newClock()
+	a := newAgent(t, d)
+	a.Now, a.After = clock.Now, clock.After
+	a.Watch = func(ctx context.Context, found func(Notice, bool)) {
+		for {
+			if _, err := os.Stat(d + "/trapped"); err == nil {
+				found(Notice{Kind: notice.KindPreempted, Source: notice.SourceGCE, At: clock.now}, true)
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	<-clock.waits
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, d+"/exit_code"); got != "run 143 stop\n" {
+		t.Errorf("exit_code = %q, want the notice's SIGTERM, stopped", got)
 	}
 }

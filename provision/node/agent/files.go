@@ -19,8 +19,8 @@
 //	stop                     asks the agent not to begin another phase
 //	notice                   the last preemption notice the agent heard, as JSON, durably
 //
-// It imports the standard library and the notice package only, so that it
-// builds into a small static program.
+// It imports the standard library only: the controller links it (Answer,
+// the file names), and cmd/sortie-agent adds the notice package's watchers.
 package agent
 
 import (

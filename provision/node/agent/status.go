@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"sortie/provision/node/notice"
 )
 
 // MaxStateValue bounds what Answer reads of the phase and exit_code files,
@@ -91,7 +89,7 @@ func Answer(dir string) ([]byte, error) {
 		b.WriteString("stopped=1\n")
 	}
 	if v, err := readHead(d+"/"+FileNotice, maxNotice); err == nil {
-		var n notice.Notice
+		var n Notice
 		if json.Unmarshal(v, &n) == nil {
 			line, _ := json.Marshal(n)
 			b.WriteString("notice=")
