@@ -4,8 +4,11 @@ GO      ?= go
 BIN     := bin/sortie
 # The CLI (sortie) and the controller program (sortie-controller), which
 # alone links the cloud SDKs, are built side by side: the CLI starts the
-# controller from its own directory.
+# controller from its own directory, and the controller finds the node agent
+# (sortie-agent) in it. The agent is static (no cgo) and stripped: it is
+# copied to every VM.
 BINS    := ./cmd/sortie ./cmd/sortie-controller
+AGENT_BUILD = CGO_ENABLED=0 $(GO) build -ldflags=-s -o bin/ ./cmd/sortie-agent
 TIMEOUT ?= 75m
 
 .PHONY: all build test unit smoke demo deps vet lint clean bench fuzz chaos
@@ -14,6 +17,7 @@ all: build
 
 build:
 	$(GO) build -o bin/ $(BINS)
+	$(AGENT_BUILD)
 
 # deps makes sure the programs tests drive are on this machine: an sshd to
 # play the clouds' nodes, and the moto EC2 emulator.
@@ -74,6 +78,7 @@ smoke:
 # It builds the binary itself, quietly: make would echo a build step on stdout.
 bench:
 	@$(GO) build -o bin/ $(BINS) >&2
+	@$(AGENT_BUILD) >&2
 	@$(GO) run ./smoke_tests/bench -bin $(BIN) $(BENCHFLAGS)
 
 # chaos kills the controller program with SIGKILL again and again while
@@ -84,6 +89,7 @@ bench:
 # -work DIR, -only sim).
 chaos:
 	@$(GO) build -o bin/ $(BINS) >&2
+	@$(AGENT_BUILD) >&2
 	@$(GO) run ./smoke_tests/chaos -bin $(BIN) $(CHAOSFLAGS)
 
 # demo runs a job on the local provider that fails with a listed exit code

@@ -74,6 +74,8 @@ type Controller struct {
 	// or recovery, when the controller saw it end: the next attempt's
 	// request observes the decision latency.
 	seen sync.Map
+	// drains are the replaced attempts being watched until their nodes go.
+	drains drains
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -225,11 +227,28 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	}
 	byJob := make(map[int64]*store.Attempt, len(open))
 	for _, a := range open {
+		if isReplaced(a) {
+			continue // the drain's (notice.go); its job has moved on
+		}
 		byJob[a.JobID] = a
+	}
+	if scope.shards <= 1 || scope.shard%drainEvery == 0 {
+		if err := c.drainAll(ctx); err != nil {
+			c.Log.Warn("drain", "err", err)
+		}
 	}
 	var snap snapshot
 	if !scope.unwatched {
 		snap = c.snapshot(ctx, open)
+	} else {
+		// A wake looks at the running attempts a notice was given to.
+		var noticed []*store.Attempt
+		for _, a := range byJob {
+			if a.State == lifecycle.AttemptRunning && noticeEnds(a.Notice) && a.ReplacedAt == nil {
+				noticed = append(noticed, a)
+			}
+		}
+		snap = c.snapshot(ctx, noticed)
 	}
 	var watched []schedule.Work
 	for _, j := range jobs {
@@ -240,7 +259,9 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 		}
 		a := byJob[j.ID]
 		running := a != nil && a.State == lifecycle.AttemptRunning && !j.CancelRequested
-		if scope.unwatched && running {
+		if scope.unwatched && running && !(noticeEnds(a.Notice) && a.ReplacedAt == nil) {
+			// A wake looks at running jobs only when a notice was given
+			// to one (sortie local preempt --notice).
 			continue
 		}
 		w := schedule.Work{ID: j.ID, Run: func(ctx context.Context) error { return c.reconcile(ctx, j, a, snap) }}
@@ -258,7 +279,10 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 
 // Wait blocks until every step started by Tick, and every follow-up of
 // those, has returned.
-func (c *Controller) Wait() { c.sched.Wait() }
+func (c *Controller) Wait() {
+	c.sched.Wait()
+	c.drains.wg.Wait()
+}
 
 // snapshot is the providers' view of every open attempt's cluster, taken
 // once per tick.

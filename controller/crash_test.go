@@ -70,7 +70,7 @@ func step(t *testing.T, c *Controller, id int64) (*store.Job, *store.Attempt) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a != nil && a.State == lifecycle.AttemptEnded {
+	if a != nil && (a.State == lifecycle.AttemptEnded || isReplaced(a)) {
 		a = nil
 	}
 	var open []*store.Attempt
@@ -133,7 +133,7 @@ func waitFor(t *testing.T, r provision.Runner, what string, cond func(node.Statu
 }
 
 func done(st node.Status) bool    { return st.Done }
-func running(st node.Status) bool { return st.WrapperAlive && st.Phase == node.PhaseRun }
+func running(st node.Status) bool { return st.AgentAlive && st.Phase == node.PhaseRun }
 
 // A controller killed after stopping an attempt's nodes and before
 // recording its end left stop markers beside real exit codes. The next
@@ -213,7 +213,7 @@ func TestCodesOfNodesSortieStoppedAreUnknown(t *testing.T) {
 }
 
 // A controller killed while starting a node, after claiming it and before
-// its wrapper began, leaves a half start; the next controller finishes it
+// its agent began, leaves a half start; the next controller finishes it
 // and the task runs, once.
 func TestCrashWhileStartingFinishesTheStart(t *testing.T) {
 	ctx := context.Background()
@@ -227,7 +227,7 @@ func TestCrashWhileStartingFinishesTheStart(t *testing.T) {
 	}
 	c = restarted(t, c)
 	r := runners(t, c, a)[0]
-	// The dead controller's half start: the node claimed, no wrapper.
+	// The dead controller's half start: the node claimed, no agent.
 	if err := os.MkdirAll(filepath.Join(r.Dir(), "started"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -318,9 +318,9 @@ func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
 			c := localController(t)
 			id := createJob(t, c, "resources: {cloud: local}\nrun: '"+tc.block+"; exit 1'\n")
 			a := untilRunning(t, c, id)
-			waitFor(t, runners(t, c, a)[0], "the wrapper's end", func(st node.Status) bool { return st.Done || !st.WrapperAlive })
+			waitFor(t, runners(t, c, a)[0], "the agent's end", func(st node.Status) bool { return st.Done || !st.AgentAlive })
 			var j *store.Job
-			for range 2 { // a dead wrapper is looked at twice
+			for range 2 { // a dead agent is looked at twice
 				if j, _ = step(t, c, id); j.Status.Terminal() {
 					break
 				}

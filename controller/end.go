@@ -27,6 +27,7 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 	if e.seen.IsZero() {
 		e.seen = time.Now()
 	}
+	e = underNotice(a, e)
 	w := c.wrapUp(ctx, j, a, e.codes == nil)
 	if e.codes == nil {
 		e.codes = w.codes

@@ -54,7 +54,7 @@ func (c *Controller) step(ctx context.Context, id int64) (bool, error) {
 // openAttempt is the attempt of j's current task that has not ended, or nil.
 func (c *Controller) openAttempt(ctx context.Context, j *store.Job) (*store.Attempt, error) {
 	a, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
-	if err != nil || a == nil || a.State == lifecycle.AttemptEnded {
+	if err != nil || a == nil || a.State == lifecycle.AttemptEnded || isReplaced(a) {
 		return nil, err
 	}
 	return a, nil

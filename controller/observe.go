@@ -9,6 +9,7 @@ import (
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
+	"sortie/provision/node/notice"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -28,7 +29,7 @@ type ended struct {
 
 // observe checks a running attempt: the provider's view of its nodes first
 // (a node the cloud took away ends the attempt whatever its processes say),
-// then each node's wrapper for exit codes.
+// then each node's agent for exit codes.
 func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeline, a *store.Attempt, snap snapshot) error {
 	if _, failed := snap.failed[a.Cloud]; failed {
 		return nil // the cloud did not answer this tick: state unknown, not gone
@@ -104,9 +105,22 @@ func (c *Controller) preemptedSince(ctx context.Context, prov provision.Provider
 
 // judge ends the attempt when its outcome is known: at the first failed
 // node (the others are stopped once the end is recorded, so their codes
-// are unknown), when a wrapper died without an exit code, or when every
+// are unknown), when an agent died without an exit code, or when every
 // node has ended.
 func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
+	// A notice first: the replacement begins now, before the node goes.
+	rank, n, ok := nodeNotice(sts)
+	if !ok && noticeEnds(a.Notice) {
+		// Given to the node but not yet heard there (local): the store
+		// has it already.
+		rank, n, ok = -1, notice.Notice{Kind: a.Notice.Kind, Source: a.Notice.Source, At: a.Notice.At}, true
+	}
+	if ok {
+		replaced, err := c.heard(ctx, j, a, rank, n, endedOnItsOwn(sts))
+		if err != nil || replaced {
+			return err
+		}
+	}
 	codes := make([]*int, len(sts))
 	running, failed, dead := false, false, -1
 	for rank, st := range sts {
@@ -123,7 +137,7 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 			code := st.ExitCode
 			codes[rank] = &code
 			failed = failed || code != 0
-		case !st.WrapperAlive:
+		case !st.AgentAlive:
 			if dead < 0 {
 				dead = rank
 			}
@@ -145,16 +159,19 @@ func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, 
 	}
 	if dead >= 0 {
 		if a.Unreachable == 0 {
-			// Seen once, it may be a wrapper a restarted controller
+			// Seen once, it may be an agent a restarted controller
 			// caught between its start marker and its pid: look again.
-			return c.Store.SetUnreachable(ctx, a, 1, fmt.Sprintf("the task's wrapper on node %d is not running and left no exit code; checking again", dead))
+			return c.Store.SetUnreachable(ctx, a, 1, fmt.Sprintf("the node agent on node %d is not running and left no exit code; checking again", dead))
 		}
-		// The node runs but the task's wrapper is gone without a code
-		// (killed, or its disk full): no exit code is known, which is a
-		// failure within the restart budget, never a free recovery.
-		e := ended{outcome: strategy.UserFailure, codes: codes,
-			reason: fmt.Sprintf("the task's wrapper on node %d died without an exit code", dead),
-			detail: fmt.Sprintf("the task's wrapper on node %d died without an exit code", dead)}
+		// The node runs but its agent is gone without a code (killed,
+		// crashed, or its disk full): the task's code is unknown, which is
+		// a failure within the restart budget, never a free recovery. The
+		// task's processes, if any are left, are stopped with the attempt.
+		why := fmt.Sprintf("the node agent on node %d died without an exit code", dead)
+		if sts[dead].AgentLost {
+			why = fmt.Sprintf("the node agent on node %d died without an exit code (killed, crashed, or it could not write one); the task's code is unknown", dead)
+		}
+		e := ended{outcome: strategy.UserFailure, codes: codes, reason: why, detail: why}
 		if sts[dead].Phase == node.PhaseSetup {
 			e.outcome = strategy.SetupFailure
 		}

@@ -126,11 +126,11 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 		wantRestart int
 	}{
 		// The snapshot said running; by the time the node was polled the
-		// cloud had taken it, killing the wrapper.
-		{"wrapper dead, cloud took the node", []node.Status{{Started: true}}, true, "preempted", 0},
-		// The node runs but the wrapper died without a code (killed, or
+		// cloud had taken it, killing the agent.
+		{"agent dead, cloud took the node", []node.Status{{Started: true}}, true, "preempted", 0},
+		// The node runs but the agent died without a code (killed, or
 		// its disk full): no code known is a failure within the budget.
-		{"wrapper dead, node still up", []node.Status{{Started: true}}, false, "user_failure", 1},
+		{"agent dead, node still up", []node.Status{{Started: true}}, false, "user_failure", 1},
 		// A spot interruption's SIGTERM reached the task before the cloud
 		// reported the node gone.
 		{"exit 143, cloud took the node", []node.Status{code(143)}, true, "preempted", 0},
@@ -148,7 +148,7 @@ func TestJudgeAsksCloudAgainBeforeBlamingTheTask(t *testing.T) {
 				t.Fatal(err)
 			}
 			if as, _ := c.Store.Attempts(context.Background(), j.ID); as[0].State != lifecycle.AttemptEnded {
-				// A dead wrapper with no exit code is looked at twice.
+				// A dead agent with no exit code is looked at twice.
 				if tc.statuses[0].Done || tc.preempted {
 					t.Fatalf("attempt still %s after one look", as[0].State)
 				}

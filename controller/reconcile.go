@@ -44,7 +44,7 @@ func (c *Controller) failPanicked(ctx context.Context, j *store.Job, r any, stac
 	if err != nil {
 		return fmt.Errorf("job %d panicked (%v); read its last attempt: %w", j.ID, r, err)
 	}
-	if a != nil && a.State == lifecycle.AttemptEnded {
+	if a != nil && (a.State == lifecycle.AttemptEnded || isReplaced(a)) {
 		a = nil
 	}
 	return c.failController(ctx, j, a, fmt.Errorf("panic: %v", r))
@@ -153,6 +153,12 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	}
 	status := lifecycle.Starting
 	var reuse *store.Attempt
+	if isReplaced(last) {
+		// Its node is under a notice and going: the replacement launches
+		// beside it, and the drain tears it down (notice.go).
+		name := func(n int) string { return provision.ClusterName(j.ID, j.CurrentTask, n) }
+		return c.Store.NewAttempt(ctx, j.ID, j.CurrentTask, name, nil, lifecycle.Recovering)
+	}
 	if last != nil && last.State != lifecycle.AttemptEnded {
 		// Read before another step of this job started that attempt: never
 		// touch a live attempt's cluster.

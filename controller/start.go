@@ -19,8 +19,8 @@ import (
 	"sortie/strategy"
 )
 
-// startAttempt copies the workdir to every node and starts the task's
-// wrapper there. Both steps are idempotent, so a controller that died half
+// startAttempt copies the workdir to every node and starts the node
+// agent there. Both steps are idempotent, so a controller that died half
 // way does them again safely.
 func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt) error {
 	prov, cl, err := c.cluster(ctx, a)
@@ -44,6 +44,15 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 	}
 	if err != nil {
 		return err
+	}
+	if old, err := c.waitForReplaced(ctx, a); err != nil || old != nil {
+		if err != nil {
+			return fmt.Errorf("read replaced attempts: %w", err)
+		}
+		// One task of a job runs at a time: the attempt whose node is under
+		// a notice may still be writing its checkpoint.
+		return c.Store.SetStatusReason(ctx, j.ID, fmt.Sprintf("cluster %s is up; the task starts once attempt %d's node, under a %s notice, has stopped",
+			a.Cluster, old.Attempt, old.Notice.Kind))
 	}
 	if problem := c.missingInputs(j, task, secrets); problem != "" {
 		// No retry can fix these: fail the job rather than start it wrong.
@@ -160,7 +169,9 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	}
 	maps.Copy(env, sizeEnv(attemptResources(task, a)))
 	c.pause(PauseStarting, j.ID, a.Attempt)
-	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container})
+	source, endpoint := c.noticeSource(a.Cloud)
+	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
+		NoticeSource: source, NoticeEndpoint: endpoint})
 }
 
 // containerFor is how the task's phases run in its container image

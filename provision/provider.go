@@ -43,7 +43,7 @@ type NodeState string
 
 const (
 	NodePending    NodeState = "pending"    // booting
-	NodeRunning    NodeState = "running"    // up; the wrapper can be reached
+	NodeRunning    NodeState = "running"    // up; the agent can be reached
 	NodePreempted  NodeState = "preempted"  // the cloud took it away for its own reasons (a spot interruption, maintenance)
 	NodeStopped    NodeState = "stopped"    // stopped, not by the cloud's own doing (a user's stop): a lost node
 	NodeGone       NodeState = "gone"       // terminated or missing, not by sortie's asking
@@ -98,12 +98,12 @@ type Provider interface {
 }
 
 // Runner runs short commands on a node. The node package builds the task
-// wrapper, its start, polling and log reading on top of it.
+// agent, its start, polling and log reading on top of it.
 type Runner interface {
 	// Exec runs script with bash on the node, feeding stdin (may be nil), and
 	// returns its stdout. A non-zero exit is an *ExitError.
 	Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error)
-	// Dir is the node's own directory for this cluster: the wrapper, its log,
+	// Dir is the node's own directory for this cluster: the agent, its log,
 	// exit code and the task's workdir copy live under it.
 	Dir() string
 	Close() error

@@ -20,6 +20,7 @@ import (
 	"sortie/provision"
 	"sortie/provision/aws"
 	"sortie/provision/cloudtest"
+	"sortie/provision/node/notice/imdsmock"
 	"sortie/provision/sshrun"
 	"sortie/schema"
 )
@@ -285,4 +286,35 @@ func launchOrphanOn(t *testing.T, p provision.Provider, at schema.Placement, r s
 		t.Fatal(err)
 	}
 	return cl.Nodes[0].InstanceID
+}
+
+// TestAWSNoticeCheckpoint: the spot interruption notice comes from AWS's
+// own metadata simulator (amazon-ec2-metadata-mock), which the node agents
+// ask through aws.imds_endpoint.
+func TestAWSNoticeCheckpoint(t *testing.T) {
+	e := newAWSEnv(t)
+	mockBin, err := imdsmock.Build(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := imdsmock.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(e.home, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.config(strings.Replace(string(cfg), "aws:\n", "aws:\n  imds_endpoint: http://127.0.0.1:"+port+"\n", 1))
+	noticeScenario(t, e.env, noticeCase{
+		resources: "  cloud: aws\n  region: us-east-1\n  instance_type: t3.micro\n",
+		kind:      "spot-interruption", source: "aws-imds",
+		give: func() func() {
+			m, err := imdsmock.StartOn(context.Background(), mockBin, t.TempDir(), port, "spot", "--action", "terminate")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.Stop
+		},
+	})
 }

@@ -74,6 +74,9 @@ func TestBenchLocal(t *testing.T) {
 	if r.Plain <= 0 || r.Sortie <= 0 {
 		t.Errorf("wall times sortie %s, plain %s: nothing measured", r.Sortie, r.Plain)
 	}
+	if r.AgentRSSKiB <= 0 {
+		t.Errorf("agent RSS %d KiB: nothing measured", r.AgentRSSKiB)
+	}
 }
 
 func TestBenchQueueAndLaunch(t *testing.T) {
@@ -125,5 +128,35 @@ func TestBenchCancel(t *testing.T) {
 	}
 	if len(r.BaselineDecisions) == 0 {
 		t.Error("no decision of the restarting jobs was timed before the cancel")
+	}
+}
+
+func TestBenchNotice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	o := suite.NoticeOptions{Bin: binary(t), Home: filepath.Join(t.TempDir(), "home"), Jobs: 3, Agents: 3, Rounds: 1,
+		Timeout: time.Minute, Progress: progress(t)}
+	t.Cleanup(func() {
+		killLeftovers(t, filepath.Join(o.Home, "local"))
+		killLeftovers(t, filepath.Join(o.Home, "imds"))
+	})
+	r, err := suite.RunNotice(ctx, o)
+	if err != nil {
+		logTail(t, filepath.Join(o.Home, "local"))
+		t.Fatal(err)
+	}
+	if r.Statuses["SUCCEEDED"] != o.Jobs {
+		t.Errorf("statuses %v, want all %d SUCCEEDED", r.Statuses, o.Jobs)
+	}
+	if len(r.LocalSigterm) != o.Jobs || len(r.Replacement) != o.Jobs || len(r.IMDSSigterm) != o.Agents {
+		t.Fatalf("samples: %d local, %d replacement, %d metadata simulator; want %d, %d, %d",
+			len(r.LocalSigterm), len(r.Replacement), len(r.IMDSSigterm), o.Jobs, o.Jobs, o.Agents)
+	}
+	for _, ds := range [][]time.Duration{r.LocalSigterm, r.Replacement, r.IMDSSigterm} {
+		for _, d := range ds {
+			if d <= 0 {
+				t.Errorf("a sample of %s: the SIGTERM or the launch came before the notice", d)
+			}
+		}
 	}
 }

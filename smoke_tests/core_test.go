@@ -235,6 +235,53 @@ func TestControllerKilledMidRun(t *testing.T) {
 	}
 }
 
+// A kill -9 of a node's agent mid-run loses the task's exit code: the
+// attempt ends as a failure naming the lost agent (never a code the task
+// did not exit with), spends the restart budget, and the next attempt
+// finishes the job; nothing of the first attempt is left running.
+func TestAgentKilledMidRun(t *testing.T) {
+	e := newEnv(t)
+	started := e.dir + "/started"
+	f := e.write("task.yaml", `resources:
+  job_recovery:
+    max_restarts_on_errors: 1
+run: |
+  if [ -f `+started+` ]; then echo second; exit 0; fi
+  touch `+started+`
+  sleep 300
+`)
+	id := e.launch(f)
+	waitFile(t, started)
+	e.waitStatus(id, "RUNNING")
+	agents := 0
+	for _, pid := range taskProcesses(e.home) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "sortie-agent\x00run\x00") {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			agents++
+		}
+	}
+	if agents != 1 {
+		t.Fatalf("killed %d agents, want the one node's", agents)
+	}
+	d := e.waitStatus(id, "SUCCEEDED")
+	if diff := cmp.Diff([][]int{{-1}, {0}}, codes(d)); diff != "" {
+		t.Errorf("two attempts, the first without a code (-want +got):\n%s", diff)
+	}
+	if len(d.Attempts) != 2 || !strings.Contains(deref(d.Attempts[0].Reason), "node agent on node 0 died without an exit code (killed") {
+		t.Errorf("first attempt: %+v, want it to name the lost agent", d.Attempts)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(taskProcesses(e.home)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stray processes: %v", taskProcesses(e.home))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func startController(t *testing.T, e *env) {
 	t.Helper()
 	// Launching a job, or cancelling one that has not ended, starts the

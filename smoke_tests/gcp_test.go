@@ -3,9 +3,15 @@ package smoke_tests
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
@@ -102,4 +108,67 @@ func (g *gcpEnv) running() []string {
 		}
 	}
 	return ids
+}
+
+// gceMetadata is a stand-in of GCE's metadata server for instance/preempted:
+// FALSE until preempt, long polls held until the value changes.
+type gceMetadata struct {
+	mu      sync.Mutex
+	value   string
+	etag    int
+	changed chan struct{}
+}
+
+func (m *gceMetadata) set(v string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.value, m.etag = v, m.etag+1
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *gceMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/computeMetadata/v1/instance/preempted" || r.Header.Get("Metadata-Flavor") != "Google" {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	m.mu.Lock()
+	changed, etag := m.changed, strconv.Itoa(m.etag)
+	m.mu.Unlock()
+	if q := r.URL.Query(); q.Get("wait_for_change") == "true" && (q.Get("last_etag") == "" || q.Get("last_etag") == etag) {
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+	m.mu.Lock()
+	value, etag := m.value, strconv.Itoa(m.etag)
+	m.mu.Unlock()
+	w.Header().Set("ETag", etag)
+	fmt.Fprint(w, value)
+}
+
+// TestGCPNoticeCheckpoint: the preemption notice comes from a stand-in of
+// the metadata server, which the node agents ask through
+// gcp.metadata_endpoint.
+func TestGCPNoticeCheckpoint(t *testing.T) {
+	g := newGCPEnv(t)
+	meta := &gceMetadata{value: "FALSE", etag: 1, changed: make(chan struct{})}
+	srv := httptest.NewServer(meta)
+	t.Cleanup(srv.Close)
+	cfg, err := os.ReadFile(filepath.Join(g.home, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.config(strings.Replace(string(cfg), "gcp:\n", "gcp:\n  metadata_endpoint: "+srv.URL+"\n", 1))
+	noticeScenario(t, g.env, noticeCase{
+		resources: "  cloud: gcp\n  cpus: 2\n",
+		kind:      "preempted", source: "gce-metadata",
+		give: func() func() {
+			meta.set("TRUE")
+			return func() { meta.set("FALSE") }
+		},
+	})
 }

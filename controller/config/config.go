@@ -98,6 +98,10 @@ type AWSConfig struct {
 	PollInterval Duration `json:"poll_interval"`
 	// RetryMaxAttempts bounds the SDK's attempts per call (default 3).
 	RetryMaxAttempts int `json:"retry_max_attempts"`
+	// IMDSEndpoint is the instance metadata service the agent on each node
+	// asks for spot interruption notices; "" is EC2's own
+	// (http://169.254.169.254). Tests point it at a simulator.
+	IMDSEndpoint string `json:"imds_endpoint"`
 }
 
 // GCPConfig is the gcp: section.
@@ -112,6 +116,10 @@ type GCPConfig struct {
 	TerminationAction string   `json:"termination_action"`
 	PollInterval      Duration `json:"poll_interval"`
 	LaunchTimeout     Duration `json:"launch_timeout"`
+	// MetadataEndpoint is the metadata server the agent on each node asks
+	// whether its VM is preempted; "" is GCE's own
+	// (http://metadata.google.internal). Tests point it at a stand-in.
+	MetadataEndpoint string `json:"metadata_endpoint"`
 }
 
 // SSHConfig is the ssh: section.
@@ -213,7 +221,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		}
 	}
 	if len(e.Problems) == 0 {
-		e.Problems = append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...)
+		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		if msg := checkListen(c.MetricsListen); msg != "" {
 			e.Problems = append(e.Problems, Problem{Key: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Msg: msg})
 		}

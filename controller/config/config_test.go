@@ -69,6 +69,11 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"controller:\n  metrics_listen: 127.0.0.1:70000\n", nil, []string{`controller.metrics_listen: "127.0.0.1:70000": the port "70000" is not a number`}},
 		{"controller:\n  metrics_listen: 127.0.0.1:9090\n", nil, nil},
 		{"controller:\n  metrics_listen: :9090\n", nil, nil},
+		{"aws:\n  imds_endpoint: 169.254.169.254\n", nil,
+			[]string{`line 2: aws.imds_endpoint: "169.254.169.254" is not a base URL; give http://HOST[:PORT] (no path), or leave it out for EC2's own, http://169.254.169.254`}},
+		{"gcp:\n  metadata_endpoint: http://h/computeMetadata/v1\n", nil,
+			[]string{`line 2: gcp.metadata_endpoint: "http://h/computeMetadata/v1" is not a base URL`}},
+		{"aws:\n  imds_endpoint: http://127.0.0.1:1338\ngcp:\n  metadata_endpoint: https://meta:8080/\n", nil, nil},
 	} {
 		_, err := load(t, tc.yaml, tc.env)
 		if tc.want == nil {
@@ -107,6 +112,9 @@ local:
 aws:
   regions: [us-east-1]
   poll_interval: 20ms
+  imds_endpoint: http://127.0.0.1:1338
+gcp:
+  metadata_endpoint: http://127.0.0.1:8080
 ssh:
   proxy_command: 'nc %h %p'
 sim:
@@ -133,6 +141,9 @@ notify:
 	}
 	if cfg.SSH.ProxyCommand != "nc %h %p" || cfg.Sim.Seed != 18446744073709551615 || cfg.Sim.PreemptRate != 0.25 || cfg.Sim.ExitCodes[0] != (SimExitRule{29, 0.5, 1}) {
 		t.Errorf("ssh %+v sim %+v", cfg.SSH, cfg.Sim)
+	}
+	if cfg.AWS.IMDSEndpoint != "http://127.0.0.1:1338" || cfg.GCP.MetadataEndpoint != "http://127.0.0.1:8080" {
+		t.Errorf("metadata endpoints: aws %q gcp %q", cfg.AWS.IMDSEndpoint, cfg.GCP.MetadataEndpoint)
 	}
 	// Left out, or zero: the defaults.
 	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 || c.LogRetention.D() != 30*24*time.Hour || c.LogMaxBytesPerAttempt != 1<<30 ||

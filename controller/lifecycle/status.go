@@ -71,8 +71,8 @@ type AttemptState string
 
 const (
 	AttemptLaunching AttemptState = "launching" // placement being sought; no cluster yet
-	AttemptStarting  AttemptState = "starting"  // cluster up; the task's wrapper being started
-	AttemptRunning   AttemptState = "running"   // the wrapper started on every node
+	AttemptStarting  AttemptState = "starting"  // cluster up; the node agent being started
+	AttemptRunning   AttemptState = "running"   // the agent started on every node
 	AttemptEnded     AttemptState = "ended"     // outcome and exit codes written, once
 )
 

@@ -179,6 +179,25 @@ type AttemptView struct {
 	// torn down; null while it is kept, or when none was.
 	ReleasedAt     *time.Time `json:"released_at"`
 	ReleasedReason *string    `json:"released_reason"`
+	// Notice is the preemption notice heard on the attempt's nodes; nil
+	// when none.
+	Notice *NoticeView `json:"notice"`
+	// ReplacedAt is when the replacement was asked for because of the
+	// notice, before the attempt ended; nil when it was not.
+	ReplacedAt *time.Time `json:"replaced_at"`
+	// HeadStartMS is how long before the notice's deadline (the attempt's
+	// end when the notice named none) its replacement was asked for, in
+	// milliseconds; nil when it was not replaced (or, without a deadline,
+	// until it ends).
+	HeadStartMS *int64 `json:"head_start_ms"`
+}
+
+// NoticeView is a preemption notice.
+type NoticeView struct {
+	Kind     string     `json:"kind"`   // spot-interruption, rebalance, preempted
+	Source   string     `json:"source"` // aws-imds, gce-metadata, local
+	At       time.Time  `json:"at"`
+	Deadline *time.Time `json:"deadline"`
 }
 
 // LaunchTryView is one failed launch try.
@@ -231,11 +250,29 @@ func utc(t *time.Time) *time.Time {
 }
 
 func viewAttempt(a *store.Attempt) AttemptView {
-	return AttemptView{
+	v := AttemptView{
 		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
 		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
+		ReplacedAt: utc(a.ReplacedAt),
 	}
+	if n := a.Notice; n != nil {
+		v.Notice = &NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
+	}
+	// The head start is measured to the notice's deadline, when the
+	// cloud takes the node (without a notice, when the controller would
+	// have learned of the preemption); to the attempt's end when the
+	// notice named no deadline.
+	switch {
+	case a.ReplacedAt == nil:
+	case a.Notice != nil && a.Notice.Deadline != nil:
+		head := max(a.Notice.Deadline.Sub(*a.ReplacedAt), 0).Milliseconds()
+		v.HeadStartMS = &head
+	case a.EndedAt != nil:
+		head := max(a.EndedAt.Sub(*a.ReplacedAt), 0).Milliseconds()
+		v.HeadStartMS = &head
+	}
+	return v
 }

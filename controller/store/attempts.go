@@ -66,6 +66,23 @@ type Attempt struct {
 	// torn down.
 	ReleasedAt     *time.Time
 	ReleasedReason string
+	// Notice is the preemption notice heard on the attempt's nodes (or
+	// given to them, on local), nil when none.
+	Notice *Notice
+	// ReplacedAt is when the replacement of an attempt with a notice that
+	// ends its node was asked for; nil while it was not. A replaced attempt
+	// stays open until its node goes, but the job has moved on.
+	ReplacedAt *time.Time
+}
+
+// Notice is a preemption notice, as stored with its attempt.
+type Notice struct {
+	Kind   string // spot-interruption, rebalance, preempted
+	Source string // aws-imds, gce-metadata, local
+	At     time.Time
+	// Deadline is when the cloud takes the node; nil when the notice names
+	// none (a rebalance recommendation).
+	Deadline *time.Time
 }
 
 // Tasks returns a job's tasks in order.
@@ -100,7 +117,8 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
-	kept_until, release_requested, released_at, released_reason`
+	kept_until, release_requested, released_at, released_reason,
+	notice_kind, notice_source, notice_at, notice_deadline, replaced_at`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -131,16 +149,25 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 	for rows.Next() {
 		var a Attempt
 		var ids, outcome, codes, ended, size, kept, released sql.NullString
+		var nKind, nSource, nAt, nDeadline, replaced sql.NullString
 		var started string
 		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
-			&kept, &a.ReleaseRequested, &released, &a.ReleasedReason); err != nil {
+			&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
+			&nKind, &nSource, &nAt, &nDeadline, &replaced); err != nil {
 			return nil, err
 		}
 		var err error
 		if a.Size, err = readSize(size); err != nil {
 			return nil, fmt.Errorf("attempt %d size: %w", a.ID, err)
 		}
+		if nKind.Valid {
+			a.Notice = &Notice{Kind: nKind.String, Source: nSource.String, Deadline: parseTime(nDeadline)}
+			if t := parseTime(nAt); t != nil {
+				a.Notice.At = *t
+			}
+		}
+		a.ReplacedAt = parseTime(replaced)
 		if ids.Valid {
 			if err := json.Unmarshal([]byte(ids.String), &a.InstanceIDs); err != nil {
 				return nil, fmt.Errorf("attempt %d instance_ids: %w", a.ID, err)
@@ -386,9 +413,12 @@ var ErrOpenAttempt = errors.New("job has an attempt that has not ended")
 // being cancelled.
 var ErrCancelRequested = errors.New("job is being cancelled")
 
+// noOpenAttempt fails with ErrOpenAttempt while the job has an attempt
+// that has not ended and is not replaced: a replaced attempt (its node
+// under a preemption notice) is the one overlap allowed.
 func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
 	var open int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND `+openSQL, jobID).Scan(&open); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND replaced_at IS NULL AND `+openSQL, jobID).Scan(&open); err != nil {
 		return err
 	}
 	if open > 0 {

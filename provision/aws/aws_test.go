@@ -278,7 +278,7 @@ func TestRunnerRefusesChangedHostKey(t *testing.T) {
 	}
 }
 
-// A spot interruption takes the node's processes with it: the wrapper dies
+// A spot interruption takes the node's processes with it: the agent dies
 // without an exit code, as it would with the VM, and Status says preempted.
 func TestSpotInterruptionKillsTheTask(t *testing.T) {
 	e := newEnv(t)
@@ -294,8 +294,8 @@ func TestSpotInterruptionKillsTheTask(t *testing.T) {
 	if err := node.Start(ctx, r, node.StartSpec{Run: "sleep 299.917"}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := node.Poll(ctx, r); err != nil || !st.WrapperAlive {
-		t.Fatalf("before the interruption: %+v, %v; want the wrapper alive", st, err)
+	if st, err := node.Poll(ctx, r); err != nil || !st.AgentAlive {
+		t.Fatalf("before the interruption: %+v, %v; want the agent alive", st, err)
 	}
 	id := c.Nodes[0].InstanceID
 	if err := e.proxy.SpotInterrupt(ctx, "us-east-1", id); err != nil {
@@ -308,17 +308,17 @@ func TestSpotInterruptionKillsTheTask(t *testing.T) {
 	if err != nil || m[c.Name].Nodes[0].State != provision.NodePreempted {
 		t.Fatalf("Status after the interruption: %+v, %v; want preempted", m[c.Name], err)
 	}
-	// The wrapper is gone, its task too, and no exit code was written.
+	// The agent is gone, its task too, and no exit code was written.
 	for i := 0; ; i++ {
 		st, err := node.Poll(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.WrapperAlive && !st.Done {
+		if !st.AgentAlive && !st.Done {
 			break
 		}
 		if i == 200 {
-			t.Fatalf("after KillNodeProcesses: %+v; want a dead wrapper and no exit code", st)
+			t.Fatalf("after KillNodeProcesses: %+v; want a dead agent and no exit code", st)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

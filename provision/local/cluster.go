@@ -125,7 +125,10 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 		if !present[name] {
 			continue
 		}
-		c, _, err := p.load(name)
+		c, rec, err := p.load(name)
+		if err == nil && p.preemptDue(ctx, rec) {
+			c, _, err = p.load(name)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // terminated since the scan
 		}

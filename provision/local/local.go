@@ -1,5 +1,5 @@
 // Package local is sortie's default provider: each node of a cluster is a
-// directory under $SORTIE_HOME/local and the process groups the task wrapper
+// directory under $SORTIE_HOME/local and the process groups the task agent
 // starts on this machine. It offers named regions and zones from config so
 // that placement and failover behave as on a cloud, and lets tests and demos
 // make the weather: Preempt takes a node away as a spot interruption would,
@@ -31,6 +31,9 @@ type Config struct {
 	// Regions are the regions and zones offered, in order of preference;
 	// empty means DefaultRegions.
 	Regions []Region
+	// Now is the clock that tells when a notice's deadline has come; nil
+	// is the real one.
+	Now func() time.Time
 }
 
 // Region is one named region of the local provider.
@@ -50,6 +53,7 @@ type Provider struct {
 	home    string
 	regions []Region
 	grace   time.Duration // Terminate's wait between SIGTERM and SIGKILL
+	now     func() time.Time
 }
 
 // terminateGrace is how long Terminate lets a node's processes handle
@@ -62,7 +66,7 @@ var _ provision.Provider = (*Provider)(nil)
 func New(cfg Config) *Provider {
 	home := cfg.Home
 	if home != "" {
-		// Node directories must be absolute: the wrapper and the processes
+		// Node directories must be absolute: the agent and the processes
 		// it starts find each other by them.
 		if abs, err := filepath.Abs(home); err == nil {
 			home = abs
@@ -72,7 +76,11 @@ func New(cfg Config) *Provider {
 	if len(regions) == 0 {
 		regions = DefaultRegions()
 	}
-	return &Provider{home: home, regions: regions, grace: terminateGrace}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now}
 }
 
 // Name is "local".

@@ -24,7 +24,7 @@ type proc struct {
 
 // nodeProcs returns the live processes, zombies aside, whose environment
 // carries node.DirEnv set to one of dirs or a directory below one: the
-// wrapper and everything the task started, including processes that left its
+// agent and everything the task started, including processes that left its
 // process group.
 func nodeProcs(dirs []string) ([]proc, error) {
 	prefixes := make([]string, 0, len(dirs))
@@ -123,22 +123,22 @@ func signal(procs []proc, sig syscall.Signal) {
 	}
 }
 
-// wrappersFirst orders procs so that the nodes' wrappers are signalled
-// first: a wrapper killed before its task cannot record an exit code for a
+// agentsFirst orders procs so that the nodes' agents are signalled
+// first: an agent killed before its task cannot record an exit code for a
 // task the cloud took away.
-func wrappersFirst(procs []proc) []proc {
-	wrappers := map[int]bool{}
+func agentsFirst(procs []proc) []proc {
+	agents := map[int]bool{}
 	for _, p := range procs {
-		wrappers[node.WrapperPID(p.dir)] = true
+		agents[node.AgentPID(p.dir)] = true
 	}
 	out := make([]proc, 0, len(procs))
 	for _, p := range procs {
-		if wrappers[p.pid] {
+		if agents[p.pid] {
 			out = append(out, p)
 		}
 	}
 	for _, p := range procs {
-		if !wrappers[p.pid] {
+		if !agents[p.pid] {
 			out = append(out, p)
 		}
 	}
@@ -154,12 +154,12 @@ func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
 		return err
 	}
 	if grace > 0 {
-		signal(wrappersFirst(procs), syscall.SIGTERM)
+		signal(agentsFirst(procs), syscall.SIGTERM)
 		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil || len(procs) == 0 {
 			return err
 		}
 	}
-	signal(wrappersFirst(procs), syscall.SIGKILL)
+	signal(agentsFirst(procs), syscall.SIGKILL)
 	procs, err = waitGone(ctx, dirs, 5*time.Second, syscall.SIGKILL)
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func launchRunning(t *testing.T, p *Provider, name string, n int, run string) (*
 	}
 	for _, r := range rs {
 		waitFor(t, "task ready in "+r.Dir(), func() bool { return exists(filepath.Join(r.Dir(), "workdir", "ready")) })
-		// The wrapper records the run group just after starting it.
+		// The agent records the run group just after starting it.
 		waitFor(t, "run group recorded in "+r.Dir(), func() bool { return exists(filepath.Join(r.Dir(), "pgid.run")) })
 	}
 	return c, rs
@@ -139,7 +139,7 @@ func TestWrapperSurvivesTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "task ready", func() bool { return exists(filepath.Join(r.Dir(), "workdir", "ready")) })
-	if st := poll(t, r); !st.Started || st.Done || !st.WrapperAlive || st.Phase != node.PhaseRun {
+	if st := poll(t, r); !st.Started || st.Done || !st.AgentAlive || st.Phase != node.PhaseRun {
 		t.Fatalf("status after the controller died = %+v, want the task running", st)
 	}
 	if err := os.WriteFile(filepath.Join(r.Dir(), "workdir", "release"), nil, 0o644); err != nil {
@@ -159,7 +159,7 @@ func TestStopKillsTheProcessGroup(t *testing.T) {
 	_, rs := launchRunning(t, p, "sortie-8-0-1", 1, "sleep 300 & sleep 300 & touch ready; wait")
 	groups := node.Groups(rs[0].Dir())
 	if len(groups) != 2 || !anyGroupAlive(groups[1:]) {
-		t.Fatalf("recorded groups %v, want the wrapper's and a live run group", groups)
+		t.Fatalf("recorded groups %v, want the agent's and a live run group", groups)
 	}
 	if err := node.Stop(context.Background(), rs[0]); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestStopKillsTheProcessGroup(t *testing.T) {
 	if st := poll(t, rs[0]); st.Phase != node.PhaseRun || st.ExitCode != 143 {
 		t.Errorf("status after Stop = %+v, want run 143", st)
 	}
-	waitFor(t, "wrapper gone", func() bool { return !anyGroupAlive(groups) })
+	waitFor(t, "agent gone", func() bool { return !anyGroupAlive(groups) })
 	if procs, _ := nodeProcs([]string{rs[0].Dir()}); len(procs) != 0 {
 		t.Errorf("processes left after Stop: %v", procs)
 	}
@@ -189,13 +189,13 @@ func TestPreemptKillsOnlyThatNode(t *testing.T) {
 	if procs, _ := nodeProcs([]string{rs[1].Dir()}); len(procs) != 0 {
 		t.Errorf("node 1 processes left after Preempt: %v", procs)
 	}
-	if st := poll(t, rs[1]); st.Done || st.WrapperAlive {
-		t.Errorf("preempted node status = %+v, want no exit code and no wrapper", st)
+	if st := poll(t, rs[1]); st.Done || st.AgentAlive {
+		t.Errorf("preempted node status = %+v, want no exit code and no agent", st)
 	}
 	if !groupAlive(g0[0]) || !groupAlive(g0[1]) {
 		t.Errorf("node 0 groups %v died with node 1", g0)
 	}
-	if st := poll(t, rs[0]); st.Done || !st.WrapperAlive {
+	if st := poll(t, rs[0]); st.Done || !st.AgentAlive {
 		t.Errorf("node 0 status = %+v, want running", st)
 	}
 	c := mustStatus(t, p, name)
@@ -238,7 +238,7 @@ func TestNodesHaveIndependentProcessGroups(t *testing.T) {
 	if anyGroupAlive(g0[1:]) {
 		t.Errorf("node 0 run group alive after Stop")
 	}
-	if st := poll(t, rs[1]); st.Done || !st.WrapperAlive || !groupAlive(g1[1]) {
+	if st := poll(t, rs[1]); st.Done || !st.AgentAlive || !groupAlive(g1[1]) {
 		t.Errorf("node 1 after node 0 stopped: %+v, want still running", st)
 	}
 	for rank, r := range rs {
@@ -261,7 +261,7 @@ func TestTerminateKillsProcessesThatLeftTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(procs) < 3 {
-		t.Fatalf("node processes = %v, want the wrapper, the task and its daemon", procs)
+		t.Fatalf("node processes = %v, want the agent, the task and its daemon", procs)
 	}
 	if err := p.Terminate(context.Background(), name); err != nil {
 		t.Fatal(err)
@@ -370,5 +370,61 @@ func TestPreemptAndTerminateReachTasksInSubdirectories(t *testing.T) {
 	}
 	if anyGroupAlive(g1) {
 		t.Errorf("node 1 groups %v alive after Terminate", g1)
+	}
+}
+
+// Every local node has a HOME of its own under its directory: a setup that
+// appends to ~/.bashrc changes that node's, which its run sees, and never
+// the home of whoever runs sortie (this test process's, a temporary one).
+func TestEachNodeHasAHomeOfItsOwn(t *testing.T) {
+	realHome := os.Getenv("HOME")
+	p := newProvider(t)
+	ctx := context.Background()
+	c, err := p.Launch(ctx, spec("sortie-12-0-1", pl("local", "local-a"), 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []provision.Runner
+	for rank := range c.Nodes {
+		r, err := p.Runner(ctx, c, rank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = node.ForAttempt(r, 1)
+		spec := node.StartSpec{
+			Setup: `echo "export FROM_SETUP=yes-$SORTIE_NODE_RANK" >>~/.bashrc`,
+			Run:   `echo "$HOME $FROM_SETUP"`,
+			Env:   map[string]string{"SORTIE_NODE_RANK": fmt.Sprint(rank)},
+		}
+		if err := node.Start(ctx, r, spec); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	homes := map[string]bool{}
+	for rank, r := range rs {
+		waitFor(t, "task done in "+r.Dir(), func() bool { return poll(t, r).Done })
+		if st := poll(t, r); st.ExitCode != 0 {
+			t.Fatalf("node %d: %+v", rank, st)
+		}
+		log, err := node.ReadLog(ctx, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(log))
+		if len(f) != 2 || f[1] != fmt.Sprintf("yes-%d", rank) {
+			t.Fatalf("node %d log %q, want its HOME and what its setup put in ~/.bashrc", rank, log)
+		}
+		nodeDir := filepath.Dir(r.Dir())
+		if f[0] != filepath.Join(nodeDir, "home") {
+			t.Errorf("node %d HOME = %s, want %s/home", rank, f[0], nodeDir)
+		}
+		homes[f[0]] = true
+	}
+	if len(homes) != 2 {
+		t.Errorf("homes %v, want one per node", homes)
+	}
+	if _, err := os.Stat(filepath.Join(realHome, ".bashrc")); err == nil {
+		t.Errorf("%s/.bashrc exists: a node wrote into the home of the process running sortie", realHome)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -18,9 +19,14 @@ import (
 // runner runs commands on a local node: bash in the node's directory.
 type runner struct{ dir string }
 
+// homeDir is the node's own HOME, under its directory, as a VM has its
+// user's: what a task does to ~ (setup appending to ~/.bashrc) stays on
+// the node, never in the home of whoever runs sortie.
+func (r *runner) homeDir() string { return filepath.Join(r.dir, "home") }
+
 // Exec runs script with bash -c in the node directory. The command gets a
 // process group of its own so that cancelling ctx ends all of it; what it
-// detaches on purpose (the task wrapper) leaves that group and lives on.
+// detaches on purpose (the task agent) leaves that group and lives on.
 //
 // The node package's Poll and ReadLog, asked for again and again while a
 // task runs, are answered here in Go with the bytes their scripts print: the
@@ -43,7 +49,11 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 			return nil, fmt.Errorf("run bash in %s: read stdin: %w", r.dir, err)
 		}
 		stdin = bytes.NewReader(payload)
-		done, err := node.StartHere(ctx, req, payload, nodeEnv())
+		env, err := r.env()
+		if err != nil {
+			return nil, err
+		}
+		done, err := node.StartHere(ctx, req, payload, env)
 		if done && err != nil && ctx.Err() != nil {
 			return nil, fmt.Errorf("run bash in %s: %w", r.dir, ctx.Err())
 		}
@@ -51,9 +61,13 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 			return nil, err
 		}
 	}
+	env, err := r.env()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = r.dir
-	cmd.Env = nodeEnv()
+	cmd.Env = env
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -61,7 +75,7 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A background child that keeps stdout open must not hold Exec forever.
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	err = cmd.Run()
 	if err != nil && ctx.Err() != nil {
 		return stdout.Bytes(), fmt.Errorf("run bash in %s: %w", r.dir, ctx.Err())
 	}
@@ -85,14 +99,24 @@ func (r *runner) Dir() string { return r.dir }
 // Close releases nothing: a local runner holds no connection.
 func (r *runner) Close() error { return nil }
 
+// env is the node's environment, its HOME made when missing.
+func (r *runner) env() ([]string, error) {
+	home := r.homeDir()
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("make the home of local node %s: %w", r.dir, err)
+	}
+	return nodeEnv(home), nil
+}
+
 // nodeEnv is what a process on a local node starts with: the basics of a
-// login, not the controller's environment. Like a cloud VM, a local node
-// sees only what the task is given (its envs, its secrets, SORTIE_*), so a
-// credential or a secret in the environment of whoever started the
-// controller never reaches a task that did not ask for it.
-func nodeEnv() []string {
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	for _, k := range []string{"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL"} {
+// login, not the controller's environment, and home as HOME. Like a cloud
+// VM, a local node sees only what the task is given (its envs, its
+// secrets, SORTIE_*), so a credential or a secret in the environment of
+// whoever started the controller never reaches a task that did not ask for
+// it.
+func nodeEnv(home string) []string {
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + home}
+	for _, k := range []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
@@ -108,14 +132,18 @@ func nodeEnv() []string {
 // stdio's files are one, is the user's own. It starts from a login's
 // environment, as the task did (nodeEnv).
 func (r *runner) Attach(ctx context.Context, script string, stdio provision.Stdio) (int, error) {
+	env, err := r.env()
+	if err != nil {
+		return 0, err
+	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = r.dir
-	cmd.Env = nodeEnv()
+	cmd.Env = env
 	if stdio.Term != "" {
 		cmd.Env = append(cmd.Env, "TERM="+stdio.Term)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -36,6 +37,8 @@ type nodeRecord struct {
 	InstanceID string              `json:"instance_id"`
 	State      provision.NodeState `json:"state"`
 	Reason     string              `json:"reason,omitempty"`
+	// PreemptAt is when a node under a notice (PreemptAt) is taken away.
+	PreemptAt *time.Time `json:"preempt_at,omitempty"`
 }
 
 func root(home string) string                  { return filepath.Join(home, "local") }

@@ -22,7 +22,7 @@ type Container struct {
 	Mounts []string
 }
 
-// containerScript is the wrapper's container.sh: `container.sh D W PHASE`
+// containerScript is the agent's container.sh: `container.sh D W PHASE`
 // runs the phase's script in a fresh container of the image, with the
 // node directory and the mounts at the same paths, the host's network
 // (SORTIE_NODE_IPS and the ports resources.ports opened mean what they

@@ -3,6 +3,7 @@ package node
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +15,8 @@ type Op string
 
 // The operations, one per script.
 const (
-	OpStart      Op = "start"       // Start; stdin is a tar of the wrapper's files
+	OpStart      Op = "start"       // Start; stdin is a tar of the task's files, vars W, SUM, NOTICE, ENDPOINT, GRACE
+	OpInstall    Op = "install"     // Start's copy of the agent program; stdin is the program, var SUM
 	OpPoll       Op = "poll"        // Poll; answer with FormatStatus
 	OpReadLog    Op = "read-log"    // ReadLog; vars FROM (1-based byte) and MAX
 	OpStop       Op = "stop"        // Stop and StopWithin; var TICKS
@@ -26,14 +28,15 @@ const (
 
 // bodies maps each script body to its operation.
 var bodies = map[string]Op{
-	startBody:      OpStart,
-	pollBody:       OpPoll,
-	readLogBody:    OpReadLog,
-	stopBody:       OpStop,
-	uploadBody:     OpUpload,
-	uploadFileBody: OpUploadFile,
-	engineBody:     OpEngine,
-	cloneBody:      OpClone,
+	startBody:        OpStart,
+	installAgentBody: OpInstall,
+	pollBody:         OpPoll,
+	readLogBody:      OpReadLog,
+	stopBody:         OpStop,
+	uploadBody:       OpUpload,
+	uploadFileBody:   OpUploadFile,
+	engineBody:       OpEngine,
+	cloneBody:        OpClone,
 }
 
 // Request is a script built by this package, read back: which operation,
@@ -135,13 +138,20 @@ func FormatStatus(st Status) []byte {
 	if st.StopAsked {
 		b.WriteString("stopped=1\n")
 	}
-	if st.WrapperAlive {
+	if st.AgentAlive {
 		b.WriteString("alive=1\n")
+	}
+	if st.AgentLost {
+		b.WriteString("lost=1\n")
+	}
+	if st.Notice != nil {
+		line, _ := json.Marshal(st.Notice)
+		fmt.Fprintf(&b, "notice=%s\n", line)
 	}
 	return b.Bytes()
 }
 
-// StartFiles reads Start's stdin: the wrapper's files by name ("env",
+// StartFiles reads Start's stdin: the task's files by name ("env",
 // "run.sh", and "setup.sh" when the task has a setup).
 func StartFiles(stdin io.Reader) (map[string][]byte, error) {
 	out := map[string][]byte{}

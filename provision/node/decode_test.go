@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sortie/provision/node/agent"
 )
 
 // recorder is a runner that runs nothing and keeps what it was asked.
@@ -38,14 +41,20 @@ func TestDecodeEveryOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := "/nodes/it's a\nnode"
+	prog, err := findProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := prog.sum
 	tests := []struct {
 		name string
 		call func(r *recorder) error
 		want Request
 	}{
 		{"start", func(r *recorder) error {
-			return Start(ctx, r, StartSpec{Run: "true", Workdir: "w d"})
-		}, Request{Op: OpStart, Dir: dir, Vars: map[string]string{"W": "w d"}}},
+			return Start(ctx, r, StartSpec{Run: "true", Workdir: "w d", NoticeSource: "gce-metadata", NoticeEndpoint: "http://127.0.0.1:1", TerminationGrace: 5 * time.Second})
+		}, Request{Op: OpStart, Dir: dir, Vars: map[string]string{"W": "w d", "SUM": sum,
+			"NOTICE": "gce-metadata", "ENDPOINT": "http://127.0.0.1:1", "GRACE": "5s"}}},
 		{"poll", func(r *recorder) error { _, err := Poll(ctx, r); return err },
 			Request{Op: OpPoll, Dir: dir, Vars: map[string]string{}}},
 		{"read log", func(r *recorder) error { _, err := ReadLog(ctx, r, 41); return err },
@@ -96,21 +105,25 @@ func TestDecodeRefusesOtherScripts(t *testing.T) {
 func TestFormatStatusParsesBack(t *testing.T) {
 	for _, st := range []Status{
 		{},
-		{Started: true, Phase: PhaseSetup, WrapperAlive: true},
-		{Started: true, Phase: PhaseRun, WrapperAlive: true},
+		{Started: true, Phase: PhaseSetup, AgentAlive: true},
+		{Started: true, Phase: PhaseRun, AgentAlive: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 29},
-		{Started: true, Phase: PhaseSetup, Done: true, ExitCode: 143, WrapperAlive: true},
+		{Started: true, Phase: PhaseSetup, Done: true, ExitCode: 143, AgentAlive: true},
 		{Started: true, Phase: PhaseRun},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 143, Stopped: true, StopAsked: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 0, StopAsked: true},
 		{Started: true, Phase: PhaseRun, Done: true, ExitCode: 1, Unwritten: true},
+		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &agent.Notice{Kind: "spot-interruption", Source: "aws-imds",
+			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC), Deadline: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC)}},
+		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &agent.Notice{Kind: "rebalance", Source: "aws-imds",
+			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)}},
 	} {
 		got, err := parseStatus(FormatStatus(st))
 		if err != nil {
 			t.Fatalf("parse %+v: %v", st, err)
 		}
-		if got != st {
-			t.Errorf("FormatStatus(%+v) parses back as %+v", st, got)
+		if diff := cmp.Diff(st, got); diff != "" {
+			t.Errorf("FormatStatus(%+v) parses back (-want +got):\n%s", st, diff)
 		}
 	}
 }
@@ -125,8 +138,8 @@ func TestStartFilesAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(files["run.sh"]) != "echo r" || string(files["setup.sh"]) != "echo s" || len(files["wrapper.sh"]) == 0 {
-		t.Errorf("start files: run %q setup %q wrapper %d bytes", files["run.sh"], files["setup.sh"], len(files["wrapper.sh"]))
+	if string(files["run.sh"]) != "echo r" || string(files["setup.sh"]) != "echo s" || len(files) != 3 {
+		t.Errorf("start files: run %q setup %q, %d files; want run.sh, setup.sh and env", files["run.sh"], files["setup.sh"], len(files))
 	}
 	got, err := ParseEnv(files["env"])
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"sortie/provision/node"
 )
 
-// A task can write over the files the wrapper keeps in its node directory.
+// A task can write over the files the agent keeps in its node directory.
 // What it writes there never becomes an exit code outside 0-255, and never
 // makes a poll fail.
 func TestTaskCannotForgeItsExitCode(t *testing.T) {
@@ -27,7 +27,7 @@ func TestTaskCannotForgeItsExitCode(t *testing.T) {
 		{"no phase", `printf '5' >"$SORTIE_NODE_DIR/x" && mv "$SORTIE_NODE_DIR/x" "$SORTIE_NODE_DIR/exit_code"`, `want "<setup|run> <code> <-|stop>"`, 0},
 		{"a 70 KB exit code", `printf '%s' "` + big + `" >"$SORTIE_NODE_DIR/x" && mv "$SORTIE_NODE_DIR/x" "$SORTIE_NODE_DIR/exit_code"`, "longer than 64 bytes", 0},
 		{"a valid code cut from a long file", `{ printf 'run 3'; head -c 100 /dev/zero | tr '\0' ' '; } >"$SORTIE_NODE_DIR/x" && mv "$SORTIE_NODE_DIR/x" "$SORTIE_NODE_DIR/exit_code"`, "longer than 64 bytes", 0},
-		// The wrapper's own code stands when the task only filled the
+		// The agent's own code stands when the task only filled the
 		// phase file.
 		{"a 70 KB phase", `printf '%s' "` + big + `" >"$SORTIE_NODE_DIR/phase"; exit 4`, "", 4},
 	} {
@@ -57,6 +57,13 @@ func TestTaskCannotForgeItsExitCode(t *testing.T) {
 func TestPollIgnoresAPhaseThatIsNone(t *testing.T) {
 	r := newNode(t)
 	if err := os.MkdirAll(filepath.Join(r.Dir(), "begun"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := node.AgentProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(prog, filepath.Join(r.Dir(), "agent")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(r.Dir(), "phase"), []byte("evil\x1b[2J\n"), 0o644); err != nil {

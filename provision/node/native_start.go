@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
 // startFile is one file of Start's payload.
@@ -29,8 +30,9 @@ type startFile struct {
 
 // StartHere does what the Start script does, for a node directory on this
 // machine, without a shell and the commands it runs: unpack the payload
-// beside the node directory, claim the node, move the files in, and start the
-// wrapper detached, returning once it has recorded its pid. env is the
+// beside the node directory, claim the node, move the files in, link the
+// agent program (AgentProgram, run straight from where it was built) and
+// start it detached, returning once it has recorded its pid. env is the
 // environment the script would run with. ok is false, with nothing done, for
 // a request the script had better answer (an odd directory or payload); the
 // caller then runs the script. A failure after the node was touched is a
@@ -44,9 +46,9 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if !ok {
 		return false, nil
 	}
-	bash, err := exec.LookPath("bash")
+	prog, err := AgentProgram()
 	if err != nil {
-		return false, nil
+		return true, &provision.ExitError{Code: 1, Stderr: err.Error() + "\n"}
 	}
 	for _, f := range files {
 		// mv would move the file into a directory of that name.
@@ -77,7 +79,7 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 		}
 	}
 	// The first Start to make this directory owns the node; any later one
-	// leaves the running task alone, unless no wrapper began: then it
+	// leaves the running task alone, unless no agent began: then it
 	// finishes the start a dead controller left half done.
 	if err := os.Mkdir(d+"/started", 0o777); err != nil {
 		if exists(d+"/begun") || exists(d+"/pid") || !isDir(d+"/started") {
@@ -102,7 +104,10 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err := os.WriteFile(s+"/cwd", []byte(w), 0o666); err != nil {
 		return fail(err)
 	}
-	names := []string{"cwd"}
+	if err := os.Symlink(prog, s+"/"+agent.FileAgent); err != nil {
+		return fail(err)
+	}
+	names := []string{"cwd", agent.FileAgent}
 	for _, f := range files {
 		names = append(names, f.name)
 	}
@@ -115,7 +120,7 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err := os.Remove(s); err != nil {
 		return fail(err)
 	}
-	if err := startWrapper(ctx, bash, d, env); err != nil {
+	if err := startAgent(ctx, prog, d, env, req.Vars); err != nil {
 		return fail(err)
 	}
 	return true, nil
@@ -130,10 +135,10 @@ func startPayload(payload []byte) ([]startFile, bool) {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return files, seen["wrapper.sh"]
+			return files, seen["run.sh"]
 		}
 		if err != nil || h.Typeflag != tar.TypeReg || strings.ContainsAny(h.Name, "/\n") ||
-			h.Name == "" || h.Name == "." || h.Name == ".." || strings.HasPrefix(h.Name, ".") || h.Name == "cwd" || seen[h.Name] {
+			h.Name == "" || h.Name == "." || h.Name == ".." || strings.HasPrefix(h.Name, ".") || h.Name == "cwd" || h.Name == agent.FileAgent || seen[h.Name] {
 			return nil, false
 		}
 		b, err := io.ReadAll(tr)
@@ -157,20 +162,26 @@ func writeStartFile(path string, f startFile) error {
 	return os.Chtimes(path, time.Time{}, f.mod)
 }
 
-// startWrapper starts d's wrapper in a session of its own and returns once
-// it has recorded its pid: the wrapper closes its fd 3, the write end of a
-// pipe, when it has, and the pipe's end is seen at once if it dies first.
-func startWrapper(ctx context.Context, bash, d string, env []string) error {
+// startAgent starts d's agent in a session of its own and returns once it
+// has recorded its pid: the agent closes its fd 3, the write end of a pipe,
+// when it has, and the pipe's end is seen at once if it dies first. vars
+// are the Start script's (NOTICE, ENDPOINT, GRACE).
+func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string) error {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
-	cmd := exec.Command(bash, d+"/wrapper.sh", d)
-	cmd.Args[0] = bash // as "$BASH" names it in the script
+	grace := vars["GRACE"]
+	if grace == "" {
+		grace = agent.DefaultGrace.String()
+	}
+	cmd := exec.Command(prog, "run", "-ready-fd", "3", "-notice", vars["NOTICE"], "-notice-endpoint", vars["ENDPOINT"], "-grace", grace, d)
+	// The liveness check knows the agent by this name, whatever the
+	// program's file is called.
+	cmd.Args[0] = agent.Program
 	cmd.Dir = d
-	// As the script's bash hands it down (bash -c counts itself out), in d.
-	cmd.Env = append(env[:len(env):len(env)], "SHLVL=0", "PWD="+d, DirEnv+"="+d)
+	cmd.Env = append(env[:len(env):len(env)], "PWD="+d, DirEnv+"="+d)
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
@@ -178,7 +189,7 @@ func startWrapper(ctx context.Context, bash, d string, env []string) error {
 	if err != nil {
 		return err
 	}
-	// Reap the wrapper when it ends, while this process lives.
+	// Reap the agent when it ends, while this process lives.
 	go cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
@@ -189,5 +200,5 @@ func startWrapper(ctx context.Context, bash, d string, env []string) error {
 	if exists(d+"/pid") || exists(d+"/begun") {
 		return nil
 	}
-	return fmt.Errorf("the wrapper wrote no pid file within 5s; see %s", d)
+	return fmt.Errorf("the node agent wrote no pid file within 5s; see %s", d)
 }

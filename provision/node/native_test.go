@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,11 +48,12 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-// holder starts a process whose command line holds arg and which lives until
-// the test ends.
+// holder starts a process whose command line is the agent's, with arg, and
+// which lives until the test ends.
 func holder(t *testing.T, arg string) int {
 	t.Helper()
 	cmd := exec.Command("bash", "-c", "read -r x", arg)
+	cmd.Args[0] = "sortie-agent"
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -63,26 +65,20 @@ func holder(t *testing.T, arg string) int {
 	return cmd.Process.Pid
 }
 
-// zombie returns the pid of a child that has exited and is not reaped yet.
-func zombie(t *testing.T, arg string) int {
+// linkAgent links the agent program into d, as Start does.
+func linkAgent(t *testing.T, d string) {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", "exit 0", arg)
-	if err := cmd.Start(); err != nil {
+	prog, err := AgentProgram()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Wait() })
-	pid := cmd.Process.Pid
-	for range 1000 {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if s := string(b); strings.Contains(s, ") Z ") {
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := os.Symlink(prog, filepath.Join(d, "agent")); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("child did not become a zombie within 5s")
-	return 0
 }
 
+// The poll script asks the node's agent program; AnswerHere asks the same
+// code in this process: the answers are the same bytes.
 func TestAnswerHereMatchesPollScript(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -98,85 +94,41 @@ func TestAnswerHereMatchesPollScript(t *testing.T) {
 	sameAnswer(t, "empty directory", poll(d))
 	write(t, filepath.Join(base, "file"), "")
 	sameAnswer(t, "a file, not a directory", poll(filepath.Join(base, "file")))
-
 	if err := os.Mkdir(filepath.Join(d, "started"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(d, "phase"), "setup\n")
-	sameAnswer(t, "started in setup", poll(d))
-	write(t, filepath.Join(d, "phase"), "run\n\n")
-	write(t, filepath.Join(d, "exit_code"), "run 3\n")
-	write(t, filepath.Join(d, "stop"), "")
-	sameAnswer(t, "done and stopped", poll(d))
-	write(t, filepath.Join(d, "exit_code"), "run 3")
-	sameAnswer(t, "exit code without a newline", poll(d))
-	write(t, filepath.Join(d, "exit_code"), "run 143 stop\n")
-	sameAnswer(t, "exit code with how it ended", poll(d))
 	write(t, filepath.Join(d, "begun"), "")
-	sameAnswer(t, "begun", poll(d))
-	if err := os.Remove(filepath.Join(d, "exit_code")); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(d, "exit_code.unwritten.run.7.-"), "")
-	sameAnswer(t, "an exit code that could not be written", poll(d))
-	write(t, filepath.Join(d, "exit_code"), "run 7 -\n")
-	sameAnswer(t, "exit code and its marker", poll(d))
-	if err := os.Remove(filepath.Join(d, "exit_code")); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(d, "exit_code.unwritten.setup.1.stop"), "")
-	if req, _ := Decode(poll(d)); func() bool { _, ok := AnswerHere(req); return ok }() {
-		t.Error("two exit code markers answered here; the script's glob decides")
-	}
-	for _, f := range []string{"exit_code.unwritten.run.7.-", "exit_code.unwritten.setup.1.stop"} {
-		if err := os.Remove(filepath.Join(d, f)); err != nil {
-			t.Fatal(err)
-		}
+	sameAnswer(t, "claimed, no agent linked", poll(d))
+	if out, _ := AnswerHere(Request{Op: OpPoll, Dir: d}); len(out) != 0 {
+		t.Errorf("a node without its agent link answered %q, want nothing: its start did not finish", out)
 	}
 
-	live := holder(t, d+"/wrapper.sh")
-	other := holder(t, d+"/wrapper.sh.not")
-	dead := zombie(t, d+"/wrapper.sh")
-	for _, pid := range []string{
-		strconv.Itoa(live) + "\n",
-		" " + strconv.Itoa(live) + "\t\n",
-		strconv.Itoa(live), // no newline: read -r fails
-		strconv.Itoa(other) + "\n",
-		strconv.Itoa(dead) + "\n",
-		strconv.Itoa(os.Getpid()) + "\n",
-		"0\n", "-1\n", "x\n", "\n", "",
-		"999999999\n",
-	} {
-		write(t, filepath.Join(d, "pid"), pid)
-		sameAnswer(t, "pid file "+strconv.Quote(pid), poll(d))
-	}
+	linkAgent(t, d)
+	write(t, filepath.Join(d, "phase"), "run\n\n")
+	write(t, filepath.Join(d, "exit_code"), "run 143 stop\n")
+	write(t, filepath.Join(d, "stop"), "")
+	write(t, filepath.Join(d, "notice"), `{"kind":"preempted","source":"local","at":"2026-11-30T10:00:00Z","deadline":"2026-11-30T10:00:30Z"}`+"\n")
+	sameAnswer(t, "done, stopped, noticed", poll(d))
+	os.Remove(filepath.Join(d, "exit_code"))
+	live := holder(t, d)
+	write(t, filepath.Join(d, "pid"), strconv.Itoa(live)+"\n")
+	sameAnswer(t, "a live agent", poll(d))
 
-	// A pid the disk had no room for is in an empty file's name.
-	if err := os.Remove(filepath.Join(d, "pid")); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"pid.is." + strconv.Itoa(live), "pid.is." + strconv.Itoa(dead), "pid.is.x"} {
-		write(t, filepath.Join(d, name), "")
-		sameAnswer(t, name, poll(d))
-		if err := os.Remove(filepath.Join(d, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(t, filepath.Join(d, "pid.is."+strconv.Itoa(live)), "")
-	if out, _ := AnswerHere(Request{Op: OpPoll, Dir: d}); !bytes.Contains(out, []byte("alive=1\n")) {
-		t.Errorf("pid.is.%d: %q, want the wrapper alive", live, out)
-	}
-	os.Remove(filepath.Join(d, "pid.is."+strconv.Itoa(live)))
-
-	// Through a symlink the wrapper's command line holds the real path.
+	// Through a symlink the agent's command line holds the real path.
 	link := filepath.Join(base, "link")
 	if err := os.Symlink(d, link); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(d, "pid"), strconv.Itoa(live)+"\n")
 	sameAnswer(t, "through a symlink", poll(link))
 	if out, _ := AnswerHere(Request{Op: OpPoll, Dir: link}); !bytes.Contains(out, []byte("alive=1\n")) {
-		t.Errorf("through a symlink: %q, want the wrapper alive", out)
+		t.Errorf("through a symlink: %q, want the agent alive", out)
+	}
+	st, err := parseStatus(runScript(t, poll(link)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.AgentAlive || st.Done || st.Notice == nil || st.Notice.Kind != "preempted" || !st.StopAsked {
+		t.Errorf("parsed %+v, want a live agent, no code, the notice and the stop", st)
 	}
 }
 
@@ -195,6 +147,7 @@ func TestAnswerHereMatchesReadLogScript(t *testing.T) {
 func TestAnswerHereLeavesOddRequestsToTheScript(t *testing.T) {
 	for _, req := range []Request{
 		{Op: OpPoll, Dir: "relative/node"},
+		{Op: OpInstall, Dir: "/tmp"},
 		{Op: OpPoll, Dir: "/a/../b"},
 		{Op: OpPoll, Dir: "/a\nb"},
 		{Op: OpReadLog, Dir: "/tmp", Vars: map[string]string{"FROM": "0", "MAX": "1"}},
@@ -208,8 +161,9 @@ func TestAnswerHereLeavesOddRequestsToTheScript(t *testing.T) {
 	}
 }
 
-// startBoth starts spec in two fresh node directories: by the script, run as
-// a local runner would, and by StartHere. It returns both directories.
+// startBoth starts spec in two fresh node directories: by the scripts (the
+// agent copied to the node, then started), run as a local runner would, and
+// by StartHere. It returns both directories.
 func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here string) {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
@@ -221,16 +175,34 @@ func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := tarFiles([]tarFile{{"wrapper.sh", []byte(wrapperScript), 0o644}, {"env", envs, 0o600}, {"run.sh", []byte(spec.Run), 0o644}})
+	payload, err := tarFiles([]tarFile{{"env", envs, 0o600}, {"run.sh", []byte(spec.Run), 0o644}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", "-c", script(startBody, "D", byScript, "W", spec.Workdir))
-	cmd.Dir, cmd.Env, cmd.Stdin = base, env, bytes.NewReader(payload)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("start script: %v: %s", err, out)
+	prog, err := findProgram()
+	if err != nil {
+		t.Fatal(err)
 	}
-	req, _ := Decode(script(startBody, "D", here, "W", spec.Workdir))
+	bin, err := os.Open(prog.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	vars := []string{"W", spec.Workdir, "SUM", prog.sum, "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"}
+	for _, step := range []struct {
+		s  string
+		in io.Reader
+	}{
+		{script(installAgentBody, "D", byScript, "SUM", prog.sum), bin},
+		{script(startBody, append([]string{"D", byScript}, vars...)...), bytes.NewReader(payload)},
+	} {
+		cmd := exec.Command("bash", "-c", step.s)
+		cmd.Dir, cmd.Env, cmd.Stdin = base, env, step.in
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("script: %v: %s", err, out)
+		}
+	}
+	req, _ := Decode(script(startBody, append([]string{"D", here}, vars...)...))
 	if ok, err := StartHere(context.Background(), req, payload, env); !ok || err != nil {
 		t.Fatalf("StartHere = %v, %v", ok, err)
 	}
@@ -238,10 +210,10 @@ func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here strin
 }
 
 func TestStartHereMatchesStartScript(t *testing.T) {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root"}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	spec := StartSpec{Run: "env | LC_ALL=C sort; grep -E '^Sig(Ign|Blk)' /proc/self/status; pwd; ls -l --time-style=+%s ..", Env: map[string]string{"K": "v"}}
 	a, b := startBoth(t, spec, env)
-	again, _ := Decode(script(startBody, "D", b, "W", ""))
+	again, _ := Decode(script(startBody, "D", b, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
 	if ok, err := StartHere(context.Background(), again, mustTar(t), env); !ok || err != nil {
 		t.Fatalf("second StartHere = %v, %v; want nothing done", ok, err)
 	}
@@ -259,13 +231,16 @@ func TestStartHereMatchesStartScript(t *testing.T) {
 		}
 		log, _ := os.ReadFile(d + "/log")
 		s := strings.ReplaceAll(string(log), d, "$D")
-		// Of the listing, only what Start made: the wrapper's own files
-		// may or may not be there yet.
+		// Of the listing, only what Start made: the agent's own files
+		// may or may not be there yet. The agent link points at the
+		// program where each start found it.
 		var keep []string
 		for _, l := range strings.Split(s, "\n") {
-			if f := strings.Fields(l); len(f) == 7 {
+			if f := strings.Fields(l); len(f) == 9 && f[6] == "agent" && f[7] == "->" {
+				l = f[0] + " " + f[6]
+			} else if len(f) == 7 {
 				switch f[6] {
-				case "env", "run.sh", "wrapper.sh":
+				case "env", "run.sh":
 					l = f[0] + " " + f[4] + " " + f[5] + " " + f[6]
 				case "cwd":
 					// Written when Start runs: its time is the clock's, and
@@ -290,7 +265,7 @@ func TestStartHereMatchesStartScript(t *testing.T) {
 
 func mustTar(t *testing.T) []byte {
 	t.Helper()
-	b, err := tarFiles([]tarFile{{"wrapper.sh", []byte("exit 9\n"), 0o644}, {"run.sh", []byte("exit 9\n"), 0o644}})
+	b, err := tarFiles([]tarFile{{"run.sh", []byte("exit 9\n"), 0o644}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +283,7 @@ func TestAnswerHereBoundsWhatTheTaskCanWrite(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d, "begun"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	linkAgent(t, d)
 	poll := script(pollBody, "D", d)
 	for _, content := range []string{
 		strings.Repeat("7", 70<<10),
@@ -382,19 +358,29 @@ func FuzzParseStatus(f *testing.F) {
 		}
 		if st.Invalid == "" {
 			back, err := parseStatus(FormatStatus(st))
-			if err != nil || back != st {
+			if err != nil || !sameStatus(back, st) {
 				t.Errorf("%+v formats and parses back to %+v, %v", st, back, err)
 			}
 		}
 	})
 }
 
-// fakeWrapper starts a process whose command line names d's wrapper.sh, as
-// the wrapper's does, running body in d, and records its pid there. wait
-// reaps it.
-func fakeWrapper(t *testing.T, d, body string) (cmd *exec.Cmd, wait func()) {
+// sameStatus compares two statuses, their notices by value.
+func sameStatus(a, b Status) bool {
+	an, bn := a.Notice, b.Notice
+	a.Notice, b.Notice = nil, nil
+	if a != b || (an == nil) != (bn == nil) {
+		return false
+	}
+	return an == nil || (an.Kind == bn.Kind && an.Source == bn.Source && an.At.Equal(bn.At) && an.Deadline.Equal(bn.Deadline))
+}
+
+// fakeAgent starts a process whose command line is the agent's for d,
+// running body in d, and records its pid there.
+func fakeAgent(t *testing.T, d, body string) {
 	t.Helper()
-	cmd = exec.Command("bash", "-c", body, d+"/wrapper.sh")
+	cmd := exec.Command("bash", "-c", body, d)
+	cmd.Args[0] = "sortie-agent"
 	cmd.Dir = d
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -407,42 +393,14 @@ func fakeWrapper(t *testing.T, d, body string) (cmd *exec.Cmd, wait func()) {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() { cmd.Process.Kill(); in.Close(); <-done })
-	return cmd, func() { in.Close(); <-done }
 }
 
-// A wrapper that writes its exit code and exits while a poll looks at the
-// node is seen alive or with its code, never dead without one: the poll
-// looks at the wrapper before it reads the exit code.
-func TestPollHereSeesAWrapperEndingMidPollWithItsCode(t *testing.T) {
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, d+"/begun", "")
-	_, wait := fakeWrapper(t, d, "read -r x")
-	defer func() { afterAliveCheck = func() {} }()
-	afterAliveCheck = func() {
-		write(t, d+"/exit_code", "run 7 -\n")
-		wait()
-	}
-	out, ok := pollHere(d)
-	if !ok {
-		t.Fatal("not answered here")
-	}
-	st, err := parseStatus(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !st.Done || st.ExitCode != 7 {
-		t.Errorf("poll while the wrapper wrote 7 and exited: %+v (%q); want done with 7", st, out)
-	}
-}
-
-// The poll script has the same order; under load the window between its
-// two looks widens, and a conformance test saw a wrapper "dead without an
-// exit code" there. Wrappers that always write their code end while a
-// poll loop watches each: none may be seen dead without it.
-func TestPollScriptNeverSeesAWrapperDeadWithoutItsCode(t *testing.T) {
+// The agent's answer looks at the agent before it reads the exit code;
+// under load the window between the two looks widens, and a conformance
+// test once saw a node "dead without an exit code" there. Agents that
+// always write their code end while a poll loop watches each: none may be
+// seen dead without it.
+func TestPollScriptNeverSeesAnAgentDeadWithoutItsCode(t *testing.T) {
 	n := 30
 	if testing.Short() {
 		n = 10
@@ -453,7 +411,8 @@ func TestPollScriptNeverSeesAWrapperDeadWithoutItsCode(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(t, d+"/begun", "")
-		fakeWrapper(t, d, `sleep 0.0$((RANDOM % 4)); echo "run 7 -" >exit_code.tmp; mv exit_code.tmp exit_code; exit 0`)
+		linkAgent(t, d)
+		fakeAgent(t, d, `sleep 0.0$((RANDOM % 4)); echo "run 7 -" >exit_code.tmp; mv exit_code.tmp exit_code; exit 0`)
 		s := script(pollBody, "D", d)
 		for {
 			st, err := parseStatus(runScript(t, s))
@@ -462,12 +421,12 @@ func TestPollScriptNeverSeesAWrapperDeadWithoutItsCode(t *testing.T) {
 			}
 			if st.Done {
 				if st.ExitCode != 7 {
-					t.Fatalf("wrapper %d: %+v, want exit code 7", i, st)
+					t.Fatalf("agent %d: %+v, want exit code 7", i, st)
 				}
 				break
 			}
-			if !st.WrapperAlive {
-				t.Fatalf("wrapper %d: seen dead without an exit code, yet it wrote 7 before exiting: %+v", i, st)
+			if !st.AgentAlive || st.AgentLost {
+				t.Fatalf("agent %d: seen dead without an exit code, yet it wrote 7 before exiting: %+v", i, st)
 			}
 		}
 	}

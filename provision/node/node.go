@@ -1,47 +1,48 @@
 // Package node runs a task on one node through a provision.Runner: it copies
-// files over, starts a detached wrapper that runs the task's setup and run
-// phases, polls it, reads its log and stops it. It only ever asks the runner
-// to Exec bash scripts with stdin, so the same code works for a local
-// directory and for a VM reached over SSH.
+// files over, starts the node agent (cmd/sortie-agent, package
+// sortie/provision/node/agent) detached to run the task's setup and run
+// phases, asks it about the task, reads its log and stops it. It only ever
+// asks the runner to Exec bash scripts with stdin, so the same code works
+// for a local directory and for a VM reached over SSH.
 //
-// Everything lives in the runner's Dir:
+// The runner's Dir holds the agent's files (see package agent), and:
 //
-//	wrapper.sh env cwd setup.sh run.sh  written by Start
-//	container.sh                        runs a phase in the task's container image, when it has one
-//	started/                            made atomically by the first Start
-//	pid                                 the wrapper's pid (its own session and group)
-//	phase pgid.setup pgid.run           the current phase and each phase's process group
-//	pid.is.N pgid.<phase>.is.N          the same, when the disk had no room for the file's bytes
-//	log                                 stdout and stderr of both phases
-//	begun                               made by the wrapper that owns the node, first
-//	exit_code                           "<phase> <code> <-|stop>", written once, durably
-//	exit_code.unwritten.<phase>.<code>.<-|stop>  the same, when exit_code could not be written
-//	stop                                asks the wrapper not to begin another phase
-//	workdir/                            the default working directory of the task
+//	started/   made atomically by the first Start
+//	workdir/   the default working directory of the task
+//
+// On a VM the agent program is copied once per node, beside the attempts'
+// directories: ../.sortie-agent/<sha256>/sortie-agent.
 package node
 
 import (
 	"archive/tar"
 	"bytes"
 	"context"
-	_ "embed"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
-// DirEnv is set, to the node directory, in the environment of the wrapper and
+// DirEnv is set, to the node directory, in the environment of the agent and
 // of every process of the task, so that a provider running nodes on its own
 // machine can find all of them, even those that left their process group.
-const DirEnv = "SORTIE_NODE_DIR"
+const DirEnv = agent.DirEnv
 
 // Phases of a task, as reported in Status.Phase and recorded in exit_code.
 const (
-	PhaseSetup = "setup"
-	PhaseRun   = "run"
+	PhaseSetup = agent.PhaseSetup
+	PhaseRun   = agent.PhaseRun
 )
 
 // DefaultStopGrace is how long Stop waits after SIGTERM before SIGKILL.
@@ -50,9 +51,6 @@ const DefaultStopGrace = 5 * time.Second
 // MaxLogChunk bounds the bytes one ReadLog returns, so that one call never
 // holds a whole large log in memory; callers read again from the new offset.
 const MaxLogChunk = 4 << 20
-
-//go:embed wrapper.sh
-var wrapperScript string
 
 // StartSpec is what Start runs on a node.
 type StartSpec struct {
@@ -65,11 +63,18 @@ type StartSpec struct {
 	Workdir string
 	// Container, when set, runs both phases in that container image.
 	Container *Container
+	// NoticeSource is where the agent hears preemption notices
+	// (notice.SourceAWS, SourceGCE, SourceLocal); "" hears none.
+	// NoticeEndpoint overrides the metadata service's address.
+	NoticeSource, NoticeEndpoint string
+	// TerminationGrace is the time between a notice's SIGTERM and SIGKILL
+	// (never later than the notice's deadline); 0 is agent.DefaultGrace.
+	TerminationGrace time.Duration
 }
 
 // Status is what Poll observed on a node.
 type Status struct {
-	Started bool   // a wrapper began on the node (a Start that died half way has not)
+	Started bool   // an agent began on the node (a Start that died half way has not)
 	Phase   string // PhaseSetup or PhaseRun: the current one, or the one that ended the task
 	Done    bool   // the exit code is written
 	// ExitCode is the exit code of Phase when Done; 128+N when killed by signal N.
@@ -78,29 +83,36 @@ type Status struct {
 	// a phase and a code from 0 to 255 (the task can write over it): the
 	// code is then unknown, and ExitCode and Phase mean nothing.
 	Invalid string
-	// WrapperAlive tells "no exit code yet" from "the wrapper died without
+	// AgentAlive tells "no exit code yet" from "the agent died without
 	// writing one" (the node rebooted, or someone killed it).
-	WrapperAlive bool
+	AgentAlive bool
+	// AgentLost says the agent recorded its pid and is gone without an
+	// exit code: killed (kill -9), crashed, or the node rebooted. The
+	// task's code is unknown; it is never one the task exited with.
+	AgentLost bool
 	// Stopped says the exit code is the one sortie caused: Stop was asked
-	// before the phase ended, and the phase ended by its signal (143 or
-	// 137). A task that ended on its own keeps its code, Stopped false,
-	// even when Stop was asked after.
+	// (or a preemption notice heard) before the phase ended, and the phase
+	// ended by its signal (143 or 137). A task that ended on its own keeps
+	// its code, Stopped false, even when Stop was asked after.
 	Stopped bool
 	// StopAsked says Stop was asked on this node, before or after the end.
 	StopAsked bool
-	// Unwritten says the wrapper could not write its exit_code file (a full
+	// Unwritten says the agent could not write its exit_code file (a full
 	// disk) and recorded the code in a marker's name instead.
 	Unwritten bool
+	// Notice is the last preemption notice the agent heard (a notice that
+	// ends the node stops the task); nil when none.
+	Notice *agent.Notice
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when
-// it exists so that it matches the wrapper's own command line, and defines the
+// it exists so that it matches the agent's own command line, and defines the
 // liveness checks. Liveness ignores zombies, which a machine whose init does
 // not reap keeps forever, and a pid reused by another program.
 const prelude = `
 [ -d "$D" ] && D=$(cd "$D" && pwd -P)
 
-# recorded NAME sets REPLY to the number the wrapper recorded in NAME, or in
+# recorded NAME sets REPLY to the number the agent recorded in NAME, or in
 # the name of NAME.is.N when the disk had no room for NAME's bytes.
 recorded() {
 	local f
@@ -116,7 +128,9 @@ recorded() {
 	return 1
 }
 
-wrapper_alive() {
+# agent_alive: the recorded pid is a live sortie-agent with $D among its
+# arguments.
+agent_alive() {
 	local p l rest a
 	recorded pid && p=$REPLY && kill -0 "$p" 2>/dev/null || return 1
 	[ -d /proc/self ] || return 0
@@ -124,7 +138,11 @@ wrapper_alive() {
 	rest=${l##*) }
 	a=($rest)
 	case ${a[0]} in Z | X | x) return 1 ;; esac
-	tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qxF "$D/wrapper.sh"
+	tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | {
+		read -r l || exit 1
+		[ "${l##*/}" = sortie-agent ] || exit 1
+		grep -qxF "$D"
+	}
 }
 
 group_alive() {
@@ -195,6 +213,12 @@ func envFile(env map[string]string) ([]byte, error) {
 
 const startBody = `
 set -e
+# The agent program on this node, copied once per node (see Start).
+A=${D%/*}/.sortie-agent/$SUM/sortie-agent
+if [ ! -x "$A" ]; then
+	echo "the node agent $A is not on the node" >&2
+	exit 90
+fi
 # The prelude resolved $D if it was there already.
 if [ ! -d "$D" ]; then
 	mkdir -p "$D"
@@ -204,8 +228,8 @@ S=$(mktemp -d "$D/.start.XXXXXX")
 tar -x -f - -C "$S" --no-same-owner
 # The first Start to make this directory owns the node; a later one (a
 # controller that restarted and does not know) leaves the running task
-# alone. A start whose controller died between the claim and the wrapper's
-# beginning is finished by the next one: the wrapper's own claim (begun)
+# alone. A start whose controller died between the claim and the agent's
+# beginning is finished by the next one: the agent's own claim (begun)
 # keeps two from running.
 if ! mkdir "$D/started" 2>/dev/null; then
 	if [ -e "$D/begun" ] || [ -e "$D/pid" ] || [ ! -d "$D/started" ]; then
@@ -222,29 +246,130 @@ case $W in
 esac
 mkdir -p "$W"
 printf '%s' "$W" >"$S/cwd"
+ln -sfn "$A" "$S/agent"
 mv -f "$S"/* "$D"/
 rmdir "$S"
-# The wrapper runs detached, in a session of its own, ignoring SIGHUP as under
-# nohup. Its fd 3 is the write end of a pipe that it closes once it has
-# recorded its pid: reading to the end of the pipe returns then, or as soon
-# as the wrapper dies, so that a Poll right after Start never sees a started
-# node without a wrapper, and no one sleeps waiting for the pid file.
+# The agent runs detached, in a session of its own, ignoring SIGHUP. Its
+# fd 3 is the write end of a pipe that it closes once it has recorded its
+# pid: reading to the end of the pipe returns then, or as soon as the agent
+# dies, so that a Poll right after Start never sees a started node without
+# an agent, and no one sleeps waiting for the pid file.
 exec 3< <(
 	trap '' HUP
 	export SORTIE_NODE_DIR=$D
-	exec setsid "$BASH" "$D/wrapper.sh" "$D" 3>&1 >/dev/null 2>&1 </dev/null
+	exec setsid "$A" run -ready-fd 3 -notice "$NOTICE" -notice-endpoint "$ENDPOINT" -grace "$GRACE" "$D" 3>&1 >/dev/null 2>&1 </dev/null
 )
 read -r -t 5 -u 3 _ || :
 exec 3<&-
-# begun without a pid yet: another Start's wrapper owns the node and is
+# begun without a pid yet: another Start's agent owns the node and is
 # about to record its pid.
 [ -e "$D/pid" ] || [ -e "$D/begun" ] && exit 0
-echo "the wrapper wrote no pid file within 5s; see $D" >&2
+echo "the node agent wrote no pid file within 5s; see $D" >&2
 exit 1
 `
 
+// installAgentBody puts the agent program (stdin) where startBody looks for
+// it, checking its sha256 when the node can.
+const installAgentBody = `
+set -e
+T=${D%/*}/.sortie-agent/$SUM
+mkdir -p "$T"
+F=$(mktemp "$T/.sortie-agent.XXXXXX")
+trap 'rm -f "$F"' EXIT
+cat >"$F"
+if command -v sha256sum >/dev/null 2>&1; then
+	got=$(sha256sum "$F")
+	if [ "${got%% *}" != "$SUM" ]; then
+		echo "the node agent arrived damaged (sha256 ${got%% *}, want $SUM)" >&2
+		exit 1
+	fi
+fi
+chmod 755 "$F"
+mv -f "$F" "$T/sortie-agent"
+`
+
+// exitNoAgent is startBody's exit code when the node lacks the agent.
+const exitNoAgent = 90
+
+// AgentEnv names the agent program for this process, overriding the
+// sortie-agent beside its own executable (tests set it).
+const AgentEnv = "SORTIE_AGENT"
+
+// program is the agent program found on this machine.
+type program struct {
+	path string
+	sum  string // hex sha256 of its bytes
+}
+
+var (
+	programMu    sync.Mutex
+	programCache = map[string]programEntry{}
+)
+
+type programEntry struct {
+	size int64
+	mod  time.Time
+	sum  string
+}
+
+// AgentProgram finds the agent program: $SORTIE_AGENT, else sortie-agent
+// beside this process's executable, as the CLI finds sortie-controller.
+func AgentProgram() (string, error) {
+	if p := os.Getenv(AgentEnv); p != "" {
+		if !filepath.IsAbs(p) {
+			return "", fmt.Errorf("%s=%q: not an absolute path; give the sortie-agent program's absolute path", AgentEnv, p)
+		}
+		return p, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the node agent: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	p := filepath.Join(filepath.Dir(exe), agent.Program)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("the node agent %s is missing: build it beside %s (make build) or set %s", p, filepath.Base(exe), AgentEnv)
+	}
+	return p, nil
+}
+
+// findProgram is AgentProgram with its sha256, computed once per version
+// of the file.
+func findProgram() (program, error) {
+	p, err := AgentProgram()
+	if err != nil {
+		return program{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return program{}, fmt.Errorf("the node agent: %w", err)
+	}
+	programMu.Lock()
+	defer programMu.Unlock()
+	if e, ok := programCache[p]; ok && e.size == fi.Size() && e.mod.Equal(fi.ModTime()) {
+		return program{path: p, sum: e.sum}, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return program{}, fmt.Errorf("the node agent: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return program{}, fmt.Errorf("the node agent: %w", err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	programCache[p] = programEntry{size: fi.Size(), mod: fi.ModTime(), sum: sum}
+	return program{path: p, sum: sum}, nil
+}
+
 // Start starts the task on the node behind r, detached from this process so
-// that it outlives it. It is idempotent: once a Start has claimed the node,
+// that it outlives it: the node agent runs it. On a node without the agent
+// program (a new VM) the program is copied first, once per node: a later
+// attempt on the same cluster finds it by its sha256, and a changed program
+// is copied again. It is idempotent: once a Start has claimed the node,
 // later calls return nil without starting anything.
 func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	env, err := envFile(spec.Env)
@@ -252,8 +377,10 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 		// No node can run an env no environment can hold.
 		return provision.Prechecks(fmt.Errorf("start task in %s: %w", r.Dir(), err))
 	}
+	if spec.TerminationGrace < 0 {
+		return fmt.Errorf("start task in %s: termination grace %s is negative; give a positive duration or 0 for %s", r.Dir(), spec.TerminationGrace, agent.DefaultGrace)
+	}
 	files := []tarFile{
-		{"wrapper.sh", []byte(wrapperScript), 0o644},
 		{"env", env, 0o600},
 		{"run.sh", []byte(spec.Run), 0o644},
 	}
@@ -267,9 +394,41 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	if err != nil {
 		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
 	}
-	s := script(startBody, "D", r.Dir(), "W", spec.Workdir)
-	if _, err := r.Exec(ctx, s, bytes.NewReader(payload)); err != nil {
+	// A node that is no real machine (the sim's) needs no program; one
+	// that does says so, and then the error says why there is none.
+	prog, progErr := findProgram()
+	grace := spec.TerminationGrace
+	if grace == 0 {
+		grace = agent.DefaultGrace
+	}
+	s := script(startBody, "D", r.Dir(), "W", spec.Workdir, "SUM", prog.sum,
+		"NOTICE", spec.NoticeSource, "ENDPOINT", spec.NoticeEndpoint, "GRACE", grace.String())
+	_, err = r.Exec(ctx, s, bytes.NewReader(payload))
+	var ee *provision.ExitError
+	if errors.As(err, &ee) && ee.Code == exitNoAgent {
+		if progErr != nil {
+			return fmt.Errorf("start task in %s: %w", r.Dir(), progErr)
+		}
+		if err := installAgent(ctx, r, prog); err != nil {
+			return fmt.Errorf("start task in %s: %w", r.Dir(), err)
+		}
+		_, err = r.Exec(ctx, s, bytes.NewReader(payload))
+	}
+	if err != nil {
 		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
+	}
+	return nil
+}
+
+// installAgent copies the agent program to the node behind r.
+func installAgent(ctx context.Context, r provision.Runner, prog program) error {
+	f, err := os.Open(prog.path)
+	if err != nil {
+		return fmt.Errorf("copy the node agent: %w", err)
+	}
+	defer f.Close()
+	if _, err := r.Exec(ctx, script(installAgentBody, "D", r.Dir(), "SUM", prog.sum), f); err != nil {
+		return fmt.Errorf("copy the node agent %s: %w", prog.path, err)
 	}
 	return nil
 }

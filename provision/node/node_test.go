@@ -53,7 +53,7 @@ func newNode(t *testing.T) bashRunner {
 
 // killMarked kills every process carrying dir as its node directory, with
 // its group, until none is left. The recorded groups are not enough: a test
-// may end between the wrapper starting a phase and recording its group.
+// may end between the agent starting a phase and recording its group.
 func killMarked(t *testing.T, dir string) {
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = r
@@ -284,13 +284,13 @@ pwd`
 	if err := node.Start(context.Background(), r, node.StartSpec{Run: run, Workdir: wd}); err != nil {
 		t.Fatal(err)
 	}
-	// Start returns only once the wrapper recorded its pid and runs.
+	// Start returns only once the agent recorded its pid and runs.
 	st, err := node.Poll(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Started || !(st.WrapperAlive || st.Done) {
-		t.Errorf("status right after Start = %+v, want started with a live wrapper or done", st)
+	if !st.Started || !(st.AgentAlive || st.Done) {
+		t.Errorf("status right after Start = %+v, want started with a live agent or done", st)
 	}
 	if st := waitDone(t, r); st.ExitCode != 0 {
 		t.Fatalf("status = %+v, want exit code 0", st)
@@ -336,7 +336,7 @@ func TestExitCodeThatCannotBeWritten(t *testing.T) {
 }
 
 // A Start whose controller died after claiming the node and before the
-// wrapper began leaves the node not started; the next Start finishes it,
+// agent began leaves the node not started; the next Start finishes it,
 // and the task runs once.
 func TestHalfStartIsFinished(t *testing.T) {
 	r := newNode(t)
@@ -348,7 +348,7 @@ func TestHalfStartIsFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Started {
-		t.Fatalf("a node claimed without a wrapper reads %+v, want not started", st)
+		t.Fatalf("a node claimed without an agent reads %+v, want not started", st)
 	}
 	spec := node.StartSpec{Run: "echo once"}
 	for range 2 {
@@ -364,7 +364,7 @@ func TestHalfStartIsFinished(t *testing.T) {
 	}
 }
 
-// A wrapper that could not write its pid or its phase's group (a full disk:
+// An agent that could not write its pid or its phase's group (a full disk:
 // no room for the bytes) records them in empty files' names: it is seen
 // alive while its task runs, never dead without an exit code, and Stop and
 // Groups still reach its processes.
@@ -385,8 +385,8 @@ func TestPidThatCannotBeWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Done || !st.WrapperAlive {
-			t.Fatalf("while the task runs: %+v; want the wrapper alive, no exit code", st)
+		if st.Done || !st.AgentAlive {
+			t.Fatalf("while the task runs: %+v; want the agent alive, no exit code", st)
 		}
 		if st.Phase == node.PhaseRun {
 			seen++
@@ -396,8 +396,8 @@ func TestPidThatCannotBeWritten(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if gs := node.Groups(r.dir); len(gs) != 2 || node.WrapperPID(r.dir) != gs[0] {
-		t.Errorf("groups %v, wrapper pid %d; want the wrapper's and the run phase's", gs, node.WrapperPID(r.dir))
+	if gs := node.Groups(r.dir); len(gs) != 2 || node.AgentPID(r.dir) != gs[0] {
+		t.Errorf("groups %v, agent pid %d; want the agent's and the run phase's", gs, node.AgentPID(r.dir))
 	}
 	if err := node.StopWithin(ctx, r, time.Second); err != nil {
 		t.Fatal(err)

@@ -2,35 +2,22 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
+// pollBody asks the node's agent (agent.Answer): one call per node per
+// check. A node without an agent link has not started.
 const pollBody = `
 [ -d "$D" ] || exit 0
-cd "$D" || exit 1
-# Liveness first: a wrapper that writes its exit code and exits between the
-# two looks is then seen alive, or with its code; never dead without one.
-wrapper_alive && echo alive=1
-{ [ -e begun ] || [ -e pid ]; } && echo started=1
-[ -f phase ] && echo "phase=$(head -c 65 phase)"
-if [ -f exit_code ]; then
-	echo "exit=$(head -c 65 exit_code)"
-else
-	for f in exit_code.unwritten.*; do
-		[ -f "$f" ] || continue
-		f=${f#exit_code.unwritten.}
-		echo "exit=${f//./ }"
-		echo unwritten=1
-		break
-	done
-fi
-[ -f stop ] && echo stopped=1
-exit 0
+[ -x "$D/agent" ] || exit 0
+exec "$D/agent" status "$D"
 `
 
 // Poll reports the task's state on the node behind r, in one Exec.
@@ -47,9 +34,9 @@ func Poll(ctx context.Context, r provision.Runner) (Status, error) {
 }
 
 // MaxStateValue bounds what Poll reads of the phase and exit_code files, which
-// the task itself can write over: the script reads one byte more, so that a
+// the task itself can write over: the agent reads one byte more, so that a
 // longer file is seen as too long instead of being cut into a valid value.
-const MaxStateValue = 64
+const MaxStateValue = agent.MaxStateValue
 
 // parseStatus reads the Poll script's answer. Whatever the node's files hold,
 // it never fails on their content: a phase that is not one is ignored, and an
@@ -57,14 +44,21 @@ const MaxStateValue = 64
 // unknown, with the reason in Invalid.
 func parseStatus(out []byte) (Status, error) {
 	var st Status
-	how := "" // the exit_code's third word; "" from a wrapper that wrote two
+	how := "" // the exit_code's third word; "" from an older node that wrote two
 	for _, line := range strings.Split(string(out), "\n") {
 		key, val, _ := strings.Cut(line, "=")
 		switch key {
 		case "started":
 			st.Started = true
 		case "alive":
-			st.WrapperAlive = true
+			st.AgentAlive = true
+		case "lost":
+			st.AgentLost = true
+		case "notice":
+			var n agent.Notice
+			if json.Unmarshal([]byte(val), &n) == nil {
+				st.Notice = &n
+			}
 		case "stopped":
 			st.StopAsked = true
 		case "unwritten":
@@ -85,7 +79,7 @@ func parseStatus(out []byte) (Status, error) {
 	// the phase ended by Stop's signal (SIGTERM's 143, SIGKILL's 137).
 	// Anything else is the task's own, even when the stop marker came
 	// later: a task that exited 29, or 0, before or while sortie stopped
-	// it keeps its code. A wrapper that did not record whether the stop
+	// it keeps its code. A node that did not record whether the stop
 	// came first is judged by the marker.
 	stopFirst := how == "stop" || (how == "" && st.StopAsked)
 	st.Stopped = st.Done && st.Invalid == "" && stopFirst && (st.ExitCode == 143 || st.ExitCode == 137)
@@ -150,7 +144,7 @@ while :; do
 	done
 	if [ $live = 0 ]; then
 		[ -e exit_code ] && exit 0
-		wrapper_alive || exit 0
+		agent_alive || exit 0
 	fi
 	i=$((i + 1))
 	[ $i -ge "$TICKS" ] && break
@@ -160,17 +154,17 @@ for f in pgid.setup pgid.run; do
 	recorded "$f" && g=$REPLY || continue
 	group_alive "$g" && kill -s KILL -- "-$g" 2>/dev/null
 done
-# The wrapper records the exit code as soon as its phase is gone.
+# The agent records the exit code as soon as its phase is gone.
 for i in $(seq 100); do
 	[ -e exit_code ] && exit 0
-	wrapper_alive || exit 0
+	agent_alive || exit 0
 	sleep 0.02
 done
 exit 0
 `
 
 // Stop terminates the task's processes on the node behind r: SIGTERM to the
-// current phase's process group, SIGKILL after DefaultStopGrace. The wrapper
+// current phase's process group, SIGKILL after DefaultStopGrace. The agent
 // then records the phase's exit code (143 or 137) and begins no other phase.
 // Stopping a node whose task has not started keeps a later Start from
 // running anything.

@@ -11,7 +11,8 @@ import (
 // shellBody runs the user's command (or an interactive shell when there
 // is none) where the task ran and with what it saw: in the directory of
 // the cwd file, with the env file sourced, and with the node's own HOME
-// when the node has one (a home directory of its own beside the wrapper).
+// when the node has one (a local node's home directory, beside its
+// attempts' directories).
 // The paths come as assignments before the prelude, so nothing the task
 // wrote into its env file can change where the shell goes.
 const shellBody = `
@@ -25,6 +26,8 @@ IFS= read -r -d '' W <"$D/cwd"
 while [[ $W == *$'\n' ]]; do W=${W%$'\n'}; done
 if [ -d "$D/home" ]; then
 	export HOME=$D/home
+elif [ -d "${D%/*}/home" ]; then
+	export HOME=${D%/*}/home
 fi
 export SORTIE_NODE_DIR=$D
 cd -- "$W" || exit 125

@@ -46,7 +46,7 @@ func startSleeping(t *testing.T, r bashRunner, run string) int {
 		t.Fatal(err)
 	}
 	waitFile(t, filepath.Join(r.dir, "workdir", "ready"))
-	// The wrapper records the group just after starting it.
+	// The agent records the group just after starting it.
 	waitFile(t, filepath.Join(r.dir, "pgid.run"))
 	b, err := os.ReadFile(filepath.Join(r.dir, "pgid.run"))
 	if err != nil {
@@ -150,14 +150,14 @@ func TestWrapperDeadWithoutExitCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Started || st.Done || !st.WrapperAlive || st.Phase != node.PhaseRun {
+	if !st.Started || st.Done || !st.AgentAlive || st.Phase != node.PhaseRun {
 		t.Fatalf("status of a running task = %+v", st)
 	}
 	groups := node.Groups(r.dir)
 	if len(groups) != 2 {
-		t.Fatalf("recorded groups = %v, want the wrapper's and the run phase's", groups)
+		t.Fatalf("recorded groups = %v, want the agent's and the run phase's", groups)
 	}
-	// The node loses the wrapper, as a reboot or an OOM kill would.
+	// The node loses the agent, as a reboot or an OOM kill would.
 	if err := syscall.Kill(groups[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -167,16 +167,16 @@ func TestWrapperDeadWithoutExitCode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.WrapperAlive {
+		if !st.AgentAlive {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("wrapper still reported alive 10s after SIGKILL")
+			t.Fatal("agent still reported alive 10s after SIGKILL")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !st.Started || st.Done {
-		t.Errorf("status = %+v, want started, not done, wrapper dead", st)
+		t.Errorf("status = %+v, want started, not done, agent dead", st)
 	}
 	// Stop still reaches the orphaned run phase.
 	if err := node.StopWithin(context.Background(), r, time.Second); err != nil {

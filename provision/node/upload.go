@@ -19,7 +19,7 @@ import (
 // which an upload must not overwrite.
 func reserved(name string) bool {
 	switch name {
-	case "wrapper.sh", "env", "cwd", "setup.sh", "run.sh", "container.sh", "started", "pid", "phase",
+	case "agent", "begun", "notice", "notice-request.json", "env", "cwd", "setup.sh", "run.sh", "container.sh", "started", "pid", "phase",
 		"pgid.setup", "pgid.run", "log", "exit_code", "stop":
 		return true
 	}
@@ -115,7 +115,7 @@ func checkRemote(p string) error {
 	}
 	first, _, _ := strings.Cut(clean, "/")
 	if reserved(first) {
-		return fmt.Errorf("remote path %q would overwrite the task wrapper's own %q; choose another name", p, first)
+		return fmt.Errorf("remote path %q would overwrite the node agent's own %q; choose another name", p, first)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func (s suite) commands(t *testing.T) {
 				t.Error("Runner.Dir is empty")
 			}
 			e.exec(t, r)
-			e.wrapper(t, r, rank, len(c.Nodes), src)
+			e.task(t, r, rank, len(c.Nodes), src)
 		})
 	}
 }
@@ -59,8 +59,8 @@ func (e *env) exec(t *testing.T, r provision.Runner) {
 	}
 }
 
-// wrapper runs a task through the node package on r: rank r exits with 3*r.
-func (e *env) wrapper(t *testing.T, r provision.Runner, rank, nodes int, src string) {
+// task runs a task through the node package on r: rank r exits with 3*r.
+func (e *env) task(t *testing.T, r provision.Runner, rank, nodes int, src string) {
 	st, err := node.Poll(e.ctx, r)
 	if err != nil {
 		t.Fatalf("Poll before Start: %v", err)
@@ -94,8 +94,8 @@ func (e *env) wrapper(t *testing.T, r provision.Runner, rank, nodes int, src str
 		if st.Done {
 			break
 		}
-		if !st.WrapperAlive {
-			t.Fatalf("wrapper died without an exit code: %+v", st)
+		if !st.AgentAlive {
+			t.Fatalf("agent died without an exit code: %+v", st)
 		}
 		select {
 		case <-e.ctx.Done():

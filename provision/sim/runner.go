@@ -50,12 +50,12 @@ func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	if t.RunTime > 0 {
 		runTime = t.RunTime
 	}
-	st := node.Status{Started: true, Phase: node.PhaseRun, WrapperAlive: true, StopAsked: t.StopAsked}
+	st := node.Status{Started: true, Phase: node.PhaseRun, AgentAlive: true, StopAsked: t.StopAsked}
 	switch {
 	case t.Stopped != nil:
-		st.Done, st.ExitCode, st.WrapperAlive, st.Stopped = true, 143, false, true
+		st.Done, st.ExitCode, st.AgentAlive, st.Stopped = true, 143, false, true
 	case !now.Before(t.Started.Add(runTime)):
-		st.Done, st.ExitCode, st.WrapperAlive = true, t.Code, false
+		st.Done, st.ExitCode, st.AgentAlive = true, t.Code, false
 	}
 	return st
 }
@@ -215,7 +215,7 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 	}
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
 	if t.Stopped != nil {
-		// Stopped before it began: the wrapper begins no phase.
+		// Stopped before it began: the agent begins no phase.
 		t.Stopped = &now
 	}
 	if c.PreemptFrac > 0 && c.PreemptAt == nil {

@@ -110,14 +110,14 @@ func TestTaskRunsForRunTimeAndExitsWithItsRule(t *testing.T) {
 		t.Fatalf("Upload: %v", err)
 	}
 	start(t, r, 7, 1)
-	if st := poll(t, r); !st.Started || st.Done || !st.WrapperAlive || st.Phase != node.PhaseRun {
+	if st := poll(t, r); !st.Started || st.Done || !st.AgentAlive || st.Phase != node.PhaseRun {
 		t.Fatalf("after Start: %+v, want running", st)
 	}
 	clk.Advance(59 * time.Second)
 	start(t, r, 7, 1) // idempotent: does not restart the clock
 	clk.Advance(time.Second)
 	st := poll(t, r)
-	if !st.Done || st.ExitCode != 29 || st.WrapperAlive {
+	if !st.Done || st.ExitCode != 29 || st.AgentAlive {
 		t.Fatalf("after RunTime: %+v, want done with 29", st)
 	}
 	log, err := node.ReadLog(context.Background(), r, 0)

@@ -33,6 +33,8 @@ type options struct {
 	localJobs, parallel      int
 	queueJobs, queueRunning  int
 	queueRuns, launchRuns    int
+	noticeJobs, noticeAgents int
+	noticeRounds             int
 	simTimeout, localTimeout time.Duration
 	cancelJobs, churnJobs    int
 }
@@ -44,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws,cancel", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws,cancel,notice", "which groups to run, comma-separated")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
 	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
@@ -59,6 +61,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.launchRuns, "launch-runs", 21, "timed runs of jobs launch -d")
 	fs.IntVar(&o.cancelJobs, "cancel-jobs", 2000, "running sim jobs cancelled by one jobs cancel")
 	fs.IntVar(&o.churnJobs, "churn-jobs", 50, "sim jobs that keep restarting while the cancel runs")
+	fs.IntVar(&o.noticeJobs, "notice-jobs", 20, "local jobs given a preemption notice")
+	fs.IntVar(&o.noticeAgents, "notice-agents", 20, "node agents hearing each round's spot interruption from the metadata simulator")
+	fs.IntVar(&o.noticeRounds, "notice-rounds", 3, "rounds of metadata simulator notices")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,12 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws, "cancel": b.cancel}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws, "cancel": b.cancel, "notice": b.notice}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws, cancel)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws, cancel, notice)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -114,7 +119,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.o.bin == "" {
 		b.o.bin = filepath.Join(b.o.work, "sortie")
 		fmt.Fprintf(b.log, "building %s\n", b.o.bin)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.work+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.o.work+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller", "sortie/cmd/sortie-agent")
 		cmd.Stdout, cmd.Stderr = b.log, b.log
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go build: %w", err)
@@ -207,6 +212,7 @@ func (b *bench) local(ctx context.Context) error {
 		return fmt.Errorf("the run went wrong: %v", r.Statuses)
 	}
 	b.figure("local_"+count(b.o.localJobs)+"_ratio", r.Ratio(), 2, "x")
+	b.figure("agent_rss_kib", float64(r.AgentRSSKiB), 0, "KiB")
 	return nil
 }
 
@@ -252,6 +258,28 @@ func (b *bench) aws(ctx context.Context) error {
 	b.figure("aws_describe_per_min_1_job", r[1], 1, "calls")
 	b.figure("aws_describe_per_min_100_jobs", r[100], 1, "calls")
 	b.figure("aws_describe_100_to_1_ratio", r[100]/r[1], 2, "x")
+	return nil
+}
+
+// notice measures how fast a preemption notice reaches the task (SIGTERM)
+// on local and from AWS's metadata simulator, and how fast the controller
+// asks for the replacement on local.
+func (b *bench) notice(ctx context.Context) error {
+	r, err := suite.RunNotice(ctx, suite.NoticeOptions{Bin: b.o.bin, Home: b.home("notice"), Jobs: b.o.noticeJobs,
+		Agents: b.o.noticeAgents, Rounds: b.o.noticeRounds, Timeout: 2 * time.Minute, Progress: b.log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "notice: local jobs %v; %d local, %d metadata simulator samples\n", r.Statuses, len(r.LocalSigterm), len(r.IMDSSigterm))
+	if r.Statuses["SUCCEEDED"] != b.o.noticeJobs {
+		return fmt.Errorf("the run went wrong: %v", r.Statuses)
+	}
+	b.figure("notice_to_sigterm_local_p50_ms", suite.Ms(suite.Percentile(r.LocalSigterm, 50)), 1, "ms")
+	b.figure("notice_to_sigterm_local_p99_ms", suite.Ms(suite.Percentile(r.LocalSigterm, 99)), 1, "ms")
+	b.figure("notice_to_sigterm_imds_p50_ms", suite.Ms(suite.Percentile(r.IMDSSigterm, 50)), 1, "ms")
+	b.figure("notice_to_sigterm_imds_p99_ms", suite.Ms(suite.Percentile(r.IMDSSigterm, 99)), 1, "ms")
+	b.figure("notice_to_replacement_launch_p50_ms", suite.Ms(suite.Percentile(r.Replacement, 50)), 1, "ms")
+	b.figure("notice_to_replacement_launch_p99_ms", suite.Ms(suite.Percentile(r.Replacement, 99)), 1, "ms")
 	return nil
 }
 

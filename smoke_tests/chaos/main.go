@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *bin == "" {
 		*bin = filepath.Join(*work, "bin", "sortie")
 		fmt.Fprintf(stderr, "building %s\n", *bin)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Dir(*bin)+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Dir(*bin)+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller", "sortie/cmd/sortie-agent")
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(stderr, "chaos: go build:", err)

@@ -467,6 +467,35 @@ func TestConfigErrorsAreUsageErrors(t *testing.T) {
 	}
 }
 
+func TestShowListsNotices(t *testing.T) {
+	at := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	deadline, asked, ended := at.Add(2*time.Minute), at.Add(800*time.Millisecond), at.Add(95*time.Second)
+	head := ended.Sub(asked).Milliseconds()
+	f, out, _ := testFactory()
+	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Attempts: []service.AttemptView{
+		{Task: 0, Attempt: 1, StartedAt: at.Add(-time.Hour), EndedAt: &ended, ReplacedAt: &asked, HeadStartMS: &head,
+			Notice: &service.NoticeView{Kind: "spot-interruption", Source: "aws-imds", At: at, Deadline: &deadline}},
+		{Task: 0, Attempt: 2, StartedAt: asked, ReplacedAt: &asked,
+			Notice: &service.NoticeView{Kind: "preempted", Source: "gce-metadata", At: at}},
+		{Task: 0, Attempt: 3, StartedAt: asked},
+	}}
+	if err := printShow(f, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Preemption notices:",
+		"  0     1        spot-interruption  aws-imds      2026-11-30T11:00:00Z  2026-11-30T11:02:00Z  2026-11-30T11:00:00Z  1m34.2s",
+		"  0     2        preempted          gce-metadata  2026-11-30T11:00:00Z  -                     2026-11-30T11:00:00Z  not ended yet",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show printed\n%s\nwant it to contain %q", out, want)
+		}
+	}
+	if strings.Count(out.String(), "\n  0     ") != 5 { // 3 attempts, 2 notices
+		t.Errorf("want a notice line for each attempt with a notice only:\n%s", out)
+	}
+}
+
 func TestShowListsNotifications(t *testing.T) {
 	f, out, _ := testFactory()
 	now := f.Now()

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 		}
 		t.flush()
 	}
+	printNotices(w, d.Attempts)
 	if len(d.LaunchTries) > 0 {
 		fmt.Fprintln(w, "\nFailed launch tries:")
 		t := newTable(w, "  TASK", "ATTEMPT", "ROUND", "WHERE", "CLASS", "ERROR")
@@ -249,6 +251,41 @@ func failures(d *service.JobDetail) string {
 		return fmt.Sprintf("%d, budget %d", d.RestartsOnErrors, d.Tasks[0].MaxRestartsOnErrors)
 	}
 	return strconv.Itoa(d.RestartsOnErrors)
+}
+
+// printNotices lists the preemption notices the attempts' nodes heard:
+// when, the deadline, when the replacement was asked for, and its head
+// start (how long before the old attempt ended it was asked for).
+func printNotices(w io.Writer, as []service.AttemptView) {
+	var with []service.AttemptView
+	for _, a := range as {
+		if a.Notice != nil {
+			with = append(with, a)
+		}
+	}
+	if len(with) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPreemption notices:")
+	t := newTable(w, "  TASK", "ATTEMPT", "KIND", "FROM", "HEARD", "DEADLINE", "REPLACEMENT ASKED", "HEAD START")
+	stamp := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	for _, a := range with {
+		n := a.Notice
+		head := "-"
+		switch {
+		case a.HeadStartMS != nil:
+			head = (time.Duration(*a.HeadStartMS) * time.Millisecond).Round(100 * time.Millisecond).String()
+		case a.ReplacedAt != nil:
+			head = "not ended yet"
+		}
+		t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), n.Kind, n.Source, stamp(&n.At), stamp(n.Deadline), stamp(a.ReplacedAt), head)
+	}
+	t.flush()
 }
 
 // sizeText names an escalated size: "cpus 8, memory 32 GB, accelerators

@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// nodeDirEnv is the variable the node wrapper sets, to its node directory,
+// nodeDirEnv is the variable the node agent sets, to its node directory,
 // in the environment of every process of the task.
 const nodeDirEnv = "SORTIE_NODE_DIR"
 
 // KillNodeProcesses does to a node directory what losing the VM does to a
 // task: every process of it dies at once, without a chance to write an exit
-// code. It kills the process groups the wrapper recorded in dir (pid,
+// code. It kills the process groups the agent recorded in dir (pid,
 // pgid.setup, pgid.run) and any process whose environment names dir under
 // SORTIE_NODE_DIR (one that left its group). It returns how many it signalled.
 func KillNodeProcesses(dir string) int {
@@ -25,8 +25,10 @@ func KillNodeProcesses(dir string) int {
 	}
 	n := 0
 	self := syscall.Getpgrp()
-	names, _ := filepath.Glob(filepath.Join(dir, "pgid.*"))
-	names = append(names, filepath.Join(dir, "pid"))
+	// The agent first, as a VM's end takes it with its task: killed
+	// after, it would see its task die and record the signal's code.
+	groups, _ := filepath.Glob(filepath.Join(dir, "pgid.*"))
+	names := append([]string{filepath.Join(dir, "pid")}, groups...)
 	for _, name := range names {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -59,14 +61,14 @@ func KillNodeProcesses(dir string) int {
 }
 
 // nodeGroup says whether process group pg still holds a process of the
-// node in dir: its wrapper (dir/wrapper.sh on its command line) or a task
-// process (SORTIE_NODE_DIR naming dir). A pid file outlives its processes,
+// node in dir: its agent (sortie-agent with dir on its command line) or a
+// task process (SORTIE_NODE_DIR naming dir). A pid file outlives its processes,
 // and the kernel hands the number to others: tests running at the same time
-// started some of them, and killing those made their wrappers die "without
+// started some of them, and killing those made their agents die "without
 // an exit code".
 func nodeGroup(pg int, dir string) bool {
 	marker := []byte(nodeDirEnv + "=" + dir)
-	wrapper := []byte(dir + "/wrapper.sh")
+	agentDir := []byte(dir)
 	for _, pid := range pids() {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
@@ -82,9 +84,12 @@ func nodeGroup(pg int, dir string) bool {
 			continue
 		}
 		if cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
-			for _, arg := range bytes.Split(cmdline, []byte{0}) {
-				if bytes.Equal(arg, wrapper) {
-					return true
+			args := bytes.Split(cmdline, []byte{0})
+			if filepath.Base(string(args[0])) == "sortie-agent" {
+				for _, arg := range args[1:] {
+					if bytes.Equal(arg, agentDir) {
+						return true
+					}
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,9 +52,20 @@ func TestKillNodeProcessesSparesReusedGroups(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pgid.run"), []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wrapper := startGroup(t, nil, "bash", "-c", "sleep 60; exit 0", dir+"/wrapper.sh")
-	if err := os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(wrapper.Process.Pid)+"\n"), 0o644); err != nil {
+	// A process with the agent's command line: sortie-agent run DIR.
+	agent := startGroup(t, nil, "bash", "-c", `exec -a sortie-agent bash -c "sleep 60; exit 0" run "$0"`, dir)
+	if err := os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(agent.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(agent.Process.Pid) + "/cmdline")
+		if strings.HasPrefix(string(b), "sortie-agent\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's command line is %q after 5s", b)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	task := startGroup(t, []string{nodeDirEnv + "=" + dir}, "sleep", "60")
 	if err := os.WriteFile(filepath.Join(dir, "pgid.setup"), []byte(strconv.Itoa(task.Process.Pid)+"\n"), 0o644); err != nil {
@@ -61,11 +73,11 @@ func TestKillNodeProcessesSparesReusedGroups(t *testing.T) {
 	}
 	KillNodeProcesses(dir)
 	deadline := time.Now().Add(5 * time.Second)
-	for (alive(wrapper.Process.Pid) || alive(task.Process.Pid)) && time.Now().Before(deadline) {
+	for (alive(agent.Process.Pid) || alive(task.Process.Pid)) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(wrapper.Process.Pid) || alive(task.Process.Pid) {
-		t.Error("the node's wrapper or task outlived KillNodeProcesses")
+	if alive(agent.Process.Pid) || alive(task.Process.Pid) {
+		t.Error("the node's agent or task outlived KillNodeProcesses")
 	}
 	if !alive(other.Process.Pid) {
 		t.Error("KillNodeProcesses killed a group a stale pid file named, which was not the node's")

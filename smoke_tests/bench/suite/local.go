@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,10 +24,12 @@ type LocalOptions struct {
 	Progress io.Writer
 }
 
-// LocalResult is the two wall times and how the jobs ended.
+// LocalResult is the two wall times and how the jobs ended, and the node
+// agent's resident memory while a task ran.
 type LocalResult struct {
 	Sortie, Plain time.Duration
 	Statuses      map[string]int
+	AgentRSSKiB   int64
 }
 
 // Ratio is sortie's wall time over the plain loop's.
@@ -67,7 +73,81 @@ func RunLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		return r, fmt.Errorf("%d of %d jobs have an end time", n, o.Jobs)
 	}
 	r.Sortie = last.Sub(t0)
+	if r.AgentRSSKiB, err = agentRSS(ctx, h, o); err != nil {
+		return r, err
+	}
 	return r, d.Stop(time.Minute)
+}
+
+// agentRSSTask runs long enough for its agent to be measured; the file it
+// waits for ends it.
+const agentRSSTask = `name: rss
+run: |
+  while [ ! -f "$SORTIE_BENCH_GATE" ]; do sleep 0.05; done
+`
+
+// agentRSS runs one more job and reads its node agent's VmRSS while the
+// task runs, then lets the job end.
+func agentRSS(ctx context.Context, h *home, o LocalOptions) (int64, error) {
+	gate := filepath.Join(o.Home, "work", "rss-gate")
+	file := filepath.Join(o.Home, "work", "rss.yaml")
+	task := strings.Replace(agentRSSTask, "$SORTIE_BENCH_GATE", gate, 1)
+	if err := os.WriteFile(file, []byte(task), 0o644); err != nil {
+		return 0, err
+	}
+	defer os.WriteFile(gate, nil, 0o644)
+	if _, _, err := submit(ctx, h.daemon, file, 1, 1, io.Discard); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if kib, ok := agentVmRSS(o.Home); ok {
+			os.WriteFile(gate, nil, 0o644)
+			_, err := waitAll(ctx, h.db, o.Jobs+1, 50*time.Millisecond, time.Minute, 10*time.Second, io.Discard)
+			return kib, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("no node agent with a running task under %s within a minute", o.Home)
+}
+
+// agentVmRSS finds a node agent under home whose run phase has begun and
+// returns its VmRSS in KiB.
+func agentVmRSS(home string) (int64, bool) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+		if len(args) < 3 || filepath.Base(args[0]) != "sortie-agent" || args[1] != "run" {
+			continue
+		}
+		dir := args[len(args)-1]
+		if !strings.HasPrefix(dir, home+"/") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pgid.run")); err != nil {
+			continue
+		}
+		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				f := strings.Fields(v)
+				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return n, true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // plainLoop runs n `bash -c true`, width at a time, and returns the wall

@@ -317,7 +317,7 @@ func (r *Result) checkLocalLog(jobs map[int64]*job, path string, preempted map[[
 				case l != nil && l.exited && got != nil && *got == l.code:
 				case l != nil && l.exited && got == nil && wasPreempted:
 				case l != nil && l.exited && got == nil && full.covers(l.at):
-					// A full disk is no excuse: the wrapper keeps a code it
+					// A full disk is no excuse: the agent keeps a code it
 					// cannot write in a file's name.
 					r.UnknownWhileFull++
 					r.EndedWhileFull++

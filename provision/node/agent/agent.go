@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Notice is a preemption notice as the agent records it in the notice file
+// and reports it: the notice package's Notice, the same fields and JSON.
+type Notice struct {
+	Kind     string    `json:"kind"`
+	Source   string    `json:"source"`
+	At       time.Time `json:"at"`
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// DefaultGrace is how long a notice's SIGTERM is given before SIGKILL when
+// the agent is told nothing else (job_recovery.termination_grace).
+const DefaultGrace = 30 * time.Second
+
+// Agent runs one task on one node.
+type Agent struct {
+	// Dir is the node directory, absolute and resolved.
+	Dir string
+	// Bash is the bash the phases run with.
+	Bash string
+	// Env is the environment of the phases (DirEnv is added).
+	Env []string
+	// Watch, when set, listens for preemption notices until ctx ends and
+	// calls found for each, with whether it ends the node (cmd/sortie-agent
+	// gives it the notice package's watchers, which this package does not
+	// link: the controller imports it for Answer and its file names).
+	Watch func(ctx context.Context, found func(n Notice, ends bool))
+	// Grace is how long the task gets between a notice's SIGTERM and
+	// SIGKILL; never later than the notice's deadline. 0 is DefaultGrace.
+	Grace time.Duration
+	// Now and After are the clock; nil is the real one.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	// Ready is called once the agent has recorded its pid (the starter
+	// waits for it); nil does nothing.
+	Ready func()
+
+	mu      sync.Mutex
+	group   int  // the running phase's process group, 0 between phases
+	noticed bool // a notice that ends the node was heard
+}
+
+// phaseScript is what bash runs for a phase on the node itself, as SkyPilot
+// runs a task: an interactive bash (-i) that sources ~/.bashrc, past the
+// "not interactive: return" guard most .bashrc files begin with, so that
+// what setup adds there (conda, PATH) is seen by run; then the task's env
+// and its script, in the same shell, in the working directory. Interactive
+// bash ignores SIGTERM, and would carry on with the script's next command
+// after a stop; the trap makes it end as a non-interactive one does. Its
+// complaint about job control without a terminal goes to the stderr it
+// starts with (nothing); fd 3 is the log.
+const phaseScript = `exec 2>&3 3>&-
+set +o history
+trap 'exit 143' TERM
+if [ -f ~/.bashrc ]; then source ~/.bashrc; fi
+cd -- "$1" || exit 1
+shift
+. "$SORTIE_NODE_DIR/env" || exit 1
+source "$0"`
+
+// Run runs the task: claims the node (returning nil at once when another
+// agent has), runs setup when there is one and then run, each as a session
+// and process group of its own, and records the exit code that ended the
+// task. A notice heard meanwhile stops the task (see onNotice).
+func (a *Agent) Run(ctx context.Context) error {
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	if a.After == nil {
+		a.After = time.After
+	}
+	if a.Grace <= 0 {
+		a.Grace = DefaultGrace
+	}
+	ok, err := claim(a.Dir)
+	if err != nil || !ok {
+		return err
+	}
+	if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
+		return err
+	}
+	if a.Ready != nil {
+		a.Ready()
+	}
+	if a.Watch != nil {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go a.Watch(wctx, a.onNotice)
+	}
+	w, err := readCwd(a.Dir)
+	if err != nil {
+		return a.finish(PhaseRun, 1, fmt.Sprintf("read the working directory: %v", err))
+	}
+	if exists(filepath.Join(a.Dir, "setup.sh")) {
+		if code := a.phase(PhaseSetup, w); code != 0 {
+			return a.finish(PhaseSetup, code, "")
+		}
+	}
+	return a.finish(PhaseRun, a.phase(PhaseRun, w), "")
+}
+
+// readCwd reads the cwd file as $(cat cwd) would: trailing newlines dropped.
+func readCwd(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileCwd))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\n"), nil
+}
+
+// stopping says whether a phase must not begin: a stop was asked, or a
+// notice that ends the node was heard.
+func (a *Agent) stopping() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.noticed || exists(filepath.Join(a.Dir, FileStop))
+}
+
+// phase runs one phase and returns its exit code, 128+N when a signal N
+// ended it.
+func (a *Agent) phase(name, w string) int {
+	os.WriteFile(filepath.Join(a.Dir, FilePhase+".tmp"), []byte(name+"\n"), 0o644)
+	os.Rename(filepath.Join(a.Dir, FilePhase+".tmp"), filepath.Join(a.Dir, FilePhase))
+	if a.stopping() {
+		return 143
+	}
+	logf, err := os.OpenFile(filepath.Join(a.Dir, FileLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 1
+	}
+	defer logf.Close()
+	container := exists(filepath.Join(a.Dir, FileContainer))
+	var cmd *exec.Cmd
+	if container {
+		// In the task's container image (image_id: docker:IMAGE).
+		cmd = exec.Command(a.Bash, filepath.Join(a.Dir, FileContainer), a.Dir, w, name)
+		cmd.Stderr = logf
+	} else {
+		cmd = exec.Command(a.Bash, "--norc", "--noprofile", "-i", "-c", phaseScript, filepath.Join(a.Dir, name+".sh"), w)
+		cmd.ExtraFiles = []*os.File{logf}
+	}
+	cmd.Dir = a.Dir
+	cmd.Env = append(a.Env[:len(a.Env):len(a.Env)], DirEnv+"="+a.Dir)
+	cmd.Stdout = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	a.mu.Lock()
+	// A notice heard just now: begin nothing.
+	if a.noticed {
+		a.mu.Unlock()
+		return 143
+	}
+	err = cmd.Start()
+	if err == nil {
+		a.group = cmd.Process.Pid
+	}
+	a.mu.Unlock()
+	if err != nil {
+		fmt.Fprintf(logf, "sortie: could not start the %s phase: %v\n", name, err)
+		return 127
+	}
+	mark(a.Dir, "pgid."+name, cmd.Process.Pid)
+	err = cmd.Wait()
+	a.mu.Lock()
+	a.group = 0
+	a.mu.Unlock()
+	code := exitCode(err)
+	if container {
+		rm := exec.Command(a.Bash, filepath.Join(a.Dir, FileContainer), a.Dir, w, name, "rm")
+		rm.Dir = a.Dir
+		rm.Env = cmd.Env
+		rm.Run()
+	}
+	return code
+}
+
+// exitCode is the shell's view of how a process ended.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 1
+}
+
+// finish records the phase's exit code once, durably, and whether a stop
+// (or a notice) came before the phase ended ("stop") or not ("-"): a code a
+// stop caused is sortie's, but a task that ended before the stop keeps its
+// own code even when the stop marker comes later. why, when set, goes to
+// the log first.
+func (a *Agent) finish(phase string, code int, why string) error {
+	how := "-"
+	if a.stopping() {
+		how = "stop"
+	}
+	if why != "" {
+		a.logLine("sortie: " + why)
+	}
+	if exists(filepath.Join(a.Dir, FileExitCode)) {
+		return nil
+	}
+	line := phase + " " + strconv.Itoa(code) + " " + how
+	if err := putDurable(a.Dir, FileExitCode, []byte(line+"\n")); err != nil {
+		// No room for the file's bytes (a full disk): an empty file needs
+		// none, so its name carries the code.
+		name := UnwrittenPrefix + phase + "." + strconv.Itoa(code) + "." + how
+		f, ferr := os.OpenFile(filepath.Join(a.Dir, name), os.O_WRONLY|os.O_CREATE, 0o644)
+		if ferr == nil {
+			f.Close()
+			syncDir(a.Dir)
+		}
+		a.logLine(fmt.Sprintf("sortie: could not write the exit code (%s %d) on this node", phase, code))
+		if ferr != nil {
+			return fmt.Errorf("record exit code %q: %w (and as a marker: %v)", line, err, ferr)
+		}
+	}
+	return nil
+}
+
+func (a *Agent) logLine(s string) {
+	f, err := os.OpenFile(filepath.Join(a.Dir, FileLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	io.WriteString(f, s+"\n")
+	f.Close()
+}
+
+// onNotice records a notice and, when it ends the node, stops the task:
+// SIGTERM to the running phase's process group now, SIGKILL after the grace
+// or at the notice's deadline, whichever comes first, and no phase begins
+// after it.
+func (a *Agent) onNotice(n Notice, ends bool) {
+	if b, err := json.Marshal(n); err == nil {
+		if err := putDurable(a.Dir, FileNotice, append(b, '\n')); err != nil {
+			a.logLine(fmt.Sprintf("sortie: could not record the notice: %v", err))
+		}
+	}
+	if !ends {
+		a.logLine(fmt.Sprintf("sortie: %s notice from %s; the task goes on", n.Kind, n.Source))
+		return
+	}
+	grace := a.Grace
+	if !n.Deadline.IsZero() {
+		if left := n.Deadline.Sub(a.Now()); left < grace {
+			grace = max(left, 0)
+		}
+	}
+	a.mu.Lock()
+	a.noticed = true
+	g := a.group
+	if g > 0 {
+		syscall.Kill(-g, syscall.SIGTERM)
+	}
+	a.mu.Unlock()
+	a.logLine(fmt.Sprintf("sortie: %s notice from %s (deadline %s): SIGTERM to the task, SIGKILL in %s",
+		n.Kind, n.Source, deadlineText(n.Deadline), grace.Round(time.Millisecond)))
+	if g <= 0 {
+		return
+	}
+	go func() {
+		<-a.After(grace)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.group == g {
+			syscall.Kill(-g, syscall.SIGKILL)
+		}
+	}()
+}
+
+func deadlineText(t time.Time) string {
+	if t.IsZero() {
+		return "none given"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
