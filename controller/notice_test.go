@@ -300,3 +300,33 @@ func TestNoticeDrainWhenTheCloudDoesNotAnswer(t *testing.T) {
 		t.Errorf("after the deadline: %+v", a)
 	}
 }
+
+// job_recovery.termination_grace reaches the node's agent, which waits that
+// long between a notice's SIGTERM and SIGKILL.
+func TestTerminationGraceReachesTheAgent(t *testing.T) {
+	c := localController(t)
+	id := createJob(t, c, "resources:\n  job_recovery:\n    termination_grace: 7s\nrun: sleep 300\n")
+	a := untilRunning(t, c, id)
+	dir := runners(t, c, a)[0].Dir()
+	var args []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), "sortie-agent") || !strings.Contains(string(b), dir) {
+			continue
+		}
+		args = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	if args == nil {
+		t.Fatalf("no agent runs for %s", dir)
+	}
+	for i, arg := range args {
+		if arg == "-grace" && i+1 < len(args) {
+			if args[i+1] != "7s" {
+				t.Fatalf("agent's grace %q, want 7s (args %q)", args[i+1], args)
+			}
+			return
+		}
+	}
+	t.Fatalf("agent started without -grace: %q", args)
+}

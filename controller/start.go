@@ -171,7 +171,7 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	c.pause(PauseStarting, j.ID, a.Attempt)
 	source, endpoint := c.noticeSource(a.Cloud)
 	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
-		NoticeSource: source, NoticeEndpoint: endpoint})
+		NoticeSource: source, NoticeEndpoint: endpoint, TerminationGrace: task.Recovery().TerminationGrace.D()})
 }
 
 // containerFor is how the task's phases run in its container image

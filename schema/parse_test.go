@@ -155,6 +155,8 @@ func TestParseShapes(t *testing.T) {
 			func(p *Pipeline) any { return p.Tasks[0].Recovery().MaxDuration.String() }, "72h"},
 		{"keep_on_failure in minutes", "resources: {job_recovery: {keep_on_failure: 30m}}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Recovery().KeepOnFailure.D() }, 30 * time.Minute},
+		{"termination_grace", "resources: {job_recovery: {termination_grace: 45s}}\nrun: x",
+			func(p *Pipeline) any { return p.Tasks[0].Recovery().TerminationGrace.D() }, 45 * time.Second},
 		{"keep_on_failure in days", "resources: {job_recovery: {keep_on_failure: 1d}}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Recovery().KeepOnFailure.String() }, "24h"},
 		{"max_recoveries", "resources: {job_recovery: {max_recoveries: 4}}\nrun: x",

@@ -396,7 +396,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -428,7 +428,10 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	jr.MaxRecoveries = d.maxRecoveries(join(path, "max_recoveries"), m["max_recoveries"])
 	jr.MaxDuration = d.maxDuration(join(path, "max_duration"), m["max_duration"])
 	jr.Escalate = d.escalate(join(path, "escalate"), m["escalate"])
-	jr.KeepOnFailure = d.keepOnFailure(join(path, "keep_on_failure"), m["keep_on_failure"])
+	jr.KeepOnFailure = d.positiveDuration(join(path, "keep_on_failure"), m["keep_on_failure"], 0,
+		"give how long to keep the failed cluster (e.g. \"30m\"), or leave keep_on_failure out to tear it down at once")
+	jr.TerminationGrace = d.positiveDuration(join(path, "termination_grace"), m["termination_grace"], MaxTerminationGrace,
+		"give how long the task has between SIGTERM and SIGKILL (e.g. \"30s\"), or leave termination_grace out for 30s")
 	return jr
 }
 
@@ -471,11 +474,10 @@ func (d *decoder) maxDuration(path string, raw any) Duration {
 	return Duration(v)
 }
 
-// keepOnFailure reads job_recovery.keep_on_failure: how long the cluster
-// of a job that fails is kept for debugging, a duration as max_duration
-// takes it; zero when absent. Its ceiling is config.yaml's
-// (controller.max_keep_on_failure), checked at launch.
-func (d *decoder) keepOnFailure(path string, raw any) Duration {
+// positiveDuration reads a duration that must be above zero, and at most
+// most when most is set; hint says what to give instead of one that is
+// not positive. Absent is zero.
+func (d *decoder) positiveDuration(path string, raw any, most time.Duration, hint string) Duration {
 	if raw == nil {
 		return 0
 	}
@@ -490,7 +492,10 @@ func (d *decoder) keepOnFailure(path string, raw any) Duration {
 		d.ps.add(path, s, "is not a duration; write a number and a unit (s, m, h, d), e.g. \"30m\" or \"2h\"")
 		return 0
 	case v <= 0:
-		d.ps.add(path, s, "is not positive; give how long to keep the failed cluster (e.g. \"30m\"), or leave keep_on_failure out to tear it down at once")
+		d.ps.add(path, s, "is not positive; %s", hint)
+		return 0
+	case most > 0 && v > most:
+		d.ps.add(path, s, "is above %s, the most allowed; give %s or less", Duration(most), Duration(most))
 		return 0
 	}
 	return Duration(v)

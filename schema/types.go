@@ -136,7 +136,15 @@ type JobRecovery struct {
 	// ends FAILED or FAILED_SETUP is kept, for `jobs ssh`, before it is
 	// torn down; zero means it is torn down at once.
 	KeepOnFailure Duration `json:"keep_on_failure,omitempty"`
+	// TerminationGrace is how long a task told to stop by a preemption
+	// notice has between SIGTERM and SIGKILL (never past the notice's
+	// deadline); zero means the node agent's default, 30 s.
+	TerminationGrace Duration `json:"termination_grace,omitempty"`
 }
+
+// MaxTerminationGrace is the longest job_recovery.termination_grace: the
+// longest warning a cloud gives (AWS's two minutes) with room to spare.
+const MaxTerminationGrace = 10 * time.Minute
 
 // Duration is a time.Duration written as Go writes it ("1h30m0s") in the
 // stored and shown spec, so that the spec parses again as a task file.
