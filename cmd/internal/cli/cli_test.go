@@ -520,3 +520,21 @@ func TestShowListsNotifications(t *testing.T) {
 		}
 	}
 }
+
+// show and release take one job's ID and an output format.
+func TestOneJobCommands(t *testing.T) {
+	if got, err := parse(t, NewCmdShow, []string{"12", "-o", "json"}); err != nil || *got != (ShowOptions{ID: 12, Output: "json"}) {
+		t.Errorf("show 12 -o json: %+v, %v", got, err)
+	}
+	if got, err := parse(t, NewCmdRelease, []string{"7"}); err != nil || *got != (ReleaseOptions{ID: 7, Output: "table"}) {
+		t.Errorf("release 7: %+v, %v", got, err)
+	}
+	for _, argv := range [][]string{{"x"}, {"1", "2"}, {}, {"3", "-o", "yaml"}} {
+		if _, err := parse(t, NewCmdRelease, argv); exitCode(err) != ExitUsage {
+			t.Errorf("release %q: %v, want a usage error", argv, err)
+		}
+		if _, err := parse(t, NewCmdShow, argv); exitCode(err) != ExitUsage {
+			t.Errorf("show %q: %v, want a usage error", argv, err)
+		}
+	}
+}

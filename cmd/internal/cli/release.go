@@ -16,27 +16,13 @@ type ReleaseOptions struct {
 // NewCmdRelease builds `jobs release`.
 func NewCmdRelease(f *Factory, runF func(context.Context, *ReleaseOptions) error) *cobra.Command {
 	opts := &ReleaseOptions{}
-	cmd := &cobra.Command{
-		Use:   "release ID",
-		Short: "Tear down the cluster a failed job keeps (job_recovery.keep_on_failure) now",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDs(args)
-			if err != nil {
-				return err
-			}
-			if err := outputFlag(opts.Output); err != nil {
-				return err
-			}
-			opts.ID = ids[0]
+	return oneJobCmd("release ID", "Tear down the cluster a failed job keeps (job_recovery.keep_on_failure) now",
+		&opts.ID, &opts.Output, func(ctx context.Context) error {
 			if runF != nil {
-				return runF(cmd.Context(), opts)
+				return runF(ctx, opts)
 			}
-			return runRelease(cmd.Context(), f, opts)
-		},
-	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table or json")
-	return cmd
+			return runRelease(ctx, f, opts)
+		})
 }
 
 func runRelease(ctx context.Context, f *Factory, opts *ReleaseOptions) error {

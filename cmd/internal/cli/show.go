@@ -23,26 +23,35 @@ type ShowOptions struct {
 // NewCmdShow builds `jobs show`.
 func NewCmdShow(f *Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{}
+	return oneJobCmd("show ID", "Show a job: its tasks, attempts with exit codes and decisions, launch tries and retry links",
+		&opts.ID, &opts.Output, func(ctx context.Context) error {
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return runShow(ctx, f, opts)
+		})
+}
+
+// oneJobCmd is a command on one job, `USE [-o table|json]`: it reads the
+// job's ID into *id and the output format into *output, then calls run.
+func oneJobCmd(use, short string, id *int64, output *string, run func(context.Context) error) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show a job: its tasks, attempts with exit codes and decisions, launch tries and retry links",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := parseIDs(args)
 			if err != nil {
 				return err
 			}
-			if err := outputFlag(opts.Output); err != nil {
+			if err := outputFlag(*output); err != nil {
 				return err
 			}
-			opts.ID = ids[0]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return runShow(cmd.Context(), f, opts)
+			*id = ids[0]
+			return run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
 
