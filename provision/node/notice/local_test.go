@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sortie/provision/node/notice/noticetest"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ func TestLocalRequest(t *testing.T) {
 	deadline := time.Date(2026, 11, 30, 11, 0, 30, 0, time.UTC)
 	ctx := t.Context()
 	var found []Notice
-	clock := newTestClock(func(n int) bool {
+	clock := noticetest.NewClock(func(n int) bool {
 		if n == 3 {
 			if err := WriteRequest(dir, Request{Deadline: deadline}); err != nil {
 				t.Error(err)
@@ -27,11 +28,11 @@ func TestLocalRequest(t *testing.T) {
 		t.Fatalf("found %v, want one notice", found)
 	}
 	n := found[0]
-	if n.Kind != KindPreempted || n.Source != SourceLocal || !n.Deadline.Equal(deadline) || !n.At.Equal(clock.now) {
-		t.Errorf("notice %+v, want preempted from local with deadline %s, heard at %s", n, deadline, clock.now)
+	if n.Kind != KindPreempted || n.Source != SourceLocal || !n.Deadline.Equal(deadline) || !n.At.Equal(clock.Now()) {
+		t.Errorf("notice %+v, want preempted from local with deadline %s, heard at %s", n, deadline, clock.Now())
 	}
-	if len(clock.waits) != 3 {
-		t.Errorf("waited %d times, want 3: heard at the poll after the request, then done", len(clock.waits))
+	if len(clock.Waits()) != 3 {
+		t.Errorf("waited %d times, want 3: heard at the poll after the request, then done", len(clock.Waits()))
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, ".notice-*"))
 	if len(left) != 0 {
@@ -45,7 +46,7 @@ func TestLocalUnreadableRequestIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	var found []Notice
-	clock := newTestClock(func(n int) bool {
+	clock := noticetest.NewClock(func(n int) bool {
 		if n == 2 {
 			if err := WriteRequest(dir, Request{Kind: KindSpotInterruption}); err != nil {
 				t.Error(err)
@@ -90,7 +91,7 @@ func TestValidate(t *testing.T) {
 func TestMetadataSourceWithoutWatcher(t *testing.T) {
 	for _, source := range []string{SourceAWS, SourceGCE} {
 		called := false
-		clock := newTestClock(func(int) bool { t.Fatal("waited"); return false })
+		clock := noticetest.NewClock(func(int) bool { t.Fatal("waited"); return false })
 		Watch(t.Context(), Config{Source: source, Now: clock.Now, After: clock.After}, func(Notice) { called = true })
 		if called {
 			t.Errorf("%s without a watcher reported a notice", source)

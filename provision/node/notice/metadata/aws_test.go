@@ -99,8 +99,8 @@ func TestAWSNoNoticeAsksWithOneToken(t *testing.T) {
 	if f.ttls[0] != "21600" {
 		t.Errorf("token TTL header %q, want 21600", f.ttls[0])
 	}
-	if clock.waits[0] != time.Second {
-		t.Errorf("waited %s between polls, want the configured 1s", clock.waits[0])
+	if clock.Waits()[0] != time.Second {
+		t.Errorf("waited %s between polls, want the configured 1s", clock.Waits()[0])
 	}
 }
 
@@ -115,8 +115,8 @@ func TestAWSSpotInterruption(t *testing.T) {
 	if diff := cmp.Diff(want, found); diff != "" {
 		t.Errorf("notices (-want +got):\n%s", diff)
 	}
-	if len(clock.waits) != 2 {
-		t.Errorf("waited %d times, want 2: the watch ends once the node is known to go", len(clock.waits))
+	if len(clock.Waits()) != 2 {
+		t.Errorf("waited %d times, want 2: the watch ends once the node is known to go", len(clock.Waits()))
 	}
 }
 
@@ -172,8 +172,8 @@ func TestAWSUnreachableIsRetried(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	found, clock := watch(t, notice.Config{Source: notice.SourceAWS, Endpoint: url}, 4)
-	if len(found) != 0 || len(clock.waits) != 4 || clock.waits[0] != notice.DefaultInterval {
-		t.Errorf("found %v, waits %v; want no notice and a retry every %s", found, clock.waits, notice.DefaultInterval)
+	if len(found) != 0 || len(clock.Waits()) != 4 || clock.Waits()[0] != notice.DefaultInterval {
+		t.Errorf("found %v, waits %v; want no notice and a retry every %s", found, clock.Waits(), notice.DefaultInterval)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sortie/provision/node/notice"
+	"sortie/provision/node/notice/noticetest"
 	"sync"
 	"testing"
 )
@@ -82,12 +83,12 @@ func (f *fakeGCE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runGCE watches f in the background with the real clock (no wait in
 // these tests is timed: the server holds requests until the test moves the
 // value) and returns the notices as they come.
-func runGCE(t *testing.T, f *fakeGCE) (<-chan notice.Notice, *testClock) {
+func runGCE(t *testing.T, f *fakeGCE) (<-chan notice.Notice, *noticetest.Clock) {
 	srv := httptest.NewServer(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	found := make(chan notice.Notice, 10)
 	done := make(chan struct{})
-	clock := newTestClock(nil)
+	clock := noticetest.NewClock(nil)
 	go func() {
 		defer close(done)
 		notice.Watch(ctx, notice.Config{Source: notice.SourceGCE, Endpoint: srv.URL, Now: clock.Now, After: clock.After, Metadata: HTTP{}},
@@ -168,10 +169,8 @@ func TestGCEErrorsAreRetried(t *testing.T) {
 	f.failFirst = 2
 	found, clock := runGCE(t, f)
 	<-found
-	clock.mu.Lock()
-	defer clock.mu.Unlock()
-	if len(clock.waits) != 2 || clock.waits[0] != notice.DefaultInterval {
-		t.Errorf("waits %v, want two waits of %s after the two errors", clock.waits, notice.DefaultInterval)
+	if len(clock.Waits()) != 2 || clock.Waits()[0] != notice.DefaultInterval {
+		t.Errorf("waits %v, want two waits of %s after the two errors", clock.Waits(), notice.DefaultInterval)
 	}
 }
 
@@ -181,7 +180,7 @@ func TestGCEUnreadableValueIsNoNotice(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	found, clock := watch(t, notice.Config{Source: notice.SourceGCE, Endpoint: srv.URL}, 3)
-	if len(found) != 0 || len(clock.waits) != 3 {
-		t.Errorf("found %v after %d waits, want no notice and a retry after each unreadable answer", found, len(clock.waits))
+	if len(found) != 0 || len(clock.Waits()) != 3 {
+		t.Errorf("found %v after %d waits, want no notice and a retry after each unreadable answer", found, len(clock.Waits()))
 	}
 }
