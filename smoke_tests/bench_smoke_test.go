@@ -74,8 +74,8 @@ func TestBenchLocal(t *testing.T) {
 	if r.Plain <= 0 || r.Sortie <= 0 {
 		t.Errorf("wall times sortie %s, plain %s: nothing measured", r.Sortie, r.Plain)
 	}
-	if r.AgentRSSKiB <= 0 {
-		t.Errorf("agent RSS %d KiB: nothing measured", r.AgentRSSKiB)
+	if r.AgentRSSKiB <= 0 || r.TaskRSSKiB <= 0 {
+		t.Errorf("agent RSS %d KiB, its task's bash %d KiB: nothing measured", r.AgentRSSKiB, r.TaskRSSKiB)
 	}
 }
 

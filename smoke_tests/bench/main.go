@@ -213,6 +213,8 @@ func (b *bench) local(ctx context.Context) error {
 	}
 	b.figure("local_"+count(b.o.localJobs)+"_ratio", r.Ratio(), 2, "x")
 	b.figure("agent_rss_kib", float64(r.AgentRSSKiB), 0, "KiB")
+	b.figure("agent_rss_task_bash_kib", float64(r.TaskRSSKiB), 0, "KiB")
+	b.figure("agent_rss_ratio", float64(r.AgentRSSKiB)/float64(r.TaskRSSKiB), 2, "x")
 	return nil
 }
 

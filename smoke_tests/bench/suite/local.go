@@ -30,6 +30,9 @@ type LocalResult struct {
 	Sortie, Plain time.Duration
 	Statuses      map[string]int
 	AgentRSSKiB   int64
+	// TaskRSSKiB is the resident memory of the bash running that task's
+	// run phase, read at the same moment: the agent's baseline.
+	TaskRSSKiB int64
 }
 
 // Ratio is sortie's wall time over the plain loop's.
@@ -73,7 +76,7 @@ func RunLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		return r, fmt.Errorf("%d of %d jobs have an end time", n, o.Jobs)
 	}
 	r.Sortie = last.Sub(t0)
-	if r.AgentRSSKiB, err = agentRSS(ctx, h, o); err != nil {
+	if r.AgentRSSKiB, r.TaskRSSKiB, err = agentRSS(ctx, h, o); err != nil {
 		return r, err
 	}
 	return r, d.Stop(time.Minute)
@@ -86,34 +89,35 @@ run: |
   while [ ! -f "$SORTIE_BENCH_GATE" ]; do sleep 0.05; done
 `
 
-// agentRSS runs one more job and reads its node agent's VmRSS while the
-// task runs, then lets the job end.
-func agentRSS(ctx context.Context, h *home, o LocalOptions) (int64, error) {
+// agentRSS runs one more job and reads the VmRSS of its node agent and of
+// the bash running its task, then lets the job end.
+func agentRSS(ctx context.Context, h *home, o LocalOptions) (agent, task int64, err error) {
 	gate := filepath.Join(o.Home, "work", "rss-gate")
 	file := filepath.Join(o.Home, "work", "rss.yaml")
-	task := strings.Replace(agentRSSTask, "$SORTIE_BENCH_GATE", gate, 1)
-	if err := os.WriteFile(file, []byte(task), 0o644); err != nil {
-		return 0, err
+	gated := strings.Replace(agentRSSTask, "$SORTIE_BENCH_GATE", gate, 1)
+	if err := os.WriteFile(file, []byte(gated), 0o644); err != nil {
+		return 0, 0, err
 	}
 	defer os.WriteFile(gate, nil, 0o644)
 	if _, _, err := submit(ctx, h.daemon, file, 1, 1, io.Discard); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		if kib, ok := agentVmRSS(o.Home); ok {
+		if agent, task, ok := agentVmRSS(o.Home); ok {
 			os.WriteFile(gate, nil, 0o644)
 			_, err := waitAll(ctx, h.db, o.Jobs+1, 50*time.Millisecond, time.Minute, 10*time.Second, io.Discard)
-			return kib, err
+			return agent, task, err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("no node agent with a running task under %s within a minute", o.Home)
+	return 0, 0, fmt.Errorf("no node agent with a running task under %s within a minute", o.Home)
 }
 
 // agentVmRSS finds a node agent under home whose run phase has begun and
-// returns its VmRSS in KiB.
-func agentVmRSS(home string) (int64, bool) {
+// returns its VmRSS and that of the phase's bash (its process group's
+// leader), in KiB.
+func agentVmRSS(home string) (agent, task int64, ok bool) {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
@@ -131,19 +135,30 @@ func agentVmRSS(home string) (int64, bool) {
 		if !strings.HasPrefix(dir, home+"/") {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, "pgid.run")); err != nil {
-			continue
-		}
-		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		pgid, err := os.ReadFile(filepath.Join(dir, "pgid.run"))
 		if err != nil {
 			continue
 		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				f := strings.Fields(v)
-				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return n, true
-				}
+		agent, aok := vmRSS(e.Name())
+		task, tok := vmRSS(strings.TrimSpace(string(pgid)))
+		if aok && tok {
+			return agent, task, true
+		}
+	}
+	return 0, 0, false
+}
+
+// vmRSS is the VmRSS of process pid in KiB.
+func vmRSS(pid string) (int64, bool) {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				n, err := strconv.ParseInt(f[0], 10, 64)
+				return n, err == nil
 			}
 		}
 	}
