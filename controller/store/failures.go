@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"sortie/controller/lifecycle"
@@ -27,6 +28,8 @@ type KnownFailure struct {
 	// LogsRemovedAt is when the sweep removed the failed job's kept logs
 	// (controller.log_retention); nil while they are kept.
 	LogsRemovedAt *time.Time
+	// Owner is the owner of the job that failed ("" before owners).
+	Owner string
 }
 
 func recordFailure(ctx context.Context, tx *sql.Tx, f *KnownFailure, now time.Time) error {
@@ -59,7 +62,17 @@ var ErrAmbiguous = errors.New("key prefix matches more than one known failure")
 // ForgetFailure removes the record whose key starts with prefix and returns
 // its full key.
 func (s *Store) ForgetFailure(ctx context.Context, prefix string) (string, error) {
+	key, _, err := s.ForgetFailureBy(ctx, prefix, "", nil)
+	return key, err
+}
+
+// ForgetFailureBy is ForgetFailure asked by the user by, recorded as an
+// action; allow, when set, sees the record before it goes and may refuse
+// it (the server's owner check), its error returned as it is. It returns
+// the full key and the record's job.
+func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow func(*KnownFailure) error) (string, int64, error) {
 	var key string
+	var job int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
 		if err != nil {
@@ -82,27 +95,62 @@ func (s *Store) ForgetFailure(ctx context.Context, prefix string) (string, error
 			return ErrAmbiguous
 		}
 		key = keys[0]
-		_, err = tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, key)
-		return err
+		fs, err := findFailures(ctx, tx, `WHERE input_key = ?`, key)
+		if err != nil {
+			return err
+		}
+		if len(fs) == 1 {
+			job = fs[0].JobID
+			if allow != nil {
+				if err := allow(fs[0]); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err = tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, key); err != nil {
+			return err
+		}
+		return recordAction(ctx, tx, Action{At: s.now(), Actor: by, Verb: "forget", JobID: job, Detail: key})
 	})
-	return key, err
+	return key, job, err
 }
 
 // ForgetAllFailures removes every record and returns how many there were.
 func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM known_failures`)
-	if isBusy(err) {
-		return 0, s.busyError(err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return s.ForgetAllFailuresBy(ctx, "", "")
+}
+
+// ForgetAllFailuresBy is ForgetAllFailures asked by the user by, recorded
+// as one action; a non-empty owner forgets only the failures of that
+// owner's jobs.
+func (s *Store) ForgetAllFailuresBy(ctx context.Context, by, owner string) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		q, args := `DELETE FROM known_failures`, []any{}
+		if owner != "" {
+			q += ` WHERE job_id IN (SELECT id FROM jobs WHERE owner = ?)`
+			args = append(args, owner)
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		return recordAction(ctx, tx, Action{At: s.now(), Actor: by, Verb: "forget", Detail: fmt.Sprintf("all (%d)", n)})
+	})
+	return n, err
 }
 
 func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*KnownFailure, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
-		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
+	return findFailures(ctx, s.db, tail, args...)
+}
+
+func findFailures(ctx context.Context, q querier, tail string, args ...any) ([]*KnownFailure, error) {
+	rows, err := q.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
+		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id),
+		(SELECT owner FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +160,12 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 		var f KnownFailure
 		var codes, size sql.NullString
 		var at string
-		var removed sql.NullString
-		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed); err != nil {
+		var removed, owner sql.NullString
+		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner); err != nil {
 			return nil, err
 		}
 		f.LogsRemovedAt = parseTime(removed)
+		f.Owner = owner.String
 		// A size that cannot be read is left out: the record still refuses
 		// its inputs, which is what it is for.
 		f.Size, _ = readSize(size)

@@ -37,6 +37,11 @@ type Job struct {
 	Trigger          string
 	RequestedBy      string
 	RetryReason      string
+	// Owner launched the job: a server's user, or the OS user of a CLI
+	// that launched it without a server.
+	Owner string
+	// CancelledBy asked for the job's cancel; "" when no one did.
+	CancelledBy string
 	Overrides        []byte // JSON
 	SubmittedAt      time.Time
 	StartedAt        *time.Time
@@ -72,7 +77,7 @@ const (
 	columnsAfterSpec  = `, base_dir, current_task, num_tasks,
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
-	submitted_at, started_at, ended_at,
+	submitted_at, started_at, ended_at, owner, cancelled_by,
 	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size`
 )
 
@@ -108,10 +113,10 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 			trigger = "user"
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
-			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at, owner)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.Name, lifecycle.Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
-			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now))
+			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now), j.Owner)
 		if err != nil {
 			return err
 		}
@@ -125,6 +130,10 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		}
 		if j.RetryOf != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET retried_in = ? WHERE id = ?`, id, *j.RetryOf); err != nil {
+				return err
+			}
+			detail := fmt.Sprintf("job %d: %s", id, j.RetryReason)
+			if err := recordAction(ctx, tx, Action{At: now, Actor: j.RequestedBy, Verb: "retry", JobID: *j.RetryOf, Detail: detail}); err != nil {
 				return err
 			}
 		}
@@ -200,6 +209,8 @@ type JobFilter struct {
 	Limit int
 	// Ascending orders by id ascending instead of newest first.
 	Ascending bool
+	// Owner selects the jobs of one owner; "" selects every owner's.
+	Owner string
 }
 
 // Jobs returns the jobs matching f, newest first unless f.Ascending,
@@ -236,6 +247,10 @@ func (s *Store) EachJob(ctx context.Context, f JobFilter, fn func(*Job) error) e
 		// SQLite's GLOB has the shell's * ? [..] and is case sensitive, as path.Match is.
 		where = append(where, "name GLOB ?")
 		args = append(args, f.NameGlob)
+	}
+	if f.Owner != "" {
+		where = append(where, "owner = ?")
+		args = append(args, f.Owner)
 	}
 	if f.Since != nil {
 		where = append(where, "submitted_at >= ?")
@@ -302,7 +317,7 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
-		&submitted, &started, &ended, &size); err != nil {
+		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &size); err != nil {
 		return nil, err
 	}
 	j.Spec = []byte(spec)
@@ -362,8 +377,15 @@ func (s *Store) Chain(ctx context.Context, root int64) ([]*Job, error) {
 // RequestCancel marks the given non-terminal jobs CANCELLING and returns the
 // ids it marked; jobs that have ended are left as they are.
 func (s *Store) RequestCancel(ctx context.Context, ids []int64) ([]int64, error) {
+	return s.RequestCancelBy(ctx, ids, "")
+}
+
+// RequestCancelBy is RequestCancel asked by the user by: each job it marks
+// records by as its cancelled_by, and the cancel as an action.
+func (s *Store) RequestCancelBy(ctx context.Context, ids []int64, by string) ([]int64, error) {
 	var marked []int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
 		for _, id := range ids {
 			j, err := readJob(ctx, tx, id)
 			if errors.Is(err, ErrNotFound) {
@@ -378,8 +400,11 @@ func (s *Store) RequestCancel(ctx context.Context, ids []int64) ([]int64, error)
 			if err := lifecycle.CheckJob(id, j.status, lifecycle.Cancelling); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested' WHERE id = ?`,
-				lifecycle.Cancelling, id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested', cancelled_by = ? WHERE id = ?`,
+				lifecycle.Cancelling, by, id); err != nil {
+				return err
+			}
+			if err := recordAction(ctx, tx, Action{At: now, Actor: by, Verb: "cancel", JobID: id}); err != nil {
 				return err
 			}
 			marked = append(marked, id)
