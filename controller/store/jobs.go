@@ -42,10 +42,10 @@ type Job struct {
 	Owner string
 	// CancelledBy asked for the job's cancel; "" when no one did.
 	CancelledBy string
-	Overrides        []byte // JSON
-	SubmittedAt      time.Time
-	StartedAt        *time.Time
-	EndedAt          *time.Time
+	Overrides   []byte // JSON
+	SubmittedAt time.Time
+	StartedAt   *time.Time
+	EndedAt     *time.Time
 	// Size is what an escalation chose for the current task's attempts;
 	// nil for the task's own resources.
 	Size *strategy.Size
