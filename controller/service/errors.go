@@ -19,6 +19,8 @@ func (e *UsageError) Unwrap() error { return e.Err }
 type KnownFailureError struct {
 	Failure *store.KnownFailure
 	Now     time.Time
+	// Asker is who launched; a failure of another user's job names them.
+	Asker string
 }
 
 func (e *KnownFailureError) Error() string {
@@ -33,9 +35,13 @@ func (e *KnownFailureError) Error() string {
 		// The job escalated: say how big it had grown when it failed.
 		at = " at " + f.Size.String()
 	}
-	return fmt.Sprintf("These inputs already failed in job %d (%s%s, %s ago); nothing has changed since. "+
+	whose := ""
+	if f.Owner != "" && f.Owner != e.Asker {
+		whose = f.Owner + "'s "
+	}
+	return fmt.Sprintf("These inputs already failed in %sjob %d (%s%s, %s ago); nothing has changed since. "+
 		"%s To run it anyway: --retry-failed.",
-		f.JobID, describeCodes(f.Status, f.ExitCodes), at, Age(e.Now.Sub(f.RecordedAt)), logs)
+		whose, f.JobID, describeCodes(f.Status, f.ExitCodes), at, Age(e.Now.Sub(f.RecordedAt)), logs)
 }
 
 func describeCodes(status lifecycle.Status, codes []*int) string {

@@ -16,12 +16,12 @@ import (
 // Filter selects jobs by status, name pattern and submission time: `jobs
 // retry` and `jobs cancel` take the same flags (--status, --name, --since).
 type Filter struct {
-	Statuses []lifecycle.Status
+	Statuses []lifecycle.Status `json:"statuses,omitempty"`
 	// NameGlob is a shell pattern (* ? [...]) matched against the whole
 	// job name, case sensitive.
-	NameGlob string
+	NameGlob string `json:"name,omitempty"`
 	// Since keeps the jobs submitted at or after it; nil means any time.
-	Since *time.Time
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // Empty says whether f selects by nothing.
@@ -40,7 +40,7 @@ func (s *Service) filtered(ctx context.Context, f Filter, allowed []lifecycle.St
 	if err := store.ValidGlob(f.NameGlob); err != nil {
 		return nil, &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", f.NameGlob, err)}
 	}
-	sf := store.JobFilter{Statuses: f.Statuses, NameGlob: f.NameGlob, Since: f.Since, Ascending: true}
+	sf := store.JobFilter{Statuses: f.Statuses, NameGlob: f.NameGlob, Since: f.Since, Ascending: true, Owner: s.onlyOwn()}
 	if len(sf.Statuses) == 0 {
 		sf.Statuses = allowed
 	}

@@ -36,6 +36,9 @@ func (s *Service) keptAttempt(ctx context.Context, id int64) (*store.Attempt, er
 	if err != nil {
 		return nil, err
 	}
+	if err := s.mayAct(j, "reach the kept cluster of"); err != nil {
+		return nil, err
+	}
 	if !j.Status.Terminal() {
 		return nil, fmt.Errorf("job %d is %s: %w, so its cluster is not kept yet; read its output with `sortie jobs logs %d -f`",
 			id, j.Status, ErrJobRunning, id)

@@ -19,18 +19,18 @@ import (
 
 // LogsRequest is `jobs logs`.
 type LogsRequest struct {
-	ID int64
+	ID int64 `json:"id"`
 	// Attempt picks one attempt of the task (Task); 0 means the newest.
-	Attempt int
-	Task    int
+	Attempt int `json:"attempt,omitempty"`
+	Task    int `json:"task,omitempty"`
 	// Follow keeps printing as the job runs, attempt after attempt, until it ends.
-	Follow bool
+	Follow bool `json:"follow,omitempty"`
 	// FromStart follows from the first attempt rather than the newest.
-	FromStart bool
+	FromStart bool `json:"from_start,omitempty"`
 	// Poll is how often a followed log is read; 0 means 500ms.
-	Poll time.Duration
+	Poll time.Duration `json:"-"`
 	// Banner, when set, is told each time a new attempt's log begins.
-	Banner func(a AttemptView)
+	Banner func(a AttemptView) `json:"-"`
 }
 
 // ErrLogNotKept is returned, after what was kept is printed, when a node's

@@ -16,33 +16,53 @@ import (
 	"sortie/schema"
 )
 
-// LaunchRequest is `jobs launch`.
+// LaunchRequest is `jobs launch`, and the body of the API's POST /v1/jobs.
 type LaunchRequest struct {
-	// File is the task file's path.
-	File string
+	// File is the task file's path. Through a server it only names the
+	// file (in messages and the default job name): Task holds it.
+	File string `json:"file"`
+	// Task is the task file's content; nil reads File.
+	Task []byte `json:"task,omitempty"`
 	// Dir is where a relative workdir or file_mounts source is taken from:
 	// the directory the command runs in, as SkyPilot does. Empty means this
-	// process's working directory.
-	Dir  string
-	Name string
+	// process's working directory. A server ignores it: Inputs hold them.
+	Dir  string `json:"dir,omitempty"`
+	Name string `json:"name,omitempty"`
 	// Envs override and fill every task's envs (--env, --env-file); a
 	// variable the file declares without a value must be given here.
-	Envs map[string]string
+	Envs map[string]string `json:"envs,omitempty"`
 	// Secrets override every task's secrets (--secret).
-	Secrets map[string]string
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// SecretEnv holds the values, from the asker's environment, of secrets
+	// the file declares without a value: a server reads no environment of
+	// the user's. Nil takes them from this process's environment.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	// Inputs, through a server, name the uploaded workdirs and local
+	// file_mounts sources: each source as the task (after --workdir) writes
+	// it, to its upload (PUT /v1/blobs). A server reads nothing of the
+	// user's disk: a source not here is a problem of the task.
+	Inputs map[string]Upload `json:"inputs,omitempty"`
 	// Resource overrides from the command line, applied to every task and
 	// to each of its candidates that sets the field: "" leaves the field
 	// as the file has it, "none" removes it.
-	Cloud, Region, Zone, Infra       string
-	InstanceType, CPUs, Memory, GPUs string
-	DiskSize, DiskTier, NetworkTier  string
-	ImageID                          string
-	Ports                            []string
-	NumNodes                         *int
-	UseSpot                          *bool
+	Cloud        string   `json:"cloud,omitempty"`
+	Region       string   `json:"region,omitempty"`
+	Zone         string   `json:"zone,omitempty"`
+	Infra        string   `json:"infra,omitempty"`
+	InstanceType string   `json:"instance_type,omitempty"`
+	CPUs         string   `json:"cpus,omitempty"`
+	Memory       string   `json:"memory,omitempty"`
+	GPUs         string   `json:"gpus,omitempty"`
+	DiskSize     string   `json:"disk_size,omitempty"`
+	DiskTier     string   `json:"disk_tier,omitempty"`
+	NetworkTier  string   `json:"network_tier,omitempty"`
+	ImageID      string   `json:"image_id,omitempty"`
+	Ports        []string `json:"ports,omitempty"`
+	NumNodes     *int     `json:"num_nodes,omitempty"`
+	UseSpot      *bool    `json:"use_spot,omitempty"`
 	// Workdir replaces every task's workdir (--workdir).
-	Workdir     string
-	RetryFailed bool
+	Workdir     string `json:"workdir,omitempty"`
+	RetryFailed bool   `json:"retry_failed,omitempty"`
 	// Warn is told each field the task file sets that sortie accepts and
 	// ignores, one line each; nil drops them.
 	Warn func(string) `json:"-"`
@@ -76,9 +96,12 @@ func (pr *prepared) refusal() error {
 // an error; what the launch lacks besides is in missing, every problem at
 // once, each with the path a task file problem would have and a fix.
 func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
-	data, err := schema.ReadFile(req.File)
-	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+	data := req.Task
+	if data == nil {
+		var err error
+		if data, err = schema.ReadFile(req.File); err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+		}
 	}
 	if err := checkVarNames("--env", req.Envs); err != nil {
 		return nil, err
@@ -101,6 +124,17 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 			req.Warn(w)
 		}
 	}
+	remote := s.Inputs != nil
+	var uploadProbs []schema.Problem
+	if remote {
+		// A server reads no user's disk: every local source is an upload.
+		uploadProbs, err = s.uploadedInputs(p, req.Inputs)
+		if err != nil {
+			return nil, err
+		}
+	} else if len(req.Inputs) > 0 {
+		return nil, &UsageError{Err: errors.New("inputs: uploads are for a server; this process reads the sources from disk")}
+	}
 	for _, t := range p.Tasks {
 		expandHome(t)
 		for k, v := range req.Secrets {
@@ -111,6 +145,10 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		}
 	}
 	base := req.Dir
+	if remote {
+		// Every source is an absolute path under the uploads now.
+		base = s.Home
+	}
 	if base == "" {
 		if base, err = os.Getwd(); err != nil {
 			return nil, fmt.Errorf("working directory: %w", err)
@@ -127,7 +165,8 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		}
 		probs = append(probs, ve.Problems...)
 	}
-	secrets, missing := s.secretValues(p)
+	probs = append(probs, uploadProbs...)
+	secrets, missing := s.secretValues(p, s.secretEnv(req.SecretEnv))
 	probs = append(probs, missing...)
 	probs = append(probs, s.signingKeyProblems(p)...)
 	probs = append(probs, inputProblems(p, base)...)
@@ -201,20 +240,20 @@ func taskPath(p *schema.Pipeline, i int, field string) string {
 
 // secretValues takes each secret without a value from the environment,
 // and names every one that has none there either.
-func (s *Service) secretValues(p *schema.Pipeline) (map[string]string, []schema.Problem) {
+func (s *Service) secretValues(p *schema.Pipeline, getenv func(string) string) (map[string]string, []schema.Problem) {
 	out := map[string]string{}
 	var probs []schema.Problem
 	for i, t := range p.Tasks {
 		for _, k := range sortedKeys(t.Secrets) {
 			v := t.Secrets[k]
 			switch {
-			case v != nil && strings.ContainsRune(*v, 0), v == nil && strings.ContainsRune(s.Getenv(k), 0):
+			case v != nil && strings.ContainsRune(*v, 0), v == nil && strings.ContainsRune(getenv(k), 0):
 				probs = append(probs, schema.Problem{Path: taskPath(p, i, "secrets."+k),
 					Message: "holds a NUL byte, which no environment variable can carry; remove it"})
 			case v != nil:
 				out[k] = *v
-			case s.Getenv(k) != "":
-				out[k] = s.Getenv(k)
+			case getenv(k) != "":
+				out[k] = getenv(k)
 			default:
 				probs = append(probs, schema.Problem{Path: taskPath(p, i, "secrets."+k),
 					Message: fmt.Sprintf("has no value; set %s in your environment or pass --secret %s=VALUE", k, k)})
@@ -224,9 +263,19 @@ func (s *Service) secretValues(p *schema.Pipeline) (map[string]string, []schema.
 	return out, probs
 }
 
+// secretEnv is where secrets without a value are looked up: the values a
+// request carries, and nothing else on a server; this process's
+// environment (Getenv) otherwise.
+func (s *Service) secretEnv(given map[string]string) func(string) string {
+	if given != nil || s.Inputs != nil {
+		return func(k string) string { return given[k] }
+	}
+	return s.Getenv
+}
+
 // resolveSecrets is secretValues as one error, for a retry.
-func (s *Service) resolveSecrets(p *schema.Pipeline) (map[string]string, error) {
-	out, probs := s.secretValues(p)
+func (s *Service) resolveSecrets(p *schema.Pipeline, getenv func(string) string) (map[string]string, error) {
+	out, probs := s.secretValues(p, getenv)
 	if len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
 	}

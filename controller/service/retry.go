@@ -16,18 +16,23 @@ import (
 
 // RetryRequest is `jobs retry`: the jobs by id, or by filter.
 type RetryRequest struct {
-	IDs []int64
+	IDs []int64 `json:"ids,omitempty"`
 	// Filter selects ended jobs when IDs is empty.
 	Filter
-	Reason      string
-	Sets        []string
-	RequestedBy string
+	Reason string   `json:"reason"`
+	Sets   []string `json:"sets,omitempty"`
+	// RequestedBy is recorded as who asked; empty is the Asker. A server
+	// sets it to the user its token names, whatever the body says.
+	RequestedBy string `json:"requested_by,omitempty"`
+	// SecretEnv holds values, from the asker's environment, of secrets the
+	// stored task declares without a value (as LaunchRequest's).
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
 	// FromFailedTask starts each retry at the task of the pipeline that
 	// failed, linking the tasks that succeeded before it instead of running
 	// them again. Jobs that ended SUCCEEDED or CANCELLED failed in no task
 	// and are refused; a job that failed in its first task (a single-task
 	// job, always) has nothing to link and is retried whole.
-	FromFailedTask bool
+	FromFailedTask bool `json:"from_failed_task,omitempty"`
 	// Warn is told each field a --set gives that sortie accepts and
 	// ignores; nil drops them.
 	Warn func(string) `json:"-"`
@@ -54,6 +59,9 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 		for _, id := range req.IDs {
 			j, err := s.job(ctx, id)
 			if err != nil {
+				return nil, err
+			}
+			if err := s.mayAct(j, "retry"); err != nil {
 				return nil, err
 			}
 			jobs = append(jobs, j)
@@ -134,7 +142,7 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 	for i := range plans {
 		pl := &plans[i]
 		var err error
-		if pl.secrets, err = s.resolveSecrets(pl.pipeline); err != nil {
+		if pl.secrets, err = s.resolveSecrets(pl.pipeline, s.secretEnv(req.SecretEnv)); err != nil {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
 		if probs := s.keepProblems(pl.pipeline); len(probs) > 0 {
@@ -157,9 +165,14 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if note := s.knownFailureNote(ctx, pl.key); note != "" {
 			reason += " (" + note + ")"
 		}
+		by := req.RequestedBy
+		if by == "" {
+			by = s.asker().Name
+		}
+		// The retry is the original's owner's work, whoever asked for it.
 		v, err := s.submit(ctx, pl.pipeline, submission{name: retryName(pl.job, pl.pipeline, pl.overrides), baseDir: pl.job.BaseDir,
-			retry: pl.job, reason: reason, overrides: diff, requestedBy: req.RequestedBy, secrets: pl.secrets, key: pl.key,
-			links: pl.links})
+			retry: pl.job, reason: reason, overrides: diff, requestedBy: by, secrets: pl.secrets, key: pl.key,
+			links: pl.links, owner: pl.job.Owner})
 		if err != nil {
 			return results, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
@@ -258,6 +271,8 @@ type FailureView struct {
 	// LogsRemovedAt is when the controller removed the failed job's logs
 	// (controller.log_retention); null while they are kept at LogPath.
 	LogsRemovedAt *time.Time `json:"logs_removed_at"`
+	// Owner is the owner of the job that failed; null before owners.
+	Owner *string `json:"owner"`
 }
 
 // Failures lists the known failures, newest first.
@@ -269,7 +284,8 @@ func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	out := make([]FailureView, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
-			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt)})
+			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt),
+			Owner: strPtr(f.Owner)})
 	}
 	return out, nil
 }
@@ -279,7 +295,9 @@ func (s *Service) ForgetFailure(ctx context.Context, prefix string) (string, err
 	if len(prefix) < 4 {
 		return "", &UsageError{Err: fmt.Errorf("key %q is too short: give at least 4 characters of the key `sortie jobs failures` shows", prefix)}
 	}
-	key, err := s.Store.ForgetFailure(ctx, prefix)
+	key, _, err := s.Store.ForgetFailureBy(ctx, prefix, s.asker().Name, func(f *store.KnownFailure) error {
+		return s.mayAct(&store.Job{ID: f.JobID, Owner: f.Owner}, "forget the failure of")
+	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", fmt.Errorf("no known failure has a key starting with %q (see `sortie jobs failures`)", prefix)
@@ -289,9 +307,10 @@ func (s *Service) ForgetFailure(ctx context.Context, prefix string) (string, err
 	return key, err
 }
 
-// ForgetAllFailures forgets every known failure.
+// ForgetAllFailures forgets every known failure; a user who is no admin
+// forgets those of their own jobs.
 func (s *Service) ForgetAllFailures(ctx context.Context) (int64, error) {
-	return s.Store.ForgetAllFailures(ctx)
+	return s.Store.ForgetAllFailuresBy(ctx, s.asker().Name, s.onlyOwn())
 }
 
 // retryName is the retry's job name: the original's, unless --set name

@@ -50,6 +50,14 @@ type Service struct {
 	// RemoteShell runs `jobs ssh` on a cloud that is not in Clouds; nil
 	// refuses such a job.
 	RemoteShell func(ctx context.Context, req ShellRequest) (int, error)
+	// Asker is who asks: the owner of what they launch, and whom the owner
+	// check lets cancel, retry or forget what. Nil acts on every job and
+	// records no name.
+	Asker *Asker
+	// Inputs, on a server, finds an uploaded workdir or file mount by its
+	// digest (the request's Inputs) and returns where it is unpacked; nil
+	// refuses requests that name uploads.
+	Inputs func(digest string) (string, error)
 }
 
 // Open opens home's store and configuration for the verbs; the providers
@@ -67,7 +75,8 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv,
-		StartDaemon: daemon.Ensure, FindDaemon: func() error { _, err := daemon.BinaryPath(os.Getenv); return err }}, nil
+		StartDaemon: daemon.Ensure, FindDaemon: func() error { _, err := daemon.BinaryPath(os.Getenv); return err },
+		Asker: LocalAsker(os.Getenv)}, nil
 }
 
 // Close closes the store.
@@ -100,7 +109,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 		return nil, &schema.ValidationError{Problems: probs}
 	}
 	return s.submit(ctx, pr.pipeline, submission{name: pr.name, baseDir: pr.baseDir, retryFailed: req.RetryFailed,
-		secrets: pr.secrets, key: pr.key})
+		secrets: pr.secrets, key: pr.key, owner: s.asker().Name})
 }
 
 type submission struct {
@@ -113,6 +122,7 @@ type submission struct {
 	reason      string
 	overrides   []byte
 	requestedBy string
+	owner       string
 	// links are the runs the pipeline's first tasks reuse (a retry from
 	// the failed task): task i is linked to links[i].
 	links []store.TaskRef
@@ -127,7 +137,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 			return nil, fmt.Errorf("look up known failures: %w", err)
 		}
 		if f != nil {
-			return nil, &KnownFailureError{Failure: f, Now: s.Now()}
+			return nil, &KnownFailureError{Failure: f, Now: s.Now(), Asker: s.asker().Name}
 		}
 	}
 	stored, err := p.WithoutSecretValues().Marshal()
@@ -135,7 +145,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 		return nil, fmt.Errorf("store the spec: %w", err)
 	}
 	j := &store.Job{Name: sub.name, Spec: stored, BaseDir: sub.baseDir, InputKey: key,
-		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides}
+		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides, Owner: sub.owner}
 	if sub.retry != nil {
 		j.RetryOf, j.Trigger = &sub.retry.ID, "manual"
 	}
@@ -168,12 +178,14 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 
 // QueueRequest is `jobs queue`.
 type QueueRequest struct {
-	All      bool
-	Statuses []lifecycle.Status
-	NameGlob string
+	All      bool               `json:"all,omitempty"`
+	Statuses []lifecycle.Status `json:"statuses,omitempty"`
+	NameGlob string             `json:"name,omitempty"`
 	// Finished is how many of the newest finished jobs the default view
 	// shows besides every unfinished one.
-	Finished int
+	Finished int `json:"finished,omitempty"`
+	// Owner keeps the jobs of one owner; "" lists everyone's.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Queue lists jobs: every job with All, else the unfinished ones and the
@@ -198,7 +210,7 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 	if err := store.ValidGlob(req.NameGlob); err != nil {
 		return &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
 	}
-	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob}
+	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Owner: req.Owner}
 	each := func(j *store.Job) error { return fn(viewJob(j)) }
 	if req.All || len(req.Statuses) > 0 {
 		if err := s.Store.EachJob(ctx, f, each); err != nil {
@@ -208,7 +220,7 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 	}
 	// The newest finished jobs are few: read them first, then interleave
 	// them by id with the unfinished ones as those stream by.
-	done, err := s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: lifecycle.TerminalStatuses(), Limit: req.Finished})
+	done, err := s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: lifecycle.TerminalStatuses(), Limit: req.Finished, Owner: req.Owner})
 	if err != nil {
 		return fmt.Errorf("list finished jobs: %w", err)
 	}
@@ -326,10 +338,10 @@ func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
 
 // CancelRequest is `jobs cancel`: ids, a filter, or every unfinished job.
 type CancelRequest struct {
-	IDs []int64
+	IDs []int64 `json:"ids,omitempty"`
 	// Filter selects unfinished jobs when IDs is empty and All is not set.
 	Filter
-	All bool
+	All bool `json:"all,omitempty"`
 }
 
 // CancelTargets lists the jobs a cancel names that have not ended, oldest
@@ -351,6 +363,9 @@ func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobVi
 		for _, id := range req.IDs {
 			j, err := s.job(ctx, id)
 			if err != nil {
+				return nil, err
+			}
+			if err := s.mayAct(j, "cancel"); err != nil {
 				return nil, err
 			}
 			if !j.Status.Terminal() || s.keepsCluster(ctx, id) {
@@ -397,7 +412,7 @@ func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error
 		for i, j := range batch {
 			ids[i] = j.ID
 		}
-		m, err := s.Store.RequestCancel(ctx, ids)
+		m, err := s.Store.RequestCancelBy(ctx, ids, s.asker().Name)
 		marked = append(marked, m...)
 		if err != nil {
 			if len(marked) > 0 {

@@ -26,13 +26,18 @@ type JobView struct {
 	RootID           int64            `json:"root_id"`
 	Trigger          string           `json:"trigger"`
 	RequestedBy      *string          `json:"requested_by"`
-	RetryReason      *string          `json:"retry_reason"`
-	Overrides        []Override       `json:"overrides"`
-	InputKey         *string          `json:"input_key"`
-	FailureReason    *string          `json:"failure_reason"`
-	SubmittedAt      time.Time        `json:"submitted_at"`
-	StartedAt        *time.Time       `json:"started_at"`
-	EndedAt          *time.Time       `json:"ended_at"`
+	// Owner launched the job (a server's user, or the OS user of a CLI
+	// without a server); null for jobs from before owners.
+	Owner *string `json:"owner"`
+	// CancelledBy asked for the job's cancel; null when no one did.
+	CancelledBy   *string    `json:"cancelled_by"`
+	RetryReason   *string    `json:"retry_reason"`
+	Overrides     []Override `json:"overrides"`
+	InputKey      *string    `json:"input_key"`
+	FailureReason *string    `json:"failure_reason"`
+	SubmittedAt   time.Time  `json:"submitted_at"`
+	StartedAt     *time.Time `json:"started_at"`
+	EndedAt       *time.Time `json:"ended_at"`
 	// Size is what job_recovery.escalate chose for the current task's
 	// attempts; null while the task asks for its own resources.
 	Size *SizeView `json:"size"`
@@ -228,6 +233,7 @@ func viewJob(j *store.Job) JobView {
 		RecoveryCount: j.RecoveryCount, RestartsOnErrors: j.RestartsOnErrors, ExitCodes: j.ExitCodes,
 		RetryOf: j.RetryOf, RetriedIn: j.RetriedIn, RootID: j.RootID, Trigger: j.Trigger,
 		RequestedBy: strPtr(j.RequestedBy), RetryReason: strPtr(j.RetryReason),
+		Owner: strPtr(j.Owner), CancelledBy: strPtr(j.CancelledBy),
 		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
 		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
 		Size: viewSize(j.Size),
