@@ -24,12 +24,27 @@ import (
 // process is told to stop, driving the clouds cls. It is the controller
 // program's whole work; daemon.Run makes it the only one of its home.
 func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) error {
+	return ServeWith(ctx, h, log, cls, ServeOptions{})
+}
+
+// ServeOptions are what a process running the controller adds to it.
+type ServeOptions struct {
+	// Store is the store's path; "" is the home's (state.db).
+	Store string
+	// Beside runs beside the loop once the controller is ready, with the
+	// controller (to Wake it) and its store, until ctx ends: `sortie
+	// server`'s API. An error from it stops the controller.
+	Beside func(ctx context.Context, c *Controller, st *store.Store) error
+}
+
+// ServeWith is Serve with opts.
+func ServeWith(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud, opts ServeOptions) error {
 	// c is set before ready closes: a SIGUSR1 that comes earlier has
 	// nothing to wake, and the first tick reads the store anyway.
 	var c *Controller
 	ready := make(chan struct{})
 	return daemon.Run(ctx, h, func(ctx context.Context) error {
-		cfg, st, err := OpenHome(ctx, h)
+		cfg, st, err := openStore(ctx, h, opts.Store)
 		if err != nil {
 			return err
 		}
@@ -64,7 +79,26 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 		}()
 		defer func() { stopNotifier(); <-notified }()
 		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
-		err = c.Run(ctx)
+		if opts.Beside != nil {
+			// The loop and what runs beside it stop together: either's
+			// end stops the other.
+			runCtx, stopRun := context.WithCancel(ctx)
+			var besideErr error
+			besideDone := make(chan struct{})
+			go func() {
+				defer close(besideDone)
+				besideErr = opts.Beside(runCtx, c, st)
+				stopRun()
+			}()
+			err = c.Run(runCtx)
+			stopRun()
+			<-besideDone
+			if besideErr != nil && !errors.Is(besideErr, context.Canceled) {
+				err = errors.Join(err, besideErr)
+			}
+		} else {
+			err = c.Run(ctx)
+		}
 		// Run has waited for every step: the providers can save what
 		// they keep (the sim's clusters) for the next controller.
 		if cerr := provs.Close(); cerr != nil {
@@ -119,10 +153,19 @@ func NewNotifier(st *store.Store, cfg config.Config, log *slog.Logger, now func(
 
 // OpenHome reads h's configuration and opens its store.
 func OpenHome(ctx context.Context, h string) (config.Config, *store.Store, error) {
+	return openStore(ctx, h, "")
+}
+
+// openStore reads h's configuration and opens the store at path, or the
+// home's when path is "".
+func openStore(ctx context.Context, h, path string) (config.Config, *store.Store, error) {
 	cfg, err := config.Load(h, os.Getenv)
 	if err != nil {
 		return cfg, nil, err
 	}
-	st, err := store.Open(ctx, home.State(h), nil)
+	if path == "" {
+		path = home.State(h)
+	}
+	st, err := store.Open(ctx, path, nil)
 	return cfg, st, err
 }

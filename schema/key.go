@@ -286,3 +286,27 @@ func digestFile(e *entry, buf []byte) error {
 	h.Sum(e.digest[:0])
 	return nil
 }
+
+// InputFile is one file of a workdir or a file mount's directory that the
+// input key counts: its path relative to the root (with /), where it is,
+// its mode, and a symlink's target.
+type InputFile struct {
+	Rel, Abs string
+	Mode     fs.FileMode
+	Link     string
+}
+
+// InputFiles lists, in the key's order, the files under root the input
+// key counts: .git and what the root's ignore file ignores are left out.
+// A client uploading a workdir sends these and no others.
+func InputFiles(root string) ([]InputFile, error) {
+	entries, err := walk(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]InputFile, len(entries))
+	for i, e := range entries {
+		out[i] = InputFile{Rel: e.rel, Abs: e.abs, Mode: e.mode, Link: e.link}
+	}
+	return out, nil
+}

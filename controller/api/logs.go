@@ -1,0 +1,107 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"unicode/utf8"
+
+	"sortie/controller/service"
+)
+
+// LogEvent is one line of GET /v1/jobs/{id}/logs, which streams
+// newline-delimited JSON (application/x-ndjson), flushed line by line:
+// a piece of log (Text, or Bytes where it is not UTF-8), the start of an
+// attempt's log when following (Attempt), and last End, with the error
+// that ended the listing (a node's log not kept, logs removed...) or none.
+type LogEvent struct {
+	Text    string               `json:"text,omitempty"`
+	Bytes   []byte               `json:"bytes,omitempty"`
+	Attempt *service.AttemptView `json:"attempt,omitempty"`
+	End     *LogEnd              `json:"end,omitempty"`
+}
+
+// LogEnd closes a log stream.
+type LogEnd struct {
+	Error *ErrorDetail `json:"error"`
+}
+
+// ndjson writes each piece as a LogEvent and flushes it.
+type ndjson struct {
+	w       http.ResponseWriter
+	enc     *json.Encoder
+	started bool
+}
+
+func (n *ndjson) start() {
+	if !n.started {
+		n.w.Header().Set("Content-Type", "application/x-ndjson")
+		n.w.Header().Set("X-Content-Type-Options", "nosniff")
+		n.w.WriteHeader(http.StatusOK)
+		n.started = true
+	}
+}
+
+func (n *ndjson) send(e LogEvent) error {
+	n.start()
+	if err := n.enc.Encode(e); err != nil {
+		return err
+	}
+	if f, ok := n.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (n *ndjson) Write(p []byte) (int, error) {
+	e := LogEvent{Text: string(p)}
+	if !utf8.Valid(p) {
+		e = LogEvent{Bytes: append([]byte(nil), p...)}
+	}
+	if err := n.send(e); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// logs streams a job's logs; with follow=true until its last attempt ends
+// or the client goes (the request's context ends the service's loop).
+func (s *Server) logs(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	task, err := intQuery(r, "task", 0)
+	if err != nil {
+		return err
+	}
+	attempt, err := intQuery(r, "attempt", 0)
+	if err != nil {
+		return err
+	}
+	follow, err := boolQuery(r, "follow")
+	if err != nil {
+		return err
+	}
+	fromStart, err := boolQuery(r, "from_start")
+	if err != nil {
+		return err
+	}
+	// A job that does not exist, or that this user may not read, is a
+	// plain error before the stream begins.
+	if _, err := svc.Show(r.Context(), id); err != nil {
+		return err
+	}
+	out := &ndjson{w: w, enc: json.NewEncoder(w)}
+	req := service.LogsRequest{ID: id, Task: task, Attempt: attempt, Follow: follow, FromStart: fromStart,
+		Banner: func(a service.AttemptView) { _ = out.send(LogEvent{Attempt: &a}) }}
+	err = svc.Logs(r.Context(), req, out)
+	if r.Context().Err() != nil {
+		return nil // the client went
+	}
+	end := &LogEnd{}
+	if err != nil {
+		_, d := detail(err)
+		end.Error = &d
+	}
+	return out.send(LogEvent{End: end})
+}

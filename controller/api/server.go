@@ -1,0 +1,619 @@
+// Package api is sortie's HTTP API: JSON over the service package's verbs,
+// one route each, behind bearer tokens, for `sortie server`. Its request
+// and response bodies are the service's types.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"sortie/controller/lifecycle"
+	"sortie/controller/service"
+	"sortie/controller/store"
+)
+
+// Limits of request bodies: a launch (a task file, its envs and secrets)
+// and the other JSON bodies; an upload of a workdir or a file mount.
+const (
+	DefaultMaxBody   = 1 << 20 // 1 MiB
+	DefaultMaxUpload = 1 << 30 // 1 GiB
+)
+
+// Options are a server's parts.
+type Options struct {
+	// Service carries the verbs; each request uses a copy asked by the
+	// request's user. Its Inputs, StartDaemon and Getenv are the server's.
+	Service *service.Service
+	Store   *store.Store
+	// Uploads is where uploads are kept and unpacked.
+	Uploads *Uploads
+	Log     *slog.Logger
+	// MaxBody and MaxUpload bound request bodies; 0 is the default.
+	MaxBody, MaxUpload int64
+}
+
+// Server answers the API.
+type Server struct {
+	o   Options
+	mux *http.ServeMux
+}
+
+// routes are the API's routes, as http.ServeMux patterns, with what each
+// is: the OpenAPI document must list each of them, and only them.
+var routes = []string{
+	"GET /v1/healthz",
+	"GET /v1/openapi.json",
+	"GET /v1/me",
+	"POST /v1/jobs",
+	"GET /v1/jobs",
+	"GET /v1/jobs/{id}",
+	"GET /v1/jobs/{id}/logs",
+	"POST /v1/jobs/{id}/cancel",
+	"POST /v1/jobs/{id}/release",
+	"POST /v1/jobs/cancel",
+	"POST /v1/jobs/retry",
+	"GET /v1/failures",
+	"DELETE /v1/failures",
+	"DELETE /v1/failures/{key}",
+	"HEAD /v1/blobs/{sha256}",
+	"PUT /v1/blobs/{sha256}",
+}
+
+// NewServer builds the API's handler.
+func NewServer(o Options) *Server {
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxUpload <= 0 {
+		o.MaxUpload = DefaultMaxUpload
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{o: o, mux: http.NewServeMux()}
+	h := map[string]func(w http.ResponseWriter, r *http.Request, svc *service.Service) error{
+		"GET /v1/me":                 s.me,
+		"POST /v1/jobs":              s.launch,
+		"GET /v1/jobs":               s.queue,
+		"GET /v1/jobs/{id}":          s.show,
+		"GET /v1/jobs/{id}/logs":     s.logs,
+		"POST /v1/jobs/{id}/cancel":  s.cancelOne,
+		"POST /v1/jobs/{id}/release": s.release,
+		"POST /v1/jobs/cancel":       s.cancel,
+		"POST /v1/jobs/retry":        s.retry,
+		"GET /v1/failures":           s.failures,
+		"DELETE /v1/failures":        s.forgetAll,
+		"DELETE /v1/failures/{key}":  s.forget,
+		"HEAD /v1/blobs/{sha256}":    s.hasBlob,
+		"PUT /v1/blobs/{sha256}":     s.putBlob,
+		"GET /v1/healthz":            nil,
+		"GET /v1/openapi.json":       nil,
+	}
+	for _, pattern := range routes {
+		switch pattern {
+		case "GET /v1/healthz":
+			s.mux.HandleFunc(pattern, s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
+				return "", writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+			}))
+		case "GET /v1/openapi.json":
+			s.mux.HandleFunc(pattern, s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
+				w.Header().Set("Content-Type", "application/json")
+				_, err := w.Write(OpenAPI)
+				return "", err
+			}))
+		default:
+			s.mux.HandleFunc(pattern, s.authed(h[pattern]))
+		}
+	}
+	s.mux.HandleFunc("/", s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
+		return "", errorf(http.StatusNotFound, CodeNoRoute, "no route %s %s: see /v1/openapi.json", r.Method, r.URL.Path)
+	}))
+	return s
+}
+
+// Routes lists the API's routes as http.ServeMux patterns.
+func Routes() []string { return append([]string(nil), routes...) }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// statusWriter remembers the status a handler wrote, for the log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logged runs h, writes its error as JSON, and logs the request: method,
+// path (never the query or a header: a token is in neither the log nor a
+// URL), status, user and duration.
+func (s *Server) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		user, err := h(sw, r)
+		if err != nil {
+			if sw.status != 0 {
+				// The body had begun: all that is left is to say so in the log.
+				s.o.Log.Warn("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "err", err)
+			} else {
+				status, d := detail(err)
+				if status == http.StatusUnauthorized {
+					sw.Header().Set("WWW-Authenticate", `Bearer realm="sortie"`)
+				}
+				_ = writeJSON(sw, status, ErrorBody{Error: d})
+			}
+		}
+		s.o.Log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "user", user,
+			"ms", time.Since(start).Milliseconds())
+	}
+}
+
+// authed runs h for the user the request's bearer token names, with a
+// service asked by that user.
+func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, svc *service.Service) error) http.HandlerFunc {
+	return s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
+		u, err := s.user(r)
+		if err != nil {
+			return "", err
+		}
+		svc := *s.o.Service
+		svc.Asker = &service.Asker{Name: u.Name, Admin: u.Admin}
+		return u.Name, h(w, r, &svc)
+	})
+}
+
+// user is the user whose token the request carries.
+func (s *Server) user(r *http.Request) (*store.User, error) {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized,
+			"this route needs a token: send Authorization: Bearer TOKEN (`sortie server users add NAME` makes one)")
+	}
+	hash := HashToken(strings.TrimSpace(token))
+	u, err := s.o.Store.UserByTokenHash(r.Context(), hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The lookup was by the hash; the hashes are compared once more in
+	// constant time, so no branch on a byte of the secret is ever timed.
+	if subtle.ConstantTimeCompare([]byte(u.TokenHash), []byte(hash)) != 1 {
+		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not one this server knows")
+	}
+	if u.RevokedAt != nil {
+		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token of %s was revoked on %s; ask an admin for a new one",
+			u.Name, u.RevokedAt.UTC().Format(time.RFC3339))
+	}
+	return u, nil
+}
+
+// NewToken makes a token: 32 random bytes, base64url, after "sortie_"
+// (so that secret scanners can tell it); and its hash as stored.
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = "sortie_" + base64.RawURLEncoding.EncodeToString(b)
+	return token, HashToken(token), nil
+}
+
+// HashToken is the hash a token is stored and looked up by: SHA-256, hex.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// readJSON decodes a request's body into v, refusing a body over the
+// limit (413, naming it) and fields the type does not have.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, s.o.MaxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, code: CodeTooLarge, limit: mbe.Limit,
+				msg: fmt.Sprintf("the request body is over the limit of %d bytes (--max-body)", mbe.Limit)}
+		}
+		return &service.UsageError{Err: fmt.Errorf("the request body is not the JSON this route takes: %v", err)}
+	}
+	return nil
+}
+
+func pathID(r *http.Request) (int64, error) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &service.UsageError{Err: fmt.Errorf("job id %q is not a job id (a positive whole number)", v)}
+	}
+	return id, nil
+}
+
+func boolQuery(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, &service.UsageError{Err: fmt.Errorf("%s=%q: give true or false", name, v)}
+	}
+	return b, nil
+}
+
+func intQuery(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, &service.UsageError{Err: fmt.Errorf("%s=%q: give a whole number, 0 or more", name, v)}
+	}
+	return n, nil
+}
+
+// LaunchResult is POST /v1/jobs's answer: the job, and the warnings the
+// CLI prints (fields sortie accepts and ignores).
+type LaunchResult struct {
+	Job      *service.JobView `json:"job"`
+	Warnings []string         `json:"warnings"`
+}
+
+// RetryResults is POST /v1/jobs/retry's answer.
+type RetryResults struct {
+	Retries  []service.RetryResult `json:"retries"`
+	Warnings []string              `json:"warnings"`
+}
+
+// Cancelled is a cancel's answer: the ids marked.
+type Cancelled struct {
+	Cancelled []int64 `json:"cancelled"`
+}
+
+// Forgotten is a forget's answer: the key, or how many.
+type Forgotten struct {
+	Key   string `json:"key,omitempty"`
+	Count int64  `json:"count"`
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	return writeJSON(w, http.StatusOK, svc.Asker)
+}
+
+func (s *Server) launch(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req service.LaunchRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Task == nil {
+		return &service.UsageError{Err: errors.New("task: give the task file's content (a server reads no file of yours)")}
+	}
+	req.Dir = ""
+	warnings := []string{}
+	req.Warn = func(m string) { warnings = append(warnings, m) }
+	j, err := svc.Launch(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, LaunchResult{Job: j, Warnings: warnings})
+}
+
+func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	q := r.URL.Query()
+	all, err := boolQuery(r, "all")
+	if err != nil {
+		return err
+	}
+	finished, err := intQuery(r, "finished", 50)
+	if err != nil {
+		return err
+	}
+	req := service.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner")}
+	for _, v := range q["status"] {
+		for _, st := range strings.Split(v, ",") {
+			if st != "" {
+				req.Statuses = append(req.Statuses, lifecycle.Status(st))
+			}
+		}
+	}
+	// The listing streams: a store of 100,000 jobs is never in memory.
+	first := true
+	err = svc.QueueEach(r.Context(), req, func(v service.JobView) error {
+		if first {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, "[\n")
+		} else {
+			io.WriteString(w, ",\n")
+		}
+		first = false
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if first {
+		return writeJSON(w, http.StatusOK, []service.JobView{})
+	}
+	_, err = io.WriteString(w, "\n]\n")
+	return err
+}
+
+func (s *Server) show(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	d, err := svc.Show(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) cancelOne(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	marked, err := svc.Cancel(r.Context(), service.CancelRequest{IDs: []int64{id}})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, Cancelled{Cancelled: orEmpty(marked)})
+}
+
+// cancel is a cancel by ids, filter or all; ?dry_run=true lists the jobs
+// it would cancel, for the CLI's --dry-run and its confirmation.
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req service.CancelRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	dry, err := boolQuery(r, "dry_run")
+	if err != nil {
+		return err
+	}
+	if dry {
+		ts, err := svc.CancelTargets(r.Context(), req)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, orEmpty(ts))
+	}
+	marked, err := svc.Cancel(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, Cancelled{Cancelled: orEmpty(marked)})
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	v, err := svc.Release(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// retry retries by ids or filter; ?dry_run=true lists the jobs it would
+// retry. Who asked is the token's user, whatever the body says.
+func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req service.RetryRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	req.RequestedBy = svc.Asker.Name
+	dry, err := boolQuery(r, "dry_run")
+	if err != nil {
+		return err
+	}
+	if dry {
+		ts, err := svc.RetryTargets(r.Context(), req)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, orEmpty(ts))
+	}
+	warnings := []string{}
+	req.Warn = func(m string) { warnings = append(warnings, m) }
+	rs, err := svc.Retry(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, RetryResults{Retries: orEmpty(rs), Warnings: warnings})
+}
+
+func (s *Server) failures(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	fs, err := svc.Failures(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, orEmpty(fs))
+}
+
+func (s *Server) forget(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	key, err := svc.ForgetFailure(r.Context(), r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, Forgotten{Key: key, Count: 1})
+}
+
+func (s *Server) forgetAll(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	n, err := svc.ForgetAllFailures(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, Forgotten{Count: n})
+}
+
+func orEmpty[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}
+
+// CheckListen refuses an address beyond loopback without TLS, unless
+// insecure: a token sent in the clear can be read on the way.
+func CheckListen(addr string, tls, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: give host:port, e.g. 127.0.0.1:8080 (%v)", addr, err)
+	}
+	if tls || insecure {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--listen %q is beyond this machine's loopback, where tokens would cross the network in the clear: "+
+		"give --tls-cert and --tls-key, or listen on 127.0.0.1 behind a proxy that speaks TLS, or pass --insecure to accept the risk", addr)
+}
+
+// ServeOptions are how Serve listens.
+type ServeOptions struct {
+	Listen           string
+	TLSCert, TLSKey  string
+	Insecure         bool
+	Log              *slog.Logger
+	OnListen         func(addr net.Addr)
+	ShutdownDeadline time.Duration
+}
+
+// Serve serves h until ctx ends, with timeouts on reading a request's
+// head and body and on idle connections: a slow or silent client holds a
+// connection for a bounded time. Responses have no write timeout, so a
+// followed log streams as long as its job runs.
+func Serve(ctx context.Context, h http.Handler, o ServeOptions) error {
+	useTLS := o.TLSCert != "" || o.TLSKey != ""
+	if useTLS && (o.TLSCert == "" || o.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both")
+	}
+	if err := CheckListen(o.Listen, useTLS, o.Insecure); err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10}
+	if useTLS {
+		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert %s, --tls-key %s: %w", o.TLSCert, o.TLSKey, err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.Listen, err)
+	}
+	if useTLS {
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	scheme := "http"
+	if useTLS {
+		scheme = "https"
+	}
+	if o.Log != nil {
+		o.Log.Info("serving the API", "url", scheme+"://"+ln.Addr().String()+"/v1/")
+	}
+	if o.OnListen != nil {
+		o.OnListen(ln.Addr())
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	grace := o.ShutdownDeadline
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ForServer makes svc the service of a server: uploads for inputs, no
+// environment of its own for secrets, and wake (the controller of this
+// process) told of each change where a CLI would start or nudge one.
+func ForServer(svc *service.Service, up *Uploads, wake func()) *service.Service {
+	svc.Inputs = up.Path
+	svc.Getenv = func(string) string { return "" }
+	svc.FindDaemon = nil
+	svc.StartDaemon = func(context.Context, string) error {
+		if wake != nil {
+			wake()
+		}
+		return nil
+	}
+	svc.Asker = nil
+	return svc
+}
