@@ -101,7 +101,14 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 		}
 		return svc, err
 	}
-	f.Service = func(ctx context.Context) (Service, error) { return f.Local(ctx) }
+	// With SORTIE_API_URL (or a `sortie login`), every jobs verb goes
+	// through that server; without, through this machine's home.
+	f.Service = func(ctx context.Context) (Service, error) {
+		if r, err := remoteService(f); r != nil || err != nil {
+			return r, err
+		}
+		return f.Local(ctx)
+	}
 	f.Plan = func(ctx context.Context, req service.LaunchRequest) (*service.Plan, error) {
 		svc, err := service.OpenConfig(f.Home(), clouds.Light())
 		if err != nil {
@@ -188,7 +195,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
-	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f), NewCmdCheck(f))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdLogin(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
 	}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller/api/client"
+	"sortie/controller/daemon"
+)
+
+// NewCmdServer builds `server`, which the controller program runs: the
+// API and the controller of SORTIE_HOME, and `server users`.
+func NewCmdServer(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "server [--listen ADDR] [--store PATH] [--tls-cert F --tls-key F] [--insecure] | server users add|list|revoke",
+		Short: "Serve SORTIE_HOME's API to a team (users, tokens), running its controller",
+		Long: "Run the HTTP API over this home's jobs, and its controller, in the controller program.\n" +
+			"`sortie server users add NAME [--admin]` prints a new user's token once; `users list`; `users revoke NAME`.\n" +
+			"Beyond 127.0.0.1 the server needs --tls-cert and --tls-key, or --insecure.",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bin, err := daemon.BinaryPath(f.Getenv)
+			if err != nil {
+				return err
+			}
+			// The controller program takes this process's place: signals
+			// and the exit status are its own.
+			env := append(os.Environ(), "SORTIE_HOME="+f.Home())
+			return syscall.Exec(bin, append([]string{bin, "server"}, args...), env)
+		},
+	}
+}
+
+// NewCmdLogin builds `login URL`: it checks the token with the server and
+// keeps both for the user alone.
+func NewCmdLogin(f *Factory) *cobra.Command {
+	var token string
+	cmd := &cobra.Command{
+		Use:   "login URL",
+		Short: "Point the CLI at a sortie server: keep its URL and your token in ~/.config/sortie/",
+		Long: "Read the token from --token or standard input, check it with the server, and keep both in\n" +
+			"$XDG_CONFIG_HOME/sortie/login.json (default ~/.config/sortie/), readable by you alone.\n" +
+			"From then on every `jobs` verb goes through the server; SORTIE_API_URL and SORTIE_TOKEN win over it.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			url := strings.TrimRight(args[0], "/")
+			if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+				return usageErrorf("URL %q: give the server's address with its scheme, e.g. https://sortie.example.com:8080", args[0])
+			}
+			if token == "" {
+				line, err := bufio.NewReader(f.In).ReadString('\n')
+				if err != nil && line == "" {
+					return usageErrorf("no token: pass --token TOKEN or give it on standard input")
+				}
+				token = strings.TrimSpace(line)
+			}
+			if token == "" {
+				return usageErrorf("the token is empty: pass --token TOKEN or give it on standard input")
+			}
+			c := client.New(url, token, f.Getenv)
+			me, err := c.Me(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := client.SaveLogin(f.Getenv, client.Login{URL: url, Token: token})
+			if err != nil {
+				return fmt.Errorf("keep the login: %w", err)
+			}
+			admin := ""
+			if me.Admin {
+				admin = " (admin)"
+			}
+			fmt.Fprintf(f.Out, "Logged in to %s as %s%s; kept in %s.\n", url, me.Name, admin, p)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&token, "token", "", "the token (default: read from standard input)")
+	return cmd
+}
+
+// remoteService is the server the CLI speaks to, nil when none is set.
+func remoteService(f *Factory) (Service, error) {
+	c, err := client.FromEnv(f.Getenv)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return c, nil
+}
+

@@ -1,0 +1,155 @@
+package controllercli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sortie/controller"
+	"sortie/controller/api"
+	"sortie/controller/clouds"
+	"sortie/controller/clouds/all"
+	"sortie/controller/home"
+	"sortie/controller/service"
+	"sortie/controller/store"
+)
+
+// serverCmd is `server`: the API beside the controller of the home, and
+// `server users` over the same store.
+func serverCmd(h string, out, errw io.Writer) *cobra.Command {
+	var o struct {
+		listen, storePath, cert, key string
+		insecure                     bool
+		maxBody, maxUpload           int64
+	}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Serve the API (and run the controller) of SORTIE_HOME for a team",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			useTLS := o.cert != "" || o.key != ""
+			if err := api.CheckListen(o.listen, useTLS, o.insecure); err != nil {
+				return &service.UsageError{Err: err}
+			}
+			log := slog.New(slog.NewJSONHandler(errw, nil))
+			return controller.ServeWith(cmd.Context(), h, log, all.Clouds(), controller.ServeOptions{Store: o.storePath,
+				Beside: func(ctx context.Context, c *controller.Controller, st *store.Store) error {
+					base, err := service.Open(ctx, h, clouds.Light())
+					if err != nil {
+						return err
+					}
+					// The verbs share the controller's store rather than
+					// open a second one.
+					base.Store.Close()
+					base.Store = st
+					up := &api.Uploads{Dir: filepath.Join(h, "uploads")}
+					svc := api.ForServer(base, up, c.Wake)
+					srv := api.NewServer(api.Options{Service: svc, Store: st, Uploads: up, Log: log, MaxBody: o.maxBody, MaxUpload: o.maxUpload})
+					return api.Serve(ctx, srv, api.ServeOptions{Listen: o.listen, TLSCert: o.cert, TLSKey: o.key, Insecure: o.insecure, Log: log})
+				}})
+		},
+	}
+	fl := cmd.PersistentFlags()
+	fl.StringVar(&o.storePath, "store", "", "the store: a SQLite file's path (default: SORTIE_HOME's state.db)")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "host:port to serve on; beyond loopback needs TLS or --insecure")
+	cmd.Flags().StringVar(&o.cert, "tls-cert", "", "TLS certificate (PEM); with --tls-key the server speaks HTTPS")
+	cmd.Flags().StringVar(&o.key, "tls-key", "", "TLS private key (PEM)")
+	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "serve plain HTTP beyond loopback: tokens cross the network in the clear")
+	cmd.Flags().Int64Var(&o.maxBody, "max-body", api.DefaultMaxBody, "largest JSON request body, in bytes")
+	cmd.Flags().Int64Var(&o.maxUpload, "max-upload", api.DefaultMaxUpload, "largest upload (a workdir or file mount), in bytes")
+	cmd.AddCommand(usersCmd(h, out, errw, &o.storePath))
+	return cmd
+}
+
+func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
+	open := func(ctx context.Context) (*store.Store, error) {
+		p := *storePath
+		if p == "" {
+			if err := home.Make(h); err != nil {
+				return nil, err
+			}
+			p = home.State(h)
+		}
+		return store.Open(ctx, p, nil)
+	}
+	users := &cobra.Command{Use: "users", Short: "Add, list and revoke the users of the server"}
+	var admin bool
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Add a user and print their token, once: only its hash is kept",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := store.ValidUserName(args[0]); err != nil {
+				return &service.UsageError{Err: err}
+			}
+			st, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			tok, hash, err := api.NewToken()
+			if err != nil {
+				return err
+			}
+			if err := st.AddUser(cmd.Context(), args[0], hash, admin); err != nil {
+				return &service.UsageError{Err: fmt.Errorf("%w: pick another name, or revoke theirs and add them under a new one", err)}
+			}
+			fmt.Fprintln(out, tok)
+			fmt.Fprintf(errw, "User %s added%s. The token above is shown once: give it to them for `sortie login URL`.\n", args[0], map[bool]string{true: " (admin)"}[admin])
+			return nil
+		},
+	}
+	add.Flags().BoolVar(&admin, "admin", false, "the user may cancel, retry and forget every user's jobs")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the users",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			us, err := st.Users(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tREVOKED")
+			for _, u := range us {
+				revoked := "-"
+				if u.RevokedAt != nil {
+					revoked = u.RevokedAt.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%t\t%s\t%s\n", u.Name, u.Admin, u.CreatedAt.UTC().Format(time.RFC3339), revoked)
+			}
+			return tw.Flush()
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke a user's token: it opens nothing from now on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.RevokeUser(cmd.Context(), args[0]); err != nil {
+				return &service.UsageError{Err: fmt.Errorf("%w (see `sortie server users list`)", err)}
+			}
+			fmt.Fprintf(out, "revoked %s\n", args[0])
+			return nil
+		},
+	}
+	users.AddCommand(add, list, revoke)
+	return users
+}
+

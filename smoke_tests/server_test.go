@@ -1,0 +1,212 @@
+package smoke_tests
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sortie/controller/lifecycle"
+)
+
+// server is a running `sortie server` on 127.0.0.1 and its home.
+type server struct {
+	*env
+	url string
+	cmd *exec.Cmd
+	log *os.File
+}
+
+// startServer runs `sortie server` on a free port of 127.0.0.1 and waits
+// for its healthz; the test's end stops it.
+func startServer(t *testing.T) *server {
+	t.Helper()
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logf, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(e.bin, "server", "--listen", addr)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = e.dir, e.environ(), logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{env: e, url: "http://" + addr, cmd: cmd, log: logf}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("server log:\n%s", tail(string(b), 6000))
+		}
+		logf.Close()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get(s.url + "/v1/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("the server did not answer on %s: %v\n%s", addr, err, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s
+}
+
+// user adds a user and returns a CLI world pointed at the server with
+// the user's token, with a home and a config directory of its own.
+func (s *server) user(name string, admin bool) (*env, string) {
+	s.t.Helper()
+	args := []string{"server", "users", "add", name}
+	if admin {
+		args = append(args, "--admin")
+	}
+	r := s.must(args...)
+	tok := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(tok, "sortie_") || !strings.Contains(r.stderr, "shown once") {
+		s.t.Fatalf("users add printed %q / %q", r.stdout, r.stderr)
+	}
+	root := s.t.TempDir()
+	u := newEnv(s.t, "SORTIE_API_URL="+s.url, "SORTIE_TOKEN="+tok, "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, ".config"))
+	return u, tok
+}
+
+// Two users on one server: alice's job is hers; bob's cancel of it is
+// refused naming her, and alice's goes through; alice retries her failed
+// job with a reason; the inputs that failed in alice's job are refused to
+// bob, naming her job; no token reaches the server's log.
+func TestTwoUsersOnOneServer(t *testing.T) {
+	s := startServer(t)
+	alice, aliceTok := s.user("alice", false)
+	bob, bobTok := s.user("bob", false)
+	if r := s.must("server", "users", "list"); !strings.Contains(r.stdout, "alice") || !strings.Contains(r.stdout, "bob") {
+		t.Fatalf("users list:\n%s", r.stdout)
+	}
+
+	long := alice.launch(alice.write("long.yaml", "resources: {cloud: local}\nrun: sleep 120\n"))
+	d := alice.show(long)
+	if d.Owner == nil || *d.Owner != "alice" {
+		t.Fatalf("owner %v, want alice", d.Owner)
+	}
+	r := bob.run("jobs", "cancel", strconv.FormatInt(long, 10), "-y")
+	if want := fmt.Sprintf("job %d belongs to alice", long); r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("bob's cancel: exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
+	}
+	if got := bob.show(long); got.Status == lifecycle.Cancelling || got.Status == lifecycle.Cancelled {
+		t.Fatalf("bob's refused cancel cancelled the job: %s", got.Status)
+	}
+	alice.must("jobs", "cancel", strconv.FormatInt(long, 10), "-y")
+	if got := alice.waitStatus(long, lifecycle.Cancelled); got.CancelledBy == nil || *got.CancelledBy != "alice" {
+		t.Fatalf("cancelled_by %v", got.CancelledBy)
+	}
+
+	// The workdir travels as an upload: the task reads its file on the node.
+	alice.write("code/msg.txt", "hello from alice's disk\n")
+	task := "workdir: code\nresources: {cloud: local}\nrun: cat msg.txt; exit 3\n"
+	failed := alice.launch(alice.write("fail.yaml", task))
+	alice.waitStatus(failed, lifecycle.Failed)
+	if logs := alice.must("jobs", "logs", strconv.FormatInt(failed, 10)); !strings.Contains(logs.stdout, "hello from alice's disk") {
+		t.Fatalf("logs through the server: %q", logs.stdout)
+	}
+
+	r = bob.run("jobs", "retry", strconv.FormatInt(failed, 10), "--reason", "mine now", "-y")
+	if r.code != 1 || !strings.Contains(r.stderr, fmt.Sprintf("job %d belongs to alice", failed)) {
+		t.Fatalf("bob's retry: exit %d %q", r.code, r.stderr)
+	}
+	r = alice.must("jobs", "retry", strconv.FormatInt(failed, 10), "--reason", "flaky disk", "-o", "json")
+	if !strings.Contains(r.stdout, `"retry_reason": "flaky disk`) || !strings.Contains(r.stdout, `"requested_by": "alice"`) {
+		t.Fatalf("alice's retry:\n%s", r.stdout)
+	}
+
+	// bob, from his own copy of the same files, is refused alice's failure.
+	bob.write("code/msg.txt", "hello from alice's disk\n")
+	r = bob.run("jobs", "launch", "-d", bob.write("fail.yaml", task))
+	if r.code != 3 || !strings.Contains(r.stderr, fmt.Sprintf("already failed in alice's job %d", failed)) ||
+		!strings.Contains(r.stderr, fmt.Sprintf("sortie jobs logs %d", failed)) {
+		t.Fatalf("bob's launch of alice's failure: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// bob's job of other inputs is his.
+	mine := bob.launch(bob.write("ok.yaml", "resources: {cloud: local}\nrun: echo bob\n"))
+	if got := bob.waitStatus(mine, lifecycle.Succeeded); got.Owner == nil || *got.Owner != "bob" {
+		t.Fatalf("bob's job owner %v", got.Owner)
+	}
+
+	b, err := os.ReadFile(s.log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{aliceTok, bobTok} {
+		if strings.Contains(string(b), tok) {
+			t.Fatal("a token is in the server's log")
+		}
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	requests := 0
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"msg":"request"`) {
+			requests++
+		}
+	}
+	if requests == 0 {
+		t.Fatalf("the server logged no request:\n%s", tail(string(b), 3000))
+	}
+}
+
+// A user logs in once; the login is kept for them alone and used by every
+// later command; a wrong token is refused and not kept.
+func TestLogin(t *testing.T) {
+	s := startServer(t)
+	_, tok := s.user("carol", false)
+	root := t.TempDir()
+	u := newEnv(t, "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, "cfg"), "SORTIE_API_URL=", "SORTIE_TOKEN=")
+	if r := u.run("login", s.url, "--token", "sortie_wrong"); r.code == 0 {
+		t.Fatalf("a wrong token logged in: %q", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(root, "cfg", "sortie", "login.json")); err == nil {
+		t.Fatal("a refused login was kept")
+	}
+	cmd := exec.Command(u.bin, "login", s.url)
+	cmd.Env, cmd.Stdin = u.environ(), strings.NewReader(tok+"\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "as carol") {
+		t.Fatalf("login: %v %s", err, out)
+	}
+	info, err := os.Stat(filepath.Join(root, "cfg", "sortie", "login.json"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("login file: %v %v", info, err)
+	}
+	id := u.launch(u.write("t.yaml", "resources: {cloud: sim}\nrun: 'true'\n"))
+	if d := u.show(id); d.Owner == nil || *d.Owner != "carol" {
+		t.Fatalf("owner %v", d.Owner)
+	}
+	// The job is on the server's home, not on this user's.
+	if _, err := os.Stat(filepath.Join(u.home, "state.db")); err == nil {
+		t.Fatal("the CLI opened a home of its own")
+	}
+}
