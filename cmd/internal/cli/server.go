@@ -91,4 +91,3 @@ func remoteService(f *Factory) (Service, error) {
 	}
 	return c, nil
 }
-

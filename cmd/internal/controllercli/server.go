@@ -152,4 +152,3 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 	users.AddCommand(add, list, revoke)
 	return users
 }
-
