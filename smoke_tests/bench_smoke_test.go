@@ -160,3 +160,21 @@ func TestBenchNotice(t *testing.T) {
 		}
 	}
 }
+
+// The api group's short run: launches through a server and on the local
+// path, one beside the other, each job stored where it was sent.
+func TestBenchAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	home := filepath.Join(t.TempDir(), "api")
+	t.Cleanup(func() { killLeftovers(t, filepath.Join(home, "server")); killLeftovers(t, filepath.Join(home, "local")) })
+	r, err := suite.RunAPILaunch(ctx, suite.LaunchOptions{Bin: binary(t), Home: home, Runs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]*suite.LaunchResult{"api": r.API, "local": r.Local} {
+		if len(l.Runs) != 3 || len(l.IDs) != 4 || l.IDs[3] != l.IDs[0]+3 {
+			t.Errorf("%s: runs %v ids %v, want 3 timed runs of 4 launches with consecutive ids in its own store", name, l.Runs, l.IDs)
+		}
+	}
+}

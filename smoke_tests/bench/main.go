@@ -46,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws,cancel,notice", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,aws,cancel,notice", "which groups to run, comma-separated")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
 	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
@@ -76,12 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws, "cancel": b.cancel, "notice": b.notice}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "api": b.api, "aws": b.aws, "cancel": b.cancel, "notice": b.notice}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws, cancel, notice)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, api, aws, cancel, notice)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -304,6 +304,20 @@ func (b *bench) launch(ctx context.Context) error {
 	fmt.Fprintf(b.log, "cli init: runs %v\n", r.Runs)
 	b.figure("cli_init_ms", suite.Ms(r.Median), 1, "ms")
 	b.figure("cli_init_ratio", float64(r.Median)/float64(floor), 2, "x")
+	return nil
+}
+
+// api times `jobs launch -d` through a `sortie server`, beside the same
+// launch on the local path in the same loop.
+func (b *bench) api(ctx context.Context) error {
+	r, err := suite.RunAPILaunch(ctx, suite.LaunchOptions{Bin: b.o.bin, Home: b.home("api"), Runs: b.o.launchRuns})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "api launch: runs %v\nlocal launch beside it: runs %v\n", r.API.Runs, r.Local.Runs)
+	b.figure("api_launch_ms", suite.Ms(r.API.Median), 1, "ms")
+	b.figure("api_launch_local_ms", suite.Ms(r.Local.Median), 1, "ms")
+	b.figure("api_launch_ratio", float64(r.API.Median)/float64(r.Local.Median), 2, "x")
 	return nil
 }
 
