@@ -167,7 +167,10 @@ func TestBenchAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	home := filepath.Join(t.TempDir(), "api")
-	t.Cleanup(func() { killLeftovers(t, filepath.Join(home, "server")); killLeftovers(t, filepath.Join(home, "local")) })
+	t.Cleanup(func() {
+		killLeftovers(t, filepath.Join(home, "server"))
+		killLeftovers(t, filepath.Join(home, "local"))
+	})
 	r, err := suite.RunAPILaunch(ctx, suite.LaunchOptions{Bin: binary(t), Home: home, Runs: 3})
 	if err != nil {
 		t.Fatal(err)
