@@ -151,6 +151,16 @@ func TestTwoUsersOnOneServer(t *testing.T) {
 		!strings.Contains(r.stderr, fmt.Sprintf("sortie jobs logs %d", failed)) {
 		t.Fatalf("bob's launch of alice's failure: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A launch that follows its job streams the log through the server
+	// (chunked, line by line) and exits as the job ends.
+	r = alice.run("jobs", "launch", alice.write("follow.yaml", "resources: {cloud: local}\nrun: echo one; sleep 1; echo two\n"))
+	if r.code != 0 || !strings.Contains(r.stdout, "one\ntwo") || !strings.Contains(r.stderr, "== job ") || !strings.Contains(r.stderr, "ended SUCCEEDED") {
+		t.Fatalf("a followed launch: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = alice.run("jobs", "launch", alice.write("follow-fail.yaml", "resources: {cloud: local}\nrun: echo bad; exit 4\n"))
+	if r.code != 1 || !strings.Contains(r.stdout, "bad") {
+		t.Fatalf("a followed failing launch: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
 	// bob's job of other inputs is his.
 	mine := bob.launch(bob.write("ok.yaml", "resources: {cloud: local}\nrun: echo bob\n"))
 	if got := bob.waitStatus(mine, lifecycle.Succeeded); got.Owner == nil || *got.Owner != "bob" {
