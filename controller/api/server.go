@@ -110,12 +110,6 @@ func NewServer(o Options) *Server {
 			s.mux.HandleFunc(pattern, s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
 				return "", writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 			}))
-		case "GET /v1/openapi.json":
-			s.mux.HandleFunc(pattern, s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
-				w.Header().Set("Content-Type", "application/json")
-				_, err := w.Write(OpenAPI)
-				return "", err
-			}))
 		default:
 			s.mux.HandleFunc(pattern, s.authed(h[pattern]))
 		}
@@ -321,6 +315,12 @@ type Cancelled struct {
 type Forgotten struct {
 	Key   string `json:"key,omitempty"`
 	Count int64  `json:"count"`
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(OpenAPI)
+	return err
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, svc *service.Service) error {

@@ -4,11 +4,20 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sortie/controller/clouds"
 	"sortie/controller/home"
@@ -170,6 +180,9 @@ func TestAuth(t *testing.T) {
 	resp := ts.do(t, "", "GET", "/v1/jobs", nil, &e)
 	if resp.StatusCode != 401 || e.Error.Code != CodeUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Fatalf("no token: %d %+v", resp.StatusCode, e)
+	}
+	if resp := ts.do(t, "", "GET", "/v1/openapi.json", nil, nil); resp.StatusCode != 401 {
+		t.Fatalf("openapi.json without a token: %d", resp.StatusCode)
 	}
 	ts.tokens["mallory"] = "sortie_not-a-token"
 	if resp := ts.do(t, "mallory", "GET", "/v1/jobs", nil, &e); resp.StatusCode != 401 {
@@ -438,5 +451,62 @@ func TestCheckListen(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s tls=%t insecure=%t: %v", tc.addr, tc.tls, tc.insecure, err)
 		}
+	}
+}
+
+// Serve speaks TLS with a certificate and key, refuses one without the
+// other, and refuses plain HTTP beyond loopback.
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "over tls") })
+	addrs := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, h, ServeOptions{Listen: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, OnListen: func(a net.Addr) { addrs <- a }})
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	cert, _ := x509.ParseCertificate(der)
+	pool.AddCert(cert)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get("https://" + addr.String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "over tls" {
+		t.Fatalf("answer %q", b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := Serve(context.Background(), h, ServeOptions{Listen: "127.0.0.1:0", TLSCert: certFile}); err == nil || !strings.Contains(err.Error(), "go together") {
+		t.Errorf("a certificate without its key: %v", err)
+	}
+	if err := Serve(context.Background(), h, ServeOptions{Listen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "--insecure") {
+		t.Errorf("plain HTTP beyond loopback: %v", err)
 	}
 }
