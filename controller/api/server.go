@@ -102,7 +102,7 @@ func NewServer(o Options) *Server {
 		"HEAD /v1/blobs/{sha256}":    s.hasBlob,
 		"PUT /v1/blobs/{sha256}":     s.putBlob,
 		"GET /v1/healthz":            nil,
-		"GET /v1/openapi.json":       nil,
+		"GET /v1/openapi.json":       s.openapi,
 	}
 	for _, pattern := range routes {
 		switch pattern {
