@@ -87,7 +87,9 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, 
 // CreateJobWith is CreateJob that also runs prepare with the new job's id
 // before the job is committed: what the job needs besides its row (its
 // secrets) exists before any controller can see the job, and a failing
-// prepare stores nothing.
+// prepare stores nothing. On PostgreSQL a transaction the database
+// aborted (a deadlock) runs again, calling prepare again with the id the
+// new try gets.
 func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prepare func(id int64) error) (int64, error) {
 	var id int64
 	err := s.tx(ctx, func(tx *dbTx) error {
