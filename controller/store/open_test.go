@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -162,5 +164,30 @@ func TestMigratingABusyStoreSaysBusy(t *testing.T) {
 	_, err = open(ctx, path, nil, 50*time.Millisecond)
 	if !errors.Is(err, ErrBusy) || strings.Contains(err.Error(), "migrate") {
 		t.Errorf("open of a new store while another connection writes: %v; want it to say the store is busy", err)
+	}
+}
+
+// A new SQLite store and its WAL are private to their owner whatever the
+// umask: they hold specs and env values.
+func TestANewStoreIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateJob(context.Background(), &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s is %v, want 0600", p, m)
+		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -154,6 +155,14 @@ func open(ctx context.Context, path string, now func() time.Time, busy time.Dura
 	// _txlock=immediate takes the write lock at BEGIN, so two processes (the
 	// CLI and the daemon) never deadlock upgrading a read lock. Reads run
 	// outside transactions and take no lock a writer holds (WAL).
+	// SQLite gives the store's WAL and shared-memory files the mode of the
+	// store's own file, which holds specs and env values: it is made
+	// private to its owner first.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create the store %s: %w", path, err)
+	}
+	f.Close()
 	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL", path, busy.Milliseconds())
 	sdb, err := sql.Open("sqlite3", dsn)
 	if err != nil {
