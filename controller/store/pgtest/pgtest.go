@@ -92,7 +92,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "sortie-pgtest-")
+	dir, err := os.MkdirTemp(tempBase(cred), "sortie-pgtest-")
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +158,25 @@ func serverUser() (*syscall.Credential, error) {
 		}
 	}
 	return nil, errors.New("running as root, and neither user postgres nor nobody exists to run PostgreSQL as (initdb refuses root)")
+}
+
+// tempBase is where the server's directory is made: the temporary
+// directory, unless the server's user could not reach it (a TMPDIR under
+// root's home), then /tmp.
+func tempBase(cred *syscall.Credential) string {
+	base := os.TempDir()
+	if cred == nil {
+		return base
+	}
+	for d := base; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if d == filepath.Dir(d) {
+			return base
+		}
+	}
 }
 
 func command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
