@@ -30,13 +30,6 @@ type dialect struct {
 
 const maxRebound = 4096
 
-func (d *dialect) name() string {
-	if d.postgres {
-		return "PostgreSQL"
-	}
-	return "SQLite"
-}
-
 // rebind returns q for the dialect's database: PostgreSQL numbers its
 // placeholders.
 func (d *dialect) rebind(q string) string {

@@ -32,7 +32,8 @@ func TestNumberPlaceholders(t *testing.T) {
 	}
 	d := &dialect{postgres: true}
 	q := `SELECT id FROM jobs WHERE id = ?`
-	if d.rebind(q) != `SELECT id FROM jobs WHERE id = $1` || d.rebind(q) != d.rebind(q) || d.cached.Load() != 1 {
+	first, again := d.rebind(q), d.rebind(q)
+	if first != `SELECT id FROM jobs WHERE id = $1` || again != first || d.cached.Load() != 1 {
 		t.Errorf("rebind does not cache one text per statement: %d cached", d.cached.Load())
 	}
 	if (&dialect{}).rebind(q) != q {
