@@ -187,6 +187,10 @@ func openPostgres(ctx context.Context, u string, now func() time.Time, busy time
 	sdb := stdlib.OpenDB(*cfg)
 	sdb.SetMaxOpenConns(8)
 	sdb.SetMaxIdleConns(8)
+	if err := sdb.PingContext(ctx); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("store %s: cannot connect; check that the server runs, and the URL's host, port, user, password and database (%v)", where, redactErr(err, u))
+	}
 	return start(ctx, sdb, &dialect{postgres: true}, where, now, busy)
 }
 
