@@ -13,7 +13,6 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/daemon"
-	"sortie/controller/home"
 	"sortie/controller/metrics"
 	"sortie/controller/notify"
 	"sortie/controller/profiling"
@@ -29,7 +28,9 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 
 // ServeOptions are what a process running the controller adds to it.
 type ServeOptions struct {
-	// Store is the store's path; "" is the home's (state.db).
+	// Store is the store's URL (a path, sqlite:PATH or postgres://...);
+	// "" is the configured one (controller.store, SORTIE_STORE, else the
+	// home's state.db).
 	Store string
 	// Beside runs beside the loop once the controller is ready, with the
 	// controller (to Wake it) and its store, until ctx ends: `sortie
@@ -78,7 +79,7 @@ func ServeWith(ctx context.Context, h string, log *slog.Logger, cls []clouds.Clo
 			NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
 		}()
 		defer func() { stopNotifier(); <-notified }()
-		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
+		c.Log.Info("controller started", "home", h, "store", store.Redact(storeURL(cfg, opts.Store)), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
 		if opts.Beside != nil {
 			// The loop and what runs beside it stop together: either's
 			// end stops the other.
@@ -151,21 +152,27 @@ func NewNotifier(st *store.Store, cfg config.Config, log *slog.Logger, now func(
 	return &notify.Notifier{Store: st, Default: cfg.Notify.Webhooks, Secrets: cfg.Notify.Secrets, Log: log, Now: now}
 }
 
-// OpenHome reads h's configuration and opens its store.
+// OpenHome reads h's configuration and opens its store (controller.store,
+// SORTIE_STORE, else the home's state.db).
 func OpenHome(ctx context.Context, h string) (config.Config, *store.Store, error) {
 	return openStore(ctx, h, "")
 }
 
-// openStore reads h's configuration and opens the store at path, or the
-// home's when path is "".
-func openStore(ctx context.Context, h, path string) (config.Config, *store.Store, error) {
+// openStore reads h's configuration and opens the store at url (a path,
+// sqlite:PATH or postgres://...), or the configured one when url is "".
+func openStore(ctx context.Context, h, url string) (config.Config, *store.Store, error) {
 	cfg, err := config.Load(h, os.Getenv)
 	if err != nil {
 		return cfg, nil, err
 	}
-	if path == "" {
-		path = home.State(h)
-	}
-	st, err := store.Open(ctx, path, nil)
+	st, err := store.OpenURL(ctx, storeURL(cfg, url), nil)
 	return cfg, st, err
+}
+
+// storeURL is url, or the configured store when url is "".
+func storeURL(cfg config.Config, url string) string {
+	if url != "" {
+		return url
+	}
+	return cfg.StoreURL()
 }

@@ -32,7 +32,7 @@ type KnownFailure struct {
 	Owner string
 }
 
-func recordFailure(ctx context.Context, tx *sql.Tx, f *KnownFailure, now time.Time) error {
+func recordFailure(ctx context.Context, tx *dbTx, f *KnownFailure, now time.Time) error {
 	codes, _ := json.Marshal(f.ExitCodes)
 	_, err := tx.ExecContext(ctx, `INSERT INTO known_failures (input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -73,7 +73,7 @@ func (s *Store) ForgetFailure(ctx context.Context, prefix string) (string, error
 func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow func(*KnownFailure) error) (string, int64, error) {
 	var key string
 	var job int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
 // owner's jobs.
 func (s *Store) ForgetAllFailuresBy(ctx context.Context, by, owner string) (int64, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		q, args := `DELETE FROM known_failures`, []any{}
 		if owner != "" {
 			q += ` WHERE job_id IN (SELECT id FROM jobs WHERE owner = ?)`

@@ -25,7 +25,7 @@ var ErrUserExists = errors.New("user exists")
 
 // AddUser stores a new user with the hash of its token.
 func (s *Store) AddUser(ctx context.Context, name, tokenHash string, admin bool) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE name = ?`, name).Scan(&n); err != nil {
 			return err
@@ -33,8 +33,12 @@ func (s *Store) AddUser(ctx context.Context, name, tokenHash string, admin bool)
 		if n > 0 {
 			return fmt.Errorf("user %q: %w", name, ErrUserExists)
 		}
+		flag := 0
+		if admin {
+			flag = 1
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO users (name, token_hash, admin, created_at) VALUES (?, ?, ?, ?)`,
-			name, tokenHash, admin, fmtTime(s.now()))
+			name, tokenHash, flag, fmtTime(s.now()))
 		return err
 	})
 	return err
@@ -61,7 +65,7 @@ func (s *Store) UserByTokenHash(ctx context.Context, hash string) (*User, error)
 // RevokeUser revokes name's token: it opens nothing from now on. A user
 // already revoked keeps the first revocation's time.
 func (s *Store) RevokeUser(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET revoked_at = COALESCE(revoked_at, ?) WHERE name = ?`, fmtTime(s.now()), name)
 		if err != nil {
 			return err
@@ -86,9 +90,11 @@ func (s *Store) findUsers(ctx context.Context, tail string, args ...any) ([]*Use
 		var u User
 		var created string
 		var revoked sql.NullString
-		if err := rows.Scan(&u.Name, &u.TokenHash, &u.Admin, &created, &revoked); err != nil {
+		var admin int64
+		if err := rows.Scan(&u.Name, &u.TokenHash, &admin, &created, &revoked); err != nil {
 			return nil, err
 		}
+		u.Admin = admin != 0
 		if t := parseTime(sql.NullString{String: created, Valid: true}); t != nil {
 			u.CreatedAt = *t
 		}
@@ -110,7 +116,7 @@ type Action struct {
 	Detail string
 }
 
-func recordAction(ctx context.Context, tx *sql.Tx, a Action) error {
+func recordAction(ctx context.Context, tx *dbTx, a Action) error {
 	var job any
 	if a.JobID != 0 {
 		job = a.JobID

@@ -8,9 +8,11 @@ import (
 
 // Users are stored with their token's hash; a name is taken once; a
 // revoked user is still found by its hash, with the time it was revoked.
-func TestUsers(t *testing.T) {
+func TestUsers(t *testing.T) { onEach(t, testUsers) }
+
+func testUsers(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	if err := s.AddUser(ctx, "alice", "hash-a", true); err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +53,11 @@ func TestUsers(t *testing.T) {
 
 // A job keeps its owner; the owner filter selects it; a cancel, a retry
 // and a forget each record who asked.
-func TestOwnersAndActions(t *testing.T) {
+func TestOwnersAndActions(t *testing.T) { onEach(t, testOwnersAndActions) }
+
+func testOwnersAndActions(t *testing.T, be backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, be)
 	a, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`), Owner: "alice", InputKey: "k1"}, []NewTask{{}})
 	b, _ := s.CreateJob(ctx, &Job{Name: "b", Spec: []byte(`{}`), Owner: "bob"}, []NewTask{{}})
 	got, err := s.Jobs(ctx, JobFilter{Owner: "alice"})
