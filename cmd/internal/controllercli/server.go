@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"sortie/controller/api"
 	"sortie/controller/clouds"
 	"sortie/controller/clouds/all"
+	"sortie/controller/config"
 	"sortie/controller/home"
 	"sortie/controller/service"
 	"sortie/controller/store"
@@ -56,7 +58,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 		},
 	}
 	fl := cmd.PersistentFlags()
-	fl.StringVar(&o.storePath, "store", "", "the store: a SQLite file's path (default: SORTIE_HOME's state.db)")
+	fl.StringVar(&o.storePath, "store", "", "the store: postgres://USER@HOST/DB, sqlite:PATH or a path (default: controller.store, SORTIE_STORE, else SORTIE_HOME's state.db)")
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "host:port to serve on; beyond loopback needs TLS or --insecure")
 	cmd.Flags().StringVar(&o.cert, "tls-cert", "", "TLS certificate (PEM); with --tls-key the server speaks HTTPS")
 	cmd.Flags().StringVar(&o.key, "tls-key", "", "TLS private key (PEM)")
@@ -69,14 +71,18 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 
 func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 	open := func(ctx context.Context) (*store.Store, error) {
-		p := *storePath
-		if p == "" {
+		u := *storePath
+		if u == "" {
 			if err := home.Make(h); err != nil {
 				return nil, err
 			}
-			p = home.State(h)
+			cfg, err := config.Load(h, os.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			u = cfg.StoreURL()
 		}
-		return store.Open(ctx, p, nil)
+		return store.OpenURL(ctx, u, nil)
 	}
 	users := &cobra.Command{Use: "users", Short: "Add, list and revoke the users of the server"}
 	var admin bool
