@@ -18,6 +18,9 @@
 //	exit_code.unwritten.<phase>.<code>.<-|stop>  the same, when exit_code could not be written
 //	stop                     asks the agent not to begin another phase
 //	notice                   the last preemption notice the agent heard, as JSON, durably
+//	storage.json storage.env sync  the task's buckets, the sync program's own env, and a
+//	                         link to the sync program (sortie-sync), when the task has buckets
+//	storage-state            what the bucket syncs did, per mount (written by sortie-sync)
 //
 // It imports the standard library only: the controller links it (Answer,
 // the file names), and cmd/sortie-agent adds the notice package's watchers.
