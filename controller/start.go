@@ -108,7 +108,14 @@ func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[
 		paths["workdir"] = task.Workdir
 	}
 	for dst, src := range task.FileMounts {
-		paths["file_mounts."+dst] = src
+		if !strings.Contains(src, "://") {
+			paths["file_mounts."+dst] = src
+		}
+	}
+	for dst, sm := range task.StorageMounts {
+		if sm.Source != "" && !strings.Contains(sm.Source, "://") {
+			paths["file_mounts."+dst+".source"] = sm.Source
+		}
 	}
 	for field, p := range paths {
 		if !filepath.IsAbs(p) {

@@ -96,6 +96,14 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
 		}
 	}
+	if len(probs) == 0 {
+		// Last, as it asks the stores: every bucket can be read.
+		bp, err := bucketProblems(ctx, pr.pipeline)
+		if err != nil {
+			return nil, err
+		}
+		probs = bp
+	}
 	if len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
 	}
