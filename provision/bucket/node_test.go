@@ -81,7 +81,7 @@ func TestNodeSyncs(t *testing.T) {
 func TestNodeMount(t *testing.T) {
 	d := t.TempDir()
 	var argv []string
-	n := Node{ Open: func(context.Context, string) (Store, error) { return newMem(), nil },
+	n := Node{Open: func(context.Context, string) (Store, error) { return newMem(), nil },
 		LookPath: func(p string) (string, error) {
 			if p == "mount-s3" {
 				return "/usr/bin/mount-s3", nil
