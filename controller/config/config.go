@@ -110,6 +110,9 @@ type AWSConfig struct {
 	// asks for spot interruption notices; "" is EC2's own
 	// (http://169.254.169.254). Tests point it at a simulator.
 	IMDSEndpoint string `json:"imds_endpoint"`
+	// InstanceProfile is the IAM instance profile, a name or an ARN, of
+	// the instances of tasks with buckets.
+	InstanceProfile string `json:"instance_profile"`
 }
 
 // GCPConfig is the gcp: section.
