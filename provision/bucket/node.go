@@ -248,6 +248,9 @@ func (n Node) move(ctx context.Context, m SpecMount, local string, op func(Mount
 		return Result{}, err
 	}
 	res, err := op(Mount{Store: st, Bucket: m.Bucket, Prefix: m.Prefix, Dir: local}, ctx, man)
+	if res.Files == 0 && err == nil {
+		return res, nil // the manifest is as it was
+	}
 	// What moved before an error is recorded: it need not move again.
 	if serr := man.Save(mp); err == nil {
 		err = serr
