@@ -23,7 +23,7 @@ type StorageSync struct {
 // RecordStorage keeps a node's latest report of its bucket syncs, one row
 // per mount, replacing the last report.
 func (s *Store) RecordStorage(ctx context.Context, a *Attempt, node int, syncs []StorageSync) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
 		for _, m := range syncs {
 			var errText any
 			if m.Error != "" {

@@ -10,9 +10,11 @@ import (
 
 // A node's report of its bucket syncs replaces its last one, per mount;
 // each node keeps its own; the job lists them by attempt, node and path.
-func TestRecordStorage(t *testing.T) {
+func TestRecordStorage(t *testing.T) { onEach(t, testRecordStorage) }
+
+func testRecordStorage(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, a := runningAttempt(t, s)
 	down := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	up := down.Add(30 * time.Second)

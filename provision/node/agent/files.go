@@ -21,6 +21,8 @@
 //	storage.json storage.env sync  the task's buckets, the sync program's own env, and a
 //	                         link to the sync program (sortie-sync), when the task has buckets
 //	storage-state            what the bucket syncs did, per mount (written by sortie-sync)
+//	reaped                   no process of the task is left: made after the exit code, once the
+//	                         agent (the subreaper of the task's processes) has ended what the task left
 //
 // It imports the standard library only: the controller links it (Answer,
 // the file names), and cmd/sortie-agent adds the notice package's watchers.
@@ -48,6 +50,7 @@ const (
 	FileStop      = "stop"
 	FileNotice    = "notice"
 	FileContainer = "container.sh"
+	FileReaped    = "reaped"
 	// UnwrittenPrefix starts the name of the marker that carries the exit
 	// code when exit_code could not be written.
 	UnwrittenPrefix = "exit_code.unwritten."
