@@ -5,10 +5,10 @@ BIN     := bin/sortie
 # The CLI (sortie) and the controller program (sortie-controller), which
 # alone links the cloud SDKs, are built side by side: the CLI starts the
 # controller from its own directory, and the controller finds the node agent
-# (sortie-agent) in it. The agent is static (no cgo) and stripped: it is
-# copied to every VM.
+# (sortie-agent) and the bucket sync program (sortie-sync) in it. Both are
+# static (no cgo) and stripped: they are copied to every VM.
 BINS    := ./cmd/sortie ./cmd/sortie-controller
-AGENT_BUILD = CGO_ENABLED=0 $(GO) build -ldflags=-s -o bin/ ./cmd/sortie-agent
+AGENT_BUILD = CGO_ENABLED=0 $(GO) build -ldflags=-s -o bin/ ./cmd/sortie-agent ./cmd/sortie-sync
 TIMEOUT ?= 75m
 
 .PHONY: all build test unit smoke demo deps vet lint clean bench fuzz chaos

@@ -33,6 +33,14 @@ type Config struct {
 	SSH        SSHConfig        `json:"ssh"`
 	Sim        SimConfig        `json:"sim"`
 	Notify     NotifyConfig     `json:"notify"`
+	Storage    StorageConfig    `json:"storage"`
+}
+
+// StorageConfig is the storage: section: how tasks' buckets are synced.
+type StorageConfig struct {
+	// SyncInterval is how often a node uploads what changed in its
+	// MOUNT_CACHED buckets (SORTIE_STORAGE_SYNC_INTERVAL); 30s by default.
+	SyncInterval Duration `json:"sync_interval"`
 }
 
 // ControllerConfig is the controller: section.
@@ -107,6 +115,9 @@ type AWSConfig struct {
 	// asks for spot interruption notices; "" is EC2's own
 	// (http://169.254.169.254). Tests point it at a simulator.
 	IMDSEndpoint string `json:"imds_endpoint"`
+	// InstanceProfile is the IAM instance profile, a name or an ARN, of
+	// the instances of tasks with buckets.
+	InstanceProfile string `json:"instance_profile"`
 }
 
 // GCPConfig is the gcp: section.
@@ -197,6 +208,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_LAUNCH_BACKOFF_MAX", "controller.launch_backoff_max", &c.LaunchBackoffMax},
 		{"SORTIE_SWEEP_INTERVAL", "controller.sweep_interval", &c.SweepInterval},
 		{"SORTIE_MAX_KEEP_ON_FAILURE", "controller.max_keep_on_failure", &c.MaxKeepOnFailure},
+		{"SORTIE_STORAGE_SYNC_INTERVAL", "storage.sync_interval", &cfg.Storage.SyncInterval},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -331,6 +343,9 @@ func readConfig(path string) ([]byte, error) {
 }
 
 func (cfg *Config) fillDefaults() {
+	if cfg.Storage.SyncInterval <= 0 {
+		cfg.Storage.SyncInterval = Duration(30 * time.Second)
+	}
 	c := &cfg.Controller
 	if c.PollInterval <= 0 {
 		c.PollInterval = Duration(5 * time.Second)
