@@ -377,6 +377,12 @@ func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, reason st
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) error {
+	if _, fenced := ctx.Value(leaseKey{}).(fence); fenced {
+		return s.tx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, q, args...)
+			return err
+		})
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	_, err := s.db.ExecContext(ctx, q, args...)

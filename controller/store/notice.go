@@ -20,14 +20,21 @@ var ErrReplaced = errors.New("attempt is replaced already")
 // first notice is kept, except that a notice that ends the node replaces a
 // rebalance recommendation (which ends nothing). It says whether it wrote.
 func (s *Store) RecordNotice(ctx context.Context, a *Attempt, n Notice) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE attempts SET notice_kind = ?, notice_source = ?, notice_at = ?, notice_deadline = ?
+	var k int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE attempts SET notice_kind = ?, notice_source = ?, notice_at = ?, notice_deadline = ?
 		WHERE id = ? AND `+openSQL+` AND (notice_kind IS NULL OR (notice_kind = ? AND ? <> ?))`,
-		n.Kind, n.Source, fmtTime(n.At), fmtTimePtr(n.Deadline), a.ID, NoticeRebalance, n.Kind, NoticeRebalance)
+			n.Kind, n.Source, fmtTime(n.At), fmtTimePtr(n.Deadline), a.ID, NoticeRebalance, n.Kind, NoticeRebalance)
+		if err != nil {
+			return err
+		}
+		k, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record the notice of attempt %d: %w", a.ID, err)
 	}
-	k, err := res.RowsAffected()
-	return k > 0, err
+	return k > 0, nil
 }
 
 // NoticeRebalance is the kind of an AWS rebalance recommendation: it ends

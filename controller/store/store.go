@@ -236,6 +236,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := checkFence(ctx, tx); err != nil {
+		return err
+	}
 	if err := fn(tx); err != nil {
 		if isBusy(err) {
 			return s.busyError(err)
