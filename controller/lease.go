@@ -241,7 +241,7 @@ func (ls *leaseSet) count() int {
 // register records the replica in the store and claims its first jobs.
 func (c *Controller) register(ctx context.Context) error {
 	ls := c.lease
-	err := c.Store.RegisterReplica(ctx, store.Replica{ID: ls.id, Name: ls.opts.Name, Host: ls.opts.Host, PID: ls.opts.PID}, ls.opts.TTL)
+	err := c.Store.RegisterReplica(ctx, store.Replica{ID: ls.id, Name: ls.opts.Name, Host: ls.opts.Host, PID: ls.opts.PID, TTL: ls.opts.TTL})
 	if err != nil {
 		return err
 	}
@@ -300,7 +300,7 @@ func (c *Controller) renew(ctx context.Context) {
 // up), at most claimBatch at a time, and returns the jobs it claimed.
 func (c *Controller) claim(ctx context.Context) ([]int64, error) {
 	ls := c.lease
-	load, err := c.Store.LeaseLoad(ctx, ls.opts.TTL)
+	load, err := c.Store.LeaseLoad(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the lease load: %w", err)
 	}

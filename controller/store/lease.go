@@ -33,6 +33,9 @@ type Replica struct {
 	PID         int
 	StartedAt   time.Time
 	HeartbeatAt time.Time
+	// TTL is how long its leases last unless renewed; it is live while
+	// its last heartbeat is more recent than that.
+	TTL time.Duration
 	// Jobs is how many unfinished jobs the replica holds a lease on that
 	// has not expired.
 	Jobs int
@@ -84,27 +87,30 @@ func checkFence(ctx context.Context, tx *sql.Tx) error {
 
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
+// liveSQL selects the replicas live at the time given as its parameter.
+const liveSQL = "heartbeat_at + lease_ttl >= ?"
+
 // ErrReplicaRunning is wrapped by RegisterReplica's error when a live
 // replica already has the name.
 var ErrReplicaRunning = errors.New("a replica of that name is running")
 
-// RegisterReplica records r (its ID, Name, Host, PID) as a running replica
-// with a heartbeat now. A replica of the same name whose heartbeat is older
-// than ttl is dead and its row goes (its leases expire on their own); a
-// live one makes it fail with ErrReplicaRunning: two processes under one
-// name would be impossible to tell apart in the status.
-func (s *Store) RegisterReplica(ctx context.Context, r Replica, ttl time.Duration) error {
+// RegisterReplica records r (its ID, Name, Host, PID, TTL) as a running
+// replica with a heartbeat now. A replica of the same name whose heartbeat
+// is older than its TTL is dead and its row goes (its leases expire on
+// their own); a live one makes it fail with ErrReplicaRunning: two
+// processes under one name would be impossible to tell apart.
+func (s *Store) RegisterReplica(ctx context.Context, r Replica) error {
 	now := s.now()
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var host string
 		var pid int
-		var hb int64
-		err := tx.QueryRowContext(ctx, `SELECT host, pid, heartbeat_at FROM replicas WHERE name = ? AND heartbeat_at >= ? ORDER BY heartbeat_at DESC LIMIT 1`,
-			r.Name, millis(now.Add(-ttl))).Scan(&host, &pid, &hb)
+		var hb, ttl int64
+		err := tx.QueryRowContext(ctx, `SELECT host, pid, heartbeat_at, lease_ttl FROM replicas WHERE name = ? AND `+liveSQL+` ORDER BY heartbeat_at DESC LIMIT 1`,
+			r.Name, millis(now)).Scan(&host, &pid, &hb, &ttl)
 		if err == nil {
 			age := now.Sub(time.UnixMilli(hb)).Round(time.Millisecond)
 			return fmt.Errorf("%w: replica %q is pid %d on %s, its heartbeat %s ago; give each replica its own name, or wait %s for a dead one's heartbeat to age out",
-				ErrReplicaRunning, r.Name, pid, host, age, ttl)
+				ErrReplicaRunning, r.Name, pid, host, age, time.Duration(ttl)*time.Millisecond)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -112,8 +118,8 @@ func (s *Store) RegisterReplica(ctx context.Context, r Replica, ttl time.Duratio
 		if _, err := tx.ExecContext(ctx, `DELETE FROM replicas WHERE name = ?`, r.Name); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO replicas (id, name, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Name, r.Host, r.PID, fmtTime(now), millis(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO replicas (id, name, host, pid, started_at, heartbeat_at, lease_ttl) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Name, r.Host, r.PID, fmtTime(now), millis(now), r.TTL.Milliseconds())
 		return err
 	})
 }
@@ -202,13 +208,13 @@ func (s *Store) ReleaseLease(ctx context.Context, replica string, l Lease) error
 
 // LeaseLoad is what a replica weighs before claiming: the unfinished jobs,
 // those whose lease is free or expired, and the replicas alive (a
-// heartbeat within ttl).
+// heartbeat within their TTL).
 type LeaseLoad struct {
 	Active, Claimable, Live int
 }
 
 // LeaseLoad counts, at the store's now, what a claim weighs.
-func (s *Store) LeaseLoad(ctx context.Context, ttl time.Duration) (LeaseLoad, error) {
+func (s *Store) LeaseLoad(ctx context.Context) (LeaseLoad, error) {
 	now := s.now()
 	var l LeaseLoad
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_holder IS NULL OR lease_expires < ? THEN 1 ELSE 0 END), 0)
@@ -216,7 +222,7 @@ func (s *Store) LeaseLoad(ctx context.Context, ttl time.Duration) (LeaseLoad, er
 	if err != nil {
 		return l, err
 	}
-	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM replicas WHERE heartbeat_at >= ?`, millis(now.Add(-ttl))).Scan(&l.Live)
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM replicas WHERE `+liveSQL, millis(now)).Scan(&l.Live)
 	return l, err
 }
 
@@ -224,7 +230,7 @@ func (s *Store) LeaseLoad(ctx context.Context, ttl time.Duration) (LeaseLoad, er
 // number of unfinished jobs whose lease it holds at now.
 func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
 	now := millis(s.now())
-	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.name, r.host, r.pid, r.started_at, r.heartbeat_at,
+	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.name, r.host, r.pid, r.started_at, r.heartbeat_at, r.lease_ttl,
 			(SELECT COUNT(*) FROM jobs j WHERE j.lease_holder = r.id AND j.lease_expires >= ? AND j.`+activeSQL+`)
 		FROM replicas r ORDER BY r.heartbeat_at DESC, r.name`, now)
 	if err != nil {
@@ -235,24 +241,36 @@ func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
 	for rows.Next() {
 		var r Replica
 		var started sql.NullString
-		var hb int64
-		if err := rows.Scan(&r.ID, &r.Name, &r.Host, &r.PID, &started, &hb, &r.Jobs); err != nil {
+		var hb, ttl int64
+		if err := rows.Scan(&r.ID, &r.Name, &r.Host, &r.PID, &started, &hb, &ttl, &r.Jobs); err != nil {
 			return nil, err
 		}
 		if t := parseTime(started); t != nil {
 			r.StartedAt = *t
 		}
 		r.HeartbeatAt = time.UnixMilli(hb).UTC()
+		r.TTL = time.Duration(ttl) * time.Millisecond
 		out = append(out, r)
 	}
 	return out, rows.Err()
 }
 
-// LiveReplicas counts the replicas whose heartbeat is within ttl of now.
-func (s *Store) LiveReplicas(ctx context.Context, ttl time.Duration) (int, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM replicas WHERE heartbeat_at >= ?`, millis(s.now().Add(-ttl))).Scan(&n)
-	return n, err
+// LiveReplicas names the replicas whose heartbeat is within their TTL.
+func (s *Store) LiveReplicas(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM replicas WHERE `+liveSQL+` ORDER BY name`, millis(s.now()))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // HeldJobsShard returns the unfinished jobs of one shard (as

@@ -47,7 +47,7 @@ func newJobs(t *testing.T, s *Store, n int) []int64 {
 
 func register(t *testing.T, s *Store, id, name string) {
 	t.Helper()
-	if err := s.RegisterReplica(context.Background(), Replica{ID: id, Name: name, Host: "h", PID: 7}, ttl); err != nil {
+	if err := s.RegisterReplica(context.Background(), Replica{ID: id, Name: name, Host: "h", PID: 7, TTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +94,7 @@ func TestClaimRenewExpire(t *testing.T) {
 		t.Fatalf("a's renew: %v, %v", got, err)
 	}
 	clk.Advance(2 * time.Second)
-	load, err := s.LeaseLoad(ctx, ttl)
+	load, err := s.LeaseLoad(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,16 @@ func TestClaimRenewExpire(t *testing.T) {
 		t.Fatalf("b's claim after a stopped: %v", got)
 	}
 	rs, _ = s.Replicas(ctx)
-	if len(rs) != 1 || rs[0].Name != "b" || rs[0].Jobs != 5 {
+	if len(rs) != 1 || rs[0].Name != "b" || rs[0].Jobs != 5 || rs[0].TTL != ttl {
 		t.Fatalf("replicas after a stopped: %+v", rs)
+	}
+	// b is live until its heartbeat is older than its TTL.
+	if live, err := s.LiveReplicas(ctx); err != nil || len(live) != 1 || live[0] != "b" {
+		t.Fatalf("live replicas: %v %v", live, err)
+	}
+	clk.Advance(ttl + time.Second)
+	if live, err := s.LiveReplicas(ctx); err != nil || len(live) != 0 {
+		t.Fatalf("live replicas after b's TTL: %v %v", live, err)
 	}
 }
 
@@ -161,14 +169,14 @@ func TestRegisterRefusesALiveName(t *testing.T) {
 	ctx := context.Background()
 	s, clk := openLeaseTest(t)
 	register(t, s, "a1", "a")
-	err := s.RegisterReplica(ctx, Replica{ID: "a2", Name: "a", Host: "h", PID: 8}, ttl)
+	err := s.RegisterReplica(ctx, Replica{ID: "a2", Name: "a", Host: "h", PID: 8, TTL: ttl})
 	if !errors.Is(err, ErrReplicaRunning) || !strings.Contains(err.Error(), `replica "a" is pid 7 on h`) {
 		t.Fatalf("second live replica named a: got %v", err)
 	}
 	// Once the first one's heartbeat is older than the TTL it is dead: the
 	// name is free, and its row goes.
 	clk.Advance(ttl + time.Second)
-	if err := s.RegisterReplica(ctx, Replica{ID: "a2", Name: "a", Host: "h", PID: 8}, ttl); err != nil {
+	if err := s.RegisterReplica(ctx, Replica{ID: "a2", Name: "a", Host: "h", PID: 8, TTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
 	rs, _ := s.Replicas(ctx)

@@ -1,15 +1,17 @@
 -- Replicas: several controllers on one store share the unfinished jobs.
 -- Each running replica has a row, one per start of its process (id), named
--- by its operator (name); heartbeat_at is when it last renewed its leases,
--- in Unix milliseconds, so that "older than" compares as numbers on every
--- database.
+-- by its operator (name); heartbeat_at is when it last renewed its leases
+-- and lease_ttl how long they last, both in milliseconds (Unix time for
+-- the first), so that times compare as numbers on every database: a
+-- replica is live while heartbeat_at + lease_ttl has not passed.
 CREATE TABLE replicas (
     id           TEXT PRIMARY KEY,
     name         TEXT NOT NULL,
     host         TEXT NOT NULL,
     pid          INTEGER NOT NULL,
     started_at   TEXT NOT NULL,
-    heartbeat_at BIGINT NOT NULL
+    heartbeat_at BIGINT NOT NULL,
+    lease_ttl    BIGINT NOT NULL
 );
 CREATE INDEX replicas_name ON replicas(name);
 
