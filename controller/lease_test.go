@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,3 +257,22 @@ type testWriter struct {
 }
 
 func (w testWriter) Write(b []byte) (int, error) { w.t.Log(w.name, string(b)); return len(b), nil }
+
+// The controller of a home refuses to start while live replicas drive its
+// store: it would drive their jobs beside them.
+func TestServeRefusesBesideReplicas(t *testing.T) {
+	ctx := context.Background()
+	h := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(h, "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.RegisterReplica(ctx, store.Replica{ID: "r1-x", Name: "r1", Host: "h", PID: 9, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	err = Serve(ctx, h, slog.New(slog.NewTextHandler(testWriter{t, "serve"}, nil)), nil)
+	if err == nil || !strings.Contains(err.Error(), "replicas r1 drive the jobs of this store") {
+		t.Fatalf("Serve beside a live replica: %v", err)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -41,14 +40,7 @@ func Main(args []string, out, errw io.Writer) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(&cobra.Command{
-		Use:   "run",
-		Short: "Run the controller in the foreground",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return controller.Serve(cmd.Context(), h, slog.New(slog.NewJSONHandler(errw, nil)), all.Clouds())
-		},
-	}, &cobra.Command{
+	root.AddCommand(runCmd(h, errw), &cobra.Command{
 		Use:   "check",
 		Short: "Print, as JSON, which clouds are usable and why not",
 		Args:  cobra.NoArgs,
