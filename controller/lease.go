@@ -49,7 +49,7 @@ const MinLeaseTTL = 3 * time.Second
 // claimBatch bounds how many jobs one claim takes: a replica that starts
 // alone beside a long queue, or first among several, does not take every
 // job before the others have registered.
-const claimBatch = 200
+const claimBatch = 500
 
 // leaseSet is a replica's leases.
 type leaseSet struct {
