@@ -65,6 +65,8 @@ type ReplicasResult struct {
 	// Attempts is how many attempts ran; Starts how many task starts the
 	// shared sim counted (one per attempt and node when none ran twice).
 	Attempts, Starts int
+	// CPU is what the surviving replicas used, just before they stopped.
+	CPU time.Duration
 	// Problems are what the store and the sim say went wrong: an attempt
 	// started twice, two attempts of a job open at once, a cluster left.
 	Problems []string
@@ -208,7 +210,9 @@ func RunReplicas(ctx context.Context, o ReplicasOptions) (*ReplicasResult, error
 	res.Wall = time.Since(t0)
 	var stopErr error
 	for _, r := range reps[o.Kill:] {
-		stopErr = errors.Join(stopErr, r.Stop(time.Minute))
+		u, err := ReadUsage(r.Pid)
+		res.CPU += u.CPU
+		stopErr = errors.Join(stopErr, err, r.Stop(time.Minute))
 	}
 	if stopErr != nil {
 		return res, stopErr
