@@ -172,7 +172,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	sweep := time.NewTicker(c.Config.Controller.SweepInterval.D())
 	defer sweep.Stop()
 	err := c.Tick(ctx)
-	for k := 0; ; k = (k + 1) % n {
+	// k is the shard the next shard tick reconciles: it moves on with the
+	// shard ticks only, so that no other event (a wake, a sweep, a claim)
+	// makes a shard's turn pass without its tick.
+	k := 0
+	for {
 		if err != nil && ctx.Err() == nil {
 			c.Log.Error("tick", "err", err)
 		}
@@ -187,6 +191,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				// time has come.
 				c.releaseKept(ctx)
 			}
+			k = (k + 1) % n
 		case <-c.wake:
 			err = c.tick(ctx, tickScope{unwatched: true})
 			// A wake may be `jobs release` or a cancel of a kept job.

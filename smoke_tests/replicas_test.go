@@ -22,9 +22,13 @@ func TestReplicasSurviveKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newEnv(t)
+	// A poll interval of 1.25 s spreads the jobs over 5 shards, ticked
+	// every 250 ms beside a claim every second (TTL/3): the claims must
+	// not take a shard's turn, or a fifth of the jobs would never be
+	// checked.
 	o := suite.ReplicasOptions{Bin: e.bin, Home: e.home, Jobs: 300, Replicas: 3, Kill: 2, KillAfter: 0.3,
 		RunTime: 3 * time.Second, ExitShare: 0.1, PreemptShare: 0.05, Seed: 3, TTL: 3 * time.Second,
-		PollInterval: 250 * time.Millisecond, Timeout: 3 * time.Minute, Progress: progress(t)}
+		PollInterval: 1250 * time.Millisecond, Timeout: 3 * time.Minute, Progress: progress(t)}
 	t.Cleanup(func() { killLeftovers(t, o.Home) })
 	var status []service.ReplicaView
 	o.AfterTakeover = func() {
