@@ -60,10 +60,14 @@ type leaseSet struct {
 	held map[int64]*heldLease
 	// renewed is when the last renewal succeeded.
 	renewed time.Time
+	// claims counts the claims recorded (add): a renewal forgets only
+	// leases claimed before it read the store.
+	claims uint64
 }
 
 type heldLease struct {
 	lease store.Lease
+	claim uint64 // ls.claims when it was recorded
 	// ctx ends when the lease is lost; every step of the job runs under
 	// it.
 	ctx    context.Context
@@ -206,30 +210,42 @@ func (ls *leaseSet) add(got []store.Lease) {
 			}
 			h.cancel()
 		}
+		ls.claims++
 		ctx, cancel := context.WithCancel(context.Background())
-		ls.held[l.Job] = &heldLease{lease: l, ctx: ctx, cancel: cancel}
+		ls.held[l.Job] = &heldLease{lease: l, claim: ls.claims, ctx: ctx, cancel: cancel}
 	}
 }
 
 // keep makes the leases in memory those a renewal returned: a job missing
 // from them was taken by another replica (or ended), and its steps stop.
-func (ls *leaseSet) keep(got []store.Lease, at time.Time) {
+// Leases recorded after claims (a claim made while the renewal ran) are
+// not the renewal's to judge: the store was read before them.
+func (ls *leaseSet) keep(got []store.Lease, at time.Time, claims uint64) {
 	still := make(map[int64]int64, len(got))
 	for _, l := range got {
 		still[l.Job] = l.Gen
 	}
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	for id, h := range ls.held {
+		if h.claim > claims {
+			continue
+		}
 		if gen, ok := still[id]; !ok || gen != h.lease.Gen {
 			h.cancel()
 			delete(ls.held, id)
 		}
 	}
-	ls.renewed = at
-	ls.mu.Unlock()
 	// A lease renewed that is not in memory (a claim whose answer was
 	// lost) is held all the same.
-	ls.add(got)
+	for _, l := range got {
+		if ls.held[l.Job] == nil {
+			ls.claims++
+			ctx, cancel := context.WithCancel(context.Background())
+			ls.held[l.Job] = &heldLease{lease: l, claim: ls.claims, ctx: ctx, cancel: cancel}
+		}
+	}
+	ls.renewed = at
 }
 
 func (ls *leaseSet) count() int {
@@ -275,9 +291,12 @@ func (c *Controller) renewLoop(ctx context.Context) {
 func (c *Controller) renew(ctx context.Context) {
 	ls := c.lease
 	started := c.Now()
+	ls.mu.Lock()
+	claims := ls.claims
+	ls.mu.Unlock()
 	got, err := c.Store.RenewLeases(ctx, ls.id, ls.opts.TTL)
 	if err == nil {
-		ls.keep(got, started)
+		ls.keep(got, started, claims)
 		return
 	}
 	if ctx.Err() != nil {

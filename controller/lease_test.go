@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -274,5 +275,40 @@ func TestServeRefusesBesideReplicas(t *testing.T) {
 	err = Serve(ctx, h, slog.New(slog.NewTextHandler(testWriter{t, "serve"}, nil)), nil)
 	if err == nil || !strings.Contains(err.Error(), "replicas r1 drive the jobs of this store") {
 		t.Fatalf("Serve beside a live replica: %v", err)
+	}
+}
+
+// A renewal that read the store before a claim neither forgets the jobs
+// that claim took nor puts back an older generation of a job claimed
+// again meanwhile.
+func TestARenewalKeepsLeasesClaimedWhileItRan(t *testing.T) {
+	ls := &leaseSet{held: map[int64]*heldLease{}}
+	ls.add([]store.Lease{{Job: 1, Gen: 1}, {Job: 3, Gen: 1}})
+	ls.mu.Lock()
+	before := ls.claims
+	ls.mu.Unlock()
+	// The renewal reads the store: jobs 1 and 3 at generation 1. Then a
+	// claim takes job 2, and job 3 again (its lease had expired).
+	ls.add([]store.Lease{{Job: 2, Gen: 1}, {Job: 3, Gen: 2}})
+	old3 := ls.held[3].ctx
+	ls.keep([]store.Lease{{Job: 1, Gen: 1}, {Job: 3, Gen: 1}}, time.Now(), before)
+	got := map[int64]int64{}
+	for id, h := range ls.held {
+		got[id] = h.lease.Gen
+	}
+	if want := map[int64]int64{1: 1, 2: 1, 3: 2}; !maps.Equal(got, want) {
+		t.Fatalf("leases after the renewal: %v, want %v", got, want)
+	}
+	if old3.Err() != nil {
+		t.Errorf("the steps of job 3 under its new lease were stopped")
+	}
+	// The next renewal, which read the store after the claim, drops a job
+	// it does not return.
+	ls.mu.Lock()
+	now := ls.claims
+	ls.mu.Unlock()
+	ls.keep([]store.Lease{{Job: 1, Gen: 1}, {Job: 3, Gen: 2}}, time.Now(), now)
+	if _, ok := ls.held[2]; ok || len(ls.held) != 2 {
+		t.Fatalf("leases after a renewal without job 2: %v", ls.held)
 	}
 }
