@@ -319,11 +319,13 @@ func (c *Controller) renew(ctx context.Context) {
 // up), at most claimBatch at a time, and returns the jobs it claimed.
 func (c *Controller) claim(ctx context.Context) ([]int64, error) {
 	ls := c.lease
-	load, err := c.Store.LeaseLoad(ctx)
+	load, err := c.Store.LeaseLoad(ctx, ls.id)
 	if err != nil {
 		return nil, fmt.Errorf("read the lease load: %w", err)
 	}
-	n := claimCount(load, ls.count())
+	// What the replica holds is counted in the store: those in memory
+	// include jobs that ended since the last renewal.
+	n := claimCount(load)
 	if n == 0 {
 		return nil, nil
 	}
@@ -342,15 +344,15 @@ func (c *Controller) claim(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
-// claimCount is how many jobs a replica holding held should claim under
-// load: up to its fair share, at most claimBatch and what is claimable.
-func claimCount(load store.LeaseLoad, held int) int {
+// claimCount is how many jobs a replica should claim under load: up to its
+// fair share, at most claimBatch and what is claimable.
+func claimCount(load store.LeaseLoad) int {
 	if load.Claimable == 0 {
 		return 0
 	}
 	live := max(load.Live, 1)
 	share := (load.Active + live - 1) / live
-	return max(0, min(share-held, claimBatch, load.Claimable))
+	return max(0, min(share-load.Held, claimBatch, load.Claimable))
 }
 
 // release gives up the replica's leases and its row as it stops, so that

@@ -226,18 +226,19 @@ func TestFailedRenewalsDropTheLeases(t *testing.T) {
 func TestClaimCount(t *testing.T) {
 	for _, tc := range []struct {
 		load store.LeaseLoad
-		held int
 		want int
 	}{
-		{store.LeaseLoad{Active: 3000, Claimable: 3000, Live: 3}, 0, claimBatch},
-		{store.LeaseLoad{Active: 300, Claimable: 300, Live: 3}, 0, 100},
-		{store.LeaseLoad{Active: 301, Claimable: 1, Live: 3}, 100, 1},
-		{store.LeaseLoad{Active: 300, Claimable: 100, Live: 3}, 100, 0},
-		{store.LeaseLoad{Active: 10, Claimable: 10, Live: 0}, 0, 10},
-		{store.LeaseLoad{Active: 10, Claimable: 0, Live: 1}, 0, 0},
+		{store.LeaseLoad{Active: 3000, Claimable: 3000, Live: 3}, claimBatch},
+		{store.LeaseLoad{Active: 300, Claimable: 300, Live: 3}, 100},
+		{store.LeaseLoad{Active: 301, Claimable: 1, Held: 100, Live: 3}, 1},
+		{store.LeaseLoad{Active: 300, Claimable: 100, Held: 100, Live: 3}, 0},
+		// A dead replica's jobs, once it no longer counts as live.
+		{store.LeaseLoad{Active: 300, Claimable: 150, Held: 150, Live: 1}, 150},
+		{store.LeaseLoad{Active: 10, Claimable: 10, Live: 0}, 10},
+		{store.LeaseLoad{Active: 10, Claimable: 0, Live: 1}, 0},
 	} {
-		if got := claimCount(tc.load, tc.held); got != tc.want {
-			t.Errorf("claimCount(%+v, held %d) = %d, want %d", tc.load, tc.held, got, tc.want)
+		if got := claimCount(tc.load); got != tc.want {
+			t.Errorf("claimCount(%+v) = %d, want %d", tc.load, got, tc.want)
 		}
 	}
 }

@@ -207,18 +207,19 @@ func (s *Store) ReleaseLease(ctx context.Context, replica string, l Lease) error
 }
 
 // LeaseLoad is what a replica weighs before claiming: the unfinished jobs,
-// those whose lease is free or expired, and the replicas alive (a
-// heartbeat within their TTL).
+// those whose lease is free or expired, those the replica holds, and the
+// replicas alive (a heartbeat within their TTL).
 type LeaseLoad struct {
-	Active, Claimable, Live int
+	Active, Claimable, Held, Live int
 }
 
-// LeaseLoad counts, at the store's now, what a claim weighs.
-func (s *Store) LeaseLoad(ctx context.Context) (LeaseLoad, error) {
+// LeaseLoad counts, at the store's now, what a claim by replica weighs.
+func (s *Store) LeaseLoad(ctx context.Context, replica string) (LeaseLoad, error) {
 	now := s.now()
 	var l LeaseLoad
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_holder IS NULL OR lease_expires < ? THEN 1 ELSE 0 END), 0)
-		FROM jobs WHERE `+activeSQL, millis(now)).Scan(&l.Active, &l.Claimable)
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_holder IS NULL OR lease_expires < ? THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN lease_holder = ? THEN 1 ELSE 0 END), 0)
+		FROM jobs WHERE `+activeSQL, millis(now), replica).Scan(&l.Active, &l.Claimable, &l.Held)
 	if err != nil {
 		return l, err
 	}

@@ -94,11 +94,11 @@ func TestClaimRenewExpire(t *testing.T) {
 		t.Fatalf("a's renew: %v, %v", got, err)
 	}
 	clk.Advance(2 * time.Second)
-	load, err := s.LeaseLoad(ctx)
+	load, err := s.LeaseLoad(ctx, "a1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (LeaseLoad{Active: 5, Claimable: 2, Live: 1}); load != want {
+	if want := (LeaseLoad{Active: 5, Claimable: 2, Held: 3, Live: 1}); load != want {
 		t.Fatalf("load after b's leases expired: got %+v, want %+v", load, want)
 	}
 	got, err = s.ClaimJobs(ctx, "a1", 10, ttl)
