@@ -99,15 +99,6 @@ func (c *Controller) AsReplica(o ReplicaOptions) error {
 	return nil
 }
 
-// ReplicaID is the id the replica's leases name; "" when c is not a
-// replica.
-func (c *Controller) ReplicaID() string {
-	if c.lease == nil {
-		return ""
-	}
-	return c.lease.id
-}
-
 // Held lists the jobs whose lease c holds (nil when c is not a replica).
 func (c *Controller) Held() []int64 {
 	if c.lease == nil {

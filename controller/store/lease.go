@@ -199,13 +199,6 @@ func (s *Store) ReleaseLeases(ctx context.Context, replica string) error {
 	})
 }
 
-// ReleaseLease gives up replica's lease on one job, if it still holds it
-// at l's generation, so that another replica may claim it at once.
-func (s *Store) ReleaseLease(ctx context.Context, replica string, l Lease) error {
-	return s.exec(ctx, `UPDATE jobs SET lease_holder = NULL, lease_expires = 0 WHERE id = ? AND lease_holder = ? AND lease_gen = ?`,
-		l.Job, replica, l.Gen)
-}
-
 // LeaseLoad is what a replica weighs before claiming: the unfinished jobs,
 // those whose lease is free or expired, those the replica holds, and the
 // replicas alive (a heartbeat within their TTL).
@@ -281,18 +274,6 @@ func (s *Store) HeldJobsShard(ctx context.Context, replica string, shards, shard
 		return findJobs(ctx, s.db, `WHERE `+activeSQL+` AND lease_holder = ? ORDER BY id`, replica)
 	}
 	return findJobs(ctx, s.db, `WHERE `+activeSQL+` AND lease_holder = ? AND id % ? = ? ORDER BY id`, replica, shards, shard)
-}
-
-// LeaseOf returns the holder and generation of job id's lease ("" when
-// none), as tests and the status read it.
-func (s *Store) LeaseOf(ctx context.Context, id int64) (holder string, l Lease, err error) {
-	var h sql.NullString
-	l.Job = id
-	err = s.db.QueryRowContext(ctx, `SELECT lease_holder, lease_gen FROM jobs WHERE id = ?`, id).Scan(&h, &l.Gen)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = fmt.Errorf("job %d: %w", id, ErrNotFound)
-	}
-	return h.String, l, err
 }
 
 // HeldOpenAttemptsShard returns the attempts that have not ended of the
