@@ -16,7 +16,6 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/daemon"
-	"sortie/controller/home"
 	"sortie/controller/metrics"
 	"sortie/controller/notify"
 	"sortie/controller/profiling"
@@ -65,35 +64,21 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 // for the files a job keeps beside it (secrets, kept logs), which each of
 // them must reach. A controller of h's own, run by the CLI, must not run
 // beside them: ServeReplica refuses to start while one does.
-func ServeReplica(ctx context.Context, h, storeURL string, o ReplicaOptions, log *slog.Logger, cls []clouds.Cloud) error {
+func ServeReplica(ctx context.Context, h string, o ReplicaOptions, log *slog.Logger, cls []clouds.Cloud) error {
 	if p := daemon.Running(h); p != 0 {
 		return fmt.Errorf("the controller of %s (pid %d) drives every job of its store; stop it (sortie controller stop) before starting replicas there", h, p)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cfg, err := config.Load(h, os.Getenv)
-	if err != nil {
-		return err
-	}
-	// Replicas in one home share the sim's cloud, as machines share a real
-	// one.
-	cfg.Sim.Shared = true
-	st, err := OpenStore(ctx, h, storeURL)
+	cfg, st, err := OpenHome(ctx, h)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// Replicas in one home share the sim's cloud, as machines share a real
+	// one.
+	cfg.Sim.Shared = true
 	return run(ctx, h, cfg, st, log, cls, func(c *Controller) error { return c.AsReplica(o) })
-}
-
-// OpenStore opens the store at url: a SQLite file's path (or file: URL),
-// or h's own store when url is empty.
-func OpenStore(ctx context.Context, h, url string) (*store.Store, error) {
-	path := home.State(h)
-	if url != "" {
-		path = strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
-	}
-	return store.Open(ctx, path, nil)
 }
 
 // run runs a controller over st until ctx ends; ready is given it before it
@@ -131,7 +116,7 @@ func run(ctx context.Context, h string, cfg config.Config, st *store.Store, log 
 		NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
 	}()
 	defer func() { stopNotifier(); <-notified }()
-	args := []any{"home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D()}
+	args := []any{"home", h, "store", store.Redact(cfg.StoreURL()), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D()}
 	if c.lease != nil {
 		args = append(args, "replica", c.lease.opts.Name, "lease_ttl", c.lease.opts.TTL)
 	}
@@ -182,12 +167,13 @@ func NewNotifier(st *store.Store, cfg config.Config, log *slog.Logger, now func(
 	return &notify.Notifier{Store: st, Default: cfg.Notify.Webhooks, Secrets: cfg.Notify.Secrets, Log: log, Now: now}
 }
 
-// OpenHome reads h's configuration and opens its store.
+// OpenHome reads h's configuration and opens its store (controller.store,
+// SORTIE_STORE, else the home's state.db).
 func OpenHome(ctx context.Context, h string) (config.Config, *store.Store, error) {
 	cfg, err := config.Load(h, os.Getenv)
 	if err != nil {
 		return cfg, nil, err
 	}
-	st, err := store.Open(ctx, home.State(h), nil)
+	st, err := store.OpenURL(ctx, cfg.StoreURL(), nil)
 	return cfg, st, err
 }

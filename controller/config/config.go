@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +62,9 @@ type ControllerConfig struct {
 	// MetricsListen, when set, is the host:port the controller serves
 	// Prometheus metrics on, at /metrics; empty (the default) serves none.
 	MetricsListen string `json:"metrics_listen"`
+	// Store is where the jobs are kept (SORTIE_STORE): a PostgreSQL URL
+	// for a team, or a SQLite file; empty is $SORTIE_HOME/state.db.
+	Store string `json:"store"`
 	// LogRetention is how long the kept logs of a job that has ended stay
 	// on the controller; the sweep removes older ones (default 30 days).
 	LogRetention Duration `json:"log_retention"`
@@ -209,6 +214,10 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_UNREACHABLE_CHECKS", "controller.unreachable_checks", &c.UnreachableChecks},
 		{"SORTIE_MAX_PARALLEL_LAUNCHES", "controller.max_parallel_launches", &c.MaxParallelLaunches},
 	}
+	if v := getenv("SORTIE_STORE"); v != "" {
+		fromEnv["controller.store"] = "SORTIE_STORE"
+		c.Store = v
+	}
 	for _, n := range ints {
 		if v := getenv(n.env); v != "" {
 			fromEnv[n.key] = n.env
@@ -225,12 +234,52 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		if msg := checkListen(c.MetricsListen); msg != "" {
 			e.Problems = append(e.Problems, Problem{Key: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Msg: msg})
 		}
+		if msg := checkStore(c.Store); msg != "" {
+			key, line := "controller.store", lines["controller.store"]
+			if from, ok := fromEnv[key]; ok {
+				key, line = from, 0
+			}
+			e.Problems = append(e.Problems, Problem{Key: key, Line: line, Msg: msg})
+		}
 	}
 	if len(e.Problems) > 0 {
 		return cfg, e
 	}
 	cfg.fillDefaults()
 	return cfg, nil
+}
+
+// checkStore says what is wrong with a store URL, "" when nothing is: a
+// PostgreSQL URL, or a SQLite file by its absolute path (the CLI and the
+// controller it starts run in different directories). It never quotes a
+// PostgreSQL URL, which may hold a password.
+func checkStore(u string) string {
+	const fix = "give postgres://USER:PASSWORD@HOST:PORT/DATABASE, sqlite:/ABSOLUTE/PATH, or leave it out for $SORTIE_HOME/state.db"
+	lower := strings.ToLower(u)
+	switch {
+	case u == "":
+		return ""
+	case strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://"):
+		if _, err := url.Parse(u); err != nil {
+			return "the PostgreSQL URL does not parse; " + fix
+		}
+		return ""
+	case strings.Contains(lower, "://"):
+		return fmt.Sprintf("%q is not a store sortie knows; %s", u, fix)
+	}
+	if !filepath.IsAbs(strings.TrimPrefix(u, "sqlite:")) {
+		return fmt.Sprintf("%q is not an absolute path; %s", u, fix)
+	}
+	return ""
+}
+
+// StoreURL is where the jobs are kept: controller.store, or the home's
+// state.db.
+func (cfg Config) StoreURL() string {
+	if cfg.Controller.Store != "" {
+		return cfg.Controller.Store
+	}
+	return sortiehome.State(cfg.Home)
 }
 
 // checkListen says what is wrong with a listen address, "" when nothing

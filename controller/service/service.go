@@ -62,7 +62,7 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, home.State(h), nil)
+	st, err := store.OpenURL(ctx, cfg.StoreURL(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}

@@ -66,7 +66,7 @@ func WithLease(ctx context.Context, holder string, l Lease) context.Context {
 // database with row locks (PostgreSQL) the row stays locked until the
 // transaction ends, so no claim can take the lease between the check and
 // the commit; on SQLite the write transaction holds the whole database.
-func checkFence(ctx context.Context, tx *sql.Tx) error {
+func checkFence(ctx context.Context, tx *dbTx) error {
 	f, ok := ctx.Value(leaseKey{}).(fence)
 	if !ok {
 		return nil
@@ -101,7 +101,7 @@ var ErrReplicaRunning = errors.New("a replica of that name is running")
 // processes under one name would be impossible to tell apart.
 func (s *Store) RegisterReplica(ctx context.Context, r Replica) error {
 	now := s.now()
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
 		var host string
 		var pid int
 		var hb, ttl int64
@@ -126,18 +126,20 @@ func (s *Store) RegisterReplica(ctx context.Context, r Replica) error {
 
 // ClaimJobs gives replica the leases of at most n unfinished jobs whose
 // lease is free or expired, lowest ids first, until now+ttl, and returns
-// them. It is one UPDATE: the condition is repeated outside the subquery
-// so that, on a database that re-reads a row a concurrent claim changed
-// (PostgreSQL), a job claimed meanwhile is skipped, never taken twice.
+// them. It is one UPDATE. On PostgreSQL the rows it picks are locked and
+// those another transaction holds (a claim, a write under a lease) are
+// skipped; the condition is repeated outside the subquery all the same,
+// so that a row a concurrent claim changed is read again, never taken
+// twice.
 func (s *Store) ClaimJobs(ctx context.Context, replica string, n int, ttl time.Duration) ([]Lease, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	var out []Lease
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		now := millis(s.now())
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET lease_holder = ?, lease_gen = lease_gen + 1, lease_expires = ?
-			WHERE id IN (SELECT id FROM jobs WHERE `+activeSQL+` AND (lease_holder IS NULL OR lease_expires < ?) ORDER BY id LIMIT ?)
+			WHERE id IN (SELECT id FROM jobs WHERE `+activeSQL+` AND (lease_holder IS NULL OR lease_expires < ?) ORDER BY id LIMIT ?`+s.d.skipLocked()+`)
 				AND (lease_holder IS NULL OR lease_expires < ?)
 			RETURNING id, lease_gen`, replica, now+ttl.Milliseconds(), now, n, now)
 		if err != nil {
@@ -157,7 +159,7 @@ func (s *Store) ClaimJobs(ctx context.Context, replica string, n int, ttl time.D
 // drove those jobs meanwhile.
 func (s *Store) RenewLeases(ctx context.Context, replica string, ttl time.Duration) ([]Lease, error) {
 	var out []Lease
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		now := millis(s.now())
 		if _, err := tx.ExecContext(ctx, `UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, now, replica); err != nil {
 			return err
@@ -190,7 +192,7 @@ func scanLeases(rows *sql.Rows) ([]Lease, error) {
 // replica stopping on purpose lets the others claim its jobs at once,
 // rather than after the TTL.
 func (s *Store) ReleaseLeases(ctx context.Context, replica string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_holder = NULL, lease_expires = 0 WHERE lease_holder = ?`, replica); err != nil {
 			return err
 		}
@@ -284,4 +286,15 @@ func (s *Store) HeldOpenAttemptsShard(ctx context.Context, replica string, shard
 		return findAttempts(ctx, s.db, `WHERE `+openSQL+held+` ORDER BY id`, replica)
 	}
 	return findAttempts(ctx, s.db, `WHERE `+openSQL+held+` AND job_id % ? = ? ORDER BY id`, replica, shards, shard)
+}
+
+// skipLocked is the clause that makes a SELECT lock the rows it picks and
+// pass over those locked by another transaction, where the database has
+// row locks (PostgreSQL); SQLite's write transaction holds the whole
+// store.
+func (d *dialect) skipLocked() string {
+	if d.postgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -21,10 +20,10 @@ type setClock struct{ t time.Time }
 func (c *setClock) Now() time.Time          { return c.t }
 func (c *setClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 
-func openLeaseTest(t *testing.T) (*Store, *setClock) {
+func openLeaseTest(t *testing.T, b backend) (*Store, *setClock) {
 	t.Helper()
 	clk := &setClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), clk.Now)
+	s, err := OpenURL(context.Background(), b.newStore(t), clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +62,11 @@ func jobsOf(ls []Lease) []int64 {
 	return out
 }
 
-func TestClaimRenewExpire(t *testing.T) {
+func TestClaimRenewExpire(t *testing.T) { onEach(t, testClaimRenewExpire) }
+
+func testClaimRenewExpire(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, clk := openLeaseTest(t)
+	s, clk := openLeaseTest(t, b)
 	ids := newJobs(t, s, 5)
 	register(t, s, "a1", "a")
 	register(t, s, "b1", "b")
@@ -149,9 +150,11 @@ func TestClaimRenewExpire(t *testing.T) {
 	}
 }
 
-func TestClaimSkipsEndedJobs(t *testing.T) {
+func TestClaimSkipsEndedJobs(t *testing.T) { onEach(t, testClaimSkipsEndedJobs) }
+
+func testClaimSkipsEndedJobs(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openLeaseTest(t)
+	s, _ := openLeaseTest(t, b)
 	ids := newJobs(t, s, 2)
 	if err := s.FinishJob(ctx, ids[0], strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "cancelled"}); err != nil {
 		t.Fatal(err)
@@ -165,9 +168,11 @@ func TestClaimSkipsEndedJobs(t *testing.T) {
 	}
 }
 
-func TestRegisterRefusesALiveName(t *testing.T) {
+func TestRegisterRefusesALiveName(t *testing.T) { onEach(t, testRegisterRefusesALiveName) }
+
+func testRegisterRefusesALiveName(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, clk := openLeaseTest(t)
+	s, clk := openLeaseTest(t, b)
 	register(t, s, "a1", "a")
 	err := s.RegisterReplica(ctx, Replica{ID: "a2", Name: "a", Host: "h", PID: 8, TTL: ttl})
 	if !errors.Is(err, ErrReplicaRunning) || !strings.Contains(err.Error(), `replica "a" is pid 7 on h`) {
@@ -189,8 +194,12 @@ func TestRegisterRefusesALiveName(t *testing.T) {
 // can no longer change the job: not end its attempt, not start a launch,
 // not record a launch, not finish the job. The new holder can.
 func TestFencedWritesFailAfterTheLeaseIsTaken(t *testing.T) {
+	onEach(t, testFencedWritesFailAfterTheLeaseIsTaken)
+}
+
+func testFencedWritesFailAfterTheLeaseIsTaken(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, clk := openLeaseTest(t)
+	s, clk := openLeaseTest(t, b)
 	ids := newJobs(t, s, 2)
 	register(t, s, "a1", "a")
 	register(t, s, "b1", "b")
@@ -273,9 +282,11 @@ func TestFencedWritesFailAfterTheLeaseIsTaken(t *testing.T) {
 	}
 }
 
-func TestHeldJobsAndAttempts(t *testing.T) {
+func TestHeldJobsAndAttempts(t *testing.T) { onEach(t, testHeldJobsAndAttempts) }
+
+func testHeldJobsAndAttempts(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openLeaseTest(t)
+	s, _ := openLeaseTest(t, b)
 	ids := newJobs(t, s, 4)
 	if _, err := s.ClaimJobs(ctx, "a1", 2, ttl); err != nil {
 		t.Fatal(err)
