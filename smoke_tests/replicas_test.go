@@ -3,12 +3,14 @@ package smoke_tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"sortie/controller/service"
+	"sortie/controller/store/pgtest"
 	"sortie/smoke_tests/bench/suite"
 )
 
@@ -18,7 +20,22 @@ import (
 // every unfinished job once the dead ones' leases expire, no task is
 // started twice (the shared sim counts every start of a task on a node),
 // no two attempts of a job are open at once, and no cluster is left.
-func TestReplicasSurviveKills(t *testing.T) {
+func TestReplicasSurviveKills(t *testing.T) { replicasSurviveKills(t, "") }
+
+// The same on a PostgreSQL store, as a team runs replicas.
+func TestReplicasSurviveKillsOnPostgres(t *testing.T) {
+	srv, err := pgtest.Start()
+	if errors.Is(err, pgtest.ErrNoServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	replicasSurviveKills(t, srv.NewDatabase(t))
+}
+
+func replicasSurviveKills(t *testing.T, storeURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newEnv(t)
@@ -27,7 +44,7 @@ func TestReplicasSurviveKills(t *testing.T) {
 	// not take a shard's turn, or a fifth of the jobs would never be
 	// checked.
 	o := suite.ReplicasOptions{Bin: e.bin, Home: e.home, Jobs: 300, Replicas: 3, Kill: 2, KillAfter: 0.3,
-		RunTime: 3 * time.Second, ExitShare: 0.1, PreemptShare: 0.05, Seed: 3, TTL: 3 * time.Second,
+		RunTime: 3 * time.Second, ExitShare: 0.1, PreemptShare: 0.05, Seed: 3, TTL: 3 * time.Second, Store: storeURL,
 		PollInterval: 1250 * time.Millisecond, Timeout: 3 * time.Minute, Progress: progress(t)}
 	t.Cleanup(func() { killLeftovers(t, o.Home) })
 	var status []service.ReplicaView

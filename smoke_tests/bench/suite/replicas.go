@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx", for a PostgreSQL store
+
 	"sortie/controller/clouds"
 	"sortie/controller/service"
 	"sortie/provision/sim"
@@ -38,6 +40,9 @@ type ReplicasOptions struct {
 	Seed                    uint64
 	// TTL is the replicas' lease TTL; zero keeps the default.
 	TTL time.Duration
+	// Store is the store's URL (controller.store); "" is the home's
+	// SQLite file.
+	Store string
 	// PollInterval is the controller's; zero keeps its default.
 	PollInterval time.Duration
 	Timeout      time.Duration
@@ -77,6 +82,9 @@ func (o ReplicasOptions) config() string {
 	poll := ""
 	if o.PollInterval > 0 {
 		poll = fmt.Sprintf("  poll_interval: %s\n", o.PollInterval)
+	}
+	if o.Store != "" {
+		poll += fmt.Sprintf("  store: %q\n", o.Store)
 	}
 	return fmt.Sprintf(`controller:
 %s  restart_backoff_initial: 1ms
@@ -123,7 +131,8 @@ func StartReplica(ctx context.Context, bin, home, name string, ttl time.Duration
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var n int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM replicas WHERE name = ? AND pid = ?`, name, r.Pid).Scan(&n); err == nil && n == 1 {
+		// No placeholders: their form differs between SQLite and PostgreSQL.
+		if err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM replicas WHERE name = '%s' AND pid = %d`, name, r.Pid)).Scan(&n); err == nil && n == 1 {
 			return r, nil
 		}
 		select {
@@ -162,6 +171,9 @@ func RunReplicas(ctx context.Context, o ReplicasOptions) (*ReplicasResult, error
 	}
 	defer svc.Close()
 	db, err := openDB(o.Home)
+	if strings.HasPrefix(o.Store, "postgres") {
+		db, err = sql.Open("pgx", o.Store)
+	}
 	if err != nil {
 		return nil, err
 	}
