@@ -250,3 +250,22 @@ func TestPostgresBusyErrors(t *testing.T) {
 		t.Fatalf("always aborted: %v after %d tries, want ErrBusy after %d", err, tries, maxTries)
 	}
 }
+
+// A PostgreSQL writer waits BusyTimeout for a row lock, unless the URL
+// says otherwise.
+func TestPostgresLockTimeout(t *testing.T) {
+	ctx := context.Background()
+	u := postgresBackend.newStore(t)
+	for _, c := range []struct{ url, want string }{{u, "15s"}, {u + "&lock_timeout=1234", "1234ms"}} {
+		s, err := OpenURL(ctx, c.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = s.db.QueryRowContext(ctx, `SHOW lock_timeout`).Scan(&got)
+		s.Close()
+		if err != nil || got != c.want {
+			t.Errorf("%s: lock_timeout %q (%v), want %q", Redact(c.url), got, err, c.want)
+		}
+	}
+}
