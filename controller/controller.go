@@ -79,6 +79,9 @@ type Controller struct {
 	// storageSeen holds, per attempt and node, the bucket syncs last
 	// recorded, so that an unchanged report is not written again.
 	storageSeen sync.Map
+	// lease, when set (AsReplica), makes the controller a replica that
+	// drives only the jobs whose lease it holds (lease.go).
+	lease *leaseSet
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -120,7 +123,7 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 		Checkers:    maxParallelChecks,
 		FirstChecks: firstChecks[:],
 		Horizon:     cfg.Controller.PollInterval.D(),
-		Step:        c.step,
+		Step:        c.leasedStep,
 		Report: func(id int64, err error) {
 			c.Log.Error(fmt.Sprintf("reconcile job %d: %v", id, err), "job", id)
 		},
@@ -143,6 +146,22 @@ func (c *Controller) Wake() {
 // or cancelled) reconciles at once the jobs that no attempt is running for.
 func (c *Controller) Run(ctx context.Context) error {
 	c.sched.Follow(true)
+	var claims <-chan time.Time
+	if c.lease != nil {
+		if err := c.register(ctx); err != nil {
+			return fmt.Errorf("register replica %s: %w", c.lease.opts.Name, err)
+		}
+		// Released once every step has returned (deferred before Wait
+		// runs in the loop's return, so it runs after it).
+		defer c.release()
+		rctx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+		renewed := make(chan struct{})
+		go func() { defer close(renewed); c.renewLoop(rctx) }()
+		defer func() { stopRenew(); <-renewed }()
+		ct := time.NewTicker(claimEvery(c.lease.opts.TTL))
+		defer ct.Stop()
+		claims = ct.C
+	}
 	if err := c.SweepOrphans(ctx); err != nil {
 		c.Log.Warn("orphan sweep", "err", err)
 	}
@@ -156,7 +175,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	sweep := time.NewTicker(c.Config.Controller.SweepInterval.D())
 	defer sweep.Stop()
 	err := c.Tick(ctx)
-	for k := 0; ; k = (k + 1) % n {
+	// k is the shard the next shard tick reconciles: it moves on with the
+	// shard ticks only, so that no other event (a wake, a sweep, a claim)
+	// makes a shard's turn pass without its tick.
+	k := 0
+	for {
 		if err != nil && ctx.Err() == nil {
 			c.Log.Error("tick", "err", err)
 		}
@@ -171,6 +194,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				// time has come.
 				c.releaseKept(ctx)
 			}
+			k = (k + 1) % n
 		case <-c.wake:
 			err = c.tick(ctx, tickScope{unwatched: true})
 			// A wake may be `jobs release` or a cancel of a kept job.
@@ -178,6 +202,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-sweep.C:
 			err = c.SweepOrphans(ctx)
 			c.sweepLogs(ctx)
+		case <-claims:
+			// Jobs claimed (new ones, or a dead replica's) are driven at
+			// once, not when their shard's turn comes.
+			var ids []int64
+			if ids, err = c.claim(ctx); err == nil && len(ids) > 0 {
+				only := make(map[int64]bool, len(ids))
+				for _, id := range ids {
+					only[id] = true
+				}
+				err = c.tick(ctx, tickScope{only: only})
+			}
 		}
 	}
 }
@@ -206,6 +241,9 @@ func (c *Controller) shards() int {
 type tickScope struct {
 	shards, shard int
 	unwatched     bool
+	// only, when set, limits the tick to these jobs (just claimed), of
+	// every shard.
+	only map[int64]bool
 }
 
 // Tick reconciles every job that has not ended, with one status call per
@@ -220,13 +258,9 @@ func (c *Controller) Tick(ctx context.Context) error { return c.tick(ctx, tickSc
 func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	defer metrics.Since(c.Metrics.TickDuration, time.Now())
 	epoch := c.sched.Read()
-	jobs, err := c.Store.ActiveJobsShard(ctx, scope.shards, scope.shard)
+	jobs, open, err := c.readShard(ctx, scope)
 	if err != nil {
-		return fmt.Errorf("list jobs: %w", err)
-	}
-	open, err := c.Store.OpenAttemptsShard(ctx, scope.shards, scope.shard)
-	if err != nil {
-		return fmt.Errorf("list attempts: %w", err)
+		return err
 	}
 	byJob := make(map[int64]*store.Attempt, len(open))
 	for _, a := range open {
@@ -267,7 +301,7 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 			// to one (sortie local preempt --notice).
 			continue
 		}
-		w := schedule.Work{ID: j.ID, Run: func(ctx context.Context) error { return c.reconcile(ctx, j, a, snap) }}
+		w := schedule.Work{ID: j.ID, Run: c.leasedRun(j.ID, func(ctx context.Context) error { return c.reconcile(ctx, j, a, snap) })}
 		if running {
 			watched = append(watched, w)
 			continue

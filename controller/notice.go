@@ -217,15 +217,23 @@ func (c *Controller) drainAll(ctx context.Context) error {
 		if busy {
 			continue
 		}
+		dctx, done, ok := c.drainable(ctx, a)
+		if !ok {
+			c.drains.mu.Lock()
+			delete(c.drains.active, a.ID)
+			c.drains.mu.Unlock()
+			continue
+		}
 		c.drains.wg.Add(1)
 		go func() {
 			defer c.drains.wg.Done()
+			defer done()
 			defer func() {
 				c.drains.mu.Lock()
 				delete(c.drains.active, a.ID)
 				c.drains.mu.Unlock()
 			}()
-			if err := c.drain(ctx, a); err != nil && ctx.Err() == nil {
+			if err := c.lostLease(a.JobID, c.drain(dctx, a)); err != nil && ctx.Err() == nil {
 				c.Log.Warn("drain a replaced attempt", "job", a.JobID, "attempt", a.Attempt, "err", err)
 			}
 		}()

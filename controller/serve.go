@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"sortie/controller/clouds"
@@ -50,63 +53,18 @@ func ServeWith(ctx context.Context, h string, log *slog.Logger, cls []clouds.Clo
 			return err
 		}
 		defer st.Close()
-		stopProfiles, err := profiling.Start(os.Getenv, log)
-		defer stopProfiles()
-		if err != nil {
-			return err
-		}
-		provs := clouds.NewSet(cfg, cls)
-		c = New(st, cfg, provs, log)
-		provs.APICalls = c.Metrics.APICall
-		stopMetrics, err := ServeMetrics(cfg.Controller.MetricsListen, c.Metrics, log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
-		c.Pause, err = PauseFromEnv(os.Getenv, func(point string, job int64, attempt int) {
-			log.Info("pause point", "point", point, "job", job, "attempt", attempt)
-		})
-		if err != nil {
-			return err
-		}
-		close(ready)
-		// Notifications are sent beside the loop, never in it: a slow
-		// receiver holds up only the notifier's own goroutines.
-		nctx, stopNotifier := context.WithCancel(ctx)
-		notified := make(chan struct{})
-		go func() {
-			defer close(notified)
-			NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
-		}()
-		defer func() { stopNotifier(); <-notified }()
-		c.Log.Info("controller started", "home", h, "store", store.Redact(storeURL(cfg, opts.Store)), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
-		if opts.Beside != nil {
-			// The loop and what runs beside it stop together: either's
-			// end stops the other.
-			runCtx, stopRun := context.WithCancel(ctx)
-			var besideErr error
-			besideDone := make(chan struct{})
-			go func() {
-				defer close(besideDone)
-				besideErr = opts.Beside(runCtx, c, st)
-				stopRun()
-			}()
-			err = c.Run(runCtx)
-			stopRun()
-			<-besideDone
-			if besideErr != nil && !errors.Is(besideErr, context.Canceled) {
-				err = errors.Join(err, besideErr)
+		if live, err := st.LiveReplicas(ctx); err != nil || len(live) > 0 {
+			if err != nil {
+				return fmt.Errorf("read the replicas of the store: %w", err)
 			}
-		} else {
-			err = c.Run(ctx)
+			return fmt.Errorf("replicas %s drive the jobs of this store: a controller of its own would drive them beside them; run it as one more replica (sortie-controller run --replica NAME), or stop them first",
+				strings.Join(live, ", "))
 		}
-		// Run has waited for every step: the providers can save what
-		// they keep (the sim's clusters) for the next controller.
-		if cerr := provs.Close(); cerr != nil {
-			c.Log.Warn("close providers", "err", cerr)
-		}
-		c.Log.Info("controller stopped")
-		return err
+		return run(ctx, h, cfg, st, log, cls, func(got *Controller) error {
+			c = got
+			close(ready)
+			return nil
+		}, opts.Beside)
 	}, func() {
 		select {
 		case <-ready:
@@ -114,6 +72,100 @@ func ServeWith(ctx context.Context, h string, log *slog.Logger, cls []clouds.Clo
 		default:
 		}
 	})
+}
+
+// ServeReplica runs a replica of the controller (ReplicaOptions) in this
+// process until ctx ends or the process gets SIGTERM or SIGINT; several
+// replicas share the jobs of one store, each driving the jobs it leases.
+// It takes no lock of h: replicas share the store, and the home directory
+// for the files a job keeps beside it (secrets, kept logs), which each of
+// them must reach. A controller of h's own, run by the CLI, must not run
+// beside them: ServeReplica refuses to start while one does.
+func ServeReplica(ctx context.Context, h string, o ReplicaOptions, log *slog.Logger, cls []clouds.Cloud) error {
+	if p := daemon.Running(h); p != 0 {
+		return fmt.Errorf("the controller of %s (pid %d) drives every job of its store; stop it (sortie controller stop) before starting replicas there", h, p)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	cfg, st, err := OpenHome(ctx, h)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Replicas in one home share the sim's cloud, as machines share a real
+	// one.
+	cfg.Sim.Shared = true
+	return run(ctx, h, cfg, st, log, cls, func(c *Controller) error { return c.AsReplica(o) }, nil)
+}
+
+// run runs a controller over st until ctx ends; ready is given it before it
+// starts (to wake it, or make it a replica), and an error of ready's is
+// run's.
+func run(ctx context.Context, h string, cfg config.Config, st *store.Store, log *slog.Logger, cls []clouds.Cloud, ready func(*Controller) error,
+	beside func(ctx context.Context, c *Controller, st *store.Store) error) error {
+	stopProfiles, err := profiling.Start(os.Getenv, log)
+	defer stopProfiles()
+	if err != nil {
+		return err
+	}
+	provs := clouds.NewSet(cfg, cls)
+	c := New(st, cfg, provs, log)
+	provs.APICalls = c.Metrics.APICall
+	c.Pause, err = PauseFromEnv(os.Getenv, func(point string, job int64, attempt int) {
+		log.Info("pause point", "point", point, "job", job, "attempt", attempt)
+	})
+	if err != nil {
+		return err
+	}
+	if err := ready(c); err != nil {
+		return err
+	}
+	stopMetrics, err := ServeMetrics(cfg.Controller.MetricsListen, c.Metrics, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	// Notifications are sent beside the loop, never in it: a slow
+	// receiver holds up only the notifier's own goroutines.
+	nctx, stopNotifier := context.WithCancel(ctx)
+	notified := make(chan struct{})
+	go func() {
+		defer close(notified)
+		NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
+	}()
+	defer func() { stopNotifier(); <-notified }()
+	args := []any{"home", h, "store", store.Redact(cfg.StoreURL()), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D()}
+	if c.lease != nil {
+		args = append(args, "replica", c.lease.opts.Name, "lease_ttl", c.lease.opts.TTL)
+	}
+	c.Log.Info("controller started", args...)
+	if beside != nil {
+		// The loop and what runs beside it (the API) stop together:
+		// either's end stops the other.
+		runCtx, stopRun := context.WithCancel(ctx)
+		var besideErr error
+		besideDone := make(chan struct{})
+		go func() {
+			defer close(besideDone)
+			besideErr = beside(runCtx, c, st)
+			stopRun()
+		}()
+		err = c.Run(runCtx)
+		stopRun()
+		<-besideDone
+		if besideErr != nil && !errors.Is(besideErr, context.Canceled) {
+			err = errors.Join(err, besideErr)
+		}
+	} else {
+		err = c.Run(ctx)
+	}
+	// Run has waited for every step: the providers can save what
+	// they keep (the sim's clusters) for the next controller.
+	if cerr := provs.Close(); cerr != nil {
+		c.Log.Warn("close providers", "err", cerr)
+	}
+	c.Log.Info("controller stopped")
+	return err
 }
 
 // ServeMetrics serves m at /metrics on addr (controller.metrics_listen)

@@ -15,6 +15,9 @@ import (
 // controller.
 func Sim() Cloud {
 	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) {
+		if cfg.Sim.Shared {
+			return sim.OpenShared(SimSharedDir(cfg.Home), SimConfig(cfg))
+		}
 		return sim.Open(SimStatePath(cfg.Home), SimConfig(cfg))
 	}, Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
 		// A provider that is never launched on reads and saves no state.
@@ -49,3 +52,7 @@ func SimConfig(cfg config.Config) sim.Config {
 
 // SimStatePath is where the sim provider of home keeps its clusters.
 func SimStatePath(home string) string { return filepath.Join(home, "sim", "state.json") }
+
+// SimSharedDir is where the sim provider of home keeps its clusters when
+// replicas of the controller share them.
+func SimSharedDir(home string) string { return filepath.Join(home, "sim", "shared") }

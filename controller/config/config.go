@@ -444,6 +444,10 @@ type SimConfig struct {
 	// sim records when the controller saw each attempt end and when it
 	// asked for the next one.
 	DecisionLog string `json:"decision_log"`
+	// Shared keeps the clusters where every replica of the controller
+	// sees them ($SORTIE_HOME/sim/shared), as machines share a real
+	// cloud; the replica program sets it.
+	Shared bool `json:"-"`
 }
 
 // SimExitRule is one sim.exit_codes item.

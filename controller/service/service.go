@@ -75,7 +75,7 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv,
-		StartDaemon: daemon.Ensure, FindDaemon: func() error { _, err := daemon.BinaryPath(os.Getenv); return err },
+		StartDaemon: startDaemon(st, daemon.Ensure), FindDaemon: func() error { _, err := daemon.BinaryPath(os.Getenv); return err },
 		Asker: LocalAsker(os.Getenv)}, nil
 }
 

@@ -402,6 +402,9 @@ func (s *Store) tx1(ctx context.Context, fn func(tx *dbTx) error) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := checkFence(ctx, tx); err != nil {
+		return err
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -427,6 +430,16 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) error {
 }
 
 func (s *Store) execResult(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if _, fenced := ctx.Value(leaseKey{}).(fence); fenced {
+		// A write under a lease checks it first, in one transaction.
+		var res sql.Result
+		err := s.tx(ctx, func(tx *dbTx) error {
+			var err error
+			res, err = tx.ExecContext(ctx, q, args...)
+			return err
+		})
+		return res, err
+	}
 	if !s.d.postgres {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()

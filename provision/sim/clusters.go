@@ -99,9 +99,11 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("launch %s: placement %s is not offered by the sim provider; offered: %s", spec.Name, at, p.offered()))
 	}
 	p.mu.Lock()
+	p.syncIn(spec.Name)
 	// A launch that fails for capacity is a request too: the decision was
 	// made, the cloud said no.
 	if reason, ok := p.broken[spec.Name]; ok {
+		p.syncOut()
 		p.mu.Unlock()
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, &provision.StateError{Path: p.statePath(), Err: errors.New(reason)})
 	}
@@ -111,6 +113,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if created {
 		k := zoneKey(at)
 		if lim := p.limit(k); lim >= 0 && p.inUse[k]+n > lim {
+			p.syncOut()
 			p.mu.Unlock()
 			p.decisions.write(line)
 			return nil, provision.Capacity(fmt.Errorf("launch %s: sim zone %s is full (%d of %d nodes in use, %d asked)", spec.Name, k, p.inUse[k], lim, n))
@@ -119,6 +122,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	}
 	ready := c.ReadyAt
 	p.changed()
+	p.syncOut(spec.Name)
 	save := p.saveDue(p.cfg.Now())
 	p.mu.Unlock()
 	p.decisions.write(line)
@@ -129,9 +133,11 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 			if created {
 				// Nothing of a failed launch is left running.
 				p.mu.Lock()
-				if p.clusters[spec.Name] == c {
-					p.remove(c)
+				p.syncIn(spec.Name)
+				if now := p.clusters[spec.Name]; now == c || (created && now != nil && now.ReadyAt.Equal(c.ReadyAt)) {
+					p.remove(now)
 				}
+				p.syncOut(spec.Name)
 				p.mu.Unlock()
 			}
 			return nil, fmt.Errorf("launch %s: wait for boot: %w", spec.Name, err)
@@ -157,9 +163,8 @@ func (p *Provider) newCluster(spec provision.ClusterSpec, at schema.Placement, n
 		c.PreemptRank = int(frac(p.cfg.Seed, "preempt-rank", c.Name) * float64(n))
 	}
 	for i := range c.Nodes {
-		p.seq++
-		c.Nodes[i] = &hollowNode{ID: fmt.Sprintf("sim-%08x", p.seq),
-			IP: fmt.Sprintf("10.%d.%d.%d", (p.seq>>16)&255, (p.seq>>8)&255, p.seq&255)}
+		id, ip := p.instanceID(c.Name, i)
+		c.Nodes[i] = &hollowNode{ID: id, IP: ip}
 	}
 	p.clusters[c.Name] = c
 	p.inUse[zoneKey(at)] += n
@@ -198,6 +203,7 @@ func (p *Provider) remove(c *cluster) {
 func (p *Provider) Status(ctx context.Context, names []string) (map[string]*provision.Cluster, error) {
 	out := make(map[string]*provision.Cluster, len(names))
 	p.mu.Lock()
+	p.syncIn(names...)
 	now := p.cfg.Now()
 	for _, name := range names {
 		c := p.clusters[name]
@@ -215,6 +221,7 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 			p.changed()
 		}
 	}
+	p.syncOut(names...)
 	save := p.saveDue(now)
 	p.mu.Unlock()
 	p.logSave(save())
@@ -224,10 +231,12 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 // Terminate removes the cluster; a cluster that is gone is no error.
 func (p *Provider) Terminate(ctx context.Context, name string) error {
 	p.mu.Lock()
+	p.syncIn(name)
 	if c := p.clusters[name]; c != nil {
 		p.remove(c)
 	}
 	delete(p.broken, name)
+	p.syncOut(name)
 	save := p.saveDue(p.cfg.Now())
 	p.mu.Unlock()
 	p.logSave(save())
@@ -238,6 +247,9 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.shared != nil {
+		p.syncAll()
+	}
 	now := p.cfg.Now()
 	out := make([]*provision.Cluster, 0, len(p.clusters))
 	for _, c := range p.clusters {
@@ -252,6 +264,8 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 func (p *Provider) Preempt(name string, rank int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.syncIn(name)
+	defer p.syncOut(name)
 	c := p.clusters[name]
 	if c == nil {
 		return fmt.Errorf("preempt %s: no such sim cluster", name)

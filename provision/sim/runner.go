@@ -83,6 +83,8 @@ func (t *task) log(c *cluster, rank int, runTime time.Duration, now time.Time) [
 func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.syncIn(c.Name)
+	defer p.syncOut(c.Name)
 	cl := p.clusters[c.Name]
 	if cl == nil {
 		return nil, fmt.Errorf("reach %s node %d: no such sim cluster", c.Name, rank)
@@ -128,13 +130,16 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	}
 	p := r.p
 	p.mu.Lock()
+	p.syncIn(r.cluster)
 	now := p.cfg.Now()
 	c := p.clusters[r.cluster]
 	if c == nil {
+		p.syncOut()
 		p.mu.Unlock()
 		return nil, fmt.Errorf("reach %s node %d: the node is gone", r.cluster, r.rank)
 	}
 	if st, _ := c.state(r.rank, now); st != provision.NodeRunning {
+		p.syncOut()
 		p.mu.Unlock()
 		return nil, fmt.Errorf("reach %s node %d: the node is %s", r.cluster, r.rank, st)
 	}
@@ -174,6 +179,7 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		t.StopAsked = true
 		p.changed()
 	}
+	p.syncOut(r.cluster)
 	save := p.saveDue(now)
 	p.mu.Unlock()
 	p.decisions.write(line)
@@ -214,6 +220,7 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 		t.Code = code
 	}
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
+	p.countStart(StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank))
 	if t.Stopped != nil {
 		// Stopped before it began: the agent begins no phase.
 		t.Stopped = &now

@@ -120,6 +120,7 @@ type Provider struct {
 	starts    map[string]int // StartKey -> tasks started, kept after teardown
 	dirty     bool
 	store     *stateFile // nil: memory only
+	shared    *sharedDir // nil: not shared with other processes
 	decisions *decisionLog
 }
 

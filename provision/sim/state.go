@@ -133,6 +133,9 @@ func (p *Provider) Close() error {
 	if p.store != nil {
 		p.store.close()
 	}
+	if p.shared != nil {
+		p.shared.lock.Close()
+	}
 	return err
 }
 

@@ -28,6 +28,9 @@ type options struct {
 	bin, work, only          string
 	keep                     bool
 	simJobs                  int
+	replicasJobs             int
+	replicasRunTime          time.Duration
+	takeoverJobs             int
 	exitShare, preemptShare  float64
 	runTime                  time.Duration
 	localJobs, parallel      int
@@ -49,7 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,aws,cancel,notice,storage", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
+	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
+	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
+	fs.IntVar(&o.takeoverJobs, "takeover-jobs", 300, "sim jobs running on 2 replicas when one is killed (takeover_s)")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
 	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
@@ -82,12 +88,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "api": b.api, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "api": b.api, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, api, aws, cancel, notice, storage)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, api, aws, cancel, notice, storage, replicas)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -370,4 +376,53 @@ func (b *bench) floor(ctx context.Context) (time.Duration, error) {
 	b.floorTime = r.Median
 	b.figure("go_exec_floor_ms", suite.Ms(r.Median), 1, "ms")
 	return r.Median, nil
+}
+
+// replicas measures what sharing the jobs costs: the time for
+// replicasJobs sim jobs to end on 3 replicas of one store over the same on
+// 1 (target <= 1.1), run one after the other on this machine; the time
+// from a kill -9 of one of 2 replicas until the other holds, and so
+// drives, every job the dead one held (target < 15 s with the default
+// 10 s lease TTL); and, for the argument of the gain on more machines,
+// the controller's CPU per job and the store's commits per second.
+func (b *bench) replicas(ctx context.Context) error {
+	walls := map[int]time.Duration{}
+	var one *suite.ReplicasResult
+	for _, n := range []int{1, 3} {
+		o := suite.ReplicasOptions{Bin: b.o.bin, Home: b.home(fmt.Sprintf("replicas-%d", n)), Jobs: b.o.replicasJobs, Replicas: n,
+			RunTime: b.o.replicasRunTime, ExitShare: 0.10, PreemptShare: 0.05, Seed: 1, Timeout: 15 * time.Minute, Progress: b.log}
+		r, err := suite.RunReplicas(ctx, o)
+		if err != nil {
+			return err
+		}
+		if r.Statuses["SUCCEEDED"] != o.Jobs || len(r.Problems) > 0 {
+			return fmt.Errorf("the run went wrong on %d replicas: statuses %v, problems %v", n, r.Statuses, r.Problems)
+		}
+		fmt.Fprintf(b.log, "replicas: %d jobs on %d replicas in %s, %d attempts, CPU %s\n", o.Jobs, n, r.Wall.Round(time.Millisecond), r.Attempts, r.CPU)
+		walls[n] = r.Wall
+		if n == 1 {
+			one = r
+		}
+	}
+	o := suite.ReplicasOptions{Bin: b.o.bin, Home: b.home("takeover"), Jobs: b.o.takeoverJobs, Replicas: 2, Kill: 1, KillAfter: 1,
+		RunTime: 60 * time.Second, Seed: 1, Timeout: 10 * time.Minute, Progress: b.log}
+	r, err := suite.RunReplicas(ctx, o)
+	if err != nil {
+		return err
+	}
+	if r.Orphaned == 0 || r.Statuses["SUCCEEDED"] != o.Jobs || len(r.Problems) > 0 {
+		return fmt.Errorf("the takeover run went wrong: %d jobs orphaned, statuses %v, problems %v", r.Orphaned, r.Statuses, r.Problems)
+	}
+	rate, err := suite.CommitRate(ctx, b.home("takeover"), 5000)
+	if err != nil {
+		return err
+	}
+	k := count(b.o.replicasJobs)
+	b.figure("replicas_1_"+k+"_s", walls[1].Seconds(), 1, "s")
+	b.figure("replicas_3_"+k+"_s", walls[3].Seconds(), 1, "s")
+	b.figure("replicas_3_vs_1_ratio", float64(walls[3])/float64(walls[1]), 2, "x")
+	b.figure("takeover_s", r.Takeover.Seconds(), 2, "s")
+	b.figure("replica_cpu_ms_per_attempt", suite.Ms(one.CPU)/float64(one.Attempts), 2, "ms")
+	b.figure("store_commits_per_s", rate, 0, "/s")
+	return nil
 }
