@@ -41,6 +41,18 @@ type env struct {
 // until the test ends.
 func newEnv(t *testing.T, n int) *env {
 	t.Helper()
+	return makeEnv(t, n, true)
+}
+
+// newQuietEnv is newEnv with a kubelet that does nothing unless the test
+// asks it to.
+func newQuietEnv(t *testing.T, n int) *env {
+	t.Helper()
+	return makeEnv(t, n, false)
+}
+
+func makeEnv(t *testing.T, n int, serve bool) *env {
+	t.Helper()
 	e := &env{t: t, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
 	for range n {
 		e.ns = append(e.ns, cp.Namespace(t))
@@ -49,6 +61,9 @@ func newEnv(t *testing.T, n int) *env {
 		t.Fatal(err)
 	}
 	e.kubelet = cp.StartKubelet(t, "node-"+e.ns[0])
+	if !serve {
+		return e
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, ns := range e.ns {

@@ -33,6 +33,10 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if _, err := p.Placements(ctx, schema.Resources{Region: spec.Placement.Region, Zone: spec.Placement.Zone}); err != nil {
 		return nil, err
 	}
+	// A request no pod can carry is refused before anything is created.
+	if _, err := p.podFor(spec, &corev1.ConfigMap{}, 0); err != nil {
+		return nil, err
+	}
 	unlock := p.launches.Lock(spec.Name)
 	defer unlock()
 	p.markDeleting(spec.Placement, spec.Name, false)

@@ -50,7 +50,7 @@ func TestPodsCarryTheRequest(t *testing.T) {
 		if diff := cmp.Diff(want, pod.OwnerReferences); diff != "" {
 			t.Errorf("pod %d owner references (-want +got):\n%s", rank, diff)
 		}
-		for k, v := range map[string]string{"sortie-job": "7301", "sortie-task": "0", "sortie-attempt": "1",
+		for k, v := range map[string]string{"sortie-job": "1", "sortie-task": "0", "sortie-attempt": "1",
 			"sortie-node-rank": string(rune('0' + rank)), "sortie-managed": "true", "sortie-cluster": s.Name, "team": "ml"} {
 			if pod.Labels[k] != v {
 				t.Errorf("pod %d label %s = %q, want %q", rank, k, pod.Labels[k], v)
@@ -154,7 +154,12 @@ func TestUnschedulableIsCapacityOnlyAfterTheProvisionTimeout(t *testing.T) {
 	p := e.provider(t, func(c *Config) { c.Now, c.ProvisionTimeout = clock.Now, 5*time.Minute })
 	s := spec(7303, 2, e.ns[0], schema.Resources{})
 	waiting := make(chan string, 100)
-	ctx := provision.WithProgress(testContext(t), func(msg string) { waiting <- msg })
+	ctx := provision.WithProgress(testContext(t), func(msg string) {
+		select {
+		case waiting <- msg:
+		default:
+		}
+	})
 	done := make(chan error, 1)
 	go func() { _, err := p.Launch(ctx, s); done <- err }()
 	for msg := range waiting {
@@ -195,8 +200,7 @@ func waitGone(t *testing.T, p *Provider, name string) {
 // TestAnImageThatCannotBePulledIsPrechecks: no retry pulls an image that
 // is not there.
 func TestAnImageThatCannotBePulledIsPrechecks(t *testing.T) {
-	e := newEnv(t, 1)
-	e.kubelet.Full(e.ns[0], true) // the test's kubelet leaves the pods to this test
+	e := newQuietEnv(t, 1) // no kubelet serves the pods: this test plays it
 	p := e.provider(t)
 	s := spec(7304, 1, e.ns[0], schema.Resources{ImageID: "docker:no/such:image"})
 	done := make(chan error, 1)

@@ -213,12 +213,26 @@ func (k *Kubelet) FinishDeletion(ctx context.Context, ns, pod string) error {
 // 10.1.0.N), or Unschedulable while the namespace is Full; each pod being
 // deleted is deleted at once.
 func (k *Kubelet) Serve(ctx context.Context, ns string) error {
+	seq := 0
+	for ctx.Err() == nil {
+		// A watch from no resource version begins with every pod there
+		// is, so a watch the apiserver ended is simply made again.
+		if err := k.serveWatch(ctx, ns, &seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) serveWatch(ctx context.Context, ns string, seq *int) error {
 	w, err := k.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	defer w.Stop()
-	seq := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -239,8 +253,8 @@ func (k *Kubelet) Serve(ctx context.Context, ns string) error {
 					err = k.Unschedulable(ctx, ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
 				}
 			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
-				seq++
-				err = k.Run(ctx, ns, p.Name, fmt.Sprintf("10.1.0.%d", seq))
+				*seq++
+				err = k.Run(ctx, ns, p.Name, fmt.Sprintf("10.1.%d.%d", *seq/250, *seq%250+1))
 			}
 			if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("kubelet %s, pod %s: %w", k.Node, p.Name, err)
