@@ -210,7 +210,7 @@ func (k *Kubelet) FinishDeletion(ctx context.Context, ns, pod string) error {
 
 // Serve runs the node's kubelet, and the scheduler, for every pod of
 // namespace ns until ctx ends: each new pod is bound and Running (pod IP
-// 10.1.0.N), or Unschedulable while the namespace is Full; each pod being
+// 10.1.X.Y), or Unschedulable while the namespace is Full; each pod being
 // deleted is deleted at once.
 func (k *Kubelet) Serve(ctx context.Context, ns string) error {
 	seq := 0
