@@ -79,7 +79,7 @@ func runTask(args []string) int {
 		fmt.Fprintln(os.Stderr, "sortie-agent run:", err)
 		return 2
 	}
-	a := &agent.Agent{Dir: dir, Bash: bash, Env: os.Environ(), Grace: *grace}
+	a := &agent.Agent{Dir: dir, Bash: bash, Env: os.Environ(), Grace: *grace, Reap: true}
 	if cfg.Source != "" {
 		a.Watch = func(ctx context.Context, found func(agent.Notice, bool)) {
 			notice.Watch(ctx, cfg, func(n notice.Notice) { found(agent.Notice(n), n.Ends()) })

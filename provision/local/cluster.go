@@ -45,25 +45,12 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("launch %s: placement %s is not offered by the local provider; offered: %s", spec.Name, at, p.offered()))
 	}
 
-	unlock, err := lock(p.home)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	c, _, err := p.load(spec.Name)
-	if err == nil {
+	// A cluster of this name is returned as it is; the look before the lock
+	// spares the build below when it is already there.
+	if c, _, err := p.load(spec.Name); err == nil {
 		return c, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
-	}
-	off, err := Capacity(p.home)
-	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
-	}
-	if o, ok := blocked(off, at); ok {
-		return nil, provision.Capacity(fmt.Errorf("launch %s in %s: no capacity (turned off for %s; `sortie local capacity %s on` turns it back on)",
-			spec.Name, at, o, capacityArg(o)))
 	}
 	ids, err := p.nextIDs(n)
 	if err != nil {
@@ -76,7 +63,49 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	for i, id := range ids {
 		rec.Nodes = append(rec.Nodes, nodeRecord{Rank: i, InstanceID: id, State: provision.NodeRunning})
 	}
-	if err := p.create(rec); err != nil {
+	// The cluster is built, record written and synced, in a directory of
+	// its own outside the lock; the lock is held only to look again and
+	// rename it into place, so launches at once wait on each other for a
+	// rename, not for each other's writes.
+	tmp, err := p.build(rec)
+	if err != nil {
+		// A launch of the same name elsewhere may have won and cleared
+		// this build away.
+		if c, _, lerr := p.load(spec.Name); lerr == nil {
+			return c, nil
+		}
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed; else the build not used
+	unlock, err := lock(p.home)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := p.load(spec.Name)
+	if err == nil {
+		unlock()
+		return c, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		unlock()
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	off, err := Capacity(p.home)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	}
+	if o, ok := blocked(off, at); ok {
+		unlock()
+		return nil, provision.Capacity(fmt.Errorf("launch %s in %s: no capacity (turned off for %s; `sortie local capacity %s on` turns it back on)",
+			spec.Name, at, o, capacityArg(o)))
+	}
+	err = os.Rename(tmp, p.clusterDir(rec.Name))
+	if err == nil {
+		p.clearBuilds(rec.Name)
+	}
+	unlock()
+	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
 	c, _, err = p.load(spec.Name)
@@ -86,26 +115,40 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	return c, nil
 }
 
-// create builds the cluster in a hidden directory and renames it into place.
-func (p *Provider) create(rec *record) error {
-	tmp := filepath.Join(p.clustersDir(), ".new-"+rec.Name)
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
+// build makes rec's cluster, its record and node directories, in a new
+// hidden directory of the clusters directory and returns its path: Launch
+// renames it into place, so that a crash leaves the whole cluster or none.
+// A build left by a crash is hidden from List, never mistaken for a
+// cluster, and removed once a Launch of its cluster has put one in place.
+func (p *Provider) build(rec *record) (string, error) {
+	if err := os.MkdirAll(p.clustersDir(), 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(p.clustersDir(), ".new-"+rec.Name+".")
+	if err != nil {
+		return "", err
 	}
 	for _, n := range rec.Nodes {
-		if err := os.MkdirAll(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o700); err != nil {
-			return err
+		if err := os.Mkdir(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o700); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
 		}
 	}
-	if err := writeJSON(filepath.Join(tmp, "cluster.json"), rec); err != nil {
+	if err := writeJSON(filepath.Join(tmp, recordFile), rec); err != nil {
 		os.RemoveAll(tmp)
-		return err
+		return "", err
 	}
-	if err := os.Rename(tmp, p.clusterDir(rec.Name)); err != nil {
-		os.RemoveAll(tmp)
-		return err
+	return tmp, nil
+}
+
+// clearBuilds removes what launches of cluster name left unfinished (a
+// crash between build and rename). The caller holds the lock, and the
+// cluster is in place: a build still under way elsewhere would lose to it.
+func (p *Provider) clearBuilds(name string) {
+	stale, _ := filepath.Glob(filepath.Join(p.clustersDir(), ".new-"+name+".*"))
+	for _, d := range append(stale, filepath.Join(p.clustersDir(), ".new-"+name)) {
+		os.RemoveAll(d)
 	}
-	return nil
 }
 
 // Status reads the named clusters after one scan of the clusters directory.
@@ -208,13 +251,11 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	if err := killNodes(ctx, p.nodeDirs(name), p.grace); err != nil {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}
-	unlock, err := lock(p.home)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	// The record goes last: a controller killed halfway leaves a cluster
-	// that List still finds, so the orphan sweep finishes the teardown.
+	// that List still finds, so the orphan sweep finishes the teardown. The
+	// node directories are the cluster's alone once its processes are
+	// gone, so only the record's removal takes the lock (a launch of the
+	// same name looks for the record under it).
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("terminate %s: %w", name, err)
@@ -227,6 +268,11 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 			return fmt.Errorf("terminate %s: %w", name, err)
 		}
 	}
+	unlock, err := lock(p.home)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := removeAll(dir); err != nil {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}

@@ -54,6 +54,7 @@ type Provider struct {
 	regions []Region
 	grace   time.Duration // Terminate's wait between SIGTERM and SIGKILL
 	now     func() time.Time
+	ids     *idBlock // instance numbers reserved, shared by copies
 }
 
 // terminateGrace is how long Terminate lets a node's processes handle
@@ -80,7 +81,7 @@ func New(cfg Config) *Provider {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now}
+	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now, ids: &idBlock{}}
 }
 
 // Name is "local".

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -174,8 +175,34 @@ func TestConcurrentLaunchesOfOneNameMakeOneCluster(t *testing.T) {
 			t.Errorf("launch %d returned other instances (-first +this):\n%s", i, diff)
 		}
 	}
-	if diff := cmp.Diff([]string{"local-000001", "local-000002", "local-000003"}, got[0]); diff != "" {
-		t.Errorf("instance ids (-want +got):\n%s", diff)
+	// Each provider reserves its own block of numbers: the winner's ids
+	// are three different ones, whichever block they came from.
+	if len(got[0]) != 3 || got[0][0] == got[0][1] || got[0][1] == got[0][2] || got[0][0] == got[0][2] {
+		t.Errorf("instance ids %v, want three different ones", got[0])
+	}
+}
+
+func TestInstanceIDsAreNeverHandedOutTwice(t *testing.T) {
+	p := newProvider(t)
+	seen := map[string]string{}
+	// Several providers of one home (the controller, a CLI, a restarted
+	// controller) launching in turn, more than a block each.
+	for i := 0; i < 3*idsPerBlock; i++ {
+		q := p
+		if i%3 != 0 {
+			q = New(Config{Home: p.home})
+		}
+		name := fmt.Sprintf("sortie-%d-0-1", i+1)
+		c, err := q.Launch(context.Background(), spec(name, pl("local", "local-a"), 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.Nodes {
+			if other, ok := seen[n.InstanceID]; ok {
+				t.Fatalf("instance id %s handed out to %s and to %s", n.InstanceID, other, name)
+			}
+			seen[n.InstanceID] = name
+		}
 	}
 }
 

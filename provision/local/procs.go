@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sortie/provision/node"
+	"sortie/provision/node/agent"
 )
 
 // proc is one live process of a node: dir is the node directory in its
@@ -46,26 +47,65 @@ func nodeProcs(dirs []string) ([]proc, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		state, pgid, ok := procStat(pid)
-		if !ok || state == "Z" || state == "X" {
-			continue
-		}
+		// The environment first: most processes are not a node's, and
+		// their state is then not worth reading.
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		if err != nil {
 			continue // gone, or another user's
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if !bytes.HasPrefix(kv, key) {
-				continue
-			}
-			if d := string(kv[len(key):]); under(d, prefixes) {
-				out = append(out, proc{pid: pid, pgid: pgid, dir: d})
-			}
-			break
+		d, ok := nodeDirOf(env, key)
+		if !ok || !under(d, prefixes) {
+			continue
 		}
+		state, pgid, ok := procStat(pid)
+		if !ok || state == "Z" || state == "X" {
+			continue
+		}
+		out = append(out, proc{pid: pid, pgid: pgid, dir: d})
 	}
 	return out, nil
 }
+
+// nodeDirOf finds key's value in a process's environment (NUL-separated
+// KEY=VALUE entries): the first entry of that name, as getenv reads it.
+func nodeDirOf(env, key []byte) (string, bool) {
+	for len(env) > 0 {
+		kv := env
+		if i := bytes.IndexByte(env, 0); i >= 0 {
+			kv, env = env[:i], env[i+1:]
+		} else {
+			env = nil
+		}
+		if bytes.HasPrefix(kv, key) {
+			return string(kv[len(key):]), true
+		}
+	}
+	return "", false
+}
+
+// reaped reports whether every agent that began in dirs, or in an
+// attempt's directory below one, has said that none of its task's
+// processes is left (agent.FileReaped): its node then needs no scan of
+// every process of the machine. A start under way (its started directory
+// made, no agent's claim yet) counts as not reaped.
+func reaped(dirs []string) bool {
+	for _, d := range dirs {
+		for _, pattern := range []string{d, filepath.Join(d, "*")} {
+			for _, mark := range []string{agent.FileBegun, "started"} {
+				began, _ := filepath.Glob(filepath.Join(pattern, mark))
+				for _, b := range began {
+					if _, err := os.Lstat(filepath.Join(filepath.Dir(b), agent.FileReaped)); err != nil {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// scanProcs is nodeProcs; a test counts the scans.
+var scanProcs = nodeProcs
 
 // under reports whether dir is one of roots or below one.
 func under(dir string, roots []string) bool {
@@ -149,7 +189,10 @@ func agentsFirst(procs []proc) []proc {
 // grace to exit, then SIGKILL (at once when grace is zero). It returns once
 // none is left, or with an error naming the survivors.
 func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
-	procs, err := nodeProcs(dirs)
+	if reaped(dirs) {
+		return nil
+	}
+	procs, err := scanProcs(dirs)
 	if err != nil || len(procs) == 0 {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -427,4 +428,64 @@ func TestEachNodeHasAHomeOfItsOwn(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(realHome, ".bashrc")); err == nil {
 		t.Errorf("%s/.bashrc exists: a node wrote into the home of the process running sortie", realHome)
 	}
+}
+
+func TestTheAgentEndsWhatTheTaskLeftBehind(t *testing.T) {
+	p := newProvider(t)
+	name := "sortie-12-0-1"
+	// One leftover in a session of its own, one a daemon's double fork
+	// made an orphan: neither is in the run phase's process group.
+	_, rs := launchRunning(t, p, name, 1, `setsid sh -c 'echo $$ > left1; exec sleep 300' &
+( sh -c 'echo $$ > left2; exec sleep 300' & )
+while [ ! -s left1 ] || [ ! -s left2 ]; do sleep 0.01; done
+touch ready`)
+	d := rs[0].Dir()
+	waitFor(t, "exit code", func() bool { return poll(t, rs[0]).Done })
+	waitFor(t, "the agent's reaped mark", func() bool { return exists(filepath.Join(d, "reaped")) })
+	for _, f := range []string{"left1", "left2"} {
+		b, err := os.ReadFile(filepath.Join(d, "workdir", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reaped by the agent, so not even a zombie is left.
+		if state, _, ok := procStat(pid); ok {
+			t.Errorf("%s (pid %d, state %s) still there after the agent said none is left", f, pid, state)
+		}
+	}
+	if st := poll(t, rs[0]); st.ExitCode != 0 {
+		t.Errorf("status = %+v, want run 0", st)
+	}
+	// Nothing is left, and the node says so: Terminate needs no scan of
+	// the machine's processes.
+	scans := 0
+	scanProcs = func(dirs []string) ([]proc, error) { scans++; return nodeProcs(dirs) }
+	t.Cleanup(func() { scanProcs = nodeProcs })
+	if err := p.Terminate(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if scans != 0 {
+		t.Errorf("Terminate scanned the processes %d times; want none for a node whose agent reaped its task", scans)
+	}
+}
+
+func TestTerminateScansWhileTheAgentRuns(t *testing.T) {
+	p := newProvider(t)
+	p.grace = 100 * time.Millisecond
+	name := "sortie-13-0-1"
+	_, rs := launchRunning(t, p, name, 1, `touch ready; sleep 300`)
+	scans := 0
+	scanProcs = func(dirs []string) ([]proc, error) { scans++; return nodeProcs(dirs) }
+	t.Cleanup(func() { scanProcs = nodeProcs })
+	groups := node.Groups(rs[0].Dir())
+	if err := p.Terminate(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if scans == 0 {
+		t.Error("Terminate did not look for the processes of a node whose task runs")
+	}
+	waitFor(t, "the node's groups gone", func() bool { return !anyGroupAlive(groups) })
 }

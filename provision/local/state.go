@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -159,29 +160,63 @@ func (p *Provider) write(rec *record) error {
 	return writeJSON(filepath.Join(p.clusterDir(rec.Name), "cluster.json"), rec)
 }
 
-// nextIDs hands out n instance ids, never the same twice for one Home.
-// Callers hold the lock.
+// idBlock is the instance numbers a provider has reserved in the seq file
+// and not yet handed out: numbers next to limit. Reserving a block at a
+// time keeps the seq file's synced write, under the lock, off most launches.
+type idBlock struct {
+	mu          sync.Mutex
+	next, limit int
+}
+
+// idsPerBlock is how many instance numbers one write of the seq file
+// reserves. Numbers reserved by a provider that ends unused are skipped.
+const idsPerBlock = 64
+
+// nextIDs hands out n instance ids, never the same twice for one Home,
+// from this provider's reserved block; it takes the lock to reserve more.
 func (p *Provider) nextIDs(n int) ([]string, error) {
+	b := p.ids
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.limit-b.next+1 < n {
+		last, err := p.reserveIDs(max(n, idsPerBlock))
+		if err != nil {
+			return nil, err
+		}
+		b.next, b.limit = last-max(n, idsPerBlock)+1, last
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("local-%06d", b.next)
+		b.next++
+	}
+	return ids, nil
+}
+
+// reserveIDs adds n to the seq file, under the lock, and returns its new
+// value: the numbers from the old value + 1 to it are the caller's.
+func (p *Provider) reserveIDs(n int) (int, error) {
+	unlock, err := lock(p.home)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	path := filepath.Join(root(p.home), "seq")
 	last := 0
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		if last, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
-			return nil, fmt.Errorf("read %s: %w; remove it to restart numbering", path, err)
+			return 0, fmt.Errorf("read %s: %w; remove it to restart numbering", path, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, err
+		return 0, err
 	}
-	ids := make([]string, n)
-	for i := range ids {
-		last++
-		ids[i] = fmt.Sprintf("local-%06d", last)
-	}
+	last += n
 	if err := writeAtomic(path, []byte(strconv.Itoa(last)+"\n")); err != nil {
-		return nil, err
+		return 0, err
 	}
-	return ids, nil
+	return last, nil
 }
 
 // view is the cluster as Status reports it: a node whose directory is gone

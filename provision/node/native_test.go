@@ -62,6 +62,18 @@ func holder(t *testing.T, arg string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	// Start returns once the child has begun its exec, which may be before
+	// the kernel has set its new command line: wait to see it.
+	cmdline := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline"
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if b, _ := os.ReadFile(cmdline); strings.HasPrefix(string(b), "sortie-agent\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holder %d: command line not the agent's within 10s", cmd.Process.Pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	return cmd.Process.Pid
 }
 

@@ -51,6 +51,12 @@ type Agent struct {
 	// Ready is called once the agent has recorded its pid (the starter
 	// waits for it); nil does nothing.
 	Ready func()
+	// Reap makes the agent the subreaper of the task's processes (Linux):
+	// what the task leaves running when its last phase ends, even outside
+	// its process group, is ended then, and the reaped file says none is
+	// left. cmd/sortie-agent sets it; an Agent run inside another program
+	// (a test) must not, as it would reap that program's children.
+	Reap bool
 
 	mu      sync.Mutex
 	group   int  // the running phase's process group, 0 between phases
@@ -96,6 +102,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
 		return err
 	}
+	if a.Reap {
+		if err := becomeSubreaper(); err != nil {
+			a.Reap = false
+			a.logLine(fmt.Sprintf("sortie: the agent cannot adopt the task's orphans (%v); leftovers are ended by the node's teardown", err))
+		}
+	}
 	if a.Ready != nil {
 		a.Ready()
 	}
@@ -104,6 +116,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer stop()
 		go a.Watch(wctx, a.onNotice)
 	}
+	err = a.runPhases()
+	if a.Reap && endLeftovers(a.Grace) {
+		os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
+	}
+	return err
+}
+
+// runPhases runs setup, when there is one, then run, and records the exit
+// code that ended the task.
+func (a *Agent) runPhases() error {
 	w, err := readCwd(a.Dir)
 	if err != nil {
 		return a.finish(PhaseRun, 1, fmt.Sprintf("read the working directory: %v", err))
@@ -176,11 +198,18 @@ func (a *Agent) phase(name, w string) int {
 		return 127
 	}
 	mark(a.Dir, "pgid."+name, cmd.Process.Pid)
-	err = cmd.Wait()
+	var code int
+	if a.Reap {
+		// The task's orphans end up as the agent's children: waiting for
+		// any child reaps them as they end, and finds the phase's end.
+		code = waitReaping(cmd.Process.Pid)
+		cmd.Process.Release()
+	} else {
+		code = exitCode(cmd.Wait())
+	}
 	a.mu.Lock()
 	a.group = 0
 	a.mu.Unlock()
-	code := exitCode(err)
 	if container {
 		rm := exec.Command(a.Bash, filepath.Join(a.Dir, FileContainer), a.Dir, w, name, "rm")
 		rm.Dir = a.Dir

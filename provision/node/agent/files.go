@@ -18,6 +18,8 @@
 //	exit_code.unwritten.<phase>.<code>.<-|stop>  the same, when exit_code could not be written
 //	stop                     asks the agent not to begin another phase
 //	notice                   the last preemption notice the agent heard, as JSON, durably
+//	reaped                   no process of the task is left: made after the exit code, once the
+//	                         agent (the subreaper of the task's processes) has ended what the task left
 //
 // It imports the standard library only: the controller links it (Answer,
 // the file names), and cmd/sortie-agent adds the notice package's watchers.
@@ -45,6 +47,7 @@ const (
 	FileStop      = "stop"
 	FileNotice    = "notice"
 	FileContainer = "container.sh"
+	FileReaped    = "reaped"
 	// UnwrittenPrefix starts the name of the marker that carries the exit
 	// code when exit_code could not be written.
 	UnwrittenPrefix = "exit_code.unwritten."
