@@ -5,10 +5,10 @@ BIN     := bin/sortie
 # The CLI (sortie) and the controller program (sortie-controller), which
 # alone links the cloud SDKs, are built side by side: the CLI starts the
 # controller from its own directory, and the controller finds the node agent
-# (sortie-agent) in it. The agent is static (no cgo) and stripped: it is
-# copied to every VM.
+# (sortie-agent) and the bucket sync program (sortie-sync) in it. Both are
+# static (no cgo) and stripped: they are copied to every VM.
 BINS    := ./cmd/sortie ./cmd/sortie-controller
-AGENT_BUILD = CGO_ENABLED=0 $(GO) build -ldflags=-s -o bin/ ./cmd/sortie-agent
+AGENT_BUILD = CGO_ENABLED=0 $(GO) build -ldflags=-s -o bin/ ./cmd/sortie-agent ./cmd/sortie-sync
 TIMEOUT ?= 75m
 
 .PHONY: all build test unit smoke demo deps vet lint clean bench fuzz chaos kube-control-plane
@@ -20,12 +20,20 @@ build:
 	$(AGENT_BUILD)
 
 # deps makes sure the programs tests drive are on this machine: an sshd to
-# play the clouds' nodes, and the moto EC2 emulator.
+# play the clouds' nodes, the moto EC2 emulator, and a PostgreSQL server
+# (the store's tests start their own on a free port; the package's own
+# service is not used). Without PostgreSQL the store's PostgreSQL tests
+# skip, saying so.
 deps:
 	@if [ ! -x /usr/sbin/sshd ]; then \
 		echo "installing openssh-server (for the SSH node tests)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null) || \
 		{ echo "could not install openssh-server; install it and run make test again" >&2; exit 1; }; \
+	fi
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing postgresql-15 (for the store's PostgreSQL tests)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null) || \
+		echo "could not install postgresql-15: the store's PostgreSQL tests will be skipped; install it and run make test again" >&2; \
 	fi
 	@python3 -c 'import moto' 2>/dev/null || { echo "moto (the EC2 emulator) is missing: pip install 'moto[server]'" >&2; exit 1; }
 

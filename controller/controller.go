@@ -76,6 +76,9 @@ type Controller struct {
 	seen sync.Map
 	// drains are the replaced attempts being watched until their nodes go.
 	drains drains
+	// storageSeen holds, per attempt and node, the bucket syncs last
+	// recorded, so that an unchanged report is not written again.
+	storageSeen sync.Map
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.

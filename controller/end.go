@@ -118,6 +118,11 @@ func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt,
 		c.terminate(actx, a)
 	}
 	if d.Status.Terminal() {
+		pp := p
+		if pp == nil {
+			pp, _ = spec(j)
+		}
+		c.deleteBuckets(actx, j, pp)
 		c.cleanupSecrets(j.ID)
 		c.limits.Delete(j.ID)
 		c.forgetSeen(j.ID, j.NumTasks)

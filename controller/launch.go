@@ -136,8 +136,9 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 		}
 	}()
 	c.requested(j.ID, a.TaskIdx)
+	buckets, _ := p.Tasks[a.TaskIdx].Buckets("")
 	return prov.Launch(pctx, provision.ClusterSpec{
-		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources,
+		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources, Buckets: len(buckets) > 0,
 		Tags: map[string]string{
 			provision.TagManaged: "true", provision.TagCluster: a.Cluster,
 			provision.TagJob: strconv.FormatInt(j.ID, 10), provision.TagTask: strconv.Itoa(a.TaskIdx),

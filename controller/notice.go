@@ -298,6 +298,12 @@ func (c *Controller) drained(ctx context.Context, j *store.Job, a *store.Attempt
 		if err != nil || (!st.Done && st.AgentAlive) {
 			stopped = false
 		}
+		if err == nil && st.Storage != nil {
+			// The last upload, made after the notice, is reported here.
+			sts := make([]node.Status, rank+1)
+			sts[rank] = st
+			c.recordStorage(ctx, a, sts)
+		}
 	}
 	if stopped {
 		return fmt.Sprintf("the task stopped after the %s notice", a.Notice.Kind), true, nil

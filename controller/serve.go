@@ -13,7 +13,6 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/daemon"
-	"sortie/controller/home"
 	"sortie/controller/metrics"
 	"sortie/controller/notify"
 	"sortie/controller/profiling"
@@ -63,7 +62,7 @@ func Serve(ctx context.Context, h string, log *slog.Logger, cls []clouds.Cloud) 
 			NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
 		}()
 		defer func() { stopNotifier(); <-notified }()
-		c.Log.Info("controller started", "home", h, "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
+		c.Log.Info("controller started", "home", h, "store", store.Redact(cfg.StoreURL()), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D())
 		err = c.Run(ctx)
 		// Run has waited for every step: the providers can save what
 		// they keep (the sim's clusters) for the next controller.
@@ -117,12 +116,13 @@ func NewNotifier(st *store.Store, cfg config.Config, log *slog.Logger, now func(
 	return &notify.Notifier{Store: st, Default: cfg.Notify.Webhooks, Secrets: cfg.Notify.Secrets, Log: log, Now: now}
 }
 
-// OpenHome reads h's configuration and opens its store.
+// OpenHome reads h's configuration and opens its store (controller.store,
+// SORTIE_STORE, else the home's state.db).
 func OpenHome(ctx context.Context, h string) (config.Config, *store.Store, error) {
 	cfg, err := config.Load(h, os.Getenv)
 	if err != nil {
 		return cfg, nil, err
 	}
-	st, err := store.Open(ctx, home.State(h), nil)
+	st, err := store.OpenURL(ctx, cfg.StoreURL(), nil)
 	return cfg, st, err
 }

@@ -58,6 +58,11 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 		// No retry can fix these: fail the job rather than start it wrong.
 		return c.endLaunch(ctx, j, a, nil, true, problem)
 	}
+	if problem, err := c.prepareBuckets(ctx, j, task); err != nil {
+		return fmt.Errorf("prepare the buckets: %w", err)
+	} else if problem != "" {
+		return c.endLaunch(ctx, j, a, nil, true, problem)
+	}
 	for rank := range cl.Nodes {
 		r, err := c.runner(ctx, prov, cl, rank, a)
 		if err == nil {
@@ -103,7 +108,14 @@ func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[
 		paths["workdir"] = task.Workdir
 	}
 	for dst, src := range task.FileMounts {
-		paths["file_mounts."+dst] = src
+		if !strings.Contains(src, "://") {
+			paths["file_mounts."+dst] = src
+		}
+	}
+	for dst, sm := range task.StorageMounts {
+		if sm.Source != "" && !strings.Contains(sm.Source, "://") {
+			paths["file_mounts."+dst+".source"] = sm.Source
+		}
 	}
 	for field, p := range paths {
 		if !filepath.IsAbs(p) {
@@ -170,8 +182,18 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	maps.Copy(env, sizeEnv(attemptResources(task, a)))
 	c.pause(PauseStarting, j.ID, a.Attempt)
 	source, endpoint := c.noticeSource(a.Cloud)
-	return node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
-		NoticeSource: source, NoticeEndpoint: endpoint, TerminationGrace: task.Recovery().TerminationGrace.D()})
+	storage, fuse, storageEnv, err := c.storageSpec(task, a.Cloud)
+	if err != nil {
+		return provision.Prechecks(fmt.Errorf("file_mounts: %w", err))
+	}
+	err = node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
+		NoticeSource: source, NoticeEndpoint: endpoint, TerminationGrace: task.Recovery().TerminationGrace.D(),
+		Storage: storage, StorageEnv: storageEnv, FUSE: fuse})
+	var lacks *node.PrecheckError
+	if errors.As(err, &lacks) && len(fuse) > 0 {
+		return &node.PrecheckError{Msg: "file_mounts: " + lacks.Msg}
+	}
+	return err
 }
 
 // containerFor is how the task's phases run in its container image

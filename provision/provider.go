@@ -36,6 +36,9 @@ type ClusterSpec struct {
 	NumNodes  int
 	Resources schema.Resources // instance type, cpus, memory, spot, disk, image
 	Tags      map[string]string
+	// Buckets says the task has buckets: its nodes need the cloud's
+	// credentials for them (an instance profile on AWS).
+	Buckets bool
 }
 
 // NodeState is the cloud's view of one node.

@@ -31,7 +31,9 @@ import (
 // Directories are walked in a fixed order, hashing each file's relative
 // path, executable bits and content; a symlink counts by its target. .git
 // and what the root's .sortieignore (else .gitignore) ignores are skipped.
-// Bucket URLs (s3://, gs://...) count by their text only.
+// Bucket URLs (s3://, gs://...) and storage mounts count by their spec
+// (names, modes), never by what the bucket holds; a storage mount's local
+// source counts by its content.
 func InputKey(t *Task, baseDir string) (string, error) {
 	spec, err := canonicalSpec(t)
 	if err != nil {
@@ -52,6 +54,19 @@ func InputKey(t *Task, baseDir string) (string, error) {
 			continue
 		}
 		fmt.Fprintf(h, "\nmount %s\n", strconv.Quote(dst))
+		if err := hashSource(h, localPath(baseDir, src)); err != nil {
+			return "", fmt.Errorf("hash file_mounts %s source %s: %w", dst, src, err)
+		}
+	}
+	// A storage mount's local source is uploaded at launch: its content
+	// counts, as a file mount's does; the bucket's own changing content
+	// never does.
+	for _, dst := range sortedKeys(t.StorageMounts) {
+		src := t.StorageMounts[dst].Source
+		if src == "" || isURL(src) {
+			continue
+		}
+		fmt.Fprintf(h, "\nstorage source %s\n", strconv.Quote(dst))
 		if err := hashSource(h, localPath(baseDir, src)); err != nil {
 			return "", fmt.Errorf("hash file_mounts %s source %s: %w", dst, src, err)
 		}

@@ -1,9 +1,10 @@
 package schema
 
 // Unresolved reports what keeps a parsed pipeline from launching although
-// the file is valid: envs still without a value, and features that parse
-// but do not run yet (storage mounts and bucket sources), one problem
-// each. It returns nil or a *ValidationError.
+// the file is valid: envs still without a value (filled by --env), and
+// buckets sortie cannot sync once envs are filled in (a storage mount
+// without a store, a bucket name its store refuses, a URL of another
+// store), one problem each. It returns nil or a *ValidationError.
 func (p *Pipeline) Unresolved() error {
 	ps := &problems{}
 	for i, t := range p.Tasks {
@@ -15,16 +16,8 @@ func (p *Pipeline) Unresolved() error {
 			ps.missing(join(join(path, "envs"), k),
 				"is required at launch; pass --env %s=VALUE or --env-file FILE", k)
 		}
-		for _, dst := range sortedKeys(t.StorageMounts) {
-			ps.missing(join(join(path, "file_mounts"), dst),
-				"is a storage mount; buckets are not supported yet: copy the data in setup (e.g. aws s3 sync, gcloud storage cp) or give a local path")
-		}
-		for _, dst := range sortedKeys(t.FileMounts) {
-			if src := t.FileMounts[dst]; isURL(src) {
-				ps.add(join(join(path, "file_mounts"), dst), src,
-					"is a bucket; buckets are not supported yet: copy the data in setup (e.g. aws s3 sync, gcloud storage cp) or give a local path")
-			}
-		}
+		_, probs := t.Buckets(path)
+		ps.list = append(ps.list, probs...)
 	}
 	return ps.err()
 }

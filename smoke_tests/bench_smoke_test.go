@@ -160,3 +160,18 @@ func TestBenchNotice(t *testing.T) {
 		}
 	}
 }
+
+// The storage group, small: every file of the checkpoint directory is
+// uploaded by both, and the resync of unchanged files moves nothing.
+func TestBenchStorage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := suite.StorageOptions{Home: filepath.Join(t.TempDir(), "home"), Files: 4, FileBytes: 1 << 20, Unchanged: 300, Progress: progress(t)}
+	r, err := suite.RunStorage(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SyncedFiles != o.Files || r.ResyncMoved != 0 || r.Sync <= 0 || r.TransferManager <= 0 || r.Resync <= 0 {
+		t.Errorf("result %+v: want %d files synced, nothing moved on the resync", r, o.Files)
+	}
+}

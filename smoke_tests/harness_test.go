@@ -49,7 +49,7 @@ func binary(t *testing.T) string {
 		}
 		binDir = dir
 		binPath = filepath.Join(dir, "sortie")
-		out, err := exec.Command("go", "build", "-o", dir+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller", "sortie/cmd/sortie-agent").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir+"/", "sortie/cmd/sortie", "sortie/cmd/sortie-controller", "sortie/cmd/sortie-agent", "sortie/cmd/sortie-sync").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -42,6 +42,7 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"controller.sweep_interval", c.SweepInterval, time.Second, 24 * time.Hour, "10m"},
 		{"controller.max_keep_on_failure", c.MaxKeepOnFailure, time.Second, 30 * 24 * time.Hour, "24h"},
 		{"controller.log_retention", c.LogRetention, time.Hour, 3650 * 24 * time.Hour, "30d"},
+		{"storage.sync_interval", cfg.Storage.SyncInterval, time.Second, 24 * time.Hour, "30s"},
 		{"aws.launch_timeout", cfg.AWS.LaunchTimeout, time.Second, 24 * time.Hour, "the provider's"},
 		{"aws.poll_interval", cfg.AWS.PollInterval, 5 * time.Millisecond, 10 * time.Minute, "the provider's"},
 		{"gcp.launch_timeout", cfg.GCP.LaunchTimeout, time.Second, 24 * time.Hour, "the provider's"},

@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +34,14 @@ type Config struct {
 	SSH        SSHConfig        `json:"ssh"`
 	Sim        SimConfig        `json:"sim"`
 	Notify     NotifyConfig     `json:"notify"`
+	Storage    StorageConfig    `json:"storage"`
+}
+
+// StorageConfig is the storage: section: how tasks' buckets are synced.
+type StorageConfig struct {
+	// SyncInterval is how often a node uploads what changed in its
+	// MOUNT_CACHED buckets (SORTIE_STORAGE_SYNC_INTERVAL); 30s by default.
+	SyncInterval Duration `json:"sync_interval"`
 }
 
 // ControllerConfig is the controller: section.
@@ -61,6 +71,9 @@ type ControllerConfig struct {
 	// MetricsListen, when set, is the host:port the controller serves
 	// Prometheus metrics on, at /metrics; empty (the default) serves none.
 	MetricsListen string `json:"metrics_listen"`
+	// Store is where the jobs are kept (SORTIE_STORE): a PostgreSQL URL
+	// for a team, or a SQLite file; empty is $SORTIE_HOME/state.db.
+	Store string `json:"store"`
 	// LogRetention is how long the kept logs of a job that has ended stay
 	// on the controller; the sweep removes older ones (default 30 days).
 	LogRetention Duration `json:"log_retention"`
@@ -103,6 +116,9 @@ type AWSConfig struct {
 	// asks for spot interruption notices; "" is EC2's own
 	// (http://169.254.169.254). Tests point it at a simulator.
 	IMDSEndpoint string `json:"imds_endpoint"`
+	// InstanceProfile is the IAM instance profile, a name or an ARN, of
+	// the instances of tasks with buckets.
+	InstanceProfile string `json:"instance_profile"`
 }
 
 // GCPConfig is the gcp: section.
@@ -193,6 +209,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_LAUNCH_BACKOFF_MAX", "controller.launch_backoff_max", &c.LaunchBackoffMax},
 		{"SORTIE_SWEEP_INTERVAL", "controller.sweep_interval", &c.SweepInterval},
 		{"SORTIE_MAX_KEEP_ON_FAILURE", "controller.max_keep_on_failure", &c.MaxKeepOnFailure},
+		{"SORTIE_STORAGE_SYNC_INTERVAL", "storage.sync_interval", &cfg.Storage.SyncInterval},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -209,6 +226,10 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_LAUNCH_ROUNDS", "controller.launch_rounds", &c.LaunchRounds},
 		{"SORTIE_UNREACHABLE_CHECKS", "controller.unreachable_checks", &c.UnreachableChecks},
 		{"SORTIE_MAX_PARALLEL_LAUNCHES", "controller.max_parallel_launches", &c.MaxParallelLaunches},
+	}
+	if v := getenv("SORTIE_STORE"); v != "" {
+		fromEnv["controller.store"] = "SORTIE_STORE"
+		c.Store = v
 	}
 	for _, n := range ints {
 		if v := getenv(n.env); v != "" {
@@ -227,12 +248,52 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		if msg := checkListen(c.MetricsListen); msg != "" {
 			e.Problems = append(e.Problems, Problem{Key: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Msg: msg})
 		}
+		if msg := checkStore(c.Store); msg != "" {
+			key, line := "controller.store", lines["controller.store"]
+			if from, ok := fromEnv[key]; ok {
+				key, line = from, 0
+			}
+			e.Problems = append(e.Problems, Problem{Key: key, Line: line, Msg: msg})
+		}
 	}
 	if len(e.Problems) > 0 {
 		return cfg, e
 	}
 	cfg.fillDefaults()
 	return cfg, nil
+}
+
+// checkStore says what is wrong with a store URL, "" when nothing is: a
+// PostgreSQL URL, or a SQLite file by its absolute path (the CLI and the
+// controller it starts run in different directories). It never quotes a
+// PostgreSQL URL, which may hold a password.
+func checkStore(u string) string {
+	const fix = "give postgres://USER:PASSWORD@HOST:PORT/DATABASE, sqlite:/ABSOLUTE/PATH, or leave it out for $SORTIE_HOME/state.db"
+	lower := strings.ToLower(u)
+	switch {
+	case u == "":
+		return ""
+	case strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://"):
+		if _, err := url.Parse(u); err != nil {
+			return "the PostgreSQL URL does not parse; " + fix
+		}
+		return ""
+	case strings.Contains(lower, "://"):
+		return fmt.Sprintf("%q is not a store sortie knows; %s", u, fix)
+	}
+	if !filepath.IsAbs(strings.TrimPrefix(u, "sqlite:")) {
+		return fmt.Sprintf("%q is not an absolute path; %s", u, fix)
+	}
+	return ""
+}
+
+// StoreURL is where the jobs are kept: controller.store, or the home's
+// state.db.
+func (cfg Config) StoreURL() string {
+	if cfg.Controller.Store != "" {
+		return cfg.Controller.Store
+	}
+	return sortiehome.State(cfg.Home)
 }
 
 // checkListen says what is wrong with a listen address, "" when nothing
@@ -284,6 +345,9 @@ func readConfig(path string) ([]byte, error) {
 }
 
 func (cfg *Config) fillDefaults() {
+	if cfg.Storage.SyncInterval <= 0 {
+		cfg.Storage.SyncInterval = Duration(30 * time.Second)
+	}
 	c := &cfg.Controller
 	if c.PollInterval <= 0 {
 		c.PollInterval = Duration(5 * time.Second)

@@ -83,6 +83,13 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 			`line 5: kubernetes.spot_tolerations[2].key: empty; name the taint's key`}},
 		{"kubernetes:\n  contxt: prod\n", nil, []string{"line 2: kubernetes.contxt: unknown key (did you mean context?)"}},
 		{"kubernetes:\n  spot_tolerations:\n  - {key: cloud.google.com/gke-spot, operator: Equal, value: \"true\", effect: NoSchedule}\n  - {operator: Exists}\n", nil, nil},
+		{"controller:\n  store: postgres://sortie:pw@db:5432/sortie\n", nil, nil},
+		{"controller:\n  store: sqlite:/var/lib/sortie/state.db\n", nil, nil},
+		{"controller:\n  store: state.db\n", nil,
+			[]string{`line 2: controller.store: "state.db" is not an absolute path; give postgres://USER:PASSWORD@HOST:PORT/DATABASE, sqlite:/ABSOLUTE/PATH, or leave it out for $SORTIE_HOME/state.db`}},
+		{"controller:\n  store: mysql://db/sortie\n", nil, []string{`line 2: controller.store: "mysql://db/sortie" is not a store sortie knows`}},
+		{"", map[string]string{"SORTIE_STORE": "postgres://sortie:hunter2@db:bad port/x"}, []string{"environment variable SORTIE_STORE: the PostgreSQL URL does not parse"}},
+		{"controller:\n  store: /a/state.db\n", map[string]string{"SORTIE_STORE": "postgresql://db/sortie"}, nil},
 	} {
 		_, err := load(t, tc.yaml, tc.env)
 		if tc.want == nil {
@@ -233,5 +240,23 @@ func TestConfigThatIsNoRegularFileIsRefused(t *testing.T) {
 	}
 	if _, err := Load(filepath.Dir(big), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("a 2 MiB config.yaml: %v", err)
+	}
+}
+
+// The store is the home's state.db unless controller.store or
+// SORTIE_STORE names another; a bad one is refused without quoting a
+// password.
+func TestStoreURL(t *testing.T) {
+	cfg, err := load(t, "", nil)
+	if err != nil || cfg.StoreURL() != sortiehome.State(cfg.Home) {
+		t.Errorf("no store given: %q %v, want the home's state.db", cfg.StoreURL(), err)
+	}
+	cfg, err = load(t, "controller:\n  store: sqlite:/srv/a.db\n", map[string]string{"SORTIE_STORE": "postgres://sortie@db/sortie"})
+	if err != nil || cfg.StoreURL() != "postgres://sortie@db/sortie" {
+		t.Errorf("SORTIE_STORE over config.yaml: %q %v", cfg.StoreURL(), err)
+	}
+	_, err = load(t, "", map[string]string{"SORTIE_STORE": "postgres://sortie:hunter2@db:bad/x"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a bad URL's error: %v", err)
 	}
 }

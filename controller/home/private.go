@@ -16,19 +16,14 @@ const (
 	FileMode fs.FileMode = 0o600
 )
 
-// Make creates home, private to its owner, when it is missing, and the
-// store's file (0600) when that is missing: SQLite gives the store's WAL and
-// shared-memory files the mode of the store's own file. A home that exists
-// keeps its mode; Exposed reports it.
+// Make creates home, private to its owner, when it is missing. A home that
+// exists keeps its mode; Exposed reports it. The store creates its own
+// file (0600), wherever it is, and none in the home when it is PostgreSQL.
 func Make(h string) error {
 	if err := os.MkdirAll(h, DirMode); err != nil {
 		return fmt.Errorf("create SORTIE_HOME: %w", err)
 	}
-	f, err := os.OpenFile(State(h), os.O_CREATE|os.O_RDONLY, FileMode)
-	if err != nil {
-		return fmt.Errorf("create the store: %w", err)
-	}
-	return f.Close()
+	return nil
 }
 
 // maxExposedWalk bounds the files Exposed looks at, so that a home holding

@@ -312,7 +312,7 @@ func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
 			src := t.FileMounts[dst]
 			path := taskPath(p, i, "file_mounts."+dst)
 			if strings.Contains(src, "://") {
-				continue // a bucket: Unresolved refuses it
+				continue // a bucket: Unresolved and bucketProblems check it
 			}
 			abs := localPath(base, src)
 			info, err := os.Stat(abs)
@@ -325,6 +325,7 @@ func inputProblems(p *schema.Pipeline, base string) []schema.Problem {
 					Message: fmt.Sprintf("source %s is %s; sortie copies regular files and directories only", abs, schema.FileKind(info.Mode()))})
 			}
 		}
+		probs = append(probs, storageSourceProblems(p, i, t, base, relHint)...)
 	}
 	return probs
 }

@@ -137,7 +137,7 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{
-		"one.yaml":  "workdir: code\nfile_mounts: {/a: missing.txt, /b: s3://bucket/x}\nenvs: {HF_TOKEN: }\nsecrets: {TOKEN: null}\nrun: 'true'\n",
+		"one.yaml":  "workdir: code\nfile_mounts: {/a: missing.txt, /b: r2://bucket/x}\nenvs: {HF_TOKEN: }\nsecrets: {TOKEN: null}\nrun: 'true'\n",
 		"two.yaml":  "name: p\n---\nrun: 'true'\n---\nworkdir: gone\nrun: 'true'\n",
 		"file.yaml": "workdir: notadir\nrun: 'true'\n",
 		"notadir":   "x",
@@ -148,7 +148,7 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 	}{
 		{"one.yaml", []string{
 			"envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE",
-			`file_mounts./b: "s3://bucket/x" is a bucket; buckets are not supported yet`,
+			`file_mounts./b: "r2://bucket/x" is a URL of a store sortie does not sync (r2://)`,
 			"secrets.TOKEN: has no value; set TOKEN in your environment or pass --secret TOKEN=VALUE",
 			`workdir: "code" cannot be read: ` + root + "/code does not exist",
 			`file_mounts./a: "missing.txt" source cannot be read: ` + root + "/missing.txt does not exist",

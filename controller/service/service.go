@@ -62,7 +62,7 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, home.State(h), nil)
+	st, err := store.OpenURL(ctx, cfg.StoreURL(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
@@ -95,6 +95,14 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 		if _, err := s.placements(ctx, t); err != nil {
 			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
 		}
+	}
+	if len(probs) == 0 {
+		// Last, as it asks the stores: every bucket can be read.
+		bp, err := bucketProblems(ctx, pr.pipeline)
+		if err != nil {
+			return nil, err
+		}
+		probs = bp
 	}
 	if len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
@@ -243,7 +251,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 		return nil, err
 	}
 	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{},
-		Notifications: []NotificationView{}}
+		Notifications: []NotificationView{}, Storage: []StorageView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %d: tasks: %w", id, err)
@@ -296,7 +304,29 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	for _, n := range ds {
 		d.Notifications = append(d.Notifications, viewDelivery(n))
 	}
+	syncs, err := s.Store.StorageSyncs(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: %w", id, err)
+	}
+	for _, m := range syncs {
+		d.Storage = append(d.Storage, viewStorage(m))
+	}
 	return d, nil
+}
+
+func viewStorage(m store.StorageSync) StorageView {
+	scheme := m.Store
+	if scheme == "gcs" {
+		scheme = "gs"
+	}
+	v := StorageView{Task: m.TaskIdx, Attempt: m.Attempt, Node: m.Node, Path: m.Path, Bucket: scheme + "://" + m.Bucket, Mode: m.Mode,
+		DownloadedAt: utc(m.DownloadedAt), DownloadedBytes: m.DownloadedBytes,
+		UploadedAt: utc(m.UploadedAt), UploadedBytes: m.UploadedBytes, UploadedTotal: m.UploadedTotal}
+	if m.Error != "" {
+		e := m.Error
+		v.Error = &e
+	}
+	return v
 }
 
 // taskPorts are the ports a task opens: its resources' and those its

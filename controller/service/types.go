@@ -79,6 +79,30 @@ type JobDetail struct {
 	// Notifications are the job's events posted to webhooks, one per event
 	// and webhook, in the order of the events.
 	Notifications []NotificationView `json:"notifications"`
+	// Storage is what each node's bucket syncs did, per attempt and
+	// mount, as its agent last reported it.
+	Storage []StorageView `json:"storage"`
+}
+
+// StorageView is what one node's syncs of one bucket did in an attempt.
+type StorageView struct {
+	Task    int    `json:"task"`
+	Attempt int    `json:"attempt"`
+	Node    int    `json:"node"`
+	Path    string `json:"path"`
+	// Bucket is the bucket as a URL, s3://NAME or gs://NAME.
+	Bucket string `json:"bucket"`
+	Mode   string `json:"mode"`
+	// DownloadedAt and DownloadedBytes: the download before setup.
+	DownloadedAt    *time.Time `json:"downloaded_at"`
+	DownloadedBytes int64      `json:"downloaded_bytes"`
+	// UploadedAt is when the last upload finished, UploadedBytes what it
+	// moved, UploadedTotal what every upload of the attempt moved.
+	UploadedAt    *time.Time `json:"uploaded_at"`
+	UploadedBytes int64      `json:"uploaded_bytes"`
+	UploadedTotal int64      `json:"uploaded_total"`
+	// Error is the last sync's error; nil when it went well.
+	Error *string `json:"error"`
 }
 
 // NotificationView is one event of a job posted to one webhook.

@@ -199,7 +199,10 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		return nil, fmt.Errorf("job %d: a new attempt makes a job %s or %s, not %s", jobID, lifecycle.Starting, lifecycle.Recovering, jobStatus)
 	}
 	var out *Attempt
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockJob(ctx, tx, jobID); err != nil {
+			return err
+		}
 		j, err := readJob(ctx, tx, jobID)
 		if err != nil {
 			return err
@@ -243,12 +246,8 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		if a.Size, err = readSize(size); err != nil {
 			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size)
-		if err != nil {
-			return err
-		}
-		if a.ID, err = res.LastInsertId(); err != nil {
+		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,
@@ -274,7 +273,10 @@ func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region
 // starting): its nodes' instance ids.
 func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region, zone string, instanceIDs []string) error {
 	ids, _ := json.Marshal(instanceIDs)
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockAttemptJob(ctx, tx, attemptID); err != nil {
+			return err
+		}
 		a, err := readAttempt(ctx, tx, attemptID)
 		if err != nil {
 			return err
@@ -291,7 +293,10 @@ func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region
 // MarkRunning records that the task runs on every node of the attempt and
 // the job is RUNNING; a job being cancelled stays CANCELLING.
 func (s *Store) MarkRunning(ctx context.Context, at *Attempt) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockAttemptJob(ctx, tx, at.ID); err != nil {
+			return err
+		}
 		a, err := readAttempt(ctx, tx, at.ID)
 		if err != nil {
 			return err
@@ -335,7 +340,10 @@ func (s *Store) MarkRunning(ctx context.Context, at *Attempt) error {
 // SetUnreachable records how many checks of a running attempt's nodes failed
 // in a row, and shows why on the job.
 func (s *Store) SetUnreachable(ctx context.Context, a *Attempt, n int, reason string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockJob(ctx, tx, a.JobID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET unreachable = ? WHERE id = ?`, n, a.ID); err != nil {
 			return err
 		}
@@ -356,7 +364,10 @@ func (s *Store) SetStatusReason(ctx context.Context, jobID int64, reason string)
 // It fails with ErrTerminal when the job has ended, and with
 // ErrCancelRequested when it is being cancelled.
 func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, reason string, next *time.Time, launchRound int) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockJob(ctx, tx, jobID); err != nil {
+			return err
+		}
 		j, err := readJob(ctx, tx, jobID)
 		if err != nil {
 			return err
@@ -374,16 +385,6 @@ func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, reason st
 			lifecycle.Pending, reason, fmtTimePtr(next), jobID)
 		return err
 	})
-}
-
-func (s *Store) exec(ctx context.Context, q string, args ...any) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	_, err := s.db.ExecContext(ctx, q, args...)
-	if isBusy(err) {
-		return s.busyError(err)
-	}
-	return err
 }
 
 // Clouds lists every cloud any attempt has used, so a restarted controller
@@ -416,7 +417,7 @@ var ErrCancelRequested = errors.New("job is being cancelled")
 // noOpenAttempt fails with ErrOpenAttempt while the job has an attempt
 // that has not ended and is not replaced: a replaced attempt (its node
 // under a preemption notice) is the one overlap allowed.
-func noOpenAttempt(ctx context.Context, tx *sql.Tx, jobID int64) error {
+func noOpenAttempt(ctx context.Context, tx *dbTx, jobID int64) error {
 	var open int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND replaced_at IS NULL AND `+openSQL, jobID).Scan(&open); err != nil {
 		return err
@@ -505,7 +506,10 @@ func (s *Store) KeptAttempt(ctx context.Context, jobID int64) (*Attempt, error) 
 // no error: the first reason stays.
 func (s *Store) RequestRelease(ctx context.Context, jobID int64, why string) (*Attempt, error) {
 	var a *Attempt
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockJob(ctx, tx, jobID); err != nil {
+			return err
+		}
 		as, err := findAttempts(ctx, tx, `WHERE job_id = ? AND kept_until IS NOT NULL ORDER BY id DESC LIMIT 1`, jobID)
 		if err != nil {
 			return err
@@ -536,7 +540,7 @@ func (s *Store) RequestRelease(ctx context.Context, jobID int64, why string) (*A
 // it (false: released already).
 func (s *Store) MarkReleased(ctx context.Context, id int64, reason string) (bool, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE attempts SET released_at = ?, released_reason = ? WHERE id = ? AND `+keptSQL,
 			fmtTime(s.now()), reason, id)
 		if err != nil {

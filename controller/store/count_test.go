@@ -8,9 +8,11 @@ import (
 	"sortie/controller/lifecycle"
 )
 
-func TestCountJobsByStatusAndTxObserver(t *testing.T) {
+func TestCountJobsByStatusAndTxObserver(t *testing.T) { onEach(t, testCountJobsByStatusAndTxObserver) }
+
+func testCountJobsByStatusAndTxObserver(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	var txs int
 	s.ObserveTx(func(d time.Duration) {
 		if d < 0 {

@@ -88,7 +88,10 @@ func afterDecision(d strategy.Decision, j jobNow) (after, error) {
 // the job or the task in a way the lifecycle does not; then nothing is
 // written.
 func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strategy.Decision, f Facts) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockAttemptJob(ctx, tx, a.ID); err != nil {
+			return err
+		}
 		now := s.now()
 		at, err := readAttempt(ctx, tx, a.ID)
 		if err != nil {
@@ -222,7 +225,10 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 // ErrNotAMove for a move the lifecycle does not list; then nothing is
 // written.
 func (s *Store) FinishJob(ctx context.Context, jobID int64, d strategy.Decision) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockJob(ctx, tx, jobID); err != nil {
+			return err
+		}
 		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ type KnownFailure struct {
 	LogsRemovedAt *time.Time
 }
 
-func recordFailure(ctx context.Context, tx *sql.Tx, f *KnownFailure, now time.Time) error {
+func recordFailure(ctx context.Context, tx *dbTx, f *KnownFailure, now time.Time) error {
 	codes, _ := json.Marshal(f.ExitCodes)
 	_, err := tx.ExecContext(ctx, `INSERT INTO known_failures (input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -60,7 +60,7 @@ var ErrAmbiguous = errors.New("key prefix matches more than one known failure")
 // its full key.
 func (s *Store) ForgetFailure(ctx context.Context, prefix string) (string, error) {
 	var key string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
 		if err != nil {
 			return err
@@ -90,10 +90,7 @@ func (s *Store) ForgetFailure(ctx context.Context, prefix string) (string, error
 
 // ForgetAllFailures removes every record and returns how many there were.
 func (s *Store) ForgetAllFailures(ctx context.Context) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM known_failures`)
-	if isBusy(err) {
-		return 0, s.busyError(err)
-	}
+	res, err := s.execResult(ctx, `DELETE FROM known_failures`)
 	if err != nil {
 		return 0, err
 	}

@@ -87,13 +87,17 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, 
 // CreateJobWith is CreateJob that also runs prepare with the new job's id
 // before the job is committed: what the job needs besides its row (its
 // secrets) exists before any controller can see the job, and a failing
-// prepare stores nothing.
+// prepare stores nothing. On PostgreSQL a transaction the database
+// aborted (a deadlock) runs again, calling prepare again with the id the
+// new try gets.
 func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prepare func(id int64) error) (int64, error) {
 	var id int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		now := s.now()
 		var root any
 		if j.RetryOf != nil {
+			// A terminal status never changes: the original need not be
+			// locked, only read.
 			orig, err := findJob(ctx, tx, *j.RetryOf)
 			if err != nil {
 				return fmt.Errorf("job %d: %w", *j.RetryOf, err)
@@ -107,15 +111,13 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		if trigger == "" {
 			trigger = "user"
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
+		var err error
+		id, err = insertID(ctx, tx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
 			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.Name, lifecycle.Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
 			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now))
 		if err != nil {
-			return err
-		}
-		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
 		if root == nil {
@@ -233,9 +235,11 @@ func (s *Store) EachJob(ctx context.Context, f JobFilter, fn func(*Job) error) e
 		where = append(where, activeSQL)
 	}
 	if f.NameGlob != "" {
-		// SQLite's GLOB has the shell's * ? [..] and is case sensitive, as path.Match is.
-		where = append(where, "name GLOB ?")
-		args = append(args, f.NameGlob)
+		// SQLite's GLOB has the shell's * ? [..] and is case sensitive, as
+		// path.Match is; PostgreSQL is asked the same as a regular expression.
+		cond, arg := s.d.globSQL("name", f.NameGlob)
+		where = append(where, cond)
+		args = append(args, arg)
 	}
 	if f.Since != nil {
 		where = append(where, "submitted_at >= ?")
@@ -363,8 +367,12 @@ func (s *Store) Chain(ctx context.Context, root int64) ([]*Job, error) {
 // ids it marked; jobs that have ended are left as they are.
 func (s *Store) RequestCancel(ctx context.Context, ids []int64) ([]int64, error) {
 	var marked []int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
+		marked = nil
 		for _, id := range ids {
+			if err := s.d.lockJob(ctx, tx, id); err != nil {
+				return err
+			}
 			j, err := readJob(ctx, tx, id)
 			if errors.Is(err, ErrNotFound) {
 				continue

@@ -12,7 +12,10 @@ import (
 // Every method that changes a job's, a task's or an attempt's status reads
 // what it changes first, in the transaction that writes it, and checks the
 // move against the lifecycle's tables (lifecycle/moves.go): a move they do
-// not list is refused and nothing is written.
+// not list is refused and nothing is written. On PostgreSQL, where several
+// processes write at once under READ COMMITTED, each such transaction first
+// locks the job's row (dialect.lockJob), so what it reads is what it
+// changes.
 
 // jobNow is what a status change reads of a job.
 type jobNow struct {
@@ -22,7 +25,7 @@ type jobNow struct {
 	inputKey        string
 }
 
-func readJob(ctx context.Context, tx *sql.Tx, id int64) (jobNow, error) {
+func readJob(ctx context.Context, tx *dbTx, id int64) (jobNow, error) {
 	j := jobNow{id: id}
 	var key sql.NullString
 	err := tx.QueryRowContext(ctx, `SELECT status, cancel_requested, input_key FROM jobs WHERE id = ?`, id).
@@ -49,7 +52,7 @@ type taskNow struct {
 }
 
 // readTasks returns the statuses of a job's tasks, in order.
-func readTasks(ctx context.Context, tx *sql.Tx, job int64) ([]taskNow, error) {
+func readTasks(ctx context.Context, tx *dbTx, job int64) ([]taskNow, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT idx, status FROM tasks WHERE job_id = ? ORDER BY idx`, job)
 	if err != nil {
 		return nil, err
@@ -66,7 +69,7 @@ func readTasks(ctx context.Context, tx *sql.Tx, job int64) ([]taskNow, error) {
 	return out, rows.Err()
 }
 
-func readTask(ctx context.Context, tx *sql.Tx, job int64, idx int) (lifecycle.Status, error) {
+func readTask(ctx context.Context, tx *dbTx, job int64, idx int) (lifecycle.Status, error) {
 	var st lifecycle.Status
 	err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE job_id = ? AND idx = ?`, job, idx).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -84,7 +87,7 @@ type attemptNow struct {
 	region, zone  string
 }
 
-func readAttempt(ctx context.Context, tx *sql.Tx, id int64) (attemptNow, error) {
+func readAttempt(ctx context.Context, tx *dbTx, id int64) (attemptNow, error) {
 	var a attemptNow
 	err := tx.QueryRowContext(ctx, `SELECT job_id, task_idx, attempt, state, cloud, region, zone FROM attempts WHERE id = ?`, id).
 		Scan(&a.job, &a.task, &a.attempt, &a.state, &a.cloud, &a.region, &a.zone)

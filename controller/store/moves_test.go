@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -46,7 +45,9 @@ func stateOf(t *testing.T, s *Store, id int64) state {
 
 // A change that would move a status in a way the lifecycle does not list
 // is refused with the move named, and leaves the store as it was.
-func TestForbiddenMovesAreRefused(t *testing.T) {
+func TestForbiddenMovesAreRefused(t *testing.T) { onEach(t, testForbiddenMovesAreRefused) }
+
+func testForbiddenMovesAreRefused(t *testing.T, b backend) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -110,7 +111,7 @@ func TestForbiddenMovesAreRefused(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := openTest(t)
+			s, _ := openTest(t, b)
 			id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(`{}`), InputKey: "k1"}, []NewTask{{}, {}})
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +121,7 @@ func TestForbiddenMovesAreRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.setup(t, s, a)
-			if err := s.tx(ctx, func(tx *sql.Tx) error {
+			if err := s.tx(ctx, func(tx *dbTx) error {
 				return recordFailure(ctx, tx, &KnownFailure{InputKey: "k1", JobID: 99, Status: lifecycle.Failed}, time.Now())
 			}); err != nil {
 				t.Fatal(err)
@@ -141,7 +142,9 @@ func TestForbiddenMovesAreRefused(t *testing.T) {
 }
 
 // EndAttempt derives every status from the decision, in one place.
-func TestEndAttemptFollowsTheDecision(t *testing.T) {
+func TestEndAttemptFollowsTheDecision(t *testing.T) { onEach(t, testEndAttemptFollowsTheDecision) }
+
+func testEndAttemptFollowsTheDecision(t *testing.T, b backend) {
 	ctx := context.Background()
 	seenFailed := Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(1)}, Reason: "node 0 exited 1"}
 	for _, tc := range []struct {
@@ -230,12 +233,12 @@ func TestEndAttemptFollowsTheDecision(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := openTest(t)
+			s, _ := openTest(t, b)
 			id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(`{}`), InputKey: "key"}, []NewTask{{Name: "t0"}, {Name: "t1"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.tx(ctx, func(tx *sql.Tx) error {
+			if err := s.tx(ctx, func(tx *dbTx) error {
 				return recordFailure(ctx, tx, &KnownFailure{InputKey: "key", JobID: 99, Status: lifecycle.Failed}, time.Now())
 			}); err != nil {
 				t.Fatal(err)
@@ -290,8 +293,12 @@ func TestEndAttemptFollowsTheDecision(t *testing.T) {
 
 // A decision that does not say how the job ends is refused.
 func TestDecisionsThatEndNothingAreRefused(t *testing.T) {
+	onEach(t, testDecisionsThatEndNothingAreRefused)
+}
+
+func testDecisionsThatEndNothingAreRefused(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, _ := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(`{}`)}, []NewTask{{}})
 	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
 	running(t, s, a)

@@ -20,7 +20,7 @@ var ErrReplaced = errors.New("attempt is replaced already")
 // first notice is kept, except that a notice that ends the node replaces a
 // rebalance recommendation (which ends nothing). It says whether it wrote.
 func (s *Store) RecordNotice(ctx context.Context, a *Attempt, n Notice) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE attempts SET notice_kind = ?, notice_source = ?, notice_at = ?, notice_deadline = ?
+	res, err := s.execResult(ctx, `UPDATE attempts SET notice_kind = ?, notice_source = ?, notice_at = ?, notice_deadline = ?
 		WHERE id = ? AND `+openSQL+` AND (notice_kind IS NULL OR (notice_kind = ? AND ? <> ?))`,
 		n.Kind, n.Source, fmtTime(n.At), fmtTimePtr(n.Deadline), a.ID, NoticeRebalance, n.Kind, NoticeRebalance)
 	if err != nil {
@@ -46,7 +46,10 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 	if d.Action != strategy.Recover {
 		return fmt.Errorf("attempt %d: a replacement is a recovery, not %s", a.ID, d.Action)
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockAttemptJob(ctx, tx, a.ID); err != nil {
+			return err
+		}
 		at, err := readAttempt(ctx, tx, a.ID)
 		if err != nil {
 			return err
@@ -108,7 +111,10 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 // fails with ErrAttemptEnded when a has ended, and when a was never
 // replaced (EndAttempt ends those).
 func (s *Store) EndReplaced(ctx context.Context, a *Attempt, o Observed) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockAttemptJob(ctx, tx, a.ID); err != nil {
+			return err
+		}
 		at, err := readAttempt(ctx, tx, a.ID)
 		if err != nil {
 			return err

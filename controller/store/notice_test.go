@@ -34,9 +34,11 @@ func runningAttempt(t *testing.T, s *Store) (int64, *Attempt) {
 	return id, a
 }
 
-func TestRecordNotice(t *testing.T) {
+func TestRecordNotice(t *testing.T) { onEach(t, testRecordNotice) }
+
+func testRecordNotice(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, a := runningAttempt(t, s)
 	at := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	deadline := at.Add(2 * time.Minute)
@@ -67,9 +69,11 @@ func TestRecordNotice(t *testing.T) {
 	}
 }
 
-func TestReplaceThenEnd(t *testing.T) {
+func TestReplaceThenEnd(t *testing.T) { onEach(t, testReplaceThenEnd) }
+
+func testReplaceThenEnd(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, a1 := runningAttempt(t, s)
 	recover := strategy.Decision{Action: strategy.Recover, Counters: strategy.Counters{RecoveryCount: 1},
 		Reason: "preemption notice in aws/us-east-1/us-east-1a"}
@@ -126,9 +130,11 @@ func TestReplaceThenEnd(t *testing.T) {
 	}
 }
 
-func TestReplaceRefused(t *testing.T) {
+func TestReplaceRefused(t *testing.T) { onEach(t, testReplaceRefused) }
+
+func testReplaceRefused(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	_, a := runningAttempt(t, s)
 	if err := s.ReplaceAttempt(ctx, a, strategy.Decision{Action: strategy.Restart}, Facts{}); err == nil {
 		t.Error("a replacement by a restart was accepted")

@@ -131,7 +131,7 @@ func (s *Store) DispatchEvents(ctx context.Context, ds []Dispatch) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *dbTx) error {
 		now := s.now()
 		for _, d := range ds {
 			e := d.Event
@@ -142,8 +142,9 @@ func (s *Store) DispatchEvents(ctx context.Context, ds []Dispatch) error {
 				continue
 			}
 			for _, nd := range d.Deliveries {
-				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO notify_deliveries
-					(event_id, job_id, url, event, secret, state, next_try_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				if _, err := tx.ExecContext(ctx, `INSERT INTO notify_deliveries
+					(event_id, job_id, url, event, secret, state, next_try_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+					ON CONFLICT DO NOTHING`,
 					e.ID, e.JobID, nd.URL, nd.Kind, nd.Secret, DeliveryPending, fixedTime(now), fmtTime(now)); err != nil {
 					return err
 				}
@@ -230,9 +231,11 @@ const TryLease = time.Minute
 // was delivered or given up.
 func (s *Store) BeginTry(ctx context.Context, id int64) (int, error) {
 	var tries int
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *dbTx) error {
 		var state string
-		if err := tx.QueryRowContext(ctx, `SELECT state, tries FROM notify_deliveries WHERE id = ?`, id).Scan(&state, &tries); err != nil {
+		// Locked on PostgreSQL: two notifiers beginning a try of one
+		// delivery count two tries, one after the other.
+		if err := tx.QueryRowContext(ctx, `SELECT state, tries FROM notify_deliveries WHERE id = ?`+s.d.forUpdate(), id).Scan(&state, &tries); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("delivery %d: %w", id, ErrNotFound)
 			}

@@ -44,9 +44,11 @@ func showCodes(cs []*int) string {
 // Every change of a job's status is in the outbox, written by the
 // transaction that made it; a change refused writes no event, and a write
 // that leaves the status as it is writes none either.
-func TestEveryStatusChangeIsAnEvent(t *testing.T) {
+func TestEveryStatusChangeIsAnEvent(t *testing.T) { onEach(t, testEveryStatusChangeIsAnEvent) }
+
+func testEveryStatusChangeIsAnEvent(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, err := s.CreateJob(ctx, &Job{Name: "train", Spec: []byte(`{}`)}, []NewTask{{Name: "t0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +97,12 @@ func TestEveryStatusChangeIsAnEvent(t *testing.T) {
 // is dispatched; a try is recorded before it is sent, and once delivered it
 // is never tried again.
 func TestDeliveriesAreRecordedBeforeAndAfterEachTry(t *testing.T) {
+	onEach(t, testDeliveriesAreRecordedBeforeAndAfterEachTry)
+}
+
+func testDeliveriesAreRecordedBeforeAndAfterEachTry(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, _ := s.CreateJob(ctx, &Job{Name: "n", Spec: []byte(`{}`)}, []NewTask{{Name: "t"}})
 	if _, err := s.RequestCancel(ctx, []int64{id}); err != nil {
 		t.Fatal(err)

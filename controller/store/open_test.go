@@ -4,27 +4,35 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
 // Several processes may open a new home at once (a CLI and the daemon it
 // starts, or two CLIs): every one must get a migrated store.
-func TestConcurrentOpensOfANewStore(t *testing.T) {
+// On PostgreSQL, the processes migrating one new database take turns.
+func TestConcurrentOpensOfANewStore(t *testing.T) { onEach(t, testConcurrentOpensOfANewStore) }
+
+func testConcurrentOpensOfANewStore(t *testing.T, b backend) {
 	ctx := context.Background()
-	for round := 0; round < 20; round++ {
-		path := filepath.Join(t.TempDir(), fmt.Sprintf("state-%d.db", round))
+	rounds := 20
+	if b.name == "postgres" {
+		rounds = 4 // a database is slower to make than a file
+	}
+	for round := 0; round < rounds; round++ {
+		path := b.newStore(t)
 		var wg sync.WaitGroup
 		errs := make(chan error, 6)
 		for range 6 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s, err := Open(ctx, path, nil)
+				s, err := OpenURL(ctx, path, nil)
 				if err != nil {
 					errs <- err
 					return
@@ -156,5 +164,30 @@ func TestMigratingABusyStoreSaysBusy(t *testing.T) {
 	_, err = open(ctx, path, nil, 50*time.Millisecond)
 	if !errors.Is(err, ErrBusy) || strings.Contains(err.Error(), "migrate") {
 		t.Errorf("open of a new store while another connection writes: %v; want it to say the store is busy", err)
+	}
+}
+
+// A new SQLite store and its WAL are private to their owner whatever the
+// umask: they hold specs and env values.
+func TestANewStoreIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateJob(context.Background(), &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s is %v, want 0600", p, m)
+		}
 	}
 }

@@ -9,9 +9,11 @@ import (
 // Jobs whose logs are past a time are found by when they ended; once
 // their logs are marked removed they are not found again, and their
 // known failure says so.
-func TestLogsPastRetention(t *testing.T) {
+func TestLogsPastRetention(t *testing.T) { onEach(t, testLogsPastRetention) }
+
+func testLogsPastRetention(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t) // each reading of the clock is a second later
+	s, _ := openTest(t, b) // each reading of the clock is a second later
 	old, _ := s.CreateJob(ctx, &Job{Name: "old", Spec: []byte(`{}`), InputKey: "k-old"}, []NewTask{{Name: "t"}})
 	endFailed(t, s, old, "exit code 1")
 	cut := s.now()

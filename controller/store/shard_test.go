@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,13 +10,11 @@ import (
 	"sortie/strategy"
 )
 
-func TestShards(t *testing.T) {
+func TestShards(t *testing.T) { onEach(t, testShards) }
+
+func testShards(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openTest(t, b)
 	var attempts []*Attempt
 	for i := 0; i < 7; i++ {
 		id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte("{}")}, []NewTask{{}})

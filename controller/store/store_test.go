@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/lifecycle"
+	"sortie/controller/store/pgtest"
 	"sortie/strategy"
 )
 
@@ -18,16 +20,48 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) Now() time.Time { c.t = c.t.Add(time.Second); return c.t }
 
-func openTest(t *testing.T) (*Store, string) {
+// pgServer is the test binary's PostgreSQL server; nil when none is
+// installed (the PostgreSQL half of each test skips, saying so).
+var pgServer *pgtest.Server
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pgServer)) }
+
+// A backend is a database the store's tests run on.
+type backend struct {
+	name string
+	// newStore returns the URL of a new, empty store for t.
+	newStore func(t *testing.T) string
+}
+
+var (
+	sqliteBackend = backend{"sqlite", func(t *testing.T) string {
+		return "sqlite:" + filepath.Join(t.TempDir(), "state.db")
+	}}
+	postgresBackend = backend{"postgres", func(t *testing.T) string {
+		return pgtest.Need(t, pgServer).NewDatabase(t)
+	}}
+)
+
+// onEach runs test on SQLite and on PostgreSQL, one subtest each: the
+// store's tests are one conformance suite of both.
+func onEach(t *testing.T, test func(t *testing.T, b backend)) {
+	for _, b := range []backend{sqliteBackend, postgresBackend} {
+		t.Run(b.name, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// openTest opens a new store on b with a clock that moves a second at
+// each reading, and returns it with its URL.
+func openTest(t *testing.T, b backend) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "state.db")
+	u := b.newStore(t)
 	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	s, err := Open(context.Background(), path, clk.Now)
+	s, err := OpenURL(context.Background(), u, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, path
+	return s, u
 }
 
 func code(n int) *int { return &n }
@@ -36,15 +70,17 @@ func clusterName(job int64, task int) func(int) string {
 	return func(a int) string { return fmt.Sprintf("sortie-%d-%d-%d", job, task, a) }
 }
 
-func TestReopenKeepsData(t *testing.T) {
+func TestReopenKeepsData(t *testing.T) { onEach(t, testReopenKeepsData) }
+
+func testReopenKeepsData(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, path := openTest(t)
+	s, path := openTest(t, b)
 	id, err := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{Name: "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	s2, err := Open(ctx, path, nil)
+	s2, err := OpenURL(ctx, path, nil)
 	if err != nil {
 		t.Fatalf("reopen (migrations must be idempotent): %v", err)
 	}
@@ -58,9 +94,11 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 }
 
-func TestAttemptLifecycle(t *testing.T) {
+func TestAttemptLifecycle(t *testing.T) { onEach(t, testAttemptLifecycle) }
+
+func testAttemptLifecycle(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, err := s.CreateJob(ctx, &Job{Name: "train", Spec: []byte(`{}`), InputKey: "abc123"}, []NewTask{{Name: "t0"}, {Name: "t1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +200,11 @@ func TestAttemptLifecycle(t *testing.T) {
 	}
 }
 
-func TestRetryChain(t *testing.T) {
+func TestRetryChain(t *testing.T) { onEach(t, testRetryChain) }
+
+func testRetryChain(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	orig, _ := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`)}, []NewTask{{}})
 	if _, err := s.CreateJob(ctx, &Job{Name: "lab-1", Spec: []byte(`{}`), RetryOf: &orig}, []NewTask{{}}); !errors.Is(err, ErrNotTerminal) {
 		t.Fatalf("retry of a pending job: %v", err)
@@ -197,9 +237,11 @@ func TestRetryChain(t *testing.T) {
 	}
 }
 
-func TestForgetFailure(t *testing.T) {
+func TestForgetFailure(t *testing.T) { onEach(t, testForgetFailure) }
+
+func testForgetFailure(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	for _, k := range []string{"aa11", "aa22", "bb33"} {
 		id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`), InputKey: k}, []NewTask{{}})
 		endFailed(t, s, id, "exit code 1")
@@ -218,9 +260,11 @@ func TestForgetFailure(t *testing.T) {
 	}
 }
 
-func TestNeverTwoLiveAttempts(t *testing.T) {
+func TestNeverTwoLiveAttempts(t *testing.T) { onEach(t, testNeverTwoLiveAttempts) }
+
+func testNeverTwoLiveAttempts(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, _ := s.CreateJob(ctx, &Job{Name: "a", Spec: []byte(`{}`)}, []NewTask{{}, {}})
 	a, err := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
 	if err != nil {
@@ -260,8 +304,12 @@ func TestNeverTwoLiveAttempts(t *testing.T) {
 }
 
 func TestEndingTheJobSkipsTheRestOfThePipeline(t *testing.T) {
+	onEach(t, testEndingTheJobSkipsTheRestOfThePipeline)
+}
+
+func testEndingTheJobSkipsTheRestOfThePipeline(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	id, _ := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{}, {}, {}})
 	a, _ := s.NewAttempt(ctx, id, 0, clusterName(id, 0), nil, lifecycle.Starting)
 	running(t, s, a)
@@ -314,9 +362,11 @@ var cancelled = strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Can
 // SUCCEEDED with the link and starts at the first task that runs; links
 // that are not the first tasks, or are every task, are refused and store
 // nothing.
-func TestLinkedTasks(t *testing.T) {
+func TestLinkedTasks(t *testing.T) { onEach(t, testLinkedTasks) }
+
+func testLinkedTasks(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := openTest(t)
+	s, _ := openTest(t, b)
 	orig, err := s.CreateJob(ctx, &Job{Name: "p", Spec: []byte(`{}`)}, []NewTask{{Name: "a"}, {Name: "b"}, {Name: "c"}})
 	if err != nil {
 		t.Fatal(err)

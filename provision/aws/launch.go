@@ -213,6 +213,16 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 			tags = append(tags, types.Tag{Key: awssdk.String(k), Value: awssdk.String(v)})
 		}
 	}
+	var profile *types.IamInstanceProfileSpecification
+	if spec.Buckets {
+		if p.cfg.InstanceProfile == "" {
+			return nil, provision.Prechecks(fmt.Errorf("the task has buckets and its instances need credentials for them: set aws.instance_profile in config.yaml to an instance profile whose role may read and write them (see the README's Buckets and checkpoints)"))
+		}
+		profile = &types.IamInstanceProfileSpecification{Name: awssdk.String(p.cfg.InstanceProfile)}
+		if strings.HasPrefix(p.cfg.InstanceProfile, "arn:") {
+			profile = &types.IamInstanceProfileSpecification{Arn: awssdk.String(p.cfg.InstanceProfile)}
+		}
+	}
 	n := int32(spec.NumNodes)
 	in := &ec2.RunInstancesInput{
 		MinCount:         awssdk.Int32(n),
@@ -228,6 +238,7 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 		},
 		// A node that shuts itself down is gone, not a stopped VM billing disk.
 		InstanceInitiatedShutdownBehavior: types.ShutdownBehaviorTerminate,
+		IamInstanceProfile:                profile,
 	}
 	if spec.Placement.Zone != "" {
 		in.Placement = &types.Placement{AvailabilityZone: awssdk.String(spec.Placement.Zone)}

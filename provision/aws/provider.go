@@ -49,6 +49,10 @@ type Config struct {
 	// own directory (named after its instance id) lives; empty means
 	// /home/<SSHUser>/sortie (/root/sortie for root).
 	NodeDirRoot string
+	// InstanceProfile is the IAM instance profile (a name or an ARN) given
+	// to the instances of a task with buckets, whose role may read and
+	// write them; a task with buckets cannot launch without one.
+	InstanceProfile string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives launch and termination events; nil means slog.Default.

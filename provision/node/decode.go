@@ -15,8 +15,8 @@ type Op string
 
 // The operations, one per script.
 const (
-	OpStart      Op = "start"       // Start; stdin is a tar of the task's files, vars W, SUM, NOTICE, ENDPOINT, GRACE
-	OpInstall    Op = "install"     // Start's copy of the agent program; stdin is the program, var SUM
+	OpStart      Op = "start"       // Start; stdin is a tar of the task's files, vars W, SUM, NOTICE, ENDPOINT, GRACE, SYNCSUM
+	OpInstall    Op = "install"     // Start's copy of a program (the agent, the sync program); stdin is the program, vars SUM and NAME
 	OpPoll       Op = "poll"        // Poll; answer with FormatStatus
 	OpReadLog    Op = "read-log"    // ReadLog; vars FROM (1-based byte) and MAX
 	OpStop       Op = "stop"        // Stop and StopWithin; var TICKS
@@ -147,6 +147,10 @@ func FormatStatus(st Status) []byte {
 	if st.Notice != nil {
 		line, _ := json.Marshal(st.Notice)
 		fmt.Fprintf(&b, "notice=%s\n", line)
+	}
+	if st.Storage != nil {
+		line, _ := json.Marshal(st.Storage)
+		fmt.Fprintf(&b, "storage=%s\n", line)
 	}
 	return b.Bytes()
 }

@@ -54,7 +54,7 @@ func TestDecodeEveryOperation(t *testing.T) {
 		{"start", func(r *recorder) error {
 			return Start(ctx, r, StartSpec{Run: "true", Workdir: "w d", NoticeSource: "gce-metadata", NoticeEndpoint: "http://127.0.0.1:1", TerminationGrace: 5 * time.Second})
 		}, Request{Op: OpStart, Dir: dir, Vars: map[string]string{"W": "w d", "SUM": sum,
-			"NOTICE": "gce-metadata", "ENDPOINT": "http://127.0.0.1:1", "GRACE": "5s"}}},
+			"NOTICE": "gce-metadata", "ENDPOINT": "http://127.0.0.1:1", "GRACE": "5s", "SYNCSUM": "", "FUSE": ""}}},
 		{"poll", func(r *recorder) error { _, err := Poll(ctx, r); return err },
 			Request{Op: OpPoll, Dir: dir, Vars: map[string]string{}}},
 		{"read log", func(r *recorder) error { _, err := ReadLog(ctx, r, 41); return err },

@@ -50,6 +50,9 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err != nil {
 		return true, &provision.ExitError{Code: 1, Stderr: err.Error() + "\n"}
 	}
+	if missing := missingFUSE(req.Vars["FUSE"], env); missing != "" {
+		return true, &provision.ExitError{Code: exitNoFUSE, Stderr: missing + "\n"}
+	}
 	for _, f := range files {
 		// mv would move the file into a directory of that name.
 		if isDir(dir + "/" + f.name) {
@@ -108,6 +111,18 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 		return fail(err)
 	}
 	names := []string{"cwd", agent.FileAgent}
+	if req.Vars["SYNCSUM"] != "" {
+		// The task has buckets: the sync program, run straight from
+		// where it was built, as the agent is.
+		sp, err := SyncProgram()
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.Symlink(sp, s+"/"+agent.FileSync); err != nil {
+			return fail(err)
+		}
+		names = append(names, agent.FileSync)
+	}
 	for _, f := range files {
 		names = append(names, f.name)
 	}
@@ -126,6 +141,32 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	return true, nil
 }
 
+// missingFUSE is the start script's FUSE check: the first group of which
+// the PATH of env has no program, as "a or b"; "" when none is missing.
+func missingFUSE(groups string, env []string) string {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, g := range strings.Fields(groups) {
+		alts := strings.Split(g, ",")
+		found := false
+		for _, p := range alts {
+			for _, dir := range filepath.SplitList(path) {
+				if fi, err := os.Stat(filepath.Join(dir, p)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+					found = true
+				}
+			}
+		}
+		if !found {
+			return strings.Join(alts, " or ")
+		}
+	}
+	return ""
+}
+
 // startPayload reads Start's tar of plain files; ok is false for anything
 // else, which the script is left to unpack.
 func startPayload(payload []byte) ([]startFile, bool) {
@@ -138,7 +179,7 @@ func startPayload(payload []byte) ([]startFile, bool) {
 			return files, seen["run.sh"]
 		}
 		if err != nil || h.Typeflag != tar.TypeReg || strings.ContainsAny(h.Name, "/\n") ||
-			h.Name == "" || h.Name == "." || h.Name == ".." || strings.HasPrefix(h.Name, ".") || h.Name == "cwd" || h.Name == agent.FileAgent || seen[h.Name] {
+			h.Name == "" || h.Name == "." || h.Name == ".." || strings.HasPrefix(h.Name, ".") || h.Name == "cwd" || h.Name == agent.FileAgent || h.Name == agent.FileSync || seen[h.Name] {
 			return nil, false
 		}
 		b, err := io.ReadAll(tr)

@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"sortie/provision/node/agent"
 )
 
 // runScript runs a script as a runner of this machine would.
@@ -205,7 +208,7 @@ func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here strin
 		s  string
 		in io.Reader
 	}{
-		{script(installAgentBody, "D", byScript, "SUM", prog.sum), bin},
+		{script(installAgentBody, "D", byScript, "SUM", prog.sum, "NAME", agent.Program), bin},
 		{script(startBody, append([]string{"D", byScript}, vars...)...), bytes.NewReader(payload)},
 	} {
 		cmd := exec.Command("bash", "-c", step.s)
@@ -381,7 +384,11 @@ func FuzzParseStatus(f *testing.F) {
 func sameStatus(a, b Status) bool {
 	an, bn := a.Notice, b.Notice
 	a.Notice, b.Notice = nil, nil
-	if a != b || (an == nil) != (bn == nil) {
+	if len(a.Storage) != len(b.Storage) {
+		return false
+	}
+	a.Storage, b.Storage = nil, nil
+	if !reflect.DeepEqual(a, b) || (an == nil) != (bn == nil) {
 		return false
 	}
 	return an == nil || (an.Kind == bn.Kind && an.Source == bn.Source && an.At.Equal(bn.At) && an.Deadline.Equal(bn.Deadline))

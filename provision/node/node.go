@@ -70,6 +70,15 @@ type StartSpec struct {
 	// TerminationGrace is the time between a notice's SIGTERM and SIGKILL
 	// (never later than the notice's deadline); 0 is agent.DefaultGrace.
 	TerminationGrace time.Duration
+	// Storage, when set, is the node's buckets (agent.FileStorage, read by
+	// the sync program); the agent then runs the sync program around the
+	// task. StorageEnv is given to the sync program only, never the task.
+	Storage    []byte
+	StorageEnv map[string]string
+	// FUSE lists, per MOUNT bucket, the programs that can mount it (any
+	// one will do); a node with none of one group fails Start with a
+	// PrecheckError.
+	FUSE [][]string
 }
 
 // Status is what Poll observed on a node.
@@ -103,6 +112,9 @@ type Status struct {
 	// Notice is the last preemption notice the agent heard (a notice that
 	// ends the node stops the task); nil when none.
 	Notice *agent.Notice
+	// Storage is what the node's bucket syncs did, per mount; nil when
+	// the task has no buckets or nothing was synced yet.
+	Storage []agent.MountSync
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when
@@ -219,6 +231,17 @@ if [ ! -x "$A" ]; then
 	echo "the node agent $A is not on the node" >&2
 	exit 90
 fi
+# A MOUNT bucket needs a FUSE program: one of each comma-separated group.
+for g in $FUSE; do
+	ok=
+	for p in ${g//,/ }; do
+		command -v "$p" >/dev/null 2>&1 && ok=1
+	done
+	if [ -z "$ok" ]; then
+		echo "${g//,/ or }" >&2
+		exit 92
+	fi
+done
 # The prelude resolved $D if it was there already.
 if [ ! -d "$D" ]; then
 	mkdir -p "$D"
@@ -247,6 +270,16 @@ esac
 mkdir -p "$W"
 printf '%s' "$W" >"$S/cwd"
 ln -sfn "$A" "$S/agent"
+# The sync program, beside the agent, when the task has buckets.
+if [ -n "$SYNCSUM" ]; then
+	Y=${D%/*}/.sortie-agent/$SYNCSUM/sortie-sync
+	if [ ! -x "$Y" ]; then
+		rm -rf "$S"
+		echo "the sync program $Y is not on the node" >&2
+		exit 91
+	fi
+	ln -sfn "$Y" "$S/sync"
+fi
 mv -f "$S"/* "$D"/
 rmdir "$S"
 # The agent runs detached, in a session of its own, ignoring SIGHUP. Its
@@ -274,22 +307,40 @@ const installAgentBody = `
 set -e
 T=${D%/*}/.sortie-agent/$SUM
 mkdir -p "$T"
-F=$(mktemp "$T/.sortie-agent.XXXXXX")
+F=$(mktemp "$T/.$NAME.XXXXXX")
 trap 'rm -f "$F"' EXIT
 cat >"$F"
 if command -v sha256sum >/dev/null 2>&1; then
 	got=$(sha256sum "$F")
 	if [ "${got%% *}" != "$SUM" ]; then
-		echo "the node agent arrived damaged (sha256 ${got%% *}, want $SUM)" >&2
+		echo "$NAME arrived damaged (sha256 ${got%% *}, want $SUM)" >&2
 		exit 1
 	fi
 fi
 chmod 755 "$F"
-mv -f "$F" "$T/sortie-agent"
+mv -f "$F" "$T/$NAME"
 `
 
-// exitNoAgent is startBody's exit code when the node lacks the agent.
-const exitNoAgent = 90
+// exitNoAgent and exitNoSync are startBody's exit codes when the node
+// lacks the agent or the sync program.
+const (
+	exitNoAgent = 90
+	exitNoSync  = 91
+	exitNoFUSE  = 92
+)
+
+// SyncEnv names the sync program for this process, overriding the
+// sortie-sync beside its own executable (tests set it).
+const SyncEnv = "SORTIE_SYNC"
+
+// SyncProgramName is the sync program's file name.
+const SyncProgramName = "sortie-sync"
+
+// SyncProgram finds the sync program: $SORTIE_SYNC, else sortie-sync
+// beside this process's executable.
+func SyncProgram() (string, error) {
+	return besideExecutable(SyncEnv, SyncProgramName)
+}
 
 // AgentEnv names the agent program for this process, overriding the
 // sortie-agent beside its own executable (tests set it).
@@ -315,22 +366,28 @@ type programEntry struct {
 // AgentProgram finds the agent program: $SORTIE_AGENT, else sortie-agent
 // beside this process's executable, as the CLI finds sortie-controller.
 func AgentProgram() (string, error) {
-	if p := os.Getenv(AgentEnv); p != "" {
+	return besideExecutable(AgentEnv, agent.Program)
+}
+
+// besideExecutable finds a program: $env, else name beside this
+// process's executable.
+func besideExecutable(env, name string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if !filepath.IsAbs(p) {
-			return "", fmt.Errorf("%s=%q: not an absolute path; give the sortie-agent program's absolute path", AgentEnv, p)
+			return "", fmt.Errorf("%s=%q: not an absolute path; give the %s program's absolute path", env, p, name)
 		}
 		return p, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("find the node agent: %w", err)
+		return "", fmt.Errorf("find %s: %w", name, err)
 	}
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
-	p := filepath.Join(filepath.Dir(exe), agent.Program)
+	p := filepath.Join(filepath.Dir(exe), name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("the node agent %s is missing: build it beside %s (make build) or set %s", p, filepath.Base(exe), AgentEnv)
+		return "", fmt.Errorf("%s is missing: build it beside %s (make build) or set %s", p, filepath.Base(exe), env)
 	}
 	return p, nil
 }
@@ -342,6 +399,12 @@ func findProgram() (program, error) {
 	if err != nil {
 		return program{}, err
 	}
+	return hashProgram(p)
+}
+
+// hashProgram is the program at p with its sha256, computed once per
+// version of the file.
+func hashProgram(p string) (program, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return program{}, fmt.Errorf("the node agent: %w", err)
@@ -390,6 +453,25 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	if spec.Container != nil {
 		files = append(files, tarFile{"container.sh", []byte(containerScript(r.Dir(), *spec.Container)), 0o644})
 	}
+	var syncProg program
+	if spec.Storage != nil {
+		senv := make([]string, 0, len(spec.StorageEnv))
+		for k, v := range spec.StorageEnv {
+			if !isEnvKey(k) || strings.ContainsAny(v, "\n\x00") {
+				return provision.Prechecks(fmt.Errorf("start task in %s: storage env %q cannot be passed on", r.Dir(), k))
+			}
+			senv = append(senv, k+"="+v+"\n")
+		}
+		sort.Strings(senv)
+		files = append(files, tarFile{agent.FileStorage, spec.Storage, 0o644}, tarFile{agent.FileStorageEnv, []byte(strings.Join(senv, "")), 0o600})
+		p, err := SyncProgram()
+		if err == nil {
+			syncProg, err = hashProgram(p)
+		}
+		if err != nil {
+			return fmt.Errorf("start task in %s: the task has buckets: %w", r.Dir(), err)
+		}
+	}
 	payload, err := tarFiles(files)
 	if err != nil {
 		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
@@ -402,17 +484,29 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 		grace = agent.DefaultGrace
 	}
 	s := script(startBody, "D", r.Dir(), "W", spec.Workdir, "SUM", prog.sum,
-		"NOTICE", spec.NoticeSource, "ENDPOINT", spec.NoticeEndpoint, "GRACE", grace.String())
+		"NOTICE", spec.NoticeSource, "ENDPOINT", spec.NoticeEndpoint, "GRACE", grace.String(), "SYNCSUM", syncProg.sum, "FUSE", fuseGroups(spec.FUSE))
 	_, err = r.Exec(ctx, s, bytes.NewReader(payload))
 	var ee *provision.ExitError
-	if errors.As(err, &ee) && ee.Code == exitNoAgent {
-		if progErr != nil {
+	// A new node lacks the programs: each is copied once, then the start
+	// is tried again.
+	for range 2 {
+		if !errors.As(err, &ee) || (ee.Code != exitNoAgent && ee.Code != exitNoSync) {
+			break
+		}
+		what, name := prog, agent.Program
+		if ee.Code == exitNoAgent && progErr != nil {
 			return fmt.Errorf("start task in %s: %w", r.Dir(), progErr)
 		}
-		if err := installAgent(ctx, r, prog); err != nil {
+		if ee.Code == exitNoSync {
+			what, name = syncProg, SyncProgramName
+		}
+		if err := installProgram(ctx, r, what, name); err != nil {
 			return fmt.Errorf("start task in %s: %w", r.Dir(), err)
 		}
 		_, err = r.Exec(ctx, s, bytes.NewReader(payload))
+	}
+	if errors.As(err, &ee) && ee.Code == exitNoFUSE {
+		return &PrecheckError{Msg: fmt.Sprintf("mode MOUNT needs %s on the node, which has none; use mode: MOUNT_CACHED (downloaded before setup, what changes uploaded)", strings.TrimSpace(ee.Stderr))}
 	}
 	if err != nil {
 		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
@@ -420,15 +514,25 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	return nil
 }
 
-// installAgent copies the agent program to the node behind r.
-func installAgent(ctx context.Context, r provision.Runner, prog program) error {
+// fuseGroups renders StartSpec.FUSE as the start script reads it.
+func fuseGroups(groups [][]string) string {
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = strings.Join(g, ",")
+	}
+	return strings.Join(out, " ")
+}
+
+// installProgram copies a program (the agent, the sync program) to the
+// node behind r, as name in the directory of its sha256.
+func installProgram(ctx context.Context, r provision.Runner, prog program, name string) error {
 	f, err := os.Open(prog.path)
 	if err != nil {
-		return fmt.Errorf("copy the node agent: %w", err)
+		return fmt.Errorf("copy %s: %w", name, err)
 	}
 	defer f.Close()
-	if _, err := r.Exec(ctx, script(installAgentBody, "D", r.Dir(), "SUM", prog.sum), f); err != nil {
-		return fmt.Errorf("copy the node agent %s: %w", prog.path, err)
+	if _, err := r.Exec(ctx, script(installAgentBody, "D", r.Dir(), "SUM", prog.sum, "NAME", name), f); err != nil {
+		return fmt.Errorf("copy %s %s: %w", name, prog.path, err)
 	}
 	return nil
 }

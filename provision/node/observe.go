@@ -59,6 +59,11 @@ func parseStatus(out []byte) (Status, error) {
 			if json.Unmarshal([]byte(val), &n) == nil {
 				st.Notice = &n
 			}
+		case "storage":
+			var ms []agent.MountSync
+			if json.Unmarshal([]byte(val), &ms) == nil {
+				st.Storage = ms
+			}
 		case "stopped":
 			st.StopAsked = true
 		case "unwritten":

@@ -37,6 +37,9 @@ type options struct {
 	noticeRounds             int
 	simTimeout, localTimeout time.Duration
 	cancelJobs, churnJobs    int
+	storageFiles             int
+	storageFileMiB           int
+	storageUnchanged         int
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -46,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws,cancel,notice", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,aws,cancel,notice,storage", "which groups to run, comma-separated")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
 	fs.Float64Var(&o.exitShare, "exit-share", 0.10, "share of sim jobs whose first attempt exits 29")
@@ -64,6 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.noticeJobs, "notice-jobs", 20, "local jobs given a preemption notice")
 	fs.IntVar(&o.noticeAgents, "notice-agents", 20, "node agents hearing each round's spot interruption from the metadata simulator")
 	fs.IntVar(&o.noticeRounds, "notice-rounds", 3, "rounds of metadata simulator notices")
+	fs.IntVar(&o.storageFiles, "storage-files", 64, "files of the checkpoint directory uploaded to the S3 emulator")
+	fs.IntVar(&o.storageFileMiB, "storage-file-mib", 16, "MiB of each of those files")
+	fs.IntVar(&o.storageUnchanged, "storage-unchanged", 10000, "unchanged files of the timed resync pass")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -76,12 +82,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws, "cancel": b.cancel, "notice": b.notice}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws, cancel, notice)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, aws, cancel, notice, storage)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -282,6 +288,27 @@ func (b *bench) notice(ctx context.Context) error {
 	b.figure("notice_to_sigterm_imds_p99_ms", suite.Ms(suite.Percentile(r.IMDSSigterm, 99)), 1, "ms")
 	b.figure("notice_to_replacement_launch_p50_ms", suite.Ms(suite.Percentile(r.Replacement, 50)), 1, "ms")
 	b.figure("notice_to_replacement_launch_p99_ms", suite.Ms(suite.Percentile(r.Replacement, 99)), 1, "ms")
+	return nil
+}
+
+// storage uploads a checkpoint directory to moto's S3 with sortie's sync
+// and with the SDK's transfer manager, in the same run, and times a
+// MOUNT_CACHED pass over unchanged files.
+func (b *bench) storage(ctx context.Context) error {
+	o := suite.StorageOptions{Home: b.home("storage"), Files: b.o.storageFiles, FileBytes: int64(b.o.storageFileMiB) << 20,
+		Unchanged: b.o.storageUnchanged, Progress: b.log}
+	r, err := suite.RunStorage(ctx, o)
+	if err != nil {
+		return err
+	}
+	if r.SyncedFiles != o.Files || r.ResyncMoved != 0 {
+		return fmt.Errorf("the run went wrong: %d of %d files synced, %d moved on the resync", r.SyncedFiles, o.Files, r.ResyncMoved)
+	}
+	fmt.Fprintf(b.log, "storage: sync %s, transfer manager %s, resync of %d files %s\n", r.Sync, r.TransferManager, o.Unchanged, r.Resync)
+	b.figure("sync_1gib_s", r.Sync.Seconds(), 2, "s")
+	b.figure("sync_1gib_tm_s", r.TransferManager.Seconds(), 2, "s")
+	b.figure("sync_1gib_ratio", float64(r.Sync)/float64(r.TransferManager), 2, "x")
+	b.figure("resync_unchanged_ms", suite.Ms(r.Resync), 1, "ms")
 	return nil
 }
 

@@ -148,7 +148,45 @@ func printShow(f *Factory, d *service.JobDetail) error {
 		t.flush()
 	}
 	printNotifications(f, d)
+	printStorage(f, d)
 	return nil
+}
+
+// printStorage lists what each node's bucket syncs did: the download
+// before setup, and the last upload (when it finished, what it moved).
+func printStorage(f *Factory, d *service.JobDetail) {
+	if len(d.Storage) == 0 {
+		return
+	}
+	now := f.Now()
+	fmt.Fprintln(f.Out, "\nBuckets:")
+	t := newTable(f.Out, "  TASK", "ATTEMPT", "NODE", "PATH", "BUCKET", "MODE", "DOWNLOADED", "LAST UPLOAD", "UPLOADED", "ERROR")
+	for _, m := range d.Storage {
+		down, up := "-", "-"
+		if m.DownloadedAt != nil {
+			down = bytesText(m.DownloadedBytes)
+		}
+		if m.UploadedAt != nil {
+			up = fmt.Sprintf("%s, %s", ago(now, *m.UploadedAt), bytesText(m.UploadedBytes))
+		}
+		t.row("  "+strconv.Itoa(m.Task), strconv.Itoa(m.Attempt), strconv.Itoa(m.Node), printable(m.Path), m.Bucket, m.Mode,
+			down, up, bytesText(m.UploadedTotal), printable(orDash(m.Error)))
+	}
+	t.flush()
+}
+
+// bytesText is a byte count as people read it: 512 B, 3.2 MiB.
+func bytesText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // printKept says whether the job's cluster is kept after its failure

@@ -41,14 +41,7 @@ func Main(args []string, out, errw io.Writer) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(&cobra.Command{
-		Use:   "run",
-		Short: "Run the controller in the foreground",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return controller.Serve(cmd.Context(), h, slog.New(slog.NewJSONHandler(errw, nil)), all.Clouds())
-		},
-	}, &cobra.Command{
+	root.AddCommand(run(h, errw), &cobra.Command{
 		Use:   "check",
 		Short: "Print, as JSON, which clouds are usable and why not",
 		Args:  cobra.NoArgs,
@@ -74,6 +67,25 @@ func Main(args []string, out, errw io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func run(h string, errw io.Writer) *cobra.Command {
+	var storeURL string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the controller in the foreground",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if storeURL != "" {
+				// What the controller reads, as the CLI that starts it
+				// passes it on: SORTIE_STORE over config.yaml.
+				os.Setenv("SORTIE_STORE", storeURL)
+			}
+			return controller.Serve(cmd.Context(), h, slog.New(slog.NewJSONHandler(errw, nil)), all.Clouds())
+		},
+	}
+	cmd.Flags().StringVar(&storeURL, "store", "", "where the jobs are kept: postgres://USER:PASSWORD@HOST:PORT/DATABASE or sqlite:/PATH (default: SORTIE_STORE, controller.store, else $SORTIE_HOME/state.db)")
+	return cmd
 }
 
 func nodeLogs(h string, out io.Writer) *cobra.Command {

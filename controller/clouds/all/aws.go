@@ -34,6 +34,7 @@ func AWSConfig(cfg config.Config) aws.Config {
 		Home: cfg.Home, Regions: cfg.AWS.Regions, Endpoint: cfg.AWS.Endpoint, Profile: cfg.AWS.Profile,
 		SSHUser: cfg.AWS.SSHUser, ProxyCommand: cfg.SSH.ProxyCommand, NodeDirRoot: cfg.AWS.NodeDir,
 		LaunchTimeout: cfg.AWS.LaunchTimeout.D(), PollInterval: cfg.AWS.PollInterval.D(), RetryMaxAttempts: cfg.AWS.RetryMaxAttempts,
+		InstanceProfile: cfg.AWS.InstanceProfile,
 		// Every tick shard's status call within a poll interval shares one
 		// DescribeInstances per region.
 		StatusMaxAge: cfg.Controller.PollInterval.D(),

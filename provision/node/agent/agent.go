@@ -58,9 +58,11 @@ type Agent struct {
 	// (a test) must not, as it would reap that program's children.
 	Reap bool
 
-	mu      sync.Mutex
-	group   int  // the running phase's process group, 0 between phases
-	noticed bool // a notice that ends the node was heard
+	mu       sync.Mutex
+	group    int       // the running phase's process group, 0 between phases
+	noticed  bool      // a notice that ends the node was heard
+	deadline time.Time // that notice's deadline, zero when none
+	syncMu   sync.Mutex
 }
 
 // phaseScript is what bash runs for a phase on the node itself, as SkyPilot
@@ -116,7 +118,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer stop()
 		go a.Watch(wctx, a.onNotice)
 	}
-	err = a.runPhases()
+	err = a.runPhases(ctx)
 	if a.Reap && endLeftovers(a.Grace) {
 		os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
 	}
@@ -125,17 +127,38 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // runPhases runs setup, when there is one, then run, and records the exit
 // code that ended the task.
-func (a *Agent) runPhases() error {
+func (a *Agent) runPhases(ctx context.Context) error {
 	w, err := readCwd(a.Dir)
 	if err != nil {
 		return a.finish(PhaseRun, 1, fmt.Sprintf("read the working directory: %v", err))
 	}
+	// The buckets: downloaded before setup; what changed in a
+	// MOUNT_CACHED one uploaded every interval and once more when the task
+	// has ended, before its exit code is written.
+	buckets, interval := a.buckets()
+	if buckets {
+		if err := a.sync(ctx, "down"); err != nil {
+			return a.finish(PhaseSetup, 1, fmt.Sprintf("download of the buckets failed (%v); the log says why", err))
+		}
+		stop := make(chan struct{})
+		if interval > 0 {
+			go a.syncEvery(ctx, interval, stop)
+		}
+		defer close(stop)
+	}
+	phase, code := PhaseRun, 0
 	if exists(filepath.Join(a.Dir, "setup.sh")) {
-		if code := a.phase(PhaseSetup, w); code != 0 {
-			return a.finish(PhaseSetup, code, "")
+		if code = a.phase(PhaseSetup, w); code != 0 {
+			phase = PhaseSetup
 		}
 	}
-	return a.finish(PhaseRun, a.phase(PhaseRun, w), "")
+	if code == 0 {
+		code = a.phase(PhaseRun, w)
+	}
+	if buckets {
+		a.finalSync(ctx)
+	}
+	return a.finish(phase, code, "")
 }
 
 // readCwd reads the cwd file as $(cat cwd) would: trailing newlines dropped.
@@ -299,6 +322,7 @@ func (a *Agent) onNotice(n Notice, ends bool) {
 	}
 	a.mu.Lock()
 	a.noticed = true
+	a.deadline = n.Deadline
 	g := a.group
 	if g > 0 {
 		syscall.Kill(-g, syscall.SIGTERM)

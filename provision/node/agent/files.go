@@ -18,6 +18,9 @@
 //	exit_code.unwritten.<phase>.<code>.<-|stop>  the same, when exit_code could not be written
 //	stop                     asks the agent not to begin another phase
 //	notice                   the last preemption notice the agent heard, as JSON, durably
+//	storage.json storage.env sync  the task's buckets, the sync program's own env, and a
+//	                         link to the sync program (sortie-sync), when the task has buckets
+//	storage-state            what the bucket syncs did, per mount (written by sortie-sync)
 //	reaped                   no process of the task is left: made after the exit code, once the
 //	                         agent (the subreaper of the task's processes) has ended what the task left
 //

@@ -33,6 +33,7 @@ const maxNotice = 1024
 //	unwritten=1  the exit code is only in the marker's name
 //	stopped=1  a stop was asked
 //	notice=J   the notice file, one JSON line
+//	storage=J  what the bucket syncs did, one JSON list of MountSync
 //
 // A directory that does not exist is an empty answer. Liveness is looked at
 // first: an agent that writes its exit code and exits between the two looks
@@ -93,6 +94,15 @@ func Answer(dir string) ([]byte, error) {
 		if json.Unmarshal(v, &n) == nil {
 			line, _ := json.Marshal(n)
 			b.WriteString("notice=")
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	if v, err := readHead(d+"/"+FileStorageState, maxStorageState); err == nil {
+		var ms []MountSync
+		if json.Unmarshal(v, &ms) == nil {
+			line, _ := json.Marshal(ms)
+			b.WriteString("storage=")
 			b.Write(line)
 			b.WriteByte('\n')
 		}

@@ -1,0 +1,142 @@
+// Command sortie-sync moves a task's buckets: on a node, the node agent
+// runs it to download them before setup and to upload what changed
+// (package sortie/provision/bucket); on the controller's machine, sortie
+// runs it to check, create, fill and delete buckets, so that neither the
+// agent nor the CLI links a cloud SDK. Credentials and endpoints are the
+// stores' standard ones (AWS_ENDPOINT_URL_S3, STORAGE_EMULATOR_HOST).
+//
+//	sortie-sync down DIR | up DIR
+//	sortie-sync check  -store S -bucket B [-create]
+//	sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
+//	sortie-sync delete -store S -bucket B
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"sortie/provision/bucket"
+)
+
+// Exit codes the controller tells apart.
+const (
+	exitDenied  = 3 // the bucket is there and these credentials cannot read it
+	exitMissing = 4 // the bucket is not there and may not be created
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:]))
+}
+
+const usage = `usage: sortie-sync down DIR | up DIR
+       sortie-sync check  -store S -bucket B [-create]
+       sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
+       sortie-sync delete -store S -bucket B`
+
+func run(ctx context.Context, args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "down", "up":
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, usage)
+			return 2
+		}
+		n := bucket.Node{Dir: args[1], Open: bucket.Open}
+		op := n.Down
+		if args[0] == "up" {
+			op = n.Up
+		}
+		if err := op(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "sortie-sync %s: %v\n", args[0], err)
+			return 1
+		}
+		return 0
+	case "check", "ensure", "delete":
+		return bucketOp(ctx, args[0], args[1:])
+	}
+	fmt.Fprintln(os.Stderr, usage)
+	return 2
+}
+
+func bucketOp(ctx context.Context, op string, args []string) int {
+	fs := flag.NewFlagSet(op, flag.ContinueOnError)
+	store := fs.String("store", "", "s3 or gcs")
+	name := fs.String("bucket", "", "the bucket")
+	prefix := fs.String("prefix", "", "the objects' prefix")
+	create := fs.Bool("create", false, "a missing bucket is created (check: may be)")
+	source := fs.String("source", "", "a local path uploaded under the prefix, content-addressed")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *store == "" || *name == "" {
+		fmt.Fprintln(os.Stderr, usage)
+		return 2
+	}
+	st, err := bucket.Open(ctx, *store)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sortie-sync:", err)
+		return 1
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "sortie-sync %s: %v\n", op, err)
+		if errors.Is(err, bucket.ErrDenied) {
+			return exitDenied
+		}
+		return 1
+	}
+	if op == "delete" {
+		ok, err := st.Exists(ctx, *name)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			if err := st.Delete(ctx, *name); err != nil {
+				return fail(err)
+			}
+		}
+		return 0
+	}
+	ok, err := st.Exists(ctx, *name)
+	if err != nil {
+		return fail(err)
+	}
+	if !ok && !*create {
+		fmt.Fprintf(os.Stderr, "sortie-sync %s: bucket %s does not exist\n", op, *name)
+		return exitMissing
+	}
+	if ok {
+		// Exists answers HEAD, which a policy may allow where a listing
+		// is refused: a bucket sortie must read is listed once.
+		if _, err := st.List(ctx, *name, *prefix+bucket.MarkerPrefix); err != nil {
+			return fail(err)
+		}
+	}
+	if op == "check" {
+		return 0
+	}
+	if !ok {
+		if err := st.Create(ctx, *name); err != nil {
+			return fail(err)
+		}
+	}
+	if *source != "" {
+		m := bucket.Mount{Store: st, Bucket: *name, Prefix: *prefix}
+		up, res, err := m.UploadSource(ctx, *source)
+		if err != nil {
+			return fail(err)
+		}
+		if up {
+			fmt.Printf("uploaded %s: %d files, %d bytes\n", *source, res.Files, res.Bytes)
+		} else {
+			fmt.Printf("source %s: the bucket holds it already\n", *source)
+		}
+	}
+	return 0
+}

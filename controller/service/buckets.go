@@ -1,0 +1,107 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"sortie/provision/node"
+	"sortie/schema"
+)
+
+// The sync program's exit codes for a bucket that cannot be read and one
+// that does not exist (cmd/sortie-sync).
+const (
+	syncExitDenied  = 3
+	syncExitMissing = 4
+)
+
+// storageSourceProblems refuses a storage mount's local source that is
+// not there: it is uploaded at launch.
+func storageSourceProblems(p *schema.Pipeline, i int, t *schema.Task, base string, relHint func(string) string) []schema.Problem {
+	var probs []schema.Problem
+	for _, dst := range sortedKeys(t.StorageMounts) {
+		src := t.StorageMounts[dst].Source
+		if src == "" || strings.Contains(src, "://") {
+			continue
+		}
+		abs := localPath(base, src)
+		info, err := os.Stat(abs)
+		path := taskPath(p, i, "file_mounts."+dst+".source")
+		switch {
+		case err != nil:
+			probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
+				Message: fmt.Sprintf("cannot be read: %s%s", statReason(abs, err), relHint(src))})
+		case !info.Mode().IsRegular() && !info.IsDir():
+			probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
+				Message: fmt.Sprintf("%s is %s; sortie uploads regular files and directories only", abs, schema.FileKind(info.Mode()))})
+		}
+	}
+	return probs
+}
+
+// bucketProblems asks each store, through the sync program and with the
+// credentials of whoever launches, whether the task's buckets can be read:
+// a bucket another account owns, or a URL whose bucket does not exist, is
+// refused at launch, before anything is provisioned. A storage mount's
+// missing bucket is fine: the controller creates it.
+func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, error) {
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		prefix := ""
+		if len(p.Tasks) > 1 {
+			prefix = fmt.Sprintf("tasks[%d]", i)
+		}
+		mounts, _ := t.Buckets(prefix)
+		for _, m := range mounts {
+			if m.Store == schema.StoreGCS {
+				probs = append(probs, schema.Problem{Path: m.Field, Value: strconv.Quote("gs://" + m.Bucket),
+					Message: "is a GCS bucket; this build of sortie syncs S3 buckets only: copy the data in setup (gcloud storage cp), or use an S3 bucket"})
+				continue
+			}
+			args := []string{"check", "-store", m.Store, "-bucket", m.Bucket}
+			if m.Create {
+				args = append(args, "-create")
+			}
+			code, msg, err := runSync(ctx, args...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: check bucket %s: %w", m.Field, m.Bucket, err)
+			}
+			switch code {
+			case 0:
+			case syncExitDenied:
+				probs = append(probs, schema.Problem{Path: m.Field, Value: strconv.Quote(m.Bucket),
+					Message: fmt.Sprintf("cannot be read with your credentials (%s); name a bucket they may read, or use credentials that may read it", msg)})
+			case syncExitMissing:
+				probs = append(probs, schema.Problem{Path: m.Field, Value: strconv.Quote(m.Bucket),
+					Message: "does not exist; give a bucket that does, or a storage mount ({name: ..., store: ...}), which sortie creates"})
+			default:
+				return nil, fmt.Errorf("%s: check bucket %s: %s", m.Field, m.Bucket, msg)
+			}
+		}
+	}
+	return probs, nil
+}
+
+// runSync runs the sync program (sortie-sync beside this program, or
+// $SORTIE_SYNC) with this process's environment.
+func runSync(ctx context.Context, args ...string) (code int, msg string, err error) {
+	prog, err := node.SyncProgram()
+	if err != nil {
+		return 0, "", err
+	}
+	cmd := exec.CommandContext(ctx, prog, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), strings.TrimSpace(out.String()), nil
+	}
+	return 0, strings.TrimSpace(out.String()), err
+}
