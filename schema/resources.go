@@ -13,7 +13,10 @@ import (
 )
 
 // Clouds are the values resources.cloud accepts.
-func Clouds() []string { return []string{"local", "sim", "aws", "gcp"} }
+func Clouds() []string { return []string{"local", "sim", "aws", "gcp", "kubernetes"} }
+
+// cloudAliases are other names SkyPilot accepts for a cloud sortie provides.
+func cloudAliases() map[string]string { return map[string]string{"k8s": "kubernetes"} }
 
 func resourceFields(candidate bool) []string {
 	f := []string{"cloud", "infra", "region", "zone", "instance_type", "cpus", "memory",
@@ -144,7 +147,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 // for, by the names (and aliases) SkyPilot accepts.
 func otherClouds() map[string]string {
 	return map[string]string{
-		"kubernetes": "kubernetes", "k8s": "kubernetes", "azure": "azure", "lambda": "lambda",
+		"azure": "azure", "lambda": "lambda",
 		"runpod": "runpod", "oci": "oci", "ibm": "ibm", "fluidstack": "fluidstack",
 		"paperspace": "paperspace", "cudo": "cudo", "do": "do", "nebius": "nebius",
 		"vast": "vast", "scp": "scp", "vsphere": "vsphere", "ssh": "ssh",
@@ -189,6 +192,9 @@ func (d *decoder) oldRecoveryName(path string, m map[string]any) map[string]any 
 
 func (d *decoder) cloud(path, c string) string {
 	lc := strings.ToLower(strings.TrimSpace(c))
+	if name, ok := cloudAliases()[lc]; ok {
+		lc = name
+	}
 	if slices.Contains(Clouds(), lc) {
 		return lc
 	}
@@ -197,7 +203,7 @@ func (d *decoder) cloud(path, c string) string {
 		if name != lc {
 			also = " (" + name + ")"
 		}
-		d.ps.add(path, c, "is not a provider of sortie yet%s; sortie runs on local, aws, gcp", also)
+		d.ps.add(path, c, "is not a provider of sortie yet%s; sortie runs on %s", also, strings.Join(userClouds(), ", "))
 		return ""
 	}
 	if s := suggest(lc, Clouds()); s != "" {
@@ -206,6 +212,19 @@ func (d *decoder) cloud(path, c string) string {
 		d.ps.add(path, c, "is not a cloud sortie supports; use one of %s", strings.Join(Clouds(), ", "))
 	}
 	return ""
+}
+
+// userClouds are the clouds a task may name (sim is for tests).
+func userClouds() []string {
+	return slices.DeleteFunc(Clouds(), func(c string) bool { return c == "sim" })
+}
+
+// canonicalCloud is c's own name when c is an alias (k8s: kubernetes).
+func (d *decoder) canonicalCloud(c string) string {
+	if name, ok := cloudAliases()[strings.ToLower(strings.TrimSpace(c))]; ok {
+		return name
+	}
+	return c
 }
 
 // infra reads "cloud[/region[/zone]]" ("*" or empty for any part) into r's
@@ -217,6 +236,11 @@ func (d *decoder) infra(path string, r *Resources) {
 	if first := strings.ToLower(strings.TrimSpace(parts[0])); otherClouds()[first] != "" {
 		d.cloud(path, parts[0])
 		return
+	}
+	if first := strings.ToLower(strings.TrimSpace(parts[0])); first == "kubernetes" || cloudAliases()[first] == "kubernetes" {
+		// infra: k8s/CONTEXT, as SkyPilot writes it: the context is the
+		// region, slashes and all; the namespace (the zone) is never in it.
+		parts = []string{parts[0], strings.Join(parts[1:], "/")}
 	}
 	if len(parts) > 3 {
 		d.ps.add(path, r.Infra, "has too many parts; write CLOUD, CLOUD/REGION or CLOUD/REGION/ZONE")
@@ -238,7 +262,7 @@ func (d *decoder) infra(path string, r *Resources) {
 				return
 			}
 		}
-		same := *f.dst == part || (i == 0 && strings.EqualFold(*f.dst, part))
+		same := *f.dst == part || (i == 0 && strings.EqualFold(d.canonicalCloud(*f.dst), part))
 		if *f.dst != "" && !same {
 			d.ps.add(path, r.Infra, "conflicts with %s: %q; keep one of them, or make them agree", f.name, *f.dst)
 			continue

@@ -47,6 +47,8 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"aws.poll_interval", cfg.AWS.PollInterval, 5 * time.Millisecond, 10 * time.Minute, "the provider's"},
 		{"gcp.launch_timeout", cfg.GCP.LaunchTimeout, time.Second, 24 * time.Hour, "the provider's"},
 		{"gcp.poll_interval", cfg.GCP.PollInterval, 5 * time.Millisecond, 10 * time.Minute, "the provider's"},
+		{"kubernetes.provision_timeout", cfg.Kubernetes.ProvisionTimeout, time.Second, 24 * time.Hour, "10s"},
+		{"kubernetes.launch_timeout", cfg.Kubernetes.LaunchTimeout, time.Second, 24 * time.Hour, "10m"},
 		{"sim.boot_delay", s.BootDelay, 0, 24 * time.Hour, "0"},
 		{"sim.run_time", s.RunTime, time.Millisecond, 24 * time.Hour, "10s"},
 	}

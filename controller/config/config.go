@@ -30,6 +30,7 @@ type Config struct {
 	Local      LocalConfig      `json:"local"`
 	AWS        AWSConfig        `json:"aws"`
 	GCP        GCPConfig        `json:"gcp"`
+	Kubernetes KubernetesConfig `json:"kubernetes"`
 	SSH        SSHConfig        `json:"ssh"`
 	Sim        SimConfig        `json:"sim"`
 	Notify     NotifyConfig     `json:"notify"`
@@ -243,6 +244,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 	}
 	if len(e.Problems) == 0 {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
+		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
 		if msg := checkListen(c.MetricsListen); msg != "" {
 			e.Problems = append(e.Problems, Problem{Key: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Msg: msg})
 		}

@@ -35,7 +35,7 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"controller:\n  poll_interval: .nan\n", nil, []string{`line 2: controller.poll_interval: ".nan" is not a duration`}},
 		{"controller:\n  poll_interval: abc\n", nil, []string{`line 2: controller.poll_interval: "abc" is not a duration (e.g. 5s, 1m30s, 30d)`}},
 		{"controller:\n  pol_interval: 5s\n", nil, []string{"line 2: controller.pol_interval: unknown key (did you mean poll_interval?)"}},
-		{"controler:\n  poll_interval: 5s\n", nil, []string{"line 1: controler: unknown key (did you mean controller?); the keys here are aws, controller, gcp, local, notify, sim, ssh"}},
+		{"controler:\n  poll_interval: 5s\n", nil, []string{"line 1: controler: unknown key (did you mean controller?); the keys here are aws, controller, gcp, kubernetes, local, notify, sim, ssh"}},
 		{"controller: [1, 2]\n", nil, []string{"line 1: controller: a list is not a mapping of keys"}},
 		{"controller:\n  max_parallel_launches: many\n", nil, []string{`line 2: controller.max_parallel_launches: "many" is not a whole number`}},
 		{"controller:\n  max_parallel_launches: 99999999999999\n", nil, []string{`controller.max_parallel_launches: "99999999999999" is not a whole number`}},
@@ -74,6 +74,15 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"gcp:\n  metadata_endpoint: http://h/computeMetadata/v1\n", nil,
 			[]string{`line 2: gcp.metadata_endpoint: "http://h/computeMetadata/v1" is not a base URL`}},
 		{"aws:\n  imds_endpoint: http://127.0.0.1:1338\ngcp:\n  metadata_endpoint: https://meta:8080/\n", nil, nil},
+		{"kubernetes:\n  provision_timeout: 100ms\n", nil,
+			[]string{"line 2: kubernetes.provision_timeout: 100ms is out of range; give a duration from 1s to 24h, or leave it out for 10s"}},
+		{"kubernetes:\n  spot_tolerations:\n  - {key: spot, operator: Equals, effect: NoSchedul}\n  - {operator: Exists, value: x}\n  - {effect: NoExecute}\n", nil, []string{
+			`line 3: kubernetes.spot_tolerations[0].operator: "Equals" is not a toleration operator; use Equal or Exists`,
+			`line 3: kubernetes.spot_tolerations[0].effect: "NoSchedul" is not a taint effect`,
+			`line 4: kubernetes.spot_tolerations[1].value: "x": a toleration with operator Exists has no value`,
+			`line 5: kubernetes.spot_tolerations[2].key: empty; name the taint's key`}},
+		{"kubernetes:\n  contxt: prod\n", nil, []string{"line 2: kubernetes.contxt: unknown key (did you mean context?)"}},
+		{"kubernetes:\n  spot_tolerations:\n  - {key: cloud.google.com/gke-spot, operator: Equal, value: \"true\", effect: NoSchedule}\n  - {operator: Exists}\n", nil, nil},
 		{"controller:\n  store: postgres://sortie:pw@db:5432/sortie\n", nil, nil},
 		{"controller:\n  store: sqlite:/var/lib/sortie/state.db\n", nil, nil},
 		{"controller:\n  store: state.db\n", nil,
@@ -122,6 +131,16 @@ aws:
   imds_endpoint: http://127.0.0.1:1338
 gcp:
   metadata_endpoint: http://127.0.0.1:8080
+kubernetes:
+  context: prod
+  allowed_contexts: [prod, backup]
+  namespace: ml
+  allowed_namespaces: [ml, ml-spare]
+  image: python:3.12
+  provision_timeout: 30s
+  spot_node_selector: {cloud.google.com/gke-spot: "true"}
+  spot_tolerations: [{key: cloud.google.com/gke-spot, operator: Equal, value: "true", effect: NoSchedule}]
+  accelerator_label: cloud.google.com/gke-accelerator
 ssh:
   proxy_command: 'nc %h %p'
 sim:
@@ -151,6 +170,13 @@ notify:
 	}
 	if cfg.AWS.IMDSEndpoint != "http://127.0.0.1:1338" || cfg.GCP.MetadataEndpoint != "http://127.0.0.1:8080" {
 		t.Errorf("metadata endpoints: aws %q gcp %q", cfg.AWS.IMDSEndpoint, cfg.GCP.MetadataEndpoint)
+	}
+	k := cfg.Kubernetes
+	if k.Context != "prod" || strings.Join(k.AllowedContexts, ",") != "prod,backup" || k.Namespace != "ml" ||
+		strings.Join(k.AllowedNamespaces, ",") != "ml,ml-spare" || k.Image != "python:3.12" || k.ProvisionTimeout.D() != 30*time.Second ||
+		k.SpotNodeSelector["cloud.google.com/gke-spot"] != "true" || k.AcceleratorLabel != "cloud.google.com/gke-accelerator" ||
+		len(k.SpotTolerations) != 1 || k.SpotTolerations[0] != (KubernetesToleration{"cloud.google.com/gke-spot", "Equal", "true", "NoSchedule"}) {
+		t.Errorf("kubernetes: %+v", k)
 	}
 	// Left out, or zero: the defaults.
 	if c.LaunchRounds != 5 || c.UnreachableChecks != 12 || c.LogRetention.D() != 30*24*time.Hour || c.LogMaxBytesPerAttempt != 1<<30 ||

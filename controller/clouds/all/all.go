@@ -7,5 +7,5 @@ import "sortie/controller/clouds"
 
 // Clouds is the whole registry: one entry per cloud.
 func Clouds() []clouds.Cloud {
-	return append(clouds.Light(), AWS(), GCP())
+	return append(clouds.Light(), AWS(), GCP(), Kubernetes())
 }

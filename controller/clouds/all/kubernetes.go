@@ -1,0 +1,48 @@
+package all
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"sortie/controller/clouds"
+	"sortie/controller/config"
+	"sortie/provision"
+	"sortie/provision/kubernetes"
+)
+
+// Kubernetes is pods in the contexts and namespaces of the kubernetes:
+// section. Credentials are the kubeconfig's (or the pod's own service
+// account).
+func Kubernetes() clouds.Cloud {
+	return clouds.Cloud{
+		Name: kubernetes.CloudName,
+		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
+			c := KubernetesConfig(cfg)
+			c.Calls = provision.APICallsFrom(ctx)
+			return kubernetes.New(ctx, c)
+		},
+		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
+			r, err := kubernetes.Check(ctx, KubernetesConfig(cfg))
+			out := clouds.NewCheck(r.Problems, err)
+			out.Details = append(out.Details, r.Contexts...)
+			return out
+		},
+	}
+}
+
+// KubernetesConfig maps the kubernetes: section onto the provider's config.
+func KubernetesConfig(cfg config.Config) kubernetes.Config {
+	k := cfg.Kubernetes
+	var tolerations []corev1.Toleration
+	for _, t := range k.SpotTolerations {
+		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
+			Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	return kubernetes.Config{
+		Kubeconfig: k.Kubeconfig, Context: k.Context, AllowedContexts: k.AllowedContexts,
+		Namespace: k.Namespace, AllowedNamespaces: k.AllowedNamespaces, Image: k.Image,
+		ProvisionTimeout: k.ProvisionTimeout.D(), LaunchTimeout: k.LaunchTimeout.D(),
+		SpotNodeSelector: k.SpotNodeSelector, SpotTolerations: tolerations, AcceleratorLabel: k.AcceleratorLabel,
+	}
+}

@@ -1,0 +1,160 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"sortie/provision"
+)
+
+// Terminate implements provision.Provider: it deletes the cluster's pods
+// (each gets its grace period, job_recovery.termination_grace), its
+// Secret and its parent, in whichever context and namespace it is.
+// Deleting the parent alone would do where a garbage collector runs; the
+// pods are deleted too so that nothing depends on one.
+func (p *Provider) Terminate(ctx context.Context, name string) error {
+	places, err := p.allPlacements()
+	if err != nil {
+		return err
+	}
+	for _, at := range places {
+		kc, err := p.kubeContext(at.Region)
+		if err != nil {
+			return err
+		}
+		w, err := kc.watch(ctx, at.Zone)
+		if err != nil {
+			return err
+		}
+		if c, err := p.clusterAt(w, at, name); err != nil || c == nil {
+			continue
+		}
+		p.markDeleting(at, name, true)
+		if err := p.deleteCluster(ctx, kc, at.Zone, name); err != nil {
+			return err
+		}
+		p.cfg.Logger.Info("cluster deleted", "cluster", name, "context", at.Region, "namespace", at.Zone)
+	}
+	return nil
+}
+
+// deleteCluster deletes every object of cluster name in namespace ns; what
+// is gone already is no error.
+func (p *Provider) deleteCluster(ctx context.Context, kc *kubeContext, ns, name string) error {
+	sel := labels.Set{provision.TagCluster: name}.String()
+	err := kc.core.Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("delete the pods of %s in %s/%s: %w", name, kc.name, ns, err))
+	}
+	background := metav1.DeletePropagationBackground
+	err = kc.core.Secrets(ns).Delete(ctx, secretName(name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("delete the Secret of %s in %s/%s: %w", name, kc.name, ns, err))
+	}
+	err = kc.core.ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("delete the parent of %s in %s/%s: %w", name, kc.name, ns, err))
+	}
+	return nil
+}
+
+// Task is what StartTask hands a cluster's pods.
+type Task struct {
+	Setup, Run string
+	// Env is exported to both phases in every pod: the task's envs, its
+	// secrets and sortie's SORTIE_*/SKYPILOT_* values (the node rank and
+	// count are set per pod already). It is kept in a Secret.
+	Env map[string]string
+}
+
+// StartTask hands t to every pod of c: the environment into the cluster's
+// Secret, then the script and the nodes' addresses into the parent
+// ConfigMap, whose start key the pods wait for. Starting again is a no-op.
+func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t Task) error {
+	env, err := envExports(t.Env)
+	if err != nil {
+		return provision.Prechecks(err)
+	}
+	kc, err := p.kubeContext(c.Placement.Region)
+	if err != nil {
+		return err
+	}
+	ns := c.Placement.Zone
+	parent, err := kc.core.ConfigMaps(ns).Get(ctx, c.Name, metav1.GetOptions{})
+	if err != nil {
+		return classify(fmt.Errorf("read the parent of %s: %w", c.Name, err))
+	}
+	if _, started := parent.Data[KeyStart]; started {
+		return nil
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName(c.Name), Namespace: ns,
+		Labels: parent.Labels, OwnerReferences: ownedBy(parent)},
+		StringData: map[string]string{KeyEnv: env}}
+	_, err = kc.core.Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = kc.core.Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return classify(fmt.Errorf("write the environment of %s: %w", c.Name, err))
+	}
+	ips := ""
+	for i, n := range c.Nodes {
+		if i > 0 {
+			ips += "\n"
+		}
+		ips += n.IP
+	}
+	parent.Data[KeySetup], parent.Data[KeyRun], parent.Data[KeyNodeIPs] = t.Setup, t.Run, ips
+	parent.Data[KeyStart] = "1"
+	if _, err := kc.core.ConfigMaps(ns).Update(ctx, parent, metav1.UpdateOptions{}); err != nil {
+		return classify(fmt.Errorf("start the task of %s: %w", c.Name, err))
+	}
+	return nil
+}
+
+// ReadLog returns node rank's container log from byte offset on, through
+// the pod log API (the kubelet keeps it while the pod exists).
+func (p *Provider) ReadLog(ctx context.Context, c *provision.Cluster, rank int, offset int64) ([]byte, error) {
+	kc, err := p.kubeContext(c.Placement.Region)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := kc.core.Pods(c.Placement.Zone).GetLogs(podName(c.Name, rank),
+		&corev1.PodLogOptions{Container: ContainerName}).Stream(ctx)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read the log of pod %s: %w", podName(c.Name, rank), err))
+	}
+	defer rc.Close()
+	if _, err := io.CopyN(io.Discard, rc, offset); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return io.ReadAll(rc)
+}
+
+// Runner implements provision.Provider. A pod runs its task as its
+// container command and nothing else: sortie runs no commands in it (no
+// exec, no agent), so the runner refuses every command, saying why.
+func (p *Provider) Runner(_ context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {
+	if rank < 0 || rank >= len(c.Nodes) {
+		return nil, fmt.Errorf("cluster %s has no node %d", c.Name, rank)
+	}
+	return podRunner{pod: podName(c.Name, rank)}, nil
+}
+
+type podRunner struct{ pod string }
+
+func (r podRunner) Exec(context.Context, string, io.Reader) ([]byte, error) {
+	return nil, provision.Prechecks(fmt.Errorf("pod %s runs the task as its container command; sortie runs no other commands in pods (kubectl exec %s works for a person)", r.pod, r.pod))
+}
+func (r podRunner) Dir() string  { return "/" }
+func (r podRunner) Close() error { return nil }
