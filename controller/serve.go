@@ -74,20 +74,21 @@ func ServeWith(ctx context.Context, h string, log *slog.Logger, cls []clouds.Clo
 	})
 }
 
-// ServeReplica runs a replica of the controller (ReplicaOptions) in this
+// ServeReplica runs a replica of the controller (ReplicaOptions), with
+// what opts adds beside it (`sortie server --replica`'s API), in this
 // process until ctx ends or the process gets SIGTERM or SIGINT; several
 // replicas share the jobs of one store, each driving the jobs it leases.
 // It takes no lock of h: replicas share the store, and the home directory
 // for the files a job keeps beside it (secrets, kept logs), which each of
 // them must reach. A controller of h's own, run by the CLI, must not run
 // beside them: ServeReplica refuses to start while one does.
-func ServeReplica(ctx context.Context, h string, o ReplicaOptions, log *slog.Logger, cls []clouds.Cloud) error {
+func ServeReplica(ctx context.Context, h string, o ReplicaOptions, log *slog.Logger, cls []clouds.Cloud, opts ServeOptions) error {
 	if p := daemon.Running(h); p != 0 {
 		return fmt.Errorf("the controller of %s (pid %d) drives every job of its store; stop it (sortie controller stop) before starting replicas there", h, p)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cfg, st, err := OpenHome(ctx, h)
+	cfg, st, err := openStore(ctx, h, opts.Store)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func ServeReplica(ctx context.Context, h string, o ReplicaOptions, log *slog.Log
 	// Replicas in one home share the sim's cloud, as machines share a real
 	// one.
 	cfg.Sim.Shared = true
-	return run(ctx, h, cfg, st, log, cls, func(c *Controller) error { return c.AsReplica(o) }, nil)
+	return run(ctx, h, cfg, st, log, cls, func(c *Controller) error { return c.AsReplica(o) }, opts.Beside)
 }
 
 // run runs a controller over st until ctx ends; ready is given it before it

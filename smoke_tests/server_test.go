@@ -29,7 +29,13 @@ type server struct {
 // for its healthz; the test's end stops it.
 func startServer(t *testing.T) *server {
 	t.Helper()
-	e := newEnv(t)
+	return startServerIn(t, newEnv(t))
+}
+
+// startServerIn is startServer on e's home, with args added to the
+// server's own.
+func startServerIn(t *testing.T, e *env, args ...string) *server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +46,7 @@ func startServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(e.bin, "server", "--listen", addr)
+	cmd := exec.Command(e.bin, append([]string{"server", "--listen", addr}, args...)...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = e.dir, e.environ(), logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ driving the jobs it holds a lease on; replicas share the home directory.`,
 				}
 				return controller.Serve(cmd.Context(), h, log, all.Clouds())
 			}
-			return controller.ServeReplica(cmd.Context(), h, controller.ReplicaOptions{Name: replica, TTL: ttl}, log, all.Clouds())
+			return controller.ServeReplica(cmd.Context(), h, controller.ReplicaOptions{Name: replica, TTL: ttl}, log, all.Clouds(), controller.ServeOptions{})
 		},
 	}
 	cmd.Flags().StringVar(&storeURL, "store", "", "where the jobs are kept: postgres://USER:PASSWORD@HOST:PORT/DATABASE or sqlite:/PATH (default: SORTIE_STORE, controller.store, else $SORTIE_HOME/state.db)")

@@ -29,6 +29,8 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 		listen, storePath, cert, key string
 		insecure                     bool
 		maxBody, maxUpload           int64
+		replica                      string
+		ttl                          time.Duration
 	}
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -39,8 +41,11 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 			if err := api.CheckListen(o.listen, useTLS, o.insecure); err != nil {
 				return &service.UsageError{Err: err}
 			}
+			if o.replica == "" && cmd.Flags().Changed("lease-ttl") {
+				return &service.UsageError{Err: fmt.Errorf("--lease-ttl is for replicas: give --replica NAME too")}
+			}
 			log := slog.New(slog.NewJSONHandler(errw, nil))
-			return controller.ServeWith(cmd.Context(), h, log, all.Clouds(), controller.ServeOptions{Store: o.storePath,
+			opts := controller.ServeOptions{Store: o.storePath,
 				Beside: func(ctx context.Context, c *controller.Controller, st *store.Store) error {
 					base, err := service.Open(ctx, h, clouds.Light())
 					if err != nil {
@@ -54,11 +59,19 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 					svc := api.ForServer(base, up, c.Wake)
 					srv := api.NewServer(api.Options{Service: svc, Store: st, Uploads: up, Log: log, MaxBody: o.maxBody, MaxUpload: o.maxUpload})
 					return api.Serve(ctx, srv, api.ServeOptions{Listen: o.listen, TLSCert: o.cert, TLSKey: o.key, Insecure: o.insecure, Log: log})
-				}})
+				}}
+			if o.replica != "" {
+				// One of several servers on one store: the API serves every
+				// job, the loop drives the ones this replica leases.
+				return controller.ServeReplica(cmd.Context(), h, controller.ReplicaOptions{Name: o.replica, TTL: o.ttl}, log, all.Clouds(), opts)
+			}
+			return controller.ServeWith(cmd.Context(), h, log, all.Clouds(), opts)
 		},
 	}
 	fl := cmd.PersistentFlags()
 	fl.StringVar(&o.storePath, "store", "", "the store: postgres://USER@HOST/DB, sqlite:PATH or a path (default: controller.store, SORTIE_STORE, else SORTIE_HOME's state.db)")
+	cmd.Flags().StringVar(&o.replica, "replica", "", "serve as the replica NAME of a store shared with other servers (PostgreSQL), driving the jobs it leases")
+	cmd.Flags().DurationVar(&o.ttl, "lease-ttl", controller.DefaultLeaseTTL, "how long a replica's leases last unless renewed (at least 3s)")
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "host:port to serve on; beyond loopback needs TLS or --insecure")
 	cmd.Flags().StringVar(&o.cert, "tls-cert", "", "TLS certificate (PEM); with --tls-key the server speaks HTTPS")
 	cmd.Flags().StringVar(&o.key, "tls-key", "", "TLS private key (PEM)")
