@@ -1,13 +1,10 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -80,23 +77,6 @@ func localStorageEnv() map[string]string {
 	return env
 }
 
-// runSync runs the sync program here, with the controller's environment.
-func runSync(ctx context.Context, args ...string) (code int, msg string, err error) {
-	prog, err := node.SyncProgram()
-	if err != nil {
-		return 0, "", err
-	}
-	cmd := exec.CommandContext(ctx, prog, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), strings.TrimSpace(out.String()), nil
-	}
-	return 0, strings.TrimSpace(out.String()), err
-}
-
 // prepareBuckets makes each storage mount's bucket when it is missing and
 // uploads its local source, content-addressed (a bucket that holds it
 // already moves nothing), before the task's nodes start. problem, when
@@ -119,7 +99,7 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, task *sch
 			}
 			args = append(args, "-source", src)
 		}
-		code, msg, err := runSync(ctx, args...)
+		code, msg, err := node.RunSync(ctx, args...)
 		switch {
 		case err != nil:
 			return "", fmt.Errorf("%s: %w", m.Field, err)
@@ -146,7 +126,7 @@ func (c *Controller) deleteBuckets(ctx context.Context, j *store.Job, p *schema.
 			if m.Persistent || !m.Create {
 				continue
 			}
-			if code, msg, err := runSync(ctx, "delete", "-store", m.Store, "-bucket", m.Bucket); err != nil || code != 0 {
+			if code, msg, err := node.RunSync(ctx, "delete", "-store", m.Store, "-bucket", m.Bucket); err != nil || code != 0 {
 				c.Log.Warn("delete a persistent: false bucket", "job", j.ID, "bucket", m.Bucket, "error", err, "output", msg)
 				continue
 			}

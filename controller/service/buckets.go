@@ -1,12 +1,9 @@
 package service
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 
@@ -68,7 +65,7 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 			if m.Create {
 				args = append(args, "-create")
 			}
-			code, msg, err := runSync(ctx, args...)
+			code, msg, err := node.RunSync(ctx, args...)
 			if err != nil {
 				return nil, fmt.Errorf("%s: check bucket %s: %w", m.Field, m.Bucket, err)
 			}
@@ -86,22 +83,4 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 		}
 	}
 	return probs, nil
-}
-
-// runSync runs the sync program (sortie-sync beside this program, or
-// $SORTIE_SYNC) with this process's environment.
-func runSync(ctx context.Context, args ...string) (code int, msg string, err error) {
-	prog, err := node.SyncProgram()
-	if err != nil {
-		return 0, "", err
-	}
-	cmd := exec.CommandContext(ctx, prog, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), strings.TrimSpace(out.String()), nil
-	}
-	return 0, strings.TrimSpace(out.String()), err
 }

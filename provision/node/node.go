@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -340,6 +341,25 @@ const SyncProgramName = "sortie-sync"
 // beside this process's executable.
 func SyncProgram() (string, error) {
 	return besideExecutable(SyncEnv, SyncProgramName)
+}
+
+// RunSync runs the sync program on this machine, with this process's
+// environment, and returns its exit code and what it printed (stdout and
+// stderr together, trimmed); err is for a program that could not run.
+func RunSync(ctx context.Context, args ...string) (code int, msg string, err error) {
+	prog, err := SyncProgram()
+	if err != nil {
+		return 0, "", err
+	}
+	cmd := exec.CommandContext(ctx, prog, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), strings.TrimSpace(out.String()), nil
+	}
+	return 0, strings.TrimSpace(out.String()), err
 }
 
 // AgentEnv names the agent program for this process, overriding the
