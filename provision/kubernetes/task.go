@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"sort"
+	"sortie/provision/node"
 	"strings"
 )
 
@@ -85,23 +86,12 @@ func envExports(env map[string]string) (string, error) {
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		if !isEnvKey(k) {
+		if !node.IsEnvKey(k) {
 			return "", fmt.Errorf("envs.%s: not a shell variable name; use letters, digits and _, not starting with a digit", k)
 		}
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(env[k]))
 	}
 	return b.String(), nil
-}
-
-func isEnvKey(k string) bool {
-	for i, c := range k {
-		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-		digit := c >= '0' && c <= '9'
-		if !letter && !(digit && i > 0) {
-			return false
-		}
-	}
-	return k != ""
 }
 
 // shellQuote makes s one shell word with exactly s as its value.

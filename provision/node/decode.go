@@ -78,7 +78,7 @@ func parseAssignments(s string) (map[string]string, bool) {
 	vars := map[string]string{}
 	for s != "" {
 		name, rest, ok := strings.Cut(s, "=")
-		if !ok || !isEnvKey(name) {
+		if !ok || !IsEnvKey(name) {
 			return nil, false
 		}
 		val, rest, ok := unquoteWord(rest)
@@ -186,7 +186,7 @@ func ParseEnv(b []byte) (map[string]string, error) {
 			return nil, fmt.Errorf("env file: line %q does not start with \"export \"", firstLine(s))
 		}
 		name, rest, ok := strings.Cut(line, "=")
-		if !ok || !isEnvKey(name) {
+		if !ok || !IsEnvKey(name) {
 			return nil, fmt.Errorf("env file: line %q is not export NAME=VALUE", firstLine(s))
 		}
 		val, rest, ok := unquoteWord(rest)

@@ -191,8 +191,8 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isEnvKey reports whether k is a shell variable name.
-func isEnvKey(k string) bool {
+// IsEnvKey reports whether k is a shell variable name.
+func IsEnvKey(k string) bool {
 	for i, c := range k {
 		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 		digit := c >= '0' && c <= '9'
@@ -212,7 +212,7 @@ func envFile(env map[string]string) ([]byte, error) {
 	sort.Strings(keys)
 	var b bytes.Buffer
 	for _, k := range keys {
-		if !isEnvKey(k) {
+		if !IsEnvKey(k) {
 			return nil, fmt.Errorf("env %q: not a shell variable name (letters, digits and _, not starting with a digit)", k)
 		}
 		v := env[k]
@@ -477,7 +477,7 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	if spec.Storage != nil {
 		senv := make([]string, 0, len(spec.StorageEnv))
 		for k, v := range spec.StorageEnv {
-			if !isEnvKey(k) || strings.ContainsAny(v, "\n\x00") {
+			if !IsEnvKey(k) || strings.ContainsAny(v, "\n\x00") {
 				return provision.Prechecks(fmt.Errorf("start task in %s: storage env %q cannot be passed on", r.Dir(), k))
 			}
 			senv = append(senv, k+"="+v+"\n")
