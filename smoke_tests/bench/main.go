@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"sortie/controller/store/pgtest"
 	"sortie/smoke_tests/bench/suite"
 )
 
@@ -30,6 +31,7 @@ type options struct {
 	simJobs                  int
 	replicasJobs             int
 	replicasRunTime          time.Duration
+	replicasStore            string
 	takeoverJobs             int
 	exitShare, preemptShare  float64
 	runTime                  time.Duration
@@ -55,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
 	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
 	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
+	fs.StringVar(&o.replicasStore, "replicas-store", "sqlite", "the replicas group's store: sqlite (the home's state.db) or postgres (a PostgreSQL server the bench starts, a database per run)")
 	fs.IntVar(&o.takeoverJobs, "takeover-jobs", 300, "sim jobs running on 2 replicas when one is killed (takeover_s)")
 	fs.IntVar(&o.simJobs, "sim-jobs", 10000, "jobs submitted at once on the sim provider")
 	fs.DurationVar(&o.runTime, "run-time", 120*time.Second, "run time of every sim task")
@@ -386,10 +389,27 @@ func (b *bench) floor(ctx context.Context) (time.Duration, error) {
 // 10 s lease TTL); and, for the argument of the gain on more machines,
 // the controller's CPU per job and the store's commits per second.
 func (b *bench) replicas(ctx context.Context) error {
+	storeFor := func(string) (string, error) { return "", nil }
+	switch b.o.replicasStore {
+	case "sqlite":
+	case "postgres":
+		pg, err := pgtest.Start()
+		if err != nil {
+			return fmt.Errorf("-replicas-store postgres: %w", err)
+		}
+		defer pg.Stop()
+		storeFor = pg.Database
+	default:
+		return fmt.Errorf("-replicas-store %q: want sqlite or postgres", b.o.replicasStore)
+	}
 	walls := map[int]time.Duration{}
 	var one *suite.ReplicasResult
 	for _, n := range []int{1, 3} {
-		o := suite.ReplicasOptions{Bin: b.o.bin, Home: b.home(fmt.Sprintf("replicas-%d", n)), Jobs: b.o.replicasJobs, Replicas: n,
+		url, err := storeFor(fmt.Sprintf("replicas_%d", n))
+		if err != nil {
+			return err
+		}
+		o := suite.ReplicasOptions{Bin: b.o.bin, Home: b.home(fmt.Sprintf("replicas-%d", n)), Jobs: b.o.replicasJobs, Replicas: n, Store: url,
 			RunTime: b.o.replicasRunTime, ExitShare: 0.10, PreemptShare: 0.05, Seed: 1, Timeout: 15 * time.Minute, Progress: b.log}
 		r, err := suite.RunReplicas(ctx, o)
 		if err != nil {
@@ -404,7 +424,11 @@ func (b *bench) replicas(ctx context.Context) error {
 			one = r
 		}
 	}
-	o := suite.ReplicasOptions{Bin: b.o.bin, Home: b.home("takeover"), Jobs: b.o.takeoverJobs, Replicas: 2, Kill: 1, KillAfter: 1,
+	url, err := storeFor("takeover")
+	if err != nil {
+		return err
+	}
+	o := suite.ReplicasOptions{Bin: b.o.bin, Home: b.home("takeover"), Jobs: b.o.takeoverJobs, Replicas: 2, Kill: 1, KillAfter: 1, Store: url,
 		RunTime: 60 * time.Second, Seed: 1, Timeout: 10 * time.Minute, Progress: b.log}
 	r, err := suite.RunReplicas(ctx, o)
 	if err != nil {

@@ -289,6 +289,15 @@ func (s *Server) Stop() {
 // URL returns the URL of database name on the server.
 func (s *Server) URL(name string) string { return s.url(name) }
 
+// Database creates an empty database called name and returns its URL;
+// it stays until the server stops (the bench's stores).
+func (s *Server) Database(name string) (string, error) {
+	if _, err := s.admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return s.url(name), nil
+}
+
 // NewDatabase creates an empty database for t and returns its URL; it is
 // dropped when t ends.
 func (s *Server) NewDatabase(t testing.TB) string {
