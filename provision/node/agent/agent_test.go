@@ -369,6 +369,11 @@ func TestAgentAliveWantsTheAgentOfThisNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// Start may return before the kernel has set the new command line.
+		waitFor(t, "the command line of "+arg0, func() bool {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+			return strings.HasPrefix(string(b), arg0+"\x00")
+		})
 		return cmd.Process.Pid
 	}
 	zombie := func() int {
@@ -425,6 +430,14 @@ func TestAnswerSeesAnAgentEndingMidAnswerWithItsCode(t *testing.T) {
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// Start may return before the kernel has set the child's new command
+	// line, by which the agent is known.
+	for deadline := time.Now().Add(10 * time.Second); !AgentAlive(d, cmd.Process.Pid); {
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in agent's command line is not the agent's within 10s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	os.WriteFile(d+"/pid", []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 	defer func() { afterAliveCheck = func() {} }()
