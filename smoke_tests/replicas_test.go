@@ -72,7 +72,10 @@ func replicasSurviveKills(t *testing.T, storeURL string) {
 	for _, p := range r.Problems {
 		t.Error(p)
 	}
-	if r.Starts != r.Attempts {
+	// Each start is counted once its cluster's record holds it: a replica
+	// killed between the two leaves a start uncounted (at most one per
+	// kill), never one counted twice (Problems names any start that was).
+	if r.Starts > r.Attempts || r.Starts < r.Attempts-2 {
 		t.Errorf("the sim counted %d task starts for %d attempts of one node each", r.Starts, r.Attempts)
 	}
 	live := map[string]bool{}

@@ -220,7 +220,6 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 		t.Code = code
 	}
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
-	p.countStart(StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank))
 	if t.Stopped != nil {
 		// Stopped before it began: the agent begins no phase.
 		t.Stopped = &now
@@ -231,6 +230,17 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 	}
 	c.Running = t.Key
 	p.changed()
+	if p.shared != nil {
+		// In a shared cloud the start happens when the cluster's record
+		// says so, as a node's own claim says so on a machine: the record
+		// is written before the start is counted, so a process killed in
+		// between leaves a start that the next one sees (and never
+		// repeats), not a counted start the record does not hold.
+		if err := p.write(c.Name); err != nil {
+			p.cfg.Log.Warn("sim: cluster not saved; the other replicas see it as it was", "cluster", c.Name, "err", err)
+		}
+	}
+	p.countStart(StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank))
 	return p.requested(t.Key)
 }
 
