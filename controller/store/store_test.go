@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +17,20 @@ import (
 	"sortie/strategy"
 )
 
-type fakeClock struct{ t time.Time }
+// fakeClock moves a second at each look. Two stores of one PostgreSQL
+// database write at once (nothing in the process orders them, as SQLite's
+// write lock does), so the clock takes a lock of its own.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *fakeClock) Now() time.Time { c.t = c.t.Add(time.Second); return c.t }
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Second)
+	return c.t
+}
 
 // pgServer is the test binary's PostgreSQL server; nil when none is
 // installed (the PostgreSQL half of each test skips, saying so).
