@@ -11,7 +11,7 @@ func Open(ctx context.Context, store string) (Store, error) {
 	case "s3":
 		return NewS3(ctx)
 	case "gcs":
-		return nil, fmt.Errorf("store gcs: this build of sortie-sync syncs s3 only; use store: s3")
+		return NewGCS(ctx)
 	}
-	return nil, fmt.Errorf("store %q: not one sortie syncs; use s3", store)
+	return nil, fmt.Errorf("store %q: not one sortie syncs; use s3 or gcs", store)
 }
