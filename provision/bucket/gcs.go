@@ -10,9 +10,11 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/compute/metadata"
 	"cloud.google.com/go/storage"
+	"github.com/googleapis/gax-go/v2"
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
@@ -36,11 +38,26 @@ type GCS struct {
 
 // NewGCS opens Cloud Storage with application default credentials, or,
 // when STORAGE_EMULATOR_HOST is set, the emulator there without any.
+//
+// A request that fails for a reason worth retrying (a 429 or 5xx, a
+// connection refused) is tried gcsAttempts times in all: the library's
+// own default retries until the context ends, which would hang a sync
+// whose endpoint is gone.
 func NewGCS(ctx context.Context) (*GCS, error) {
+	return newGCS(ctx, gcsBackoff)
+}
+
+const gcsAttempts = 5
+
+// gcsBackoff is the library's default pause between tries.
+var gcsBackoff = gax.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
+
+func newGCS(ctx context.Context, backoff gax.Backoff) (*GCS, error) {
 	c, err := storage.NewClient(ctx, storage.WithDisabledClientMetrics())
 	if err != nil {
 		return nil, fmt.Errorf("open Cloud Storage: %w", err)
 	}
+	c.SetRetry(storage.WithMaxAttempts(gcsAttempts), storage.WithBackoff(backoff))
 	return &GCS{Client: c}, nil
 }
 

@@ -3,9 +3,13 @@ package bucket
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/googleapis/gax-go/v2"
 
 	"sortie/provision/bucket/gcstest"
 )
@@ -172,5 +176,27 @@ func TestOpenStores(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), "r2"); err == nil || !strings.Contains(err.Error(), "use s3 or gcs") {
 		t.Fatalf("Open(r2): %v", err)
+	}
+}
+
+// An endpoint that does not answer is an error after a few tries, not a
+// sync that waits forever.
+func TestGCSUnreachableEnds(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: every connection is refused
+	t.Setenv("STORAGE_EMULATOR_HOST", addr)
+	g, err := newGCS(context.Background(), gax.Backoff{Initial: time.Millisecond, Max: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := g.Exists(ctx, "ckpts"); err == nil || ctx.Err() != nil {
+		t.Fatalf("Exists on a closed port: %v (context: %v); want the connection's error before the minute is up", err, ctx.Err())
 	}
 }
