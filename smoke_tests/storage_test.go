@@ -62,15 +62,21 @@ run: |
 `
 }
 
-// The issue's scenario on local with S3: attempt 1 writes steps 1-3 and is
-// preempted with a notice; its last upload runs before its exit code, so
-// attempt 2, on a new cluster with an empty directory, downloads steps
-// 1-3, starts at step 4 and succeeds; the bucket holds step 5, and the
-// persistent: false bucket is gone.
+// The issue's scenario on local with S3 (moto's).
 func TestBucketCheckpointLocalS3(t *testing.T) {
 	e, st := s3Env(t)
+	checkpointScenario(t, e, st, "s3")
+}
+
+// checkpointScenario is the issue's scenario on local with store: attempt
+// 1 writes steps 1-3 and is preempted with a notice; its last upload runs
+// before its exit code, so attempt 2, on a new cluster with an empty
+// directory, downloads steps 1-3, starts at step 4 and succeeds; the
+// bucket holds step 5, and the persistent: false bucket is gone.
+func checkpointScenario(t *testing.T, e *env, st bucket.Store, store string) {
+	t.Helper()
 	ready := filepath.Join(e.dir, "ready")
-	id := e.launch(e.write("task.yaml", stepsTask(ready, "s3", "steps-ckpt", "steps-scratch")))
+	id := e.launch(e.write("task.yaml", stepsTask(ready, store, "steps-ckpt", "steps-scratch")))
 	waitFile(t, ready)
 	e.waitStatus(id, "RUNNING")
 	e.must("local", "preempt", strconv.FormatInt(id, 10), "--notice", "30s")
@@ -109,8 +115,9 @@ func TestBucketCheckpointLocalS3(t *testing.T) {
 	if !gone {
 		t.Error("the persistent: false bucket is still there 10s after the job ended")
 	}
+	scheme := map[string]string{"s3": "s3", "gcs": "gs"}[store]
 	show := e.must("jobs", "show", strconv.FormatInt(id, 10)).stdout
-	if !strings.Contains(show, "Buckets:") || !strings.Contains(show, "s3://steps-ckpt") {
+	if !strings.Contains(show, "Buckets:") || !strings.Contains(show, scheme+"://steps-ckpt") {
 		t.Errorf("jobs show lacks the buckets:\n%s", show)
 	}
 }

@@ -56,11 +56,6 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 		}
 		mounts, _ := t.Buckets(prefix)
 		for _, m := range mounts {
-			if m.Store == schema.StoreGCS {
-				probs = append(probs, schema.Problem{Path: m.Field, Value: strconv.Quote("gs://" + m.Bucket),
-					Message: "is a GCS bucket; this build of sortie syncs S3 buckets only: copy the data in setup (gcloud storage cp), or use an S3 bucket"})
-				continue
-			}
 			args := []string{"check", "-store", m.Store, "-bucket", m.Bucket}
 			if m.Create {
 				args = append(args, "-create")

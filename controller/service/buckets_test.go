@@ -54,6 +54,11 @@ run: "true"
 `,
 		"nosrc.yaml": "file_mounts:\n  /ckpt: {name: mine, store: s3, mode: COPY, source: ./init}\nrun: \"true\"\n",
 		"good.yaml":  "file_mounts:\n  /ckpt: {name: mine, store: s3, mode: MOUNT_CACHED}\nrun: \"true\"\n",
+		"gcs.yaml": `file_mounts:
+  /ckpt: {name: mine-gcs, store: gcs, mode: MOUNT_CACHED}
+  /theirs: gs://theirs/data
+run: "true"
+`,
 	})
 	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "bad.yaml"), Dir: root})
 	want := []string{
@@ -77,5 +82,15 @@ run: "true"
 	}
 	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "good.yaml"), Dir: root}); err != nil {
 		t.Fatalf("a bucket sortie creates: %v", err)
+	}
+	// GCS buckets are asked of the same program, with store gcs.
+	_, err = s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "gcs.yaml"), Dir: root})
+	want = []string{`file_mounts./theirs: "theirs" cannot be read with your credentials (HeadBucket: 403 Forbidden); name a bucket they may read, or use credentials that may read it`}
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("gcs problems (-want +got):\n%s", diff)
+	}
+	b, _ = os.ReadFile(calls)
+	if got := string(b); !strings.Contains(got, "check -store gcs -bucket mine-gcs -create\n") || !strings.Contains(got, "check -store gcs -bucket theirs\n") {
+		t.Errorf("the sync program was asked:\n%s", got)
 	}
 }
