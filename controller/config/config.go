@@ -130,9 +130,12 @@ type GCPConfig struct {
 	// NodeDir is the directory on VMs under which each node's files live.
 	NodeDir string `json:"node_dir"`
 	// TerminationAction is what a spot VM does when preempted: DELETE or STOP.
-	TerminationAction string   `json:"termination_action"`
-	PollInterval      Duration `json:"poll_interval"`
-	LaunchTimeout     Duration `json:"launch_timeout"`
+	TerminationAction string `json:"termination_action"`
+	// ServiceAccount is the service account (an email, or "default") the
+	// VMs of a task with buckets run as.
+	ServiceAccount string   `json:"service_account"`
+	PollInterval   Duration `json:"poll_interval"`
+	LaunchTimeout  Duration `json:"launch_timeout"`
 	// MetadataEndpoint is the metadata server the agent on each node asks
 	// whether its VM is preempted; "" is GCE's own
 	// (http://metadata.google.internal). Tests point it at a stand-in.

@@ -224,10 +224,17 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 		nic.NicType = proto.String("GVNIC")
 		perf = &computepb.NetworkPerformanceConfig{TotalEgressBandwidthTier: proto.String("TIER_1")}
 	}
+	var accounts []*computepb.ServiceAccount
+	if spec.Buckets {
+		// The sync program on the VM finds these credentials through the
+		// metadata server, as every Google client does.
+		accounts = []*computepb.ServiceAccount{{Email: proto.String(p.cfg.ServiceAccount), Scopes: []string{StorageScope}}}
+	}
 	return &computepb.Instance{
-		Name:        proto.String(instanceName(spec.Name, rank)),
-		MachineType: proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.Name)),
-		Labels:      clusterLabels(spec, rank),
+		Name:            proto.String(instanceName(spec.Name, rank)),
+		ServiceAccounts: accounts,
+		MachineType:     proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", zone, mt.Name)),
+		Labels:          clusterLabels(spec, rank),
 		Disks: []*computepb.AttachedDisk{{
 			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
 			InitializeParams: params,

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -29,6 +30,17 @@ func DefaultRegions() []string { return []string{"us-central1", "us-east1", "us-
 // DefaultImage is the boot image when a task names none: Canonical's
 // Ubuntu 22.04 LTS family, which always points at the newest build.
 const DefaultImage = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
+
+// DefaultServiceAccount names, in an instance's serviceAccounts, the
+// project's Compute Engine default service account.
+const DefaultServiceAccount = "default"
+
+// StorageScope is the OAuth scope a VM of a task with buckets gets: read
+// and write Cloud Storage, as far as its service account's roles allow.
+const StorageScope = "https://www.googleapis.com/auth/devstorage.read_write"
+
+// serviceAccountRE is a service account's email.
+var serviceAccountRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*@[a-z0-9][a-z0-9.:-]*\.gserviceaccount\.com$`)
 
 // Termination actions for spot VMs: what Compute Engine does to a VM it
 // preempts.
@@ -64,6 +76,11 @@ type Config struct {
 	// TerminationAction is what Compute Engine does to a preempted spot VM:
 	// TerminateDelete (default) or TerminateStop.
 	TerminationAction string
+	// ServiceAccount is the service account (its email) the VMs of a task
+	// with buckets run as, with the Cloud Storage read-write scope, so that
+	// their sync program reaches the buckets; empty means "default", the
+	// project's Compute Engine default service account.
+	ServiceAccount string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// StatusMaxAge is how long one aggregated list of the project's VMs
@@ -190,6 +207,13 @@ func withDefaults(cfg Config) (Config, error) {
 	default:
 		return cfg, provision.Prechecks(fmt.Errorf("gcp.termination_action: %q is not a termination action; use %s or %s",
 			cfg.TerminationAction, TerminateDelete, TerminateStop))
+	}
+	switch {
+	case cfg.ServiceAccount == "":
+		cfg.ServiceAccount = DefaultServiceAccount
+	case cfg.ServiceAccount != DefaultServiceAccount && !serviceAccountRE.MatchString(cfg.ServiceAccount):
+		return cfg, provision.Prechecks(fmt.Errorf("gcp.service_account: %q is not a service account; give its email (NAME@PROJECT.iam.gserviceaccount.com) or %s, the project's Compute Engine default",
+			cfg.ServiceAccount, DefaultServiceAccount))
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -34,6 +34,7 @@ func GCPConfig(cfg config.Config) gcp.Config {
 		Home: cfg.Home, Project: cfg.GCP.Project, Regions: cfg.GCP.Regions, Endpoint: cfg.GCP.Endpoint,
 		SSHUser: cfg.GCP.SSHUser, ProxyCommand: cfg.SSH.ProxyCommand, NodeDirRoot: cfg.GCP.NodeDir,
 		TerminationAction: strings.ToUpper(cfg.GCP.TerminationAction),
+		ServiceAccount:    cfg.GCP.ServiceAccount,
 		PollInterval:      cfg.GCP.PollInterval.D(), LaunchTimeout: cfg.GCP.LaunchTimeout.D(),
 		StatusMaxAge: cfg.Controller.PollInterval.D(),
 	}

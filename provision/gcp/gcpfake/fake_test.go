@@ -2,6 +2,7 @@ package gcpfake
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -127,5 +128,30 @@ func TestFilters(t *testing.T) {
 	}
 	if _, err := parseFilter(`labels.a ~ x`); err == nil {
 		t.Error("a filter the fake cannot parse was accepted")
+	}
+}
+
+// An insert's service account is an email or default, with scopes that
+// are Google's auth URLs, as the API checks.
+func TestServiceAccountsChecked(t *testing.T) {
+	s := New(t, Options{})
+	base := s.URL + "/compute/v1/projects/sortie-test/zones/us-central1-a/instances"
+	vm := func(name, sa string) string {
+		return `{"name": "` + name + `", "machineType": "zones/us-central1-a/machineTypes/e2-standard-2",
+		"disks": [{"boot": true, "initializeParams": {"sourceImage": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"}}],
+		"networkInterfaces": [{}], "serviceAccounts": [` + sa + `]}`
+	}
+	for _, c := range []struct {
+		sa   string
+		code int
+	}{
+		{`{"email": "default", "scopes": ["https://www.googleapis.com/auth/devstorage.read_write"]}`, 200},
+		{`{"email": "ck@p.iam.gserviceaccount.com", "scopes": ["https://www.googleapis.com/auth/devstorage.read_write"]}`, 200},
+		{`{"email": "ckpts", "scopes": []}`, 400},
+		{`{"email": "default", "scopes": ["devstorage.read_write"]}`, 400},
+	} {
+		if code, doc := post(t, base, vm(fmt.Sprintf("vm-%d", s.Calls("instances.insert")), c.sa)); code != c.code {
+			t.Errorf("insert with %s = %d %v; want %d", c.sa, code, doc, c.code)
+		}
 	}
 }

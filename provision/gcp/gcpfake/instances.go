@@ -15,6 +15,9 @@ var (
 	labelKeyRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 	labelValueRE = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
 	portRE       = regexp.MustCompile(`^[0-9]{1,5}(-[0-9]{1,5})?$`)
+	// serviceAccountRE is a service account's email (a user-managed one's
+	// or the Compute Engine default's).
+	serviceAccountRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*@[a-z0-9][a-z0-9.:-]*\.gserviceaccount\.com$`)
 )
 
 // insert creates an instance as instances.insert does: a request id seen
@@ -110,6 +113,19 @@ func (s *Server) validate(zone string, in *computepb.Instance) *apiError {
 		}
 		if d.GetInitializeParams().GetDiskSizeGb() < 0 {
 			return invalid("Invalid value for field 'resource.disks[0].initializeParams.diskSizeGb': '%d'.", d.GetInitializeParams().GetDiskSizeGb())
+		}
+	}
+	if len(in.GetServiceAccounts()) > 1 {
+		return invalid("Invalid value for field 'resource.serviceAccounts': ''. At most one service account may be specified.")
+	}
+	for _, sa := range in.GetServiceAccounts() {
+		if e := sa.GetEmail(); e != "default" && !serviceAccountRE.MatchString(e) {
+			return invalid("Invalid value for field 'resource.serviceAccounts[0].email': '%s'. The service account is not an email or default.", e)
+		}
+		for _, sc := range sa.GetScopes() {
+			if !strings.HasPrefix(sc, "https://www.googleapis.com/auth/") {
+				return invalid("Invalid value for field 'resource.serviceAccounts[0].scopes[]': '%s'. Scopes must be https://www.googleapis.com/auth/ URLs.", sc)
+			}
 		}
 	}
 	for k, v := range in.GetLabels() {
