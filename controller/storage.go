@@ -92,6 +92,10 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, task *sch
 		if m.Create {
 			args = append(args, "-create")
 		}
+		if m.Store == schema.StoreGCS && c.Config.GCP.Project != "" {
+			// A new bucket is made in the project the gcp section names.
+			args = append(args, "-project", c.Config.GCP.Project)
+		}
 		if m.Source != "" {
 			src := m.Source
 			if !filepath.IsAbs(src) {

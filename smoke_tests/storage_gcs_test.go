@@ -2,21 +2,24 @@ package smoke_tests
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"sortie/controller/clouds"
 	"sortie/provision/bucket"
 	"sortie/provision/bucket/gcstest"
 )
 
 // gcsEnv is a user's world whose Cloud Storage is a stand-in of the
 // test's own on 127.0.0.1: the CLI, the controller and (on local) the
-// nodes' sync program find it through STORAGE_EMULATOR_HOST.
+// nodes' sync program find it through STORAGE_EMULATOR_HOST. The project
+// is named by config.yaml's gcp.project alone, where sortie makes buckets.
 func gcsEnv(t *testing.T) (*env, bucket.Store, *gcstest.Server) {
 	t.Helper()
 	f := gcstest.Start(t)
 	vars := map[string]string{
-		"STORAGE_EMULATOR_HOST": f.Host, "GOOGLE_CLOUD_PROJECT": "sortie-test",
+		"STORAGE_EMULATOR_HOST": f.Host, "GOOGLE_CLOUD_PROJECT": "", "CLOUDSDK_CORE_PROJECT": "", "GCLOUD_PROJECT": "",
 		"GOOGLE_APPLICATION_CREDENTIALS": "",
 	}
 	var extra []string
@@ -25,18 +28,23 @@ func gcsEnv(t *testing.T) (*env, bucket.Store, *gcstest.Server) {
 		t.Setenv(k, v)
 	}
 	e := newEnv(t, extra...)
+	e.config("gcp:\n  project: sortie-test\n")
 	st, err := bucket.NewGCS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.Project = "sortie-test"
 	t.Cleanup(func() { st.Close() })
 	return e, st, f
 }
 
 // The issue's scenario on local with store: gcs.
 func TestBucketCheckpointLocalGCS(t *testing.T) {
-	e, st, _ := gcsEnv(t)
+	e, st, f := gcsEnv(t)
 	checkpointScenario(t, e, st, "gcs")
+	if p := f.BucketProject("steps-ckpt"); p != "sortie-test" {
+		t.Errorf("the bucket was made in project %q, want gcp.project's sortie-test", p)
+	}
 }
 
 // A GCS bucket the launching credentials cannot read is refused at
@@ -65,5 +73,34 @@ func TestBucketRefusedAtLaunchGCS(t *testing.T) {
 	}
 	if out := e.must("jobs", "queue", "-o", "json").stdout; strings.Contains(out, `"id"`) {
 		t.Errorf("a refused launch stored a job:\n%s", out)
+	}
+}
+
+// sortie check's gcp section says what the credentials may do with Cloud
+// Storage, as the sync program finds: with the stand-in, that the
+// project's buckets are listed (and that an emulator has no IAM to ask);
+// when the listing is refused, that tasks with GCS buckets cannot launch.
+func TestCheckSaysWhatGCSAllows(t *testing.T) {
+	e, _, f := gcsEnv(t)
+	details := func() string {
+		var checks []clouds.Check
+		if err := json.Unmarshal([]byte(e.must("check", "-o", "json").stdout), &checks); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range checks {
+			if c.Cloud == "gcp" {
+				return strings.Join(c.Details, "\n")
+			}
+		}
+		t.Fatalf("no gcp section in %+v", checks)
+		return ""
+	}
+	if got := details(); !strings.Contains(got, "buckets: project sortie-test: buckets listed at the emulator "+f.Host) {
+		t.Errorf("gcp details:\n%s", got)
+	}
+	f.DenyProject("sortie-test")
+	if got := details(); !strings.Contains(got, "buckets: cannot be listed, so tasks with GCS buckets cannot launch: ") ||
+		!strings.Contains(got, "storage.buckets.list") {
+		t.Errorf("gcp details with the listing refused:\n%s", got)
 	}
 }

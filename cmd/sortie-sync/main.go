@@ -9,6 +9,10 @@
 //	sortie-sync check  -store S -bucket B [-create]
 //	sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
 //	sortie-sync delete -store S -bucket B
+//	sortie-sync access -store gcs [-project P]
+//
+// -project names the Google Cloud project GCS buckets are made in (and
+// access asks about); without it, the environment's.
 package main
 
 import (
@@ -38,7 +42,8 @@ func main() {
 const usage = `usage: sortie-sync down DIR | up DIR
        sortie-sync check  -store S -bucket B [-create]
        sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
-       sortie-sync delete -store S -bucket B`
+       sortie-sync delete -store S -bucket B
+       sortie-sync access -store gcs [-project P]`
 
 func run(ctx context.Context, args []string) int {
 	if len(args) < 1 {
@@ -61,7 +66,7 @@ func run(ctx context.Context, args []string) int {
 			return 1
 		}
 		return 0
-	case "check", "ensure", "delete":
+	case "check", "ensure", "delete", "access":
 		return bucketOp(ctx, args[0], args[1:])
 	}
 	fmt.Fprintln(os.Stderr, usage)
@@ -75,7 +80,8 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 	prefix := fs.String("prefix", "", "the objects' prefix")
 	create := fs.Bool("create", false, "a missing bucket is created (check: may be)")
 	source := fs.String("source", "", "a local path uploaded under the prefix, content-addressed")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *store == "" || *name == "" {
+	project := fs.String("project", "", "gcs: the Google Cloud project buckets are made in")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *store == "" || (*name == "") != (op == "access") {
 		fmt.Fprintln(os.Stderr, usage)
 		return 2
 	}
@@ -90,6 +96,24 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 			return exitDenied
 		}
 		return 1
+	}
+	if g, ok := st.(*bucket.GCS); ok && *project != "" {
+		g.Project = *project
+	}
+	if op == "access" {
+		a, ok := st.(interface {
+			Access(context.Context) (string, error)
+		})
+		if !ok {
+			fmt.Fprintf(os.Stderr, "sortie-sync access: store %s: its access is checked by sortie check's own section\n", *store)
+			return 2
+		}
+		line, err := a.Access(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Println(line)
+		return 0
 	}
 	if op == "delete" {
 		ok, err := st.Exists(ctx, *name)

@@ -28,8 +28,14 @@ type GCS struct {
 	// carries (a file no larger goes in a single request); 0 is the
 	// library's 16 MiB.
 	ChunkSize int
-	// Project is where Create makes buckets; "" finds it (Project).
+	// Project is where Create makes buckets; "" finds it (ProjectID).
 	Project string
+	// ResourceManager is the Resource Manager API's base URL Access asks
+	// about permissions; "" is Google's (none against an emulator).
+	ResourceManager string
+	// HTTPClient asks the Resource Manager; nil is one with application
+	// default credentials.
+	HTTPClient *http.Client
 
 	once       sync.Once
 	project    string

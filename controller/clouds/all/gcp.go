@@ -3,11 +3,13 @@ package all
 import (
 	"context"
 	"strings"
+	"time"
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/gcp"
+	"sortie/provision/node"
 )
 
 // GCP is Compute Engine. Credentials are application default credentials.
@@ -22,9 +24,32 @@ func GCP() clouds.Cloud {
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := gcp.Check(ctx, GCPConfig(cfg))
 			return clouds.NewCheck(r.Problems, err, [2]string{"credentials", r.CredentialSource},
-				[2]string{"project", r.Project}, [2]string{"regions", strings.Join(r.Regions, ", ")})
+				[2]string{"project", r.Project}, [2]string{"regions", strings.Join(r.Regions, ", ")},
+				[2]string{"buckets", gcsAccess(ctx, r.Project)})
 		},
 	}
+}
+
+// gcsAccess says what the credentials may do with Cloud Storage buckets in
+// project, as the sync program finds (it links the storage client, the
+// controller does not): whether it can list them, create and delete them.
+// What it lacks keeps tasks with GCS buckets from launching, not the
+// others, so it is a detail, never a problem.
+func gcsAccess(ctx context.Context, project string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	args := []string{"access", "-store", "gcs"}
+	if project != "" {
+		args = append(args, "-project", project)
+	}
+	code, msg, err := node.RunSync(ctx, args...)
+	switch {
+	case err != nil:
+		return "not checked: " + err.Error()
+	case code == 0:
+		return msg
+	}
+	return "cannot be listed, so tasks with GCS buckets cannot launch: " + msg
 }
 
 // GCPConfig maps the gcp: and ssh: sections onto the Compute Engine

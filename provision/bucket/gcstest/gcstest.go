@@ -46,8 +46,10 @@ type Server struct {
 	buckets map[string]*bucket
 	uploads map[string]*upload
 	denied  map[string]bool
-	gen     int64
-	calls   map[string]int
+	// deniedProjects may not have their buckets listed.
+	deniedProjects map[string]bool
+	gen            int64
+	calls          map[string]int
 	// pageSize bounds a listing's page; 0 is 1000, as the service's.
 	pageSize int
 }
@@ -73,7 +75,7 @@ type upload struct {
 // Start starts a stand-in on 127.0.0.1; the test's cleanup stops it.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{buckets: map[string]*bucket{}, uploads: map[string]*upload{}, denied: map[string]bool{}, calls: map[string]int{}}
+	s := &Server{buckets: map[string]*bucket{}, uploads: map[string]*upload{}, denied: map[string]bool{}, deniedProjects: map[string]bool{}, calls: map[string]int{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL
@@ -87,6 +89,14 @@ func (s *Server) Deny(bname string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.denied[bname] = true
+}
+
+// DenyProject makes a listing of project's buckets answer 403, as for
+// credentials without storage.buckets.list there.
+func (s *Server) DenyProject(project string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deniedProjects[project] = true
 }
 
 // SetPageSize bounds each page of an object listing (0: 1000).
@@ -117,6 +127,17 @@ func (s *Server) Buckets() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// BucketProject says which project a bucket was made in; "" when it was
+// not made through the API.
+func (s *Server) BucketProject(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.buckets[name]; b != nil {
+		return b.project
+	}
+	return ""
 }
 
 // Object returns an object's bytes.
@@ -282,6 +303,10 @@ func (s *Server) listBuckets(w http.ResponseWriter, project string) {
 	s.calls["bucket.list"]++
 	if project == "" {
 		apiError(w, http.StatusBadRequest, "required", "Required parameter: project")
+		return
+	}
+	if s.deniedProjects[project] {
+		apiError(w, http.StatusForbidden, "forbidden", "caller does not have storage.buckets.list access to the Google Cloud project "+project+".")
 		return
 	}
 	items := []any{}
