@@ -43,18 +43,7 @@ func TestGCSOnStandIn(t *testing.T) {
 	g, f := newFakeGCS(t)
 	g.ChunkSize = 256 << 10 // the smallest the API takes: a 1 MiB file is four requests
 	f.SetPageSize(1)
-	if ok, err := g.Exists(ctx, "ckpts"); err != nil || ok {
-		t.Fatalf("Exists before Create = %v, %v; want false", ok, err)
-	}
-	if err := g.Create(ctx, "ckpts"); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Create(ctx, "ckpts"); err != nil {
-		t.Fatalf("a second Create of one's own bucket: %v", err)
-	}
-	if ok, err := g.Exists(ctx, "ckpts"); err != nil || !ok {
-		t.Fatalf("Exists after Create = %v, %v", ok, err)
-	}
+	createTwice(t, g, "ckpts")
 	src := t.TempDir()
 	write(t, src+"/step-1", "1")
 	write(t, src+"/d/step-2", strings.Repeat("x", 1<<20))

@@ -10,6 +10,24 @@ import (
 	"sortie/provision/internal/testenv"
 )
 
+// createTwice makes a bucket that is not there yet, twice (the second
+// Create, of one's own bucket, is no error), and finds it.
+func createTwice(t *testing.T, st Store, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if ok, err := st.Exists(ctx, name); err != nil || ok {
+		t.Fatalf("Exists before Create = %v, %v; want false", ok, err)
+	}
+	for range 2 {
+		if err := st.Create(ctx, name); err != nil {
+			t.Fatalf("Create of %s: %v", name, err)
+		}
+	}
+	if ok, err := st.Exists(ctx, name); err != nil || !ok {
+		t.Fatalf("Exists after Create = %v, %v", ok, err)
+	}
+}
+
 // newMotoS3 is an S3 store on a moto_server of the test's own, found as a
 // user's would be: AWS_ENDPOINT_URL_S3 and the standard credentials.
 func newMotoS3(t *testing.T) *S3 {
@@ -33,18 +51,7 @@ func newMotoS3(t *testing.T) *S3 {
 func TestS3OnMoto(t *testing.T) {
 	ctx := context.Background()
 	s := newMotoS3(t)
-	if ok, err := s.Exists(ctx, "ckpts"); err != nil || ok {
-		t.Fatalf("Exists before Create = %v, %v; want false", ok, err)
-	}
-	if err := s.Create(ctx, "ckpts"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Create(ctx, "ckpts"); err != nil {
-		t.Fatalf("a second Create of one's own bucket: %v", err)
-	}
-	if ok, err := s.Exists(ctx, "ckpts"); err != nil || !ok {
-		t.Fatalf("Exists after Create = %v, %v", ok, err)
-	}
+	createTwice(t, s, "ckpts")
 	src := t.TempDir()
 	write(t, src+"/step-1", "1")
 	write(t, src+"/d/step-2", strings.Repeat("x", 1<<20))

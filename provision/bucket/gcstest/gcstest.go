@@ -438,12 +438,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, bname string) {
 			apiError(w, http.StatusBadRequest, "invalid", err.Error())
 			return
 		}
-		name := q.Get("name")
-		if name == "" {
-			name = meta.Name
-		}
-		if name == "" {
-			apiError(w, http.StatusBadRequest, "required", "Required: object name")
+		name, ok := objectName(w, q, meta)
+		if !ok {
 			return
 		}
 		if meta.CRC32C != "" && meta.CRC32C != crc32cOf(data) {
@@ -471,12 +467,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, bname string) {
 				return
 			}
 		}
-		name := q.Get("name")
-		if name == "" {
-			name = meta.Name
-		}
-		if name == "" {
-			apiError(w, http.StatusBadRequest, "required", "Required: object name")
+		name, ok := objectName(w, q, meta)
+		if !ok {
 			return
 		}
 		ctype := r.Header.Get("X-Upload-Content-Type")
@@ -492,6 +484,20 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, bname string) {
 	default:
 		apiError(w, http.StatusBadRequest, "invalid", "uploadType "+q.Get("uploadType")+" is not served by this stand-in")
 	}
+}
+
+// objectName is an upload's object: the name parameter, else the
+// metadata's; with neither, the request is answered 400.
+func objectName(w http.ResponseWriter, q url.Values, meta objectMeta) (string, bool) {
+	name := q.Get("name")
+	if name == "" {
+		name = meta.Name
+	}
+	if name == "" {
+		apiError(w, http.StatusBadRequest, "required", "Required: object name")
+		return "", false
+	}
+	return name, true
 }
 
 var contentRange = regexp.MustCompile(`^bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$`)
