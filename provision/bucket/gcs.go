@@ -150,7 +150,7 @@ func (g *GCS) Get(ctx context.Context, bucket, key string, w io.WriterAt) error 
 
 func (g *GCS) Put(ctx context.Context, bucket, key string, r io.Reader, size int64) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // an upload cut short is abandoned, not finished
+	defer cancel()
 	w := g.Client.Bucket(bucket).Object(key).NewWriter(ctx)
 	w.ContentType = "application/octet-stream"
 	if g.ChunkSize > 0 {
@@ -161,7 +161,7 @@ func (g *GCS) Put(ctx context.Context, bucket, key string, r io.Reader, size int
 		w.ChunkSize = 0
 	}
 	if _, err := io.Copy(w, r); err != nil {
-		w.CloseWithError(err)
+		cancel() // abandons the upload: no object of the bytes read so far
 		return "", gcsError("upload gs://"+bucket+"/"+key, err)
 	}
 	if err := w.Close(); err != nil {

@@ -235,3 +235,34 @@ func TestGCSAccess(t *testing.T) {
 		t.Fatalf("Access to another project: %v; want ErrDenied", err)
 	}
 }
+
+type failingReader struct{ n int }
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, errors.New("disk read error")
+	}
+	n := min(len(p), r.n)
+	r.n -= n
+	return n, nil
+}
+
+// A file that cannot be read to its end leaves no object behind: the
+// upload is abandoned, in one request or a resumable one alike.
+func TestGCSPutCutShort(t *testing.T) {
+	ctx := context.Background()
+	g, f := newFakeGCS(t)
+	g.ChunkSize = 256 << 10
+	if err := g.Create(ctx, "cut"); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{10, 600 << 10} {
+		_, err := g.Put(ctx, "cut", "k", &failingReader{n: size / 2}, int64(size))
+		if err == nil || !strings.Contains(err.Error(), "disk read error") {
+			t.Fatalf("Put of %d bytes whose read fails: %v", size, err)
+		}
+		if _, ok := f.Object("cut", "k"); ok {
+			t.Fatalf("Put of %d bytes cut short left an object", size)
+		}
+	}
+}
