@@ -1,7 +1,9 @@
 package bucket
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -157,11 +159,20 @@ func (g *GCS) Put(ctx context.Context, bucket, key string, r io.Reader, size int
 		w.ChunkSize = g.ChunkSize
 	}
 	if size >= 0 && int64(w.ChunkSize) > size {
-		// One request, however large the library's buffer would be.
-		w.ChunkSize = 0
+		// One request. The file is read whole first: the library ends a
+		// single request's body cleanly when its reader fails, which would
+		// make an object of the bytes read so far. Its MD5 goes with it,
+		// for the service to check.
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return "", gcsError("upload gs://"+bucket+"/"+key, err)
+		}
+		sum := md5.Sum(data)
+		w.ChunkSize, w.MD5 = 0, sum[:]
+		r = bytes.NewReader(data)
 	}
 	if _, err := io.Copy(w, r); err != nil {
-		cancel() // abandons the upload: no object of the bytes read so far
+		cancel() // abandons the resumable upload: its last request is never sent
 		return "", gcsError("upload gs://"+bucket+"/"+key, err)
 	}
 	if err := w.Close(); err != nil {

@@ -247,8 +247,9 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// A file that cannot be read to its end leaves no object behind: the
-// upload is abandoned, in one request or a resumable one alike.
+// A file that cannot be read to its end leaves no object behind, in one
+// request or a resumable upload alike (a single request's body used to end
+// cleanly after the bytes read, now and then making an object of them).
 func TestGCSPutCutShort(t *testing.T) {
 	ctx := context.Background()
 	g, f := newFakeGCS(t)

@@ -442,6 +442,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, bname string) {
 		if !ok {
 			return
 		}
+		if meta.MD5Hash != "" && meta.MD5Hash != md5Of(data) {
+			apiError(w, http.StatusBadRequest, "invalid", "Provided MD5 hash \""+meta.MD5Hash+"\" doesn't match calculated MD5 hash \""+md5Of(data)+"\".")
+			return
+		}
 		if meta.CRC32C != "" && meta.CRC32C != crc32cOf(data) {
 			apiError(w, http.StatusBadRequest, "invalid", "Provided CRC32C \""+meta.CRC32C+"\" doesn't match calculated CRC32C \""+crc32cOf(data)+"\".")
 			return
@@ -561,6 +565,7 @@ type objectMeta struct {
 	Name        string `json:"name"`
 	ContentType string `json:"contentType"`
 	CRC32C      string `json:"crc32c"`
+	MD5Hash     string `json:"md5Hash"`
 }
 
 // readMultipart reads a multipart/related upload: the metadata's JSON,
