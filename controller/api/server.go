@@ -355,7 +355,15 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	if err != nil {
 		return err
 	}
-	req := service.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner")}
+	limit, err := intQuery(r, "limit", 0)
+	if err != nil {
+		return err
+	}
+	before, err := intQuery(r, "before", 0)
+	if err != nil {
+		return err
+	}
+	req := service.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner"), Limit: limit, Before: int64(before)}
 	for _, v := range q["status"] {
 		for _, st := range strings.Split(v, ",") {
 			if st != "" {
