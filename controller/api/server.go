@@ -198,8 +198,14 @@ func (s *Server) user(r *http.Request) (*store.User, error) {
 		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized,
 			"this route needs a token: send Authorization: Bearer TOKEN (`sortie server users add NAME` makes one)")
 	}
-	hash := HashToken(strings.TrimSpace(token))
-	u, err := s.o.Store.UserByTokenHash(r.Context(), hash)
+	return UserByToken(r.Context(), s.o.Store, strings.TrimSpace(token))
+}
+
+// UserByToken is the user a token names: an unknown or revoked token is a
+// 401 error saying so. The dashboard signs in with it too.
+func UserByToken(ctx context.Context, st *store.Store, token string) (*store.User, error) {
+	hash := HashToken(token)
+	u, err := st.UserByTokenHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
 	}
