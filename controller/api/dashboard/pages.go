@@ -300,7 +300,7 @@ type nodeCode struct {
 }
 
 type tryRow struct {
-	Task, Attempt, Round int
+	Task, Attempt, Round      int
 	Where, Class, Message, At string
 }
 
