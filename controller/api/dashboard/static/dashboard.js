@@ -84,7 +84,9 @@
     } else {
       title.textContent = "The newest attempt";
     }
-    if (follow.checked) q.set("follow", "true");
+    // An attempt that has ended is shown whole; following it would go on
+    // into the attempts after it.
+    if (follow.checked && (!opts.attempt || opts.running)) q.set("follow", "true");
     let resp;
     try {
       resp = await fetch("/jobs/" + pre.dataset.job + "/logs?" + q.toString(), { credentials: "same-origin", signal: ctl.signal });
@@ -129,7 +131,7 @@
   document.addEventListener("click", function (e) {
     const b = e.target.closest("[data-log-job]");
     if (!b) return;
-    showLog({ task: b.dataset.logTask || "0", attempt: b.dataset.logAttempt || "" });
+    showLog({ task: b.dataset.logTask || "0", attempt: b.dataset.logAttempt || "", running: b.dataset.logRunning === "true" });
     pre.scrollIntoView({ block: "nearest" });
   });
   follow.addEventListener("change", function () {
