@@ -174,6 +174,10 @@ func TestDashboardRetryWithReasonAndOverride(t *testing.T) {
 	if st := submit("flaky disk", "resources.memory=lots"); st != http.StatusUnprocessableEntity {
 		t.Errorf("a bad override: HTTP %d", st)
 	}
+	// The field with the problem has the focus, so it is in view and read out.
+	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); err != nil || focused != "r-sets" {
+		t.Errorf("the focus is on %q (%v), want the overrides' field", focused, err)
+	}
 	screenshot(t, ctx, "retry-problem")
 	if got := text(t, ctx, "#r-sets-err"); !strings.Contains(got, "resources.memory") {
 		t.Errorf("the override's problem: %q", got)

@@ -6,6 +6,11 @@
 (function () {
   const poll = Number(document.body.dataset.poll) || 3000;
 
+  // A form the server refused: its first field with a problem has the
+  // focus, and so is in view, with its problem read out beside it.
+  const invalid = document.querySelector('form [aria-invalid="true"]');
+  if (invalid) invalid.focus();
+
   // refresh replaces a live region's content with the server's newest,
   // keeping the focus on the element (by id) that had it.
   async function refresh(region) {
