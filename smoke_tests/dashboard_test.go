@@ -1,13 +1,19 @@
 package smoke_tests
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -301,5 +307,94 @@ func TestDashboardCancelIsTheOwners(t *testing.T) {
 	}
 	if d := alice.waitStatus(id, lifecycle.Cancelled); d.CancelledBy == nil || *d.CancelledBy != "alice" {
 		t.Fatalf("cancelled by %v", d.CancelledBy)
+	}
+}
+
+// `sortie dashboard` serves the home's dashboard on 127.0.0.1 to the
+// home's own user: the link it prints signs in and the token leaves the
+// address; another token signs no one in; SIGTERM stops it. A bad port
+// is refused naming it. `server users add` prints each user's link.
+func TestDashboardCommand(t *testing.T) {
+	e := newEnv(t, "SORTIE_USER=carol")
+	id := e.launch(e.write("hello.yaml", "name: hello\nresources: {cloud: local}\nrun: echo hi\n"))
+	e.waitStatus(id, lifecycle.Succeeded)
+
+	cmd := exec.Command(e.bin, "dashboard")
+	cmd.Dir, cmd.Env = e.dir, e.environ()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+	}()
+	var link string
+	select {
+	case link = <-lines:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("sortie dashboard printed no link in 30s; stderr: %s", errb.String())
+	}
+	m := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+)/\?token=(sortie_[A-Za-z0-9_-]{43})$`).FindStringSubmatch(link)
+	if m == nil {
+		t.Fatalf("sortie dashboard printed %q, want http://127.0.0.1:PORT/?token=TOKEN", link)
+	}
+	base, tok := m[1], m[2]
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || len(resp.Cookies()) != 1 || resp.Cookies()[0].Value != tok {
+		t.Fatalf("the link: %d to %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.AddCookie(&http.Cookie{Name: "sortie_session", Value: token})
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, page := get(fmt.Sprintf("/jobs/%d", id), tok); code != 200 || !strings.Contains(page, "hello") || !strings.Contains(page, `id="user">carol<`) {
+		t.Fatalf("the job's page: %d\n%s", code, page)
+	}
+	if code, _ := get("/", "sortie_"+strings.Repeat("x", 43)); code != http.StatusUnauthorized {
+		t.Fatalf("another token: %d, want 401", code)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("sortie dashboard after SIGTERM: %v; stderr: %s", err, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sortie dashboard did not stop on SIGTERM")
+	}
+
+	if r := e.run("dashboard", "--port", "70000"); r.code != 2 || !strings.Contains(r.stderr, "--port 70000") {
+		t.Errorf("a bad port: exit %d, %q", r.code, r.stderr)
+	}
+	r := e.must("server", "users", "add", "dave", "--url", "https://sortie.example.com:8443/")
+	if want := "https://sortie.example.com:8443/?token=" + strings.TrimSpace(r.stdout); !strings.Contains(r.stderr, want) {
+		t.Errorf("users add printed %q, want the link %s", r.stderr, want)
+	}
+	if r := e.run("server", "users", "add", "erin", "--url", "sortie.example.com"); r.code != 2 || !strings.Contains(r.stderr, `--url "sortie.example.com"`) {
+		t.Errorf("a bad --url: exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -423,6 +423,12 @@ func TestJobPage(t *testing.T) {
 			t.Errorf("the job page lacks %q", want)
 		}
 	}
+	// The part a script refreshes is the job's summary and attempts alone,
+	// marked final once the job has ended.
+	resp, part := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d?partial=1", id), nil)
+	if resp.StatusCode != 200 || strings.Contains(part, "<html") || !strings.Contains(part, `id="attempt-0-1"`) || !strings.Contains(part, "data-final-now") {
+		t.Errorf("the job page's live part: %d\n%s", resp.StatusCode, part)
+	}
 	resp, body := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d/logs", id), nil)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("logs: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
