@@ -47,7 +47,7 @@ func TokenAuth(st *store.Store) func(ctx context.Context, token string) (*servic
 func OneToken(token string, who *service.Asker) func(ctx context.Context, token string) (*service.Asker, error) {
 	return func(_ context.Context, given string) (*service.Asker, error) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(given), []byte(token)) != 1 {
-			return nil, errors.New("the token is not this dashboard's: use the link `sortie dashboard` printed when it started")
+			return nil, &httpErr{status: http.StatusUnauthorized, msg: "the token is not this dashboard's: use the link `sortie dashboard` printed when it started"}
 		}
 		return who, nil
 	}
@@ -109,6 +109,17 @@ func (d *Dashboard) sessionFor(ctx context.Context, token string) (*session, err
 	return &session{asker: a, csrf: csrfToken(token), svc: &svc}, nil
 }
 
+// refused says whether err refuses a token (401), rather than tells of
+// a store that could not be asked: only a refused token signs out.
+func refused(err error) bool {
+	var he *httpErr
+	if errors.As(err, &he) {
+		return he.status == http.StatusUnauthorized
+	}
+	status, _ := api.Detail(err)
+	return status == http.StatusUnauthorized
+}
+
 // withoutToken is the request's address without its token parameter.
 func withoutToken(u *url.URL) string {
 	q := u.Query()
@@ -139,6 +150,9 @@ func (d *Dashboard) page(h func(w http.ResponseWriter, r *http.Request, s *sessi
 		w.Header().Set("Cache-Control", "no-store")
 		if tok := r.URL.Query().Get("token"); tok != "" {
 			s, err := d.sessionFor(r.Context(), strings.TrimSpace(tok))
+			if err != nil && !refused(err) {
+				return "", err
+			}
 			if err != nil {
 				return "", d.signInForm(w, r, withoutToken(r.URL), http.StatusUnauthorized, err)
 			}
@@ -147,6 +161,9 @@ func (d *Dashboard) page(h func(w http.ResponseWriter, r *http.Request, s *sessi
 			return s.asker.Name, nil
 		}
 		s, err := d.signedIn(r)
+		if err != nil && !refused(err) {
+			return "", err
+		}
 		if err != nil {
 			clearSession(w, r)
 			if partOfPage(r) {
@@ -180,6 +197,9 @@ func (d *Dashboard) action(h func(w http.ResponseWriter, r *http.Request, s *ses
 			return "", err
 		}
 		s, err := d.signedIn(r)
+		if err != nil && !refused(err) {
+			return "", err
+		}
 		if err != nil {
 			clearSession(w, r)
 			return "", &httpErr{status: http.StatusUnauthorized, msg: err.Error()}
@@ -230,6 +250,9 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) (string, erro
 		return "", d.signInForm(w, r, next, http.StatusUnauthorized, errors.New("give your token: `sortie server users add NAME` printed it"))
 	}
 	s, err := d.sessionFor(r.Context(), tok)
+	if err != nil && !refused(err) {
+		return "", err
+	}
 	if err != nil {
 		return "", d.signInForm(w, r, next, http.StatusUnauthorized, err)
 	}

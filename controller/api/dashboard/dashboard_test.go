@@ -490,3 +490,29 @@ func TestOneToken(t *testing.T) {
 		t.Error("an empty token signed in")
 	}
 }
+
+// Only a refused token signs out: a store that cannot be asked is an
+// error of its own, and the session cookie stays.
+func TestSignInErrorsThatAreNotRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		status  int
+		signOut bool
+	}{
+		{&httpErr{status: http.StatusUnauthorized, msg: "revoked"}, http.StatusUnauthorized, true},
+		{fmt.Errorf("read users: %w", store.ErrBusy), http.StatusServiceUnavailable, false},
+	} {
+		d, err := New(Options{Auth: func(context.Context, string) (*service.Asker, error) { return nil, tc.err }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/", nil)
+		r.AddCookie(&http.Cookie{Name: CookieName, Value: "sortie_x"})
+		d.ServeHTTP(rec, r)
+		c := sessionCookie(rec.Result())
+		if rec.Code != tc.status || (c != nil) != tc.signOut {
+			t.Errorf("%v: %d, cookie %v; want %d, signed out %t", tc.err, rec.Code, c, tc.status, tc.signOut)
+		}
+	}
+}

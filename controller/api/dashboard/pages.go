@@ -433,10 +433,12 @@ func pathID(r *http.Request) (int64, error) {
 
 // logs is a job's log, the API's stream: newline-delimited JSON.
 func (d *Dashboard) logs(w http.ResponseWriter, r *http.Request, s *session) error {
-	if err := api.StreamLogs(w, r, s.svc); err != nil {
-		return api.WriteError(w, err)
+	err := api.StreamLogs(w, r, s.svc)
+	if sw, ok := w.(*statusWriter); err == nil || (ok && sw.status != 0) {
+		return err // the stream had begun: its error is only logged
 	}
-	return nil
+	// Before the stream: the API's JSON error, which the page's script reads.
+	return api.WriteError(w, err)
 }
 
 // failureRow is one known failure.
