@@ -117,7 +117,8 @@ type AWSConfig struct {
 	// (http://169.254.169.254). Tests point it at a simulator.
 	IMDSEndpoint string `json:"imds_endpoint"`
 	// InstanceProfile is the IAM instance profile, a name or an ARN, of
-	// the instances of tasks with buckets.
+	// the instances of tasks with buckets; "" is sortie's own, sortie-node,
+	// which sortie creates the first time it is needed.
 	InstanceProfile string `json:"instance_profile"`
 }
 
