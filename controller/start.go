@@ -182,7 +182,7 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	maps.Copy(env, sizeEnv(attemptResources(task, a)))
 	c.pause(PauseStarting, j.ID, a.Attempt)
 	source, endpoint := c.noticeSource(a.Cloud)
-	storage, fuse, storageEnv, err := c.storageSpec(task, a.Cloud)
+	storage, fuse, storageEnv, err := c.storageSpec(task, a.Cloud, a.Region)
 	if err != nil {
 		return provision.Prechecks(fmt.Errorf("file_mounts: %w", err))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/provision/aws"
 	"sortie/provision/bucket"
 	"sortie/provision/cloudtest"
 )
@@ -20,29 +21,36 @@ import (
 func s3Env(t *testing.T) (*env, bucket.Store) {
 	t.Helper()
 	m := cloudtest.StartMoto(t)
-	vars := map[string]string{
-		"AWS_ENDPOINT_URL_S3": m.URL, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+	st := s3Store(t, m.URL)
+	e := newEnv(t, "AWS_ENDPOINT_URL_S3="+m.URL, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
+		"AWS_REGION=us-east-1", "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull, "AWS_CONFIG_FILE="+os.DevNull)
+	return e, st
+}
+
+// s3Store is the test's own view of the S3 at endpoint, to look into the
+// buckets; the environment it sets is the test process's only.
+func s3Store(t *testing.T, endpoint string) bucket.Store {
+	t.Helper()
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_S3": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
 		"AWS_REGION": "us-east-1", "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_CONFIG_FILE": os.DevNull,
-	}
-	var extra []string
-	for k, v := range vars {
-		extra = append(extra, k+"="+v)
+		"AWS_EC2_METADATA_DISABLED": "true",
+	} {
 		t.Setenv(k, v)
 	}
-	e := newEnv(t, extra...)
 	st, err := bucket.NewS3(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, st
+	return st
 }
 
 // stepsTask writes step-1 … step-5 into a MOUNT_CACHED bucket at
 // checkpoints, starting after the last step it finds there; attempt 1
-// stops after step 3 (touching ready) until a notice stops it. scratch is
-// a persistent: false bucket.
-func stepsTask(ready, store, ckpt, scratch string) string {
-	return `resources: {cloud: local}
+// stops after step 3 (touching ready) until a notice stops it (then it
+// touches stopped). scratch is a persistent: false bucket.
+func stepsTask(resources, ready, stopped, store, ckpt, scratch string) string {
+	return `resources: ` + resources + `
 file_mounts:
   checkpoints: {name: ` + ckpt + `, store: ` + store + `, mode: MOUNT_CACHED}
   scratch: {name: ` + scratch + `, store: ` + store + `, mode: MOUNT_CACHED, persistent: false}
@@ -54,7 +62,7 @@ run: |
   for i in $(seq $start 5); do
     echo "$i" > checkpoints/step-$i
     if [ "$i" = 3 ] && [ "$SORTIE_ATTEMPT" = 1 ]; then
-      trap 'echo "stopped after step 3"; exit 143' TERM
+      trap 'echo "stopped after step 3"; touch ` + stopped + `; exit 143' TERM
       touch ` + ready + `
       while :; do sleep 0.05; done
     fi
@@ -62,21 +70,32 @@ run: |
 `
 }
 
-// The issue's scenario on local with S3: attempt 1 writes steps 1-3 and is
-// preempted with a notice; its last upload runs before its exit code, so
-// attempt 2, on a new cluster with an empty directory, downloads steps
-// 1-3, starts at step 4 and succeeds; the bucket holds step 5, and the
-// persistent: false bucket is gone.
-func TestBucketCheckpointLocalS3(t *testing.T) {
-	e, st := s3Env(t)
-	ready := filepath.Join(e.dir, "ready")
-	id := e.launch(e.write("task.yaml", stepsTask(ready, "s3", "steps-ckpt", "steps-scratch")))
+// checkpointCase is one cloud's part of the checkpoint scenario.
+type checkpointCase struct {
+	resources string // the task's resources, a YAML flow mapping
+	// preempt gives the first attempt a preemption notice; stopped
+	// appears once its task has heard it.
+	preempt func(id int64, stopped string)
+}
+
+// checkpointScenario is the issue's scenario: attempt 1 writes steps 1-3
+// and is preempted with a notice; its last upload runs before its exit
+// code, so attempt 2, on a new cluster with an empty directory, downloads
+// steps 1-3, starts at step 4 and succeeds; the bucket holds step 5, and
+// the persistent: false bucket is gone.
+func checkpointScenario(t *testing.T, e *env, st bucket.Store, c checkpointCase) {
+	t.Helper()
+	ready, stopped := filepath.Join(e.dir, "ready"), filepath.Join(e.dir, "stopped")
+	id := e.launch(e.write("task.yaml", stepsTask(c.resources, ready, stopped, "s3", "steps-ckpt", "steps-scratch")))
 	waitFile(t, ready)
 	e.waitStatus(id, "RUNNING")
-	e.must("local", "preempt", strconv.FormatInt(id, 10), "--notice", "30s")
+	c.preempt(id, stopped)
 	d := e.waitStatus(id, "SUCCEEDED")
 	if len(d.Attempts) != 2 || deref(d.Attempts[0].Outcome) != "preempted" {
 		t.Fatalf("attempts %+v; want 2, the first preempted", d.Attempts)
+	}
+	if d.Attempts[0].Cluster == d.Attempts[1].Cluster {
+		t.Errorf("attempt 2 ran on attempt 1's cluster %s", d.Attempts[0].Cluster)
 	}
 	logs := e.must("jobs", "logs", strconv.FormatInt(id, 10), "--attempt", "2").stdout
 	if !strings.Contains(logs, "attempt 2 starts at step 4") {
@@ -112,5 +131,58 @@ func TestBucketCheckpointLocalS3(t *testing.T) {
 	show := e.must("jobs", "show", strconv.FormatInt(id, 10)).stdout
 	if !strings.Contains(show, "Buckets:") || !strings.Contains(show, "s3://steps-ckpt") {
 		t.Errorf("jobs show lacks the buckets:\n%s", show)
+	}
+}
+
+// On local with S3, the notice from `sortie local preempt --notice`.
+func TestBucketCheckpointLocalS3(t *testing.T) {
+	e, st := s3Env(t)
+	checkpointScenario(t, e, st, checkpointCase{
+		resources: "{cloud: local}",
+		preempt: func(id int64, _ string) {
+			e.must("local", "preempt", strconv.FormatInt(id, 10), "--notice", "30s")
+		},
+	})
+}
+
+// On aws against moto (EC2, IAM and S3), with the private sshd playing
+// every instance: the instances get sortie's instance profile, which
+// sortie makes; each node's sync program takes the role's credentials
+// from the instance metadata service (AWS's simulator, through
+// aws.imds_endpoint, which the controller passes to it with the region
+// and the S3 endpoint), and the spot interruption notice comes from there
+// too, shown once the task is at step 3 and hidden once it has been heard.
+func TestBucketCheckpointAWSS3(t *testing.T) {
+	e := newAWSEnv(t)
+	st := s3Store(t, e.moto.URL)
+	imds := startIMDSGate(t)
+	cfg, err := os.ReadFile(filepath.Join(e.home, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.config(strings.Replace(string(cfg), "aws:\n", "aws:\n  imds_endpoint: "+imds.URL+"\n", 1))
+	checkpointScenario(t, e.env, st, checkpointCase{
+		resources: "{cloud: aws, region: us-east-1, instance_type: t3.micro, use_spot: true}",
+		preempt: func(_ int64, stopped string) {
+			// The running instance has sortie's profile (moto forgets it
+			// once an instance is terminated).
+			raw, err := cloudtest.Call(context.Background(), e.moto.URL, "us-east-1", "DescribeInstances", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(raw), "instance-profile/"+aws.NodeProfileName); n != 1 {
+				t.Errorf("%d instances have the profile %s, want attempt 1's", n, aws.NodeProfileName)
+			}
+			imds.notice(true)
+			waitFile(t, stopped)
+			imds.notice(false)
+		},
+	})
+	if imds.credentialCalls() == 0 {
+		t.Error("no node asked the instance metadata service for the role's credentials")
+	}
+	e.must("controller", "stop")
+	if live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1"); len(live) != 0 {
+		t.Errorf("instances left running: %v", live)
 	}
 }
