@@ -2,6 +2,7 @@ package smoke_tests
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"sortie/provision/aws"
 	"sortie/provision/bucket"
@@ -184,5 +189,53 @@ func TestBucketCheckpointAWSS3(t *testing.T) {
 	e.must("controller", "stop")
 	if live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1"); len(live) != 0 {
 		t.Errorf("instances left running: %v", live)
+	}
+}
+
+// The dry run warns of an S3 bucket in another region than the task's
+// AWS placements, naming both regions, and still passes the file; a
+// bucket in the task's region, or a storage mount sortie will create,
+// draws no warning.
+func TestDryRunWarnsOfAFarBucket(t *testing.T) {
+	e, st := s3Env(t)
+	s3c := st.(*bucket.S3).Client
+	if _, err := s3c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: awssdk.String("far-data"),
+		CreateBucketConfiguration: &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraintEuWest1}},
+		func(o *s3.Options) { o.Region = "eu-west-1" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Create(context.Background(), "near-data"); err != nil {
+		t.Fatal(err)
+	}
+	e.write("task.yaml", `resources: {cloud: aws, region: us-east-1, instance_type: t3.micro}
+file_mounts:
+  /data: s3://far-data/imagenet
+  /near: s3://near-data
+  /ckpt: {name: new-ckpts, store: s3, mode: MOUNT_CACHED}
+run: ls /data
+`)
+	r := e.run("jobs", "launch", "--dry-run", "task.yaml", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var plan struct {
+		Warnings []string `json:"warnings"`
+		Missing  []string `json:"missing"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	var far []string
+	for _, w := range plan.Warnings {
+		if strings.Contains(w, "bucket") {
+			far = append(far, w)
+		}
+	}
+	if len(far) != 1 || !strings.Contains(far[0], "file_mounts./data") || !strings.Contains(far[0], "far-data is in eu-west-1") ||
+		!strings.Contains(far[0], "may run in us-east-1") {
+		t.Errorf("warnings %q; want one, of far-data, naming eu-west-1 and us-east-1", plan.Warnings)
+	}
+	if !strings.Contains(r.stderr, "warning: file_mounts./data: bucket far-data is in eu-west-1") {
+		t.Errorf("stderr lacks the warning: %q", r.stderr)
 	}
 }

@@ -9,6 +9,7 @@
 //	sortie-sync check  -store S -bucket B [-create]
 //	sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
 //	sortie-sync delete -store S -bucket B
+//	sortie-sync region -store S -bucket B
 package main
 
 import (
@@ -38,7 +39,8 @@ func main() {
 const usage = `usage: sortie-sync down DIR | up DIR
        sortie-sync check  -store S -bucket B [-create]
        sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
-       sortie-sync delete -store S -bucket B`
+       sortie-sync delete -store S -bucket B
+       sortie-sync region -store S -bucket B`
 
 func run(ctx context.Context, args []string) int {
 	if len(args) < 1 {
@@ -61,7 +63,7 @@ func run(ctx context.Context, args []string) int {
 			return 1
 		}
 		return 0
-	case "check", "ensure", "delete":
+	case "check", "ensure", "delete", "region":
 		return bucketOp(ctx, args[0], args[1:])
 	}
 	fmt.Fprintln(os.Stderr, usage)
@@ -90,6 +92,9 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 			return exitDenied
 		}
 		return 1
+	}
+	if op == "region" {
+		return printRegion(ctx, st, *name, fail)
 	}
 	if op == "delete" {
 		ok, err := st.Exists(ctx, *name)
@@ -138,5 +143,30 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 			fmt.Printf("source %s: the bucket holds it already\n", *source)
 		}
 	}
+	return 0
+}
+
+// regioner is a store that can tell where a bucket lives.
+type regioner interface {
+	Region(ctx context.Context, bucket string) (region string, ok bool, err error)
+}
+
+// printRegion prints the bucket's region, for the dry run's warning of a
+// bucket far from the cluster; it prints nothing for a store that has no
+// regions.
+func printRegion(ctx context.Context, st bucket.Store, name string, fail func(error) int) int {
+	r, ok := st.(regioner)
+	if !ok {
+		return 0
+	}
+	region, found, err := r.Region(ctx, name)
+	if err != nil {
+		return fail(err)
+	}
+	if !found {
+		fmt.Fprintf(os.Stderr, "sortie-sync region: bucket %s does not exist\n", name)
+		return exitMissing
+	}
+	fmt.Println(region)
 	return 0
 }
