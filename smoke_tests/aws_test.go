@@ -187,6 +187,10 @@ func TestCheckSaysWhatAWSLacks(t *testing.T) {
 	if !byCloud["local"].OK || !byCloud["aws"].OK || !strings.Contains(strings.Join(byCloud["aws"].Details, " "), "us-east-1") {
 		t.Errorf("with moto and test credentials: %+v", checks)
 	}
+	details := strings.Join(byCloud["aws"].Details, "\n")
+	if !strings.Contains(details, "buckets: the credentials list S3 buckets") || !strings.Contains(details, "instance profile: sortie-node does not exist yet") {
+		t.Errorf("aws details lack the buckets and the instance profile:\n%s", details)
+	}
 	// Without credentials: disabled, and says what to set.
 	bare := newEnv(t, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null", "AWS_PROFILE=")
