@@ -14,7 +14,7 @@ import (
 // nodeProfileWrites are the IAM permissions sortie's first launch with
 // buckets needs when aws.instance_profile is unset; iam:PassRole is
 // RunInstances' (giving the role to the instances), every launch.
-const nodeProfileWrites = "iam:CreateRole, iam:PutRolePolicy, iam:CreateInstanceProfile, iam:AddRoleToInstanceProfile and iam:PassRole"
+const nodeProfileWrites = "iam:CreateRole, iam:TagRole, iam:PutRolePolicy, iam:CreateInstanceProfile, iam:TagInstanceProfile, iam:AddRoleToInstanceProfile and iam:PassRole"
 
 // checkBuckets says whether the credentials can list S3 buckets (S3 at
 // AWS_ENDPOINT_URL_S3 when set, as the sync program uses it) and what
