@@ -2,8 +2,13 @@ package bucket
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
@@ -32,3 +37,53 @@ func TestS3RegionOnMoto(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// farS3 is an S3 whose one bucket, far, lives in eu-west-1: a request
+// signed for another region is redirected, as S3 does, with the bucket's
+// region in x-amz-bucket-region.
+func farS3(t *testing.T) (*S3, *int) {
+	t.Helper()
+	redirects := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Amz-Bucket-Region", "eu-west-1")
+		if !strings.Contains(r.Header.Get("Authorization"), "/eu-west-1/s3/aws4_request") {
+			redirects++
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusMovedPermanently)
+			if r.Method != http.MethodHead {
+				w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed using the specified endpoint.</Message></Error>`))
+			}
+			return
+		}
+		switch {
+		case r.Method == http.MethodHead && r.URL.Path == "/far":
+		case r.Method == http.MethodGet && r.URL.Path == "/far" && r.URL.Query().Get("list-type") == "2":
+			w.Header().Set("Content-Type", "application/xml")
+			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>far</Name><KeyCount>1</KeyCount><IsTruncated>false</IsTruncated>` +
+				`<Contents><Key>step-1</Key><Size>1</Size><ETag>"e1"</ETag><LastModified>2026-11-30T12:00:00.000Z</LastModified></Contents></ListBucketResult>`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", "")})
+	return NewS3Client(c), &redirects
+}
+
+// A bucket in another region than the client's is reached there: found,
+// listed, its region asked once.
+func TestS3ReachesABucketInItsRegion(t *testing.T) {
+	ctx := context.Background()
+	s, redirects := farS3(t)
+	if ok, err := s.Exists(ctx, "far"); err != nil || !ok {
+		t.Fatalf("Exists(far) = %v, %v; want true", ok, err)
+	}
+	objs, err := s.List(ctx, "far", "")
+	if err != nil || len(objs) != 1 || objs[0].Key != "step-1" {
+		t.Fatalf("List(far) = %+v, %v; want step-1", objs, err)
+	}
+	if *redirects != 1 {
+		t.Errorf("%d requests went to the wrong region, want 1 (the region's lookup)", *redirects)
+	}
+}
