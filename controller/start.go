@@ -58,7 +58,7 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 		// No retry can fix these: fail the job rather than start it wrong.
 		return c.endLaunch(ctx, j, a, nil, true, problem)
 	}
-	if problem, err := c.prepareBuckets(ctx, j, task); err != nil {
+	if problem, err := c.prepareBuckets(ctx, j, a, task); err != nil {
 		return fmt.Errorf("prepare the buckets: %w", err)
 	} else if problem != "" {
 		return c.endLaunch(ctx, j, a, nil, true, problem)

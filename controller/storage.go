@@ -107,7 +107,9 @@ func localStorageEnv() map[string]string {
 // already moves nothing), before the task's nodes start. problem, when
 // set, is why no retry can help (the bucket cannot be read, a URL's
 // bucket does not exist); err is worth a retry.
-func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, task *schema.Task) (problem string, err error) {
+//
+// On aws, a new S3 bucket is made in the attempt's region.
+func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.Attempt, task *schema.Task) (problem string, err error) {
 	mounts, probs := task.Buckets("")
 	if len(probs) > 0 {
 		return (&schema.ValidationError{Problems: probs}).Error(), nil
@@ -116,6 +118,9 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, task *sch
 		args := []string{"ensure", "-store", m.Store, "-bucket", m.Bucket, "-prefix", m.Prefix}
 		if m.Create {
 			args = append(args, "-create")
+			if a.Cloud == "aws" && m.Store == schema.StoreS3 && a.Region != "" {
+				args = append(args, "-region", a.Region)
+			}
 		}
 		if m.Source != "" {
 			src := m.Source

@@ -165,13 +165,15 @@ func TestBucketCheckpointAWSS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.config(strings.Replace(string(cfg), "aws:\n", "aws:\n  imds_endpoint: "+imds.URL+"\n", 1))
+	// In us-west-2, where the controller's S3 client (us-east-1) is not.
+	conf := strings.Replace(string(cfg), "aws:\n", "aws:\n  imds_endpoint: "+imds.URL+"\n", 1)
+	e.config(strings.Replace(conf, "regions: [us-east-1]", "regions: [us-west-2]", 1))
 	checkpointScenario(t, e.env, st, checkpointCase{
-		resources: "{cloud: aws, region: us-east-1, instance_type: t3.micro, use_spot: true}",
+		resources: "{cloud: aws, region: us-west-2, instance_type: t3.micro, use_spot: true}",
 		preempt: func(_ int64, stopped string) {
 			// The running instance has sortie's profile (moto forgets it
 			// once an instance is terminated).
-			raw, err := cloudtest.Call(context.Background(), e.moto.URL, "us-east-1", "DescribeInstances", nil)
+			raw, err := cloudtest.Call(context.Background(), e.moto.URL, "us-west-2", "DescribeInstances", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,8 +188,12 @@ func TestBucketCheckpointAWSS3(t *testing.T) {
 	if imds.credentialCalls() == 0 {
 		t.Error("no node asked the instance metadata service for the role's credentials")
 	}
+	// The storage mount's new bucket was made where the cluster is.
+	if r, ok, err := st.(*bucket.S3).Region(context.Background(), "steps-ckpt"); err != nil || !ok || r != "us-west-2" {
+		t.Errorf("steps-ckpt is in %q (%v, %v), want us-west-2, the cluster's region", r, ok, err)
+	}
 	e.must("controller", "stop")
-	if live := cloudtest.LiveInstances(t, e.moto.URL, "us-east-1"); len(live) != 0 {
+	if live := cloudtest.LiveInstances(t, e.moto.URL, "us-west-2"); len(live) != 0 {
 		t.Errorf("instances left running: %v", live)
 	}
 }

@@ -7,7 +7,7 @@
 //
 //	sortie-sync down DIR | up DIR
 //	sortie-sync check  -store S -bucket B [-create]
-//	sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
+//	sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
 //	sortie-sync delete -store S -bucket B
 //	sortie-sync region -store S -bucket B
 package main
@@ -38,7 +38,7 @@ func main() {
 
 const usage = `usage: sortie-sync down DIR | up DIR
        sortie-sync check  -store S -bucket B [-create]
-       sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
+       sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
        sortie-sync delete -store S -bucket B
        sortie-sync region -store S -bucket B`
 
@@ -77,6 +77,7 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 	prefix := fs.String("prefix", "", "the objects' prefix")
 	create := fs.Bool("create", false, "a missing bucket is created (check: may be)")
 	source := fs.String("source", "", "a local path uploaded under the prefix, content-addressed")
+	region := fs.String("region", "", "where a missing bucket is created (a store with regions); default the store's")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *store == "" || *name == "" {
 		fmt.Fprintln(os.Stderr, usage)
 		return 2
@@ -127,7 +128,11 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 		return 0
 	}
 	if !ok {
-		if err := st.Create(ctx, *name); err != nil {
+		create := st.Create
+		if rc, isRegional := st.(regionalCreator); isRegional && *region != "" {
+			create = func(ctx context.Context, b string) error { return rc.CreateIn(ctx, b, *region) }
+		}
+		if err := create(ctx, *name); err != nil {
 			return fail(err)
 		}
 	}
@@ -144,6 +149,11 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 		}
 	}
 	return 0
+}
+
+// regionalCreator is a store whose buckets are made in a region.
+type regionalCreator interface {
+	CreateIn(ctx context.Context, bucket, region string) error
 }
 
 // regioner is a store that can tell where a bucket lives.

@@ -120,11 +120,24 @@ func (s *S3) Exists(ctx context.Context, bucket string) (bool, error) {
 }
 
 func (s *S3) Create(ctx context.Context, bucket string) error {
-	in := &s3.CreateBucketInput{Bucket: &bucket}
-	if r := s.Client.Options().Region; r != "" && r != "us-east-1" {
-		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	return s.CreateIn(ctx, bucket, "")
+}
+
+// CreateIn makes the bucket in region ("" is the client's): a storage
+// mount's new bucket goes where the cluster is.
+func (s *S3) CreateIn(ctx context.Context, bucket, region string) error {
+	if region == "" {
+		region = s.Client.Options().Region
 	}
-	_, err := s.Client.CreateBucket(ctx, in)
+	in := &s3.CreateBucketInput{Bucket: &bucket}
+	if region != "" && region != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
+	}
+	_, err := s.Client.CreateBucket(ctx, in, func(o *s3.Options) {
+		if region != "" {
+			o.Region = region
+		}
+	})
 	var owned *types.BucketAlreadyOwnedByYou
 	if errors.As(err, &owned) {
 		return nil

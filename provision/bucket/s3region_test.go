@@ -87,3 +87,18 @@ func TestS3ReachesABucketInItsRegion(t *testing.T) {
 		t.Errorf("%d requests went to the wrong region, want 1 (the region's lookup)", *redirects)
 	}
 }
+
+// CreateIn makes the bucket in the region asked, whatever the client's.
+func TestS3CreateInARegion(t *testing.T) {
+	ctx := context.Background()
+	s := newMotoS3(t) // a us-east-1 client
+	if err := s.CreateIn(ctx, "near-cluster", "ap-southeast-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateIn(ctx, "near-cluster", "ap-southeast-2"); err != nil {
+		t.Fatalf("a second CreateIn of one's own bucket: %v", err)
+	}
+	if r, ok, err := s.Region(ctx, "near-cluster"); err != nil || !ok || r != "ap-southeast-2" {
+		t.Errorf("Region = %q, %v, %v; want ap-southeast-2", r, ok, err)
+	}
+}
