@@ -18,10 +18,48 @@ import (
 	"sortie/provision/internal/testenv"
 )
 
+// The instance profile of tasks with buckets, phase after phase on one
+// emulated account (each moto takes seconds to start); resetProfile puts
+// the account back as it was between phases that need it clean.
+func TestInstanceProfile(t *testing.T) {
+	e := newEnv(t)
+	for _, phase := range []struct {
+		name string
+		run  func(*testing.T, *env)
+	}{
+		{"named", namedInstanceProfile},
+		{"denied", nodeProfileDeniedSaysWhat},
+		{"half made", nodeProfileFinishesHalfMade},
+		{"made once and given", nodeProfileMadeOnceAndGiven},
+		{"waits for a new profile", runInstancesWaitsForNewProfile},
+	} {
+		resetProfile(t, e)
+		e.proxy.ResetCalls()
+		if !t.Run(phase.name, func(t *testing.T) { phase.run(t, e) }) {
+			return
+		}
+	}
+}
+
+// resetProfile deletes sortie-node's profile and role, as the README
+// says to.
+func resetProfile(t *testing.T, e *env) {
+	t.Helper()
+	ctx := testContext(t)
+	api := iamOf(t, e)
+	name, role := awssdk.String(NodeProfileName), awssdk.String(NodeRoleName)
+	api.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: name, RoleName: role})
+	api.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: name})
+	api.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: role, PolicyName: awssdk.String(NodePolicyName)})
+	api.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: role})
+	if _, err := api.GetRole(ctx, &iam.GetRoleInput{RoleName: role}); !isIAM(err, "NoSuchEntity") {
+		t.Fatalf("the role is still there after the reset: %v", err)
+	}
+}
+
 // A task with buckets gets aws.instance_profile on its instances (a name,
 // or an ARN) and sortie makes nothing in IAM; a task without gets none.
-func TestRunInputNamedInstanceProfile(t *testing.T) {
-	e := newEnv(t)
+func namedInstanceProfile(t *testing.T, e *env) {
 	ctx := testContext(t)
 	s := spec(902, 1, zone("us-east-1a"), spot())
 	s.Buckets = true
@@ -56,8 +94,7 @@ func iamOf(t *testing.T, e *env) *iam.Client {
 // role sortie-node (trusted by EC2, with the node's S3 permissions and
 // nothing else) and the profile holding it; the instances get it; a
 // second provider (a restarted controller) finds them and makes nothing.
-func TestNodeProfileMadeOnceAndGiven(t *testing.T) {
-	e := newEnv(t)
+func nodeProfileMadeOnceAndGiven(t *testing.T, e *env) {
 	ctx := testContext(t)
 	s := spec(903, 1, zone("us-east-1a"), spot())
 	s.Buckets = true
@@ -120,8 +157,7 @@ func TestNodeProfileMadeOnceAndGiven(t *testing.T) {
 
 // A crash between creating the role and the profile leaves a role alone;
 // the next launch makes what is missing and keeps the role.
-func TestNodeProfileFinishesHalfMade(t *testing.T) {
-	e := newEnv(t)
+func nodeProfileFinishesHalfMade(t *testing.T, e *env) {
 	ctx := testContext(t)
 	api := iamOf(t, e)
 	if _, err := api.CreateRole(ctx, &iam.CreateRoleInput{RoleName: awssdk.String(NodeRoleName), AssumeRolePolicyDocument: awssdk.String(nodeTrustPolicy)}); err != nil {
@@ -147,8 +183,7 @@ func TestNodeProfileFinishesHalfMade(t *testing.T) {
 
 // Credentials that may not create the role: the launch fails prechecks,
 // naming the permission and the way out.
-func TestNodeProfileDeniedSaysWhat(t *testing.T) {
-	e := newEnv(t)
+func nodeProfileDeniedSaysWhat(t *testing.T, e *env) {
 	ctx := testContext(t)
 	e.proxy.FailNext("CreateRole", "AccessDenied", "User: arn:aws:iam::123456789012:user/ci is not authorized to perform: iam:CreateRole")
 	s := spec(906, 1, zone("us-east-1a"), spot())
@@ -194,8 +229,7 @@ const profileUnknown = "Value (sortie-node) for parameter iamInstanceProfile.nam
 // while it settles, and the launch succeeds. A profile sortie did not just
 // make is refused at once (a wrong name stays wrong), and so is one that
 // had its time to settle.
-func TestRunInstancesWaitsForNewProfile(t *testing.T) {
-	e := newEnv(t)
+func runInstancesWaitsForNewProfile(t *testing.T, e *env) {
 	ctx := testContext(t)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	p := e.provider(t, func(c *Config) { c.Now = clock.Now; c.Sleep = clock.Sleep })
