@@ -46,6 +46,10 @@ type Controller struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Rand      func() float64
+	// Sleep waits d, or until ctx ends (false): the waits a stopped task's
+	// grace is made of. Nil waits on a real timer; a test passes time on
+	// its clock (Now) instead.
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// LogDeadline bounds reading each node (exit code, log) when an
 	// attempt ends; zero means 20s.
 	LogDeadline time.Duration
