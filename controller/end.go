@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/controller/home"
+	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -389,14 +390,7 @@ func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return schedule.RealSleep(ctx, d)
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

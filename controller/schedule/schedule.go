@@ -362,6 +362,12 @@ func (q *Queue) sleep(ctx context.Context, d time.Duration) bool {
 	if q.Sleep != nil {
 		return q.Sleep(ctx, d)
 	}
+	return RealSleep(ctx, d)
+}
+
+// RealSleep waits d on a real timer, or until ctx ends (false): what a nil
+// Config.Sleep does.
+func RealSleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
