@@ -196,3 +196,21 @@ func TestBenchStorage(t *testing.T) {
 		t.Errorf("result %+v: want %d files synced, nothing moved on the resync", r, o.Files)
 	}
 }
+
+// The dashboard group, small: a store of 60 running jobs; the queue page
+// and the API's page are each timed, and the page shows a page of 50.
+func TestBenchDashboard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := suite.QueueOptions{Home: filepath.Join(t.TempDir(), "dashboard"), Jobs: 120, Running: 60, Runs: 3, Progress: progress(t)}
+	if err := suite.BuildQueueStore(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	r, err := suite.RunDashboardQueue(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rows != 50 || len(r.PageRuns) != 3 || len(r.APIRuns) != 3 || r.Page <= 0 || r.API <= 0 {
+		t.Errorf("result %+v: want a page of 50 jobs, 3 timed runs of each", r)
+	}
+}

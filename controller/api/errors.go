@@ -75,6 +75,16 @@ var sentinels = map[string]error{
 // Sentinel returns the service error a conflict's reason stands for.
 func Sentinel(reason string) error { return sentinels[reason] }
 
+// Detail maps an error of the service to the status and body the API
+// answers it with: the dashboard shows the same problems.
+func Detail(err error) (int, ErrorDetail) { return detail(err) }
+
+// WriteError answers err as the API does: its status, {"error": {...}}.
+func WriteError(w http.ResponseWriter, err error) error {
+	status, d := detail(err)
+	return writeJSON(w, status, ErrorBody{Error: d})
+}
+
 // detail maps an error of the service to its status and body.
 func detail(err error) (int, ErrorDetail) {
 	var ve *schema.ValidationError

@@ -63,9 +63,16 @@ func (n *ndjson) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// logs streams a job's logs; with follow=true until its last attempt ends
-// or the client goes (the request's context ends the service's loop).
 func (s *Server) logs(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	return StreamLogs(w, r, svc)
+}
+
+// StreamLogs answers GET /v1/jobs/{id}/logs for svc's asker: a job's logs
+// as newline-delimited LogEvents, with follow=true until its last attempt
+// ends or the client goes (the request's context ends the service's
+// loop). An error before the stream begins is returned unwritten; the
+// dashboard's log view is this same stream.
+func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err

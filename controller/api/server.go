@@ -198,8 +198,14 @@ func (s *Server) user(r *http.Request) (*store.User, error) {
 		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized,
 			"this route needs a token: send Authorization: Bearer TOKEN (`sortie server users add NAME` makes one)")
 	}
-	hash := HashToken(strings.TrimSpace(token))
-	u, err := s.o.Store.UserByTokenHash(r.Context(), hash)
+	return UserByToken(r.Context(), s.o.Store, strings.TrimSpace(token))
+}
+
+// UserByToken is the user a token names: an unknown or revoked token is a
+// 401 error saying so. The dashboard signs in with it too.
+func UserByToken(ctx context.Context, st *store.Store, token string) (*store.User, error) {
+	hash := HashToken(token)
+	u, err := st.UserByTokenHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
 	}
@@ -355,7 +361,15 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	if err != nil {
 		return err
 	}
-	req := service.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner")}
+	limit, err := intQuery(r, "limit", 0)
+	if err != nil {
+		return err
+	}
+	before, err := intQuery(r, "before", 0)
+	if err != nil {
+		return err
+	}
+	req := service.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner"), Limit: limit, Before: int64(before)}
 	for _, v := range q["status"] {
 		for _, st := range strings.Split(v, ",") {
 			if st != "" {

@@ -515,3 +515,30 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("plain HTTP beyond loopback: %v", err)
 	}
 }
+
+// GET /v1/jobs takes a page: ?limit=N lists at most N jobs, newest first,
+// and ?before=ID the ones below the cursor; a bad value names itself.
+func TestQueuePage(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	var ids []int64
+	for range 3 {
+		var lr LaunchResult
+		if resp := ts.do(t, "alice", "POST", "/v1/jobs", service.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
+			t.Fatalf("launch: %d", resp.StatusCode)
+		}
+		ids = append(ids, lr.Job.ID)
+	}
+	var page []service.JobView
+	ts.do(t, "bob", "GET", "/v1/jobs?limit=2", nil, &page)
+	if len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[1] {
+		t.Fatalf("the first page: %+v", page)
+	}
+	ts.do(t, "bob", "GET", "/v1/jobs?limit=2&before="+itoa(ids[1]), nil, &page)
+	if len(page) != 1 || page[0].ID != ids[0] {
+		t.Fatalf("the second page: %+v", page)
+	}
+	var e ErrorBody
+	if resp := ts.do(t, "bob", "GET", "/v1/jobs?limit=many", nil, &e); resp.StatusCode != 400 || !strings.Contains(e.Error.Message, `limit="many"`) {
+		t.Fatalf("a bad limit: %d %+v", resp.StatusCode, e)
+	}
+}

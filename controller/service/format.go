@@ -25,3 +25,28 @@ func Age(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d %s", n, unit)
 }
+
+// Elapsed is how long something that began at start ran, until end or,
+// while it runs, until now, the one way sortie's tables and pages show
+// it: "45s", "3m 2s", "1h 0m 5s"; "-" when it has not begun.
+func Elapsed(start, end *time.Time, now time.Time) string {
+	if start == nil {
+		return "-"
+	}
+	stop := now
+	if end != nil {
+		stop = *end
+	}
+	d := stop.Sub(*start).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh %dm %ds", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm %ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}

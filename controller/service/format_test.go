@@ -24,3 +24,22 @@ func TestAge(t *testing.T) {
 		}
 	}
 }
+
+func TestElapsed(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	for _, tc := range []struct {
+		start, end *time.Time
+		want       string
+	}{
+		{nil, nil, "-"},
+		{at(0), nil, "1m 30s"}, // running: until now
+		{at(0), at(45 * time.Second), "45s"},
+		{at(0), at(time.Hour + 5*time.Second), "1h 0m 5s"},
+		{at(0), at(-time.Second), "0s"},
+	} {
+		if got := Elapsed(tc.start, tc.end, t0.Add(90*time.Second)); got != tc.want {
+			t.Errorf("Elapsed(%v, %v) = %q, want %q", tc.start, tc.end, got, tc.want)
+		}
+	}
+}

@@ -194,6 +194,11 @@ type QueueRequest struct {
 	Finished int `json:"finished,omitempty"`
 	// Owner keeps the jobs of one owner; "" lists everyone's.
 	Owner string `json:"owner,omitempty"`
+	// Limit is a page's size: at most this many jobs; 0 lists them all.
+	Limit int `json:"limit,omitempty"`
+	// Before is a page's cursor: only the jobs of the listing whose id
+	// is below it (the last id of the page before); 0 starts at the newest.
+	Before int64 `json:"before,omitempty"`
 }
 
 // Queue lists jobs: every job with All, else the unfinished ones and the
@@ -208,7 +213,9 @@ func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error
 }
 
 // QueueEach is Queue one job at a time, newest first, for listings too
-// long to hold: fn sees each job as the store reads it.
+// long to hold: fn sees each job as the store reads it. With a Limit it
+// stops after that many, and with Before it starts below that id: a page
+// costs what it shows, however many jobs are behind it.
 func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobView) error) error {
 	for _, st := range req.Statuses {
 		if !st.Valid() {
@@ -218,8 +225,31 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 	if err := store.ValidGlob(req.NameGlob); err != nil {
 		return &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
 	}
-	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Owner: req.Owner}
-	each := func(j *store.Job) error { return fn(viewJob(j)) }
+	if req.Limit < 0 || req.Before < 0 {
+		return &UsageError{Err: fmt.Errorf("limit %d, before %d: a page's size and cursor are 0 or more", req.Limit, req.Before)}
+	}
+	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Owner: req.Owner, BeforeID: req.Before, Limit: req.Limit}
+	left := req.Limit
+	each := func(j *store.Job) error {
+		if req.Limit > 0 {
+			if left == 0 {
+				return errPageFull
+			}
+			left--
+		}
+		return fn(viewJob(j))
+	}
+	err := s.queueEach(ctx, req, f, each)
+	if errors.Is(err, errPageFull) {
+		return nil
+	}
+	return err
+}
+
+// errPageFull stops a listing once its page is full.
+var errPageFull = errors.New("the page is full")
+
+func (s *Service) queueEach(ctx context.Context, req QueueRequest, f store.JobFilter, each func(*store.Job) error) error {
 	if req.All || len(req.Statuses) > 0 {
 		if err := s.Store.EachJob(ctx, f, each); err != nil {
 			return fmt.Errorf("list jobs: %w", err)
@@ -227,10 +257,14 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 		return nil
 	}
 	// The newest finished jobs are few: read them first, then interleave
-	// them by id with the unfinished ones as those stream by.
+	// them by id with the unfinished ones as those stream by. They are the
+	// newest of the whole listing, whatever page this is.
 	done, err := s.Store.Jobs(ctx, store.JobFilter{NameGlob: req.NameGlob, Statuses: lifecycle.TerminalStatuses(), Limit: req.Finished, Owner: req.Owner})
 	if err != nil {
 		return fmt.Errorf("list finished jobs: %w", err)
+	}
+	for req.Before > 0 && len(done) > 0 && done[0].ID >= req.Before {
+		done = done[1:]
 	}
 	f.Active = true
 	err = s.Store.EachJob(ctx, f, func(j *store.Job) error {
@@ -243,6 +277,9 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 		return each(j)
 	})
 	if err != nil {
+		if errors.Is(err, errPageFull) {
+			return err
+		}
 		return fmt.Errorf("list unfinished jobs: %w", err)
 	}
 	for _, j := range done {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -135,5 +136,56 @@ func TestLogsSayWhichLogWasNotKept(t *testing.T) {
 	want := "sortie: the log of node 0 was not kept: node 0 was preempted when the attempt ended\n(node 1) step 1\n"
 	if !errors.Is(err, ErrLogNotKept) || out.String() != want {
 		t.Errorf("logs printed %q and returned %v; want %q and ErrLogNotKept", out.String(), err, want)
+	}
+}
+
+// A page of the queue: Limit jobs below the Before cursor, the newest
+// finished ones interleaved by id with the unfinished ones as the whole
+// listing has them, and the pages one after another make the listing.
+func TestQueuePages(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	for i := range 7 {
+		id, err := s.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte("{}")}, []store.NewTask{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 1 {
+			endJob(t, s, id)
+		}
+	}
+	for _, req := range []QueueRequest{{Finished: 50}, {Finished: 1}, {All: true}} {
+		whole, err := s.Queue(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paged []int64
+		req.Limit = 2
+		for page := 0; ; page++ {
+			got, err := s.Queue(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) > 2 {
+				t.Fatalf("%+v: a page of %d jobs, over the limit", req, len(got))
+			}
+			if len(got) == 0 {
+				break
+			}
+			for _, j := range got {
+				paged = append(paged, j.ID)
+			}
+			req.Before = got[len(got)-1].ID
+		}
+		var want []int64
+		for _, j := range whole {
+			want = append(want, j.ID)
+		}
+		if fmt.Sprint(paged) != fmt.Sprint(want) {
+			t.Errorf("%+v: the pages listed %v, the whole listing %v", req, paged, want)
+		}
+	}
+	if _, err := s.Queue(ctx, QueueRequest{Limit: -1}); err == nil {
+		t.Error("a negative limit was taken")
 	}
 }

@@ -213,6 +213,10 @@ type JobFilter struct {
 	Ascending bool
 	// Owner selects the jobs of one owner; "" selects every owner's.
 	Owner string
+	// BeforeID keeps the jobs whose id is below it, a page's cursor: the
+	// next page of a listing newest first starts below its last id. 0
+	// keeps every id.
+	BeforeID int64
 }
 
 // Jobs returns the jobs matching f, newest first unless f.Ascending,
@@ -259,6 +263,10 @@ func (s *Store) EachJob(ctx context.Context, f JobFilter, fn func(*Job) error) e
 	if f.Since != nil {
 		where = append(where, "submitted_at >= ?")
 		args = append(args, fmtTime(*f.Since))
+	}
+	if f.BeforeID > 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.BeforeID)
 	}
 	q := ""
 	if len(where) > 0 {

@@ -247,6 +247,15 @@ func testRetryChain(t *testing.T, b backend) {
 	if len(got) != 2 {
 		t.Fatalf("filter: %d jobs", len(got))
 	}
+	// A page below a cursor: the jobs under the id, newest first, as many
+	// as the limit.
+	got, err = s.Jobs(ctx, JobFilter{BeforeID: r2, Limit: 1})
+	if err != nil || len(got) != 1 || got[0].ID != r1 {
+		t.Fatalf("the page before %d: %v %+v, want job %d alone", r2, err, got, r1)
+	}
+	if got, _ = s.Jobs(ctx, JobFilter{BeforeID: orig}); len(got) != 0 {
+		t.Fatalf("the page before the first job: %d jobs", len(got))
+	}
 }
 
 func TestForgetFailure(t *testing.T) { onEach(t, testForgetFailure) }

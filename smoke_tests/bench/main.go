@@ -38,6 +38,7 @@ type options struct {
 	localJobs, parallel      int
 	queueJobs, queueRunning  int
 	queueRuns, launchRuns    int
+	dashRunning              int
 	noticeJobs, noticeAgents int
 	noticeRounds             int
 	simTimeout, localTimeout time.Duration
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,dashboard,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
 	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
 	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
 	fs.StringVar(&o.replicasStore, "replicas-store", "sqlite", "the replicas group's store: sqlite (the home's state.db) or postgres (a PostgreSQL server the bench starts, a database per run)")
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.queueRunning, "queue-running", 10000, "how many of those are RUNNING")
 	fs.IntVar(&o.queueRuns, "queue-runs", 5, "timed runs of each queue view")
 	fs.IntVar(&o.launchRuns, "launch-runs", 21, "timed runs of jobs launch -d")
+	fs.IntVar(&o.dashRunning, "dashboard-running", 10000, "running jobs in the store the dashboard's queue page is timed on")
 	fs.IntVar(&o.cancelJobs, "cancel-jobs", 2000, "running sim jobs cancelled by one jobs cancel")
 	fs.IntVar(&o.churnJobs, "churn-jobs", 50, "sim jobs that keep restarting while the cancel runs")
 	fs.IntVar(&o.noticeJobs, "notice-jobs", 20, "local jobs given a preemption notice")
@@ -91,12 +93,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "api": b.api, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, api, aws, cancel, notice, storage, replicas)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, api, dashboard, aws, cancel, notice, storage, replicas)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -354,6 +356,29 @@ func (b *bench) api(ctx context.Context) error {
 	b.figure("api_launch_ms", suite.Ms(r.API.Median), 1, "ms")
 	b.figure("api_launch_local_ms", suite.Ms(r.Local.Median), 1, "ms")
 	b.figure("api_launch_ratio", float64(r.API.Median)/float64(r.Local.Median), 2, "x")
+	return nil
+}
+
+// dashboard times the dashboard's queue page over a store of
+// -dashboard-running running jobs (and as many ended), as a ratio to the
+// API's same page in the same loop.
+func (b *bench) dashboard(ctx context.Context) error {
+	o := suite.QueueOptions{Home: b.home("dashboard"), Jobs: 2 * b.o.dashRunning, Running: b.o.dashRunning, Runs: 21, Progress: b.log}
+	if err := suite.BuildQueueStore(ctx, o); err != nil {
+		return err
+	}
+	r, err := suite.RunDashboardQueue(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "dashboard: the queue page showed %d jobs, runs %v; the API's page, runs %v\n", r.Rows, r.PageRuns, r.APIRuns)
+	if r.Rows != 50 {
+		return fmt.Errorf("the queue page showed %d jobs, want a page of 50", r.Rows)
+	}
+	n := "dashboard_queue_" + count(o.Running)
+	b.figure(n+"_ms", suite.Ms(r.Page), 1, "ms")
+	b.figure(n+"_api_ms", suite.Ms(r.API), 1, "ms")
+	b.figure(n+"_ratio", float64(r.Page)/float64(r.API), 2, "x")
 	return nil
 }
 

@@ -166,27 +166,8 @@ func (t *table) flush() error {
 // ago says how long before now t was, as every table shows it.
 func ago(now, t time.Time) string { return service.Age(now.Sub(t)) + " ago" }
 
-func duration(start, end *time.Time, now time.Time) string {
-	if start == nil {
-		return "-"
-	}
-	stop := now
-	if end != nil {
-		stop = *end
-	}
-	d := stop.Sub(*start).Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh %dm %ds", h, m, s)
-	case m > 0:
-		return fmt.Sprintf("%dm %ds", m, s)
-	}
-	return fmt.Sprintf("%ds", s)
-}
+// duration is how long a job or attempt ran, as every table shows it.
+func duration(start, end *time.Time, now time.Time) string { return service.Elapsed(start, end, now) }
 
 func orDash(s *string) string {
 	if s == nil || *s == "" {

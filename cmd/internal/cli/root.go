@@ -195,7 +195,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
-	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdLogin(f))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
 	}

@@ -47,6 +47,27 @@ func NewCmdServer(f *Factory) *cobra.Command {
 	}
 }
 
+// NewCmdDashboard builds `dashboard`, which the controller program runs:
+// the web dashboard of SORTIE_HOME on 127.0.0.1, for its one user.
+func NewCmdDashboard(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "dashboard [--port N]",
+		Short: "Serve the web dashboard of SORTIE_HOME on 127.0.0.1 and print a link that signs you in",
+		Long: "Serve the queue, each job's attempts and logs, retries and known failures as web pages on 127.0.0.1\n" +
+			"(a free port, or --port N), for you alone: the link printed carries a token made for this run.\n" +
+			"It opens no browser. Ctrl-C stops it. A team's `sortie server` serves the same dashboard at its address.",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bin, err := daemon.BinaryPath(f.Getenv)
+			if err != nil {
+				return err
+			}
+			env := append(os.Environ(), "SORTIE_HOME="+f.Home())
+			return syscall.Exec(bin, append([]string{bin, "dashboard"}, args...), env)
+		},
+	}
+}
+
 // NewCmdLogin builds `login URL`: it checks the token with the server and
 // keeps both for the user alone.
 func NewCmdLogin(f *Factory) *cobra.Command {

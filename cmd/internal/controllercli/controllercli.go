@@ -51,7 +51,7 @@ func Main(args []string, out, errw io.Writer) int {
 			}
 			return json.NewEncoder(out).Encode(clouds.NewSet(cfg, all.Clouds()).Check(cmd.Context()))
 		},
-	}, nodeLogs(h, out), nodeShell(h, out, errw), serverCmd(h, out, errw))
+	}, nodeLogs(h, out), nodeShell(h, out, errw), serverCmd(h, out, errw), dashboardCmd(h, out, errw))
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errw)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"sortie/controller"
 	"sortie/controller/api"
+	"sortie/controller/api/dashboard"
 	"sortie/controller/clouds"
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
@@ -58,7 +62,17 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 					up := &api.Uploads{Dir: filepath.Join(h, "uploads")}
 					svc := api.ForServer(base, up, c.Wake)
 					srv := api.NewServer(api.Options{Service: svc, Store: st, Uploads: up, Log: log, MaxBody: o.maxBody, MaxUpload: o.maxUpload})
-					return api.Serve(ctx, srv, api.ServeOptions{Listen: o.listen, TLSCert: o.cert, TLSKey: o.key, Insecure: o.insecure, Log: log})
+					// The dashboard at / beside the API at /v1/: the same
+					// users, the same verbs.
+					dash, err := dashboard.New(dashboard.Options{Service: svc, Auth: dashboard.TokenAuth(st), Log: log})
+					if err != nil {
+						return err
+					}
+					onListen := func(addr net.Addr) {
+						log.Info("serving the dashboard", "url", scheme(useTLS)+"://"+addr.String()+"/")
+					}
+					return api.Serve(ctx, dashboard.Mount(srv, dash), api.ServeOptions{Listen: o.listen, TLSCert: o.cert, TLSKey: o.key,
+						Insecure: o.insecure, Log: log, OnListen: onListen})
 				}}
 			if o.replica != "" {
 				// One of several servers on one store: the API serves every
@@ -82,6 +96,13 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 	return cmd
 }
 
+func scheme(useTLS bool) string {
+	if useTLS {
+		return "https"
+	}
+	return "http"
+}
+
 func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 	open := func(ctx context.Context) (*store.Store, error) {
 		u := *storePath
@@ -99,6 +120,7 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 	}
 	users := &cobra.Command{Use: "users", Short: "Add, list and revoke the users of the server"}
 	var admin bool
+	var dashURL string
 	add := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Add a user and print their token, once: only its hash is kept",
@@ -121,10 +143,20 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 			}
 			fmt.Fprintln(out, tok)
 			fmt.Fprintf(errw, "User %s added%s. The token above is shown once: give it to them for `sortie login URL`.\n", args[0], map[bool]string{true: " (admin)"}[admin])
+			fmt.Fprintf(errw, "Their dashboard link, which signs them in: %s/?token=%s\n", dashURL, tok)
 			return nil
 		},
 	}
 	add.Flags().BoolVar(&admin, "admin", false, "the user may cancel, retry and forget every user's jobs")
+	add.Flags().StringVar(&dashURL, "url", "http://127.0.0.1:8080", "the server's address as users reach it, for the dashboard link printed")
+	add.PreRunE = func(cmd *cobra.Command, args []string) error {
+		u, err := url.Parse(dashURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &service.UsageError{Err: fmt.Errorf("--url %q: give the server's address with its scheme, e.g. https://sortie.example.com:8443", dashURL)}
+		}
+		dashURL = strings.TrimRight(dashURL, "/")
+		return nil
+	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the users",

@@ -224,6 +224,12 @@ func (c *Client) QueueEach(ctx context.Context, req service.QueueRequest, fn fun
 	if req.Owner != "" {
 		q.Set("owner", req.Owner)
 	}
+	if req.Limit > 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Before > 0 {
+		q.Set("before", strconv.FormatInt(req.Before, 10))
+	}
 	resp, err := c.do(ctx, "GET", "/v1/jobs?"+q.Encode(), nil, "")
 	if err != nil {
 		return err

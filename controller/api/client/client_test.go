@@ -97,6 +97,17 @@ func TestClientAgainstAServer(t *testing.T) {
 	if err != nil || len(q) != 1 || q[0].ID != j.ID {
 		t.Fatalf("queue: %+v %v", q, err)
 	}
+	// A page's limit and cursor reach the server.
+	j2, err := alice.Launch(ctx, service.LaunchRequest{File: task, Dir: dir, RetryFailed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := bob.Queue(ctx, service.QueueRequest{All: true, Limit: 1}); err != nil || len(q) != 1 || q[0].ID != j2.ID {
+		t.Fatalf("the first page of 1: %+v %v", q, err)
+	}
+	if q, err := bob.Queue(ctx, service.QueueRequest{All: true, Limit: 1, Before: j2.ID}); err != nil || len(q) != 1 || q[0].ID != j.ID {
+		t.Fatalf("the page before job %d: %+v %v", j2.ID, q, err)
+	}
 }
 
 // An error body becomes the service's error, with the server's message.

@@ -1,0 +1,164 @@
+// Package dashboard is sortie's web dashboard: server-rendered pages of the
+// queue (/), a job (/jobs/{id}) and the known failures (/failures), with a
+// little JavaScript that refreshes them in place and follows logs. It
+// signs in with the API's tokens, keeps the session in a cookie, and does
+// everything through the service's verbs, as the CLI and the API do.
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"sortie/controller/service"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options are a dashboard's parts.
+type Options struct {
+	// Service carries the verbs; each request uses a copy asked by the
+	// signed-in user.
+	Service *service.Service
+	// Auth names the user a token signs in: the server's users
+	// (TokenAuth), or the one local user of `sortie dashboard`. An error
+	// refuses the token, its message shown on the sign-in page.
+	Auth func(ctx context.Context, token string) (*service.Asker, error)
+	Log  *slog.Logger
+	// Now is the clock pages are drawn with; nil is time.Now.
+	Now func() time.Time
+	// Poll is how often an open page refreshes itself; 0 is 3 s.
+	Poll time.Duration
+	// PageSize is how many jobs a page of the queue shows; 0 is 50.
+	PageSize int
+}
+
+// Dashboard serves the pages.
+type Dashboard struct {
+	o     Options
+	mux   *http.ServeMux
+	pages *pages
+}
+
+// New builds the dashboard's handler.
+func New(o Options) (*Dashboard, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Poll <= 0 {
+		o.Poll = 3 * time.Second
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 50
+	}
+	if o.Auth == nil {
+		return nil, errors.New("dashboard: no Auth: nobody could sign in")
+	}
+	p, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	d := &Dashboard{o: o, mux: http.NewServeMux(), pages: p}
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	d.mux.Handle("GET /static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	}))
+	d.mux.HandleFunc("GET /signin", d.logged(d.signInPage))
+	d.mux.HandleFunc("POST /signin", d.logged(d.signIn))
+	d.mux.HandleFunc("POST /signout", d.action(d.signOut))
+	d.mux.HandleFunc("GET /{$}", d.page(d.queue))
+	d.mux.HandleFunc("GET /jobs/{id}", d.page(d.job))
+	d.mux.HandleFunc("GET /jobs/{id}/logs", d.page(d.logs))
+	d.mux.HandleFunc("GET /jobs/{id}/cancel", d.page(d.confirmCancel))
+	d.mux.HandleFunc("POST /jobs/{id}/cancel", d.action(d.cancel))
+	d.mux.HandleFunc("POST /jobs/{id}/retry", d.action(d.retry))
+	d.mux.HandleFunc("GET /failures", d.page(d.failures))
+	d.mux.HandleFunc("POST /failures/{key}/forget", d.action(d.forget))
+	d.mux.HandleFunc("/", d.page(func(w http.ResponseWriter, r *http.Request, s *session) error {
+		return notFound("There is no page at %s.", r.URL.Path)
+	}))
+	return d, nil
+}
+
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// The pages load only their own scripts and styles, are never framed
+	// (a cancel button under another site's page), and send no address,
+	// which can carry a token, to another site.
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	d.mux.ServeHTTP(w, r)
+}
+
+// Mount serves the API at /v1/ and the dashboard at every other path: an
+// unknown /v1/ path stays the API's JSON 404.
+func Mount(apiHandler http.Handler, d http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", apiHandler)
+	mux.Handle("/", d)
+	return mux
+}
+
+// statusWriter remembers the status a handler wrote, for the log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logged runs h and logs the request as the API does: method, path
+// (never the query, which can hold a token), status, user, duration.
+func (d *Dashboard) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		user, err := h(sw, r)
+		if err != nil {
+			if sw.status != 0 {
+				d.o.Log.Warn("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "err", err)
+			} else {
+				d.errorPage(sw, r, user, err)
+			}
+		}
+		d.o.Log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "user", user,
+			"ms", time.Since(start).Milliseconds())
+	}
+}

@@ -1,0 +1,529 @@
+package dashboard
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"sortie/controller/api"
+	"sortie/controller/lifecycle"
+	"sortie/controller/service"
+	"sortie/strategy"
+)
+
+// pages are the parsed templates, one set per page, each with the layout
+// and the shared parts.
+type pages struct{ sets map[string]*template.Template }
+
+var funcs = template.FuncMap{
+	"statusClass": statusClass,
+	"codes":       strategy.FormatExitCodes,
+}
+
+func parsePages() (*pages, error) {
+	p := &pages{sets: map[string]*template.Template{}}
+	for _, name := range []string{"queue", "job", "failures", "signin", "error", "confirm"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard templates: %w", err)
+		}
+		p.sets[name] = t
+	}
+	return p, nil
+}
+
+// render writes a whole page, or one of its parts (a block a script
+// fetches to refresh the page in place), buffered so that an error of the
+// template never leaves half a page.
+func (d *Dashboard) render(w http.ResponseWriter, status int, set, block string, v any) error {
+	var b bytes.Buffer
+	if err := d.pages.sets[set].ExecuteTemplate(&b, block, v); err != nil {
+		return fmt.Errorf("render %s: %w", set, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := b.WriteTo(w)
+	return err
+}
+
+// base is what every page's layout shows.
+type base struct {
+	Title string
+	User  *service.Asker
+	CSRF  string
+	// Poll is how often the page refreshes, in milliseconds.
+	Poll int64
+	// Nav is the current section: queue or failures.
+	Nav string
+}
+
+func (d *Dashboard) base(s *session, title, nav string) base {
+	b := base{Title: title, Poll: d.o.Poll.Milliseconds(), Nav: nav}
+	if s != nil {
+		b.User, b.CSRF = s.asker, s.csrf
+	}
+	return b
+}
+
+// statusClass is the CSS class a status is coloured by.
+func statusClass(st lifecycle.Status) string {
+	switch {
+	case st == lifecycle.Succeeded:
+		return "ok"
+	case st == lifecycle.Cancelled || st == lifecycle.Cancelling:
+		return "off"
+	case st.Terminal():
+		return "bad"
+	case st == lifecycle.Running:
+		return "run"
+	case st == lifecycle.Recovering:
+		return "warn"
+	}
+	return "wait"
+}
+
+// statusView is a status with its reason, which shows on hover and focus.
+type statusView struct {
+	Status lifecycle.Status
+	Reason string
+}
+
+func jobStatus(v *service.JobView) statusView {
+	s := statusView{Status: v.Status}
+	switch {
+	case v.FailureReason != nil && *v.FailureReason != "":
+		s.Reason = *v.FailureReason
+	case v.StatusReason != nil:
+		s.Reason = *v.StatusReason
+	}
+	return s
+}
+
+func ago(now, t time.Time) string { return service.Age(now.Sub(t)) + " ago" }
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// queueRow is one job of the queue, as `jobs queue` shows it.
+type queueRow struct {
+	ID         int64
+	Name       string
+	Owner      string
+	Task       string
+	Submitted  string
+	At         string
+	Duration   string
+	Recoveries int
+	Status     statusView
+	ExitCodes  string
+	RetryOf    *int64
+}
+
+func row(v *service.JobView, now time.Time) queueRow {
+	task := "-"
+	if v.NumTasks > 1 {
+		task = fmt.Sprintf("%d/%d", v.CurrentTask+1, v.NumTasks)
+	}
+	owner := deref(v.Owner)
+	if owner == "" {
+		owner = "-"
+	}
+	return queueRow{ID: v.ID, Name: v.Name, Owner: owner, Task: task, Submitted: ago(now, v.SubmittedAt), At: stamp(v.SubmittedAt),
+		Duration: service.Elapsed(v.StartedAt, v.EndedAt, now), Recoveries: v.RecoveryCount, Status: jobStatus(v),
+		ExitCodes: strategy.FormatExitCodes(v.ExitCodes), RetryOf: v.RetryOf}
+}
+
+// queueFilter is the queue page's filters, from its address.
+type queueFilter struct {
+	Status, Name, Owner string
+	All                 bool
+}
+
+func (f queueFilter) values() url.Values {
+	q := url.Values{}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	if f.Name != "" {
+		q.Set("name", f.Name)
+	}
+	if f.Owner != "" {
+		q.Set("owner", f.Owner)
+	}
+	if f.All {
+		q.Set("all", "true")
+	}
+	return q
+}
+
+type queueView struct {
+	base
+	Filter   queueFilter
+	Statuses []lifecycle.Status
+	Rows     []queueRow
+	// Older is the next page's address, "" on the last; Newest the first
+	// page's, "" on it.
+	Older, Newest string
+	// Live is the address the page refreshes its table from.
+	Live string
+	// StatusErr and NameErr are the filters' problems, shown by them.
+	StatusErr, NameErr string
+	Updated            string
+}
+
+// queue is the queue page, `jobs queue` with filters, a page of PageSize
+// jobs at a time below the ?before= cursor; ?partial=1 is its table alone.
+func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request, s *session) error {
+	q := r.URL.Query()
+	f := queueFilter{Status: strings.ToUpper(strings.TrimSpace(q.Get("status"))), Name: strings.TrimSpace(q.Get("name")),
+		Owner: strings.TrimSpace(q.Get("owner")), All: q.Get("all") == "true" || q.Get("all") == "on"}
+	v := &queueView{base: d.base(s, "Queue", "queue"), Filter: f, Statuses: lifecycle.Statuses()}
+	var before int64
+	if b := q.Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n <= 0 {
+			return &httpErr{status: http.StatusBadRequest, msg: fmt.Sprintf("before=%q is not a job id (a positive whole number): it is a page's cursor", b)}
+		}
+		before = n
+	}
+	req := service.QueueRequest{All: f.All, NameGlob: f.Name, Owner: f.Owner, Finished: 50, Limit: d.o.PageSize + 1, Before: before}
+	if f.Status != "" {
+		req.Statuses = []lifecycle.Status{lifecycle.Status(f.Status)}
+	}
+	now := d.o.Now()
+	err := s.svc.QueueEach(r.Context(), req, func(j service.JobView) error {
+		v.Rows = append(v.Rows, row(&j, now))
+		return nil
+	})
+	status := http.StatusOK
+	var ue *service.UsageError
+	switch {
+	case errors.As(err, &ue):
+		// A filter the service refuses: said by the filter, as the CLI says it.
+		status = http.StatusBadRequest
+		if strings.HasPrefix(ue.Error(), "--status") {
+			v.StatusErr = ue.Error()
+		} else {
+			v.NameErr = ue.Error()
+		}
+	case err != nil:
+		return err
+	}
+	fv := f.values()
+	if len(v.Rows) > d.o.PageSize {
+		v.Rows = v.Rows[:d.o.PageSize]
+		older := f.values()
+		older.Set("before", strconv.FormatInt(v.Rows[len(v.Rows)-1].ID, 10))
+		v.Older = "/?" + older.Encode()
+	}
+	if before > 0 {
+		v.Newest = "/?" + fv.Encode()
+	}
+	live := f.values()
+	if before > 0 {
+		live.Set("before", strconv.FormatInt(before, 10))
+	}
+	live.Set("partial", "1")
+	v.Live = "/?" + live.Encode()
+	v.Updated = now.UTC().Format("15:04:05 UTC")
+	if q.Get("partial") != "" {
+		return d.render(w, status, "queue", "queueTable", v)
+	}
+	return d.render(w, status, "queue", "layout", v)
+}
+
+// jobView is a job's page.
+type jobView struct {
+	base
+	J          *service.JobDetail
+	Status     statusView
+	Owner      string
+	Submitted  string
+	At         string
+	Duration   string
+	ExitCodes  string
+	Failures   string
+	Terminal   bool
+	MayAct     bool
+	Cancelable bool
+	Tasks      []taskRow
+	Attempts   []attemptRow
+	Tries      []tryRow
+	Chain      []chainRow
+	Retry      retryForm
+	Live       string
+}
+
+type taskRow struct {
+	Task       int
+	Name       string
+	Status     statusView
+	Recoveries int
+	Failures   int
+	Budget     int
+	Linked     string
+}
+
+type attemptRow struct {
+	Task     int
+	TaskName string
+	Attempt  int
+	Where    string
+	Cluster  string
+	Started  string
+	At       string
+	Duration string
+	Outcome  string
+	Class    string
+	Nodes    []nodeCode
+	Reason   string
+	Action   string
+	Decision string
+	Running  bool
+}
+
+type nodeCode struct {
+	Rank int
+	Code string
+}
+
+type tryRow struct {
+	Task, Attempt, Round      int
+	Where, Class, Message, At string
+}
+
+type chainRow struct {
+	ID          int64
+	Status      statusView
+	Current     bool
+	RetryOf     *int64
+	RequestedBy string
+	Reason      string
+	Overrides   []service.Override
+}
+
+// retryForm is the retry form's values and the server's problems with
+// them, each shown by its field.
+type retryForm struct {
+	Reason, Sets string
+	ReasonErr    string
+	SetsErr      []string
+	Err          string
+}
+
+func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
+	now := d.o.Now()
+	v := &jobView{base: d.base(s, fmt.Sprintf("Job %d: %s", dt.ID, dt.Name), "queue"), J: dt, Status: jobStatus(&dt.JobView),
+		Owner: deref(dt.Owner), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
+		Duration: service.Elapsed(dt.StartedAt, dt.EndedAt, now), ExitCodes: strategy.FormatExitCodes(dt.ExitCodes),
+		Terminal: dt.Status.Terminal(), Live: fmt.Sprintf("/jobs/%d?partial=1", dt.ID)}
+	if v.Owner == "" {
+		v.Owner = "-"
+	}
+	// What the server would refuse is not offered: only the owner or an
+	// admin may cancel or retry.
+	v.MayAct = s.asker.Admin || (dt.Owner != nil && *dt.Owner == s.asker.Name)
+	v.Cancelable = v.MayAct && !v.Terminal && dt.Status != lifecycle.Cancelling
+	v.Failures = strconv.Itoa(dt.RestartsOnErrors)
+	if len(dt.Tasks) == 1 {
+		v.Failures = fmt.Sprintf("%d, budget %d", dt.RestartsOnErrors, dt.Tasks[0].MaxRestartsOnErrors)
+	}
+	names := map[int]string{}
+	for _, t := range dt.Tasks {
+		names[t.Task] = t.Name
+		tr := taskRow{Task: t.Task, Name: t.Name, Status: statusView{Status: t.Status}, Recoveries: t.RecoveryCount,
+			Failures: t.RestartsOnErrors, Budget: t.MaxRestartsOnErrors}
+		if l := t.LinkedFrom; l != nil {
+			tr.Linked = fmt.Sprintf("job %d task %d", l.Job, l.Task)
+		}
+		v.Tasks = append(v.Tasks, tr)
+	}
+	for _, a := range dt.Attempts {
+		ar := attemptRow{Task: a.Task, TaskName: names[a.Task], Attempt: a.Attempt, Cluster: a.Cluster, Started: ago(now, a.StartedAt),
+			At: stamp(a.StartedAt), Outcome: string(a.State), Class: "run", Reason: deref(a.Reason), Action: deref(a.Action),
+			Decision: deref(a.Decision), Running: a.EndedAt == nil}
+		start := a.StartedAt
+		ar.Duration = service.Elapsed(&start, a.EndedAt, now)
+		var where []string
+		for _, p := range []*string{a.Cloud, a.Region, a.Zone} {
+			if p != nil && *p != "" {
+				where = append(where, *p)
+			}
+		}
+		ar.Where = strings.Join(where, "/")
+		if ar.Where == "" {
+			ar.Where = "-"
+		}
+		if a.Outcome != nil {
+			ar.Outcome = *a.Outcome
+			ar.Class = outcomeClass(*a.Outcome)
+		}
+		for i, c := range a.ExitCodes {
+			ar.Nodes = append(ar.Nodes, nodeCode{Rank: i, Code: strategy.FormatExitCodes([]*int{c})})
+		}
+		v.Attempts = append(v.Attempts, ar)
+	}
+	for _, t := range dt.LaunchTries {
+		var where []string
+		for _, p := range []string{t.Cloud, t.Region, t.Zone} {
+			if p != "" {
+				where = append(where, p)
+			}
+		}
+		v.Tries = append(v.Tries, tryRow{Task: t.Task, Attempt: t.Attempt, Round: t.Round + 1, Where: strings.Join(where, "/"),
+			Class: t.Class, Message: t.Message, At: stamp(t.At)})
+	}
+	for i := range dt.Chain {
+		c := &dt.Chain[i]
+		v.Chain = append(v.Chain, chainRow{ID: c.ID, Status: jobStatus(c), Current: c.ID == dt.ID, RetryOf: c.RetryOf,
+			RequestedBy: deref(c.RequestedBy), Reason: deref(c.RetryReason), Overrides: c.Overrides})
+	}
+	return v
+}
+
+func outcomeClass(o string) string {
+	switch o {
+	case "succeeded":
+		return "ok"
+	case "cancelled":
+		return "off"
+	case "preempted", "node_lost", "launch_failed":
+		return "warn"
+	}
+	return "bad"
+}
+
+// job is a job's page; ?partial=1 is the part that refreshes.
+func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	dt, err := s.svc.Show(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	v := d.jobView(s, dt)
+	if r.URL.Query().Get("partial") != "" {
+		return d.render(w, http.StatusOK, "job", "jobLive", v)
+	}
+	return d.render(w, http.StatusOK, "job", "layout", v)
+}
+
+func pathID(r *http.Request) (int64, error) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, notFound("%q is not a job id (a positive whole number, as the queue shows).", v)
+	}
+	return id, nil
+}
+
+// logs is a job's log, the API's stream: newline-delimited JSON.
+func (d *Dashboard) logs(w http.ResponseWriter, r *http.Request, s *session) error {
+	err := api.StreamLogs(w, r, s.svc)
+	if sw, ok := w.(*statusWriter); err == nil || (ok && sw.status != 0) {
+		return err // the stream had begun: its error is only logged
+	}
+	// Before the stream: the API's JSON error, which the page's script reads.
+	return api.WriteError(w, err)
+}
+
+// failureRow is one known failure.
+type failureRow struct {
+	service.FailureView
+	Short     string
+	Owner     string
+	Recorded  string
+	At        string
+	ExitCodes string
+	MayForget bool
+}
+
+type failuresView struct {
+	base
+	Rows []failureRow
+	// Forgot says which failure was just forgotten.
+	Forgot string
+}
+
+func (d *Dashboard) failures(w http.ResponseWriter, r *http.Request, s *session) error {
+	fs, err := s.svc.Failures(r.Context())
+	if err != nil {
+		return err
+	}
+	now := d.o.Now()
+	v := &failuresView{base: d.base(s, "Known failures", "failures"), Forgot: r.URL.Query().Get("forgot")}
+	for _, f := range fs {
+		owner := deref(f.Owner)
+		fr := failureRow{FailureView: f, Short: f.InputKey, Owner: owner, Recorded: ago(now, f.RecordedAt), At: stamp(f.RecordedAt),
+			ExitCodes: strategy.FormatExitCodes(f.ExitCodes), MayForget: s.asker.Admin || owner == s.asker.Name}
+		if len(fr.Short) > 12 {
+			fr.Short = fr.Short[:12]
+		}
+		if fr.Owner == "" {
+			fr.Owner = "-"
+		}
+		v.Rows = append(v.Rows, fr)
+	}
+	return d.render(w, http.StatusOK, "failures", "layout", v)
+}
+
+type signInView struct {
+	base
+	Next string
+	Err  string
+}
+
+func (d *Dashboard) signInForm(w http.ResponseWriter, r *http.Request, next string, status int, err error) error {
+	v := &signInView{base: d.base(nil, "Sign in", ""), Next: localPath(next)}
+	if err != nil {
+		v.Err = err.Error()
+	}
+	return d.render(w, status, "signin", "layout", v)
+}
+
+type errorView struct {
+	base
+	Status  int
+	Message string
+}
+
+// errorPage answers an error: a page saying what went wrong, with the
+// API's status and message for an error of the service; a part of a page
+// gets the message alone.
+func (d *Dashboard) errorPage(w http.ResponseWriter, r *http.Request, user string, err error) {
+	status, msg := http.StatusInternalServerError, err.Error()
+	var he *httpErr
+	if errors.As(err, &he) {
+		status = he.status
+	} else {
+		status, _ = api.Detail(err)
+	}
+	if partOfPage(r) {
+		http.Error(w, msg, status)
+		return
+	}
+	var b base
+	if user != "" {
+		if s, _ := d.signedIn(r); s != nil {
+			b = d.base(s, "", "")
+		}
+	}
+	b.Title = http.StatusText(status)
+	if rerr := d.render(w, status, "error", "layout", &errorView{base: b, Status: status, Message: msg}); rerr != nil {
+		d.o.Log.Warn("render an error page", "err", rerr)
+	}
+}
