@@ -434,7 +434,7 @@ func pathID(r *http.Request) (int64, error) {
 // logs is a job's log, the API's stream: newline-delimited JSON.
 func (d *Dashboard) logs(w http.ResponseWriter, r *http.Request, s *session) error {
 	err := api.StreamLogs(w, r, s.svc)
-	if sw, ok := w.(*statusWriter); err == nil || (ok && sw.status != 0) {
+	if err == nil || api.Answered(w) {
 		return err // the stream had begun: its error is only logged
 	}
 	// Before the stream: the API's JSON error, which the page's script reads.
