@@ -3,6 +3,7 @@ package smoke_tests
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,7 +42,12 @@ func gcsEnv(t *testing.T) (*env, bucket.Store, *gcstest.Server) {
 // The scenario on local with store: gcs.
 func TestBucketCheckpointLocalGCS(t *testing.T) {
 	e, st, f := gcsEnv(t)
-	checkpointScenario(t, e, st, "gcs")
+	checkpointScenario(t, e, st, checkpointCase{
+		resources: "{cloud: local}", store: "gcs",
+		preempt: func(id int64, _ string) {
+			e.must("local", "preempt", strconv.FormatInt(id, 10), "--notice", "30s")
+		},
+	})
 	if p := f.BucketProject("steps-ckpt"); p != "sortie-test" {
 		t.Errorf("the bucket was made in project %q, want gcp.project's sortie-test", p)
 	}
