@@ -290,11 +290,11 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	if err != nil || st.Started || st.Done {
 		t.Fatalf("TaskStatus before StartTask = %+v, %v; want nothing started", st, err)
 	}
-	task := Task{Setup: "pip install x", Run: "python train.py", Env: map[string]string{"TOKEN": "it's secret", "SORTIE_JOB_ID": "7306"}}
+	task := provision.Task{Setup: "pip install x", Run: "python train.py", Env: map[string]string{"TOKEN": "it's secret", "SORTIE_JOB_ID": "7306"}}
 	if err := p.StartTask(ctx, c, task); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.StartTask(ctx, c, Task{Run: "other"}); err != nil {
+	if err := p.StartTask(ctx, c, provision.Task{Run: "other"}); err != nil {
 		t.Fatalf("second StartTask: %v", err)
 	}
 	parent, err := cp.Client.CoreV1().ConfigMaps(e.ns[0]).Get(ctx, s.Name, metav1.GetOptions{})
@@ -321,7 +321,7 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	if err := e.kubelet.Exit(ctx, e.ns[0], podName(s.Name, 1), 3, PhaseSetup); err != nil {
 		t.Fatal(err)
 	}
-	for rank, want := range []TaskStatus{{Started: true, Done: true, ExitCode: 29, Phase: PhaseRun}, {Started: true, Done: true, ExitCode: 3, Phase: PhaseSetup}} {
+	for rank, want := range []provision.TaskStatus{{Started: true, Done: true, ExitCode: 29, Phase: PhaseRun}, {Started: true, Done: true, ExitCode: 3, Phase: PhaseSetup}} {
 		for {
 			st, err = p.TaskStatus(ctx, c, rank)
 			if err != nil {
@@ -343,16 +343,42 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	}
 
 	e.kubelet.SetLog(e.ns[0], podName(s.Name, 0), ContainerName, "setup done\ntraining\n")
-	log, err := p.ReadLog(ctx, c, 0, 0)
+	log, err := p.ReadTaskLog(ctx, c, 0, 0, 0)
 	if err != nil || string(log) != "setup done\ntraining\n" {
 		t.Fatalf("ReadLog = %q, %v", log, err)
 	}
-	log, err = p.ReadLog(ctx, c, 0, int64(len("setup done\n")))
+	log, err = p.ReadTaskLog(ctx, c, 0, int64(len("setup done\n")), 0)
 	if err != nil || string(log) != "training\n" {
 		t.Errorf("ReadLog from an offset = %q, %v", log, err)
 	}
-	if _, err := p.ReadLog(ctx, c, 1, 0); err == nil {
+	log, err = p.ReadTaskLog(ctx, c, 0, 2, 5)
+	if err != nil || string(log) != "tup d" {
+		t.Errorf("ReadLog of at most 5 bytes from 2 = %q, %v", log, err)
+	}
+	if _, err := p.ReadTaskLog(ctx, c, 1, 0, 0); err == nil {
 		t.Error("ReadLog of a container the kubelet has no log of: no error")
+	}
+
+	// A task sortie stops is its pod deleted: the node is terminated by
+	// sortie from then on, never a preemption.
+	if err := p.StopTask(ctx, c, 1); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err = p.Status(ctx, []string{s.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := m[s.Name].Nodes[1]; n.State != provision.NodeRunning || ctx.Err() != nil {
+			if n.State != provision.NodeTerminated || m[s.Name].Nodes[0].State != provision.NodeRunning {
+				t.Errorf("after StopTask of node 1: %s; want node 0 running, node 1 terminated", describe(m[s.Name]))
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.StopTask(ctx, c, 1); err != nil {
+		t.Errorf("StopTask of a pod gone already: %v", err)
 	}
 }
 

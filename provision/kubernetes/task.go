@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"fmt"
 	"sort"
-	"sortie/provision/node"
 	"strings"
+
+	"sortie/provision"
+	"sortie/provision/node"
 )
 
 // Where a pod's container finds its task, and the container's name.
@@ -35,8 +37,8 @@ const (
 
 // Phases of a task, as written in the termination message.
 const (
-	PhaseSetup = "setup"
-	PhaseRun   = "run"
+	PhaseSetup = provision.PhaseSetup
+	PhaseRun   = provision.PhaseRun
 )
 
 // containerScript is the container's command: it waits until the task is
