@@ -290,7 +290,13 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	if err != nil || st.Started || st.Done {
 		t.Fatalf("TaskStatus before StartTask = %+v, %v; want nothing started", st, err)
 	}
-	task := provision.Task{Setup: "pip install x", Run: "python train.py", Env: map[string]string{"TOKEN": "it's secret", "SORTIE_JOB_ID": "7306"}}
+	task := provision.Task{Setup: "pip install x", Run: "python train.py", Env: map[string]string{"TOKEN": "it's secret", "SORTIE_JOB_ID": "7306"},
+		Files: []provision.File{{Path: "train.py", Mode: 0o644, Data: []byte("print(1)\n")}, {Path: "/data/x.bin", Mode: 0o600, Data: []byte{0, 1, 2}}}}
+	big := task
+	big.Files = []provision.File{{Path: "big", Data: make([]byte, MaxFiles+1)}}
+	if err := p.StartTask(ctx, c, big); provision.Classify(err) != provision.ClassPrechecks || !strings.Contains(err.Error(), "workdir and file_mounts: over 512 KiB") {
+		t.Fatalf("StartTask with files over MaxFiles: %v, want a prechecks error naming the limit", err)
+	}
 	if err := p.StartTask(ctx, c, task); err != nil {
 		t.Fatal(err)
 	}
@@ -301,9 +307,13 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{KeyNumNodes: "2", KeySetup: "pip install x", KeyRun: "python train.py", KeyStart: "1", KeyNodeIPs: c.Nodes[0].IP + "\n" + c.Nodes[1].IP}
+	want := map[string]string{KeyNumNodes: "2", KeySetup: "pip install x", KeyRun: "python train.py", KeyStart: "1", KeyNodeIPs: c.Nodes[0].IP + "\n" + c.Nodes[1].IP,
+		KeyFiles: "644 file.0 train.py\n600 file.1 /data/x.bin\n"}
 	if diff := cmp.Diff(want, parent.Data); diff != "" {
 		t.Errorf("parent data (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string][]byte{"file.0": []byte("print(1)\n"), "file.1": {0, 1, 2}}, parent.BinaryData); diff != "" {
+		t.Errorf("parent binary data (-want +got):\n%s", diff)
 	}
 	secret, err := cp.Client.CoreV1().Secrets(e.ns[0]).Get(ctx, secretName(s.Name), metav1.GetOptions{})
 	if err != nil {

@@ -74,6 +74,10 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provis
 	if err != nil {
 		return provision.Prechecks(err)
 	}
+	list, files, err := filesData(t.Files)
+	if err != nil {
+		return provision.Prechecks(err)
+	}
 	kc, err := p.kubeContext(c.Placement.Region)
 	if err != nil {
 		return err
@@ -104,6 +108,10 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provis
 		ips += n.IP
 	}
 	parent.Data[KeySetup], parent.Data[KeyRun], parent.Data[KeyNodeIPs] = t.Setup, t.Run, ips
+	if len(files) > 0 {
+		parent.Data[KeyFiles] = list
+		parent.BinaryData = files
+	}
 	parent.Data[KeyStart] = "1"
 	if _, err := kc.core.ConfigMaps(ns).Update(ctx, parent, metav1.UpdateOptions{}); err != nil {
 		return classify(fmt.Errorf("start the task of %s: %w", c.Name, err))
@@ -172,3 +180,7 @@ func (r podRunner) Exec(context.Context, string, io.Reader) ([]byte, error) {
 }
 func (r podRunner) Dir() string  { return "/" }
 func (r podRunner) Close() error { return nil }
+
+// FilesLimit implements provision.TaskRunner: a task's files travel in
+// its parent ConfigMap, which Kubernetes holds to 1 MiB with the scripts.
+func (p *Provider) FilesLimit() int64 { return MaxFiles }
