@@ -12,7 +12,6 @@ import (
 	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/provision"
-	"sortie/provision/node"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -261,12 +260,12 @@ func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider,
 			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, c.logDeadline())
 			defer cancel()
-			r, err := c.runner(pctx, prov, cl, rank, a)
+			nt, err := c.nodeTask(pctx, prov, cl, rank, a)
 			if err != nil {
 				return
 			}
-			st, err := node.Poll(pctx, r)
-			r.Close()
+			st, err := nt.Poll(pctx)
+			nt.Close()
 			if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
 				code := st.ExitCode
 				codes[rank] = &code
@@ -299,12 +298,12 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 			if !stopped || !w.keep {
 				return
 			}
-			r, err := c.reach(ctx, w.prov, w.cl, rank, a)
+			nt, err := c.reach(ctx, w.prov, w.cl, rank, a)
 			if err != nil {
 				return
 			}
-			defer r.Close()
-			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
+			defer nt.Close()
+			if err := keepLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
 				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}
@@ -317,15 +316,15 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 // stopNode stops the task on one node unless it has ended; it says whether
 // it stopped one.
 func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) bool {
-	r, err := c.runner(ctx, prov, cl, rank, a)
+	nt, err := c.nodeTask(ctx, prov, cl, rank, a)
 	if err != nil {
 		return false
 	}
-	defer r.Close()
-	if st, err := node.Poll(ctx, r); err == nil && st.Done {
+	defer nt.Close()
+	if st, err := nt.Poll(ctx); err == nil && st.Done {
 		return false
 	}
-	if err := node.Stop(ctx, r); err != nil {
+	if err := nt.Stop(ctx); err != nil {
 		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
 		return false
 	}

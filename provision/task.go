@@ -21,6 +21,9 @@ type TaskRunner interface {
 	// ReadTaskLog returns node rank's log from byte offset on, at most max
 	// bytes: a chunk shorter than max is the end of the log so far.
 	ReadTaskLog(ctx context.Context, c *Cluster, rank int, offset int64, max int) ([]byte, error)
+	// FilesLimit is the most bytes of Task.Files StartTask takes (the
+	// task's workdir and file_mounts together); zero takes no files.
+	FilesLimit() int64
 	// StopTask stops node rank's task if it still runs, giving it the
 	// task's termination grace; stopped, the node no longer counts as
 	// running.
