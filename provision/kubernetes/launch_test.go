@@ -410,3 +410,76 @@ func TestRunnerRefusesCommands(t *testing.T) {
 		t.Error("Runner of a node the cluster lacks: no error")
 	}
 }
+
+// TestPodsRunTheTask runs the pods' container command for real, as
+// processes of this machine (the test's kubelet maps the pod's volumes
+// onto folders): the task handed over reaches both pods with its files,
+// each pod sees its own rank and the nodes' addresses, the exit codes and
+// the phase come back through the pod status, the output through the pod
+// log API.
+func TestPodsRunTheTask(t *testing.T) {
+	e := newQuietEnv(t, 1)
+	ctx, cancel := context.WithCancel(testContext(t))
+	done := make(chan error, 1)
+	go func() { done <- e.kubelet.ServeProcesses(ctx, e.ns[0], t.TempDir()) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("kubelet: %v", err)
+		}
+	})
+	p := e.provider(t)
+	s := spec(7307, 2, e.ns[0], schema.Resources{})
+	c := launch(t, p, s)
+	task := provision.Task{
+		Setup: `test -f train.sh || exit 3`,
+		Run:   `echo "rank $SORTIE_NODE_RANK of $SORTIE_NUM_NODES, job $SORTIE_JOB_ID, ips $(echo $SORTIE_NODE_IPS)"; sh train.sh`,
+		Env:   map[string]string{"SORTIE_JOB_ID": "7307"},
+		Files: []provision.File{{Path: "train.sh", Mode: 0o644, Data: []byte(`[ "$SORTIE_NODE_RANK" = 1 ] && exit 29; echo trained`)}},
+	}
+	if err := p.StartTask(ctx, c, task); err != nil {
+		t.Fatal(err)
+	}
+	want := []provision.TaskStatus{{Started: true, Done: true, ExitCode: 0, Phase: PhaseRun}, {Started: true, Done: true, ExitCode: 29, Phase: PhaseRun}}
+	ips := c.Nodes[0].IP + " " + c.Nodes[1].IP
+	wantLogs := []string{"rank 0 of 2, job 7307, ips " + ips + "\ntrained\n", "rank 1 of 2, job 7307, ips " + ips + "\n"}
+	for rank := range 2 {
+		var st provision.TaskStatus
+		for {
+			var err error
+			if st, err = p.TaskStatus(ctx, c, rank); err != nil {
+				t.Fatal(err)
+			}
+			if st.Done || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if st != want[rank] {
+			t.Errorf("node %d: %+v, want %+v", rank, st, want[rank])
+		}
+		if log, err := p.ReadTaskLog(ctx, c, rank, 0, 0); err != nil || string(log) != wantLogs[rank] {
+			t.Errorf("node %d log %q, %v; want %q", rank, log, err, wantLogs[rank])
+		}
+	}
+
+	// A setup that fails is told apart by the termination message.
+	s = spec(7308, 1, e.ns[0], schema.Resources{})
+	c = launch(t, p, s)
+	if err := p.StartTask(ctx, c, provision.Task{Setup: "exit 3", Run: "echo never"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := p.TaskStatus(ctx, c, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done || ctx.Err() != nil {
+			if st != (provision.TaskStatus{Started: true, Done: true, ExitCode: 3, Phase: PhaseSetup}) {
+				t.Errorf("setup failure: %+v", st)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
