@@ -138,15 +138,16 @@ func (k *kubeEnv) live() []string {
 }
 
 // TestKubernetesSpotJobEndToEnd runs the scenario every cloud runs on pods
-// of a real apiserver: the first namespace has no room (pods left
-// Unschedulable past provision_timeout), so the job moves to the second;
+// of a real apiserver: the first namespace the task's ordered placements
+// name has no room (pods left Unschedulable past provision_timeout), so
+// the job moves to the second;
 // its pod is evicted (the eviction API, as a drain or a spot node's loss
 // does) and the job recovers on new pods; exit code 29 restarts it, on a
 // new cluster; it succeeds, and no pod, ConfigMap or Secret is left.
 func TestKubernetesSpotJobEndToEnd(t *testing.T) {
 	k := newKubeEnv(t)
 	spotScenario(t, k.env, spotCase{
-		resources:  "  cloud: kubernetes\n  cpus: 1+\n",
+		resources:  fmt.Sprintf("  cloud: kubernetes\n  cpus: 1+\n  ordered:\n  - {zone: %s}\n  - {zone: %s}\n", k.ns[0], k.ns[1]),
 		full:       func(ns string) { k.kubelet.Full(ns, true) },
 		fullZone:   k.ns[0],
 		firstZone:  k.ns[1],
