@@ -115,6 +115,14 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 	}
 	c := pod.Spec.Containers[0]
 	root := filepath.Join(s.dir, s.ns, pod.Name)
+	// The volumes are refreshed while the container runs.
+	vctx, stopSync := context.WithCancel(ctx)
+	started := false
+	defer func() {
+		if !started {
+			stopSync()
+		}
+	}()
 	paths := map[string]string{}
 	for i, vm := range c.VolumeMounts {
 		local := filepath.Join(root, fmt.Sprintf("vol%d", i))
@@ -132,12 +140,12 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 				return err
 			}
 			go func() {
-				for ctx.Err() == nil {
+				for vctx.Err() == nil {
 					select {
-					case <-ctx.Done():
+					case <-vctx.Done():
 					case <-time.After(100 * time.Millisecond):
 					}
-					_ = s.syncVolume(ctx, vol, local)
+					_ = s.syncVolume(vctx, vol, local)
 				}
 			}()
 		default:
@@ -173,12 +181,14 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pod %s: start %s: %w", pod.Name, argv[0], err)
 	}
+	started = true
 	p := &podProc{cmd: cmd, done: make(chan struct{})}
 	s.mu.Lock()
 	s.procs[pod.Name] = p
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
+		stopSync()
 		close(p.done)
 		code := 0
 		var ee *exec.ExitError
