@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sortie/controller/config"
@@ -46,6 +47,10 @@ type Controller struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Rand      func() float64
+	// Sleep waits d, or until ctx ends (false): the waits a stopped task's
+	// grace is made of. Nil waits on a real timer; a test passes time on
+	// its clock (Now) instead.
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// LogDeadline bounds reading each node (exit code, log) when an
 	// attempt ends; zero means 20s.
 	LogDeadline time.Duration
@@ -82,6 +87,9 @@ type Controller struct {
 	// lease, when set (AsReplica), makes the controller a replica that
 	// drives only the jobs whose lease it holds (lease.go).
 	lease *leaseSet
+	// running holds Run's context while it runs: the steps a local
+	// agent's exit asks for (agentExited) run under it.
+	running atomic.Value
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -145,6 +153,7 @@ func (c *Controller) Wake() {
 // but never all at the same instant (see shards). A wake (a job submitted
 // or cancelled) reconciles at once the jobs that no attempt is running for.
 func (c *Controller) Run(ctx context.Context) error {
+	c.running.Store(ctx)
 	c.sched.Follow(true)
 	var claims <-chan time.Time
 	if c.lease != nil {

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"sortie/controller/home"
+	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
+	"sortie/provision/node"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -284,6 +286,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 	if w.cl == nil {
 		return
 	}
+	grace := c.terminationGrace(j, a.TaskIdx)
 	var wg sync.WaitGroup
 	for rank, n := range w.cl.Nodes {
 		if n.State != provision.NodeRunning {
@@ -292,9 +295,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sctx, cancel := context.WithTimeout(ctx, c.logDeadline())
-			stopped := c.stopNode(sctx, w.prov, w.cl, rank, a)
-			cancel()
+			stopped := c.stopNode(ctx, w.prov, w.cl, rank, a, grace)
 			if !stopped || !w.keep {
 				return
 			}
@@ -314,21 +315,109 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 }
 
 // stopNode stops the task on one node unless it has ended; it says whether
-// it stopped one.
-func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) bool {
-	nt, err := c.nodeTask(ctx, prov, cl, rank, a)
+// it stopped one. The task gets SIGTERM, then grace to end before SIGKILL
+// (job_recovery.termination_grace, as a notice gives it): the controller
+// waits on its own clock, asking the node now and then, and each node
+// call is bounded by LogDeadline. A controller that is stopping (ctx
+// ended) kills at once rather than leave the task running. On a provider
+// whose nodes run the task themselves, the provider gives the grace
+// (stopTask).
+func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt, grace time.Duration) bool {
+	if _, ok := prov.(provision.TaskRunner); ok {
+		return c.stopTask(ctx, prov, cl, rank, a)
+	}
+	call := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, c.logDeadline())
+	}
+	pctx, cancel := call(ctx)
+	r, err := c.runner(pctx, prov, cl, rank, a)
+	cancel()
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	pctx, cancel = call(ctx)
+	st, err := node.Poll(pctx, r)
+	cancel()
+	if err == nil && st.Done {
+		return false
+	}
+	pctx, cancel = call(ctx)
+	live, err := node.Terminate(pctx, r)
+	cancel()
+	if err != nil {
+		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
+		return false
+	}
+	// The grace is over when the clock says so, or when the waits add up
+	// to it (a clock that stands still).
+	deadline, waited := c.Now().Add(grace), time.Duration(0)
+	for wait := 50 * time.Millisecond; live; wait = min(2*wait, time.Second) {
+		left := min(deadline.Sub(c.Now()), grace-waited)
+		if left <= 0 || !c.sleep(ctx, min(wait, left)) {
+			break
+		}
+		waited += min(wait, left)
+		pctx, cancel = call(ctx)
+		st, err := node.Poll(pctx, r)
+		cancel()
+		if err == nil && (st.Done || !st.AgentAlive) {
+			// Ended, or its agent is gone: what is left, if anything,
+			// is killed below.
+			live = !st.Done
+			break
+		}
+	}
+	if !live {
+		return true
+	}
+	kctx, cancel := call(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := node.StopWithin(kctx, r, 0); err != nil {
+		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
+	}
+	return true
+}
+
+// stopTask stops node rank's task through a provider whose nodes run it
+// themselves (provision.TaskRunner), unless it has ended; the provider
+// gives the task its termination grace (a pod's grace period). It says
+// whether it stopped one.
+func (c *Controller) stopTask(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) bool {
+	pctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+	defer cancel()
+	nt, err := c.nodeTask(pctx, prov, cl, rank, a)
 	if err != nil {
 		return false
 	}
 	defer nt.Close()
-	if st, err := nt.Poll(ctx); err == nil && st.Done {
+	if st, err := nt.Poll(pctx); err == nil && st.Done {
 		return false
 	}
-	if err := nt.Stop(ctx); err != nil {
+	if err := nt.Stop(pctx); err != nil {
 		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
 		return false
 	}
 	return true
+}
+
+// terminationGrace is job_recovery.termination_grace of j's task idx: how
+// long a task told to stop has before SIGKILL.
+func (c *Controller) terminationGrace(j *store.Job, idx int) time.Duration {
+	if p, err := spec(j); err == nil && idx < len(p.Tasks) {
+		if g := p.Tasks[idx].Recovery().TerminationGrace.D(); g > 0 {
+			return g
+		}
+	}
+	return node.DefaultTerminationGrace
+}
+
+// sleep waits d, or until ctx ends (false), on Sleep when a test set it.
+func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	return schedule.RealSleep(ctx, d)
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -59,3 +59,13 @@ func (c *Controller) openAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	}
 	return a, nil
 }
+
+// agentExited is told that the agent of a node of job id has exited (a
+// local node, whose agent this process started): the job is stepped now,
+// or its follow-up stops waiting, so that the task's end is seen at once
+// rather than at the next check. Before Run, or after it, it does nothing.
+func (c *Controller) agentExited(id int64) {
+	if ctx, ok := c.running.Load().(context.Context); ok && ctx.Err() == nil {
+		c.sched.Poke(ctx, id)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -163,4 +165,40 @@ func restartOnKeptCluster(t *testing.T, c *Controller) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// The end of a task on a local node is seen when its agent exits, not at
+// the next check: with a poll interval of an hour, a task that outlives
+// the early checks still ends its job within seconds.
+func TestLocalEndIsSeenWhenTheAgentExits(t *testing.T) {
+	c := localController(t)
+	if err := os.WriteFile(filepath.Join(c.Config.Home, "config.yaml"), []byte("controller:\n  poll_interval: 1h\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = restarted(t, c)
+	id := createJob(t, c, "resources: {cloud: local}\nrun: sleep 2\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-ran
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		j, err := c.Store.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status.Terminal() {
+			if j.Status != lifecycle.Succeeded {
+				t.Errorf("job %s (%s), want SUCCEEDED", j.Status, j.StatusReason)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job still %s 30s after its 2s task began: its end was not seen", j.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -171,8 +171,9 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 			// the nodes left the last task running: stop it before the
 			// next one starts beside it.
 			if prov, cl, err := c.cluster(ctx, last); err == nil && cl != nil {
+				grace := c.terminationGrace(j, last.TaskIdx)
 				for rank := range cl.Nodes {
-					c.stopNode(ctx, prov, cl, rank, last)
+					c.stopNode(ctx, prov, cl, rank, last, grace)
 				}
 			}
 			reuse = last

@@ -61,7 +61,7 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 	if tr, ok := prov.(provision.TaskRunner); ok {
 		return c.startTasks(ctx, tr, cl, j, task, a, secrets)
 	}
-	if problem, err := c.prepareBuckets(ctx, j, task); err != nil {
+	if problem, err := c.prepareBuckets(ctx, j, a, task); err != nil {
 		return fmt.Errorf("prepare the buckets: %w", err)
 	} else if problem != "" {
 		return c.endLaunch(ctx, j, a, nil, true, problem)
@@ -172,10 +172,12 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	})
 	c.pause(PauseStarting, j.ID, a.Attempt)
 	source, endpoint := c.noticeSource(a.Cloud)
-	storage, fuse, storageEnv, err := c.storageSpec(task, a.Cloud)
+	storage, fuse, storageEnv, err := c.storageSpec(task, a.Cloud, a.Region)
 	if err != nil {
 		return provision.Prechecks(fmt.Errorf("file_mounts: %w", err))
 	}
+	// A local node's agent says when it has ended: the end is seen then.
+	ctx = node.WithAgentExit(ctx, func() { c.agentExited(j.ID) })
 	err = node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
 		NoticeSource: source, NoticeEndpoint: endpoint, TerminationGrace: task.Recovery().TerminationGrace.D(),
 		Storage: storage, StorageEnv: storageEnv, FUSE: fuse})

@@ -22,8 +22,9 @@ const (
 // storageSpec is the node's buckets as the sync program reads them
 // (bucket.Spec), the FUSE programs its MOUNT buckets need, and the env the
 // sync program gets on cloud: on local, the controller's own credential
-// chain; on a VM, none (the instance's role or service account).
-func (c *Controller) storageSpec(task *schema.Task, cloud string) (spec []byte, fuse [][]string, env map[string]string, err error) {
+// chain; on aws, where to find the store and the instance's role (see
+// awsStorageEnv); on another VM, none (its service account).
+func (c *Controller) storageSpec(task *schema.Task, cloud, region string) (spec []byte, fuse [][]string, env map[string]string, err error) {
 	mounts, probs := task.Buckets("")
 	if len(probs) > 0 {
 		return nil, nil, nil, &schema.ValidationError{Problems: probs}
@@ -56,10 +57,34 @@ func (c *Controller) storageSpec(task *schema.Task, cloud string) (spec []byte, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if cloud == "local" {
+	switch cloud {
+	case "local":
 		env = localStorageEnv()
+	case "aws":
+		env = awsStorageEnv(os.Getenv, region, c.Config.AWS.IMDSEndpoint)
 	}
 	return spec, fuse, env, nil
+}
+
+// awsStorageEnv is what an EC2 node's sync program gets: never
+// credentials (it takes the instance profile's role from the instance
+// metadata service, aws.imds_endpoint when one is set), the instance's
+// region, and the controller's S3 endpoint settings, so that with an
+// S3-compatible store the nodes use the store the controller prepared.
+func awsStorageEnv(getenv func(string) string, region, imds string) map[string]string {
+	env := map[string]string{}
+	if region != "" {
+		env["AWS_REGION"] = region
+	}
+	if imds != "" {
+		env["AWS_EC2_METADATA_SERVICE_ENDPOINT"] = imds
+	}
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if v := getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // localStorageEnv is what of the controller's environment a local node's
@@ -82,7 +107,9 @@ func localStorageEnv() map[string]string {
 // already moves nothing), before the task's nodes start. problem, when
 // set, is why no retry can help (the bucket cannot be read, a URL's
 // bucket does not exist); err is worth a retry.
-func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, task *schema.Task) (problem string, err error) {
+//
+// On aws, a new S3 bucket is made in the attempt's region.
+func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.Attempt, task *schema.Task) (problem string, err error) {
 	mounts, probs := task.Buckets("")
 	if len(probs) > 0 {
 		return (&schema.ValidationError{Problems: probs}).Error(), nil
@@ -91,6 +118,9 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, task *sch
 		args := []string{"ensure", "-store", m.Store, "-bucket", m.Bucket, "-prefix", m.Prefix}
 		if m.Create {
 			args = append(args, "-create")
+			if a.Cloud == "aws" && m.Store == schema.StoreS3 && a.Region != "" {
+				args = append(args, "-region", a.Region)
+			}
 		}
 		if m.Source != "" {
 			src := m.Source

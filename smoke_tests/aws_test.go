@@ -34,6 +34,8 @@ type awsEnv struct {
 	nodes string
 }
 
+// Its IAM is moto's too, through the proxy (AWS_ENDPOINT_URL_IAM), and its
+// S3 (AWS_ENDPOINT_URL_S3), so that nothing reaches AWS.
 func newAWSEnv(t *testing.T) *awsEnv {
 	t.Helper()
 	moto := cloudtest.StartMoto(t)
@@ -42,7 +44,8 @@ func newAWSEnv(t *testing.T) *awsEnv {
 	nodes := t.TempDir()
 	t.Cleanup(func() { cloudtest.KillNodeProcessesUnder(nodes) })
 	e := newEnv(t, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null", "AWS_PROFILE=", "AWS_REGION=")
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null", "AWS_PROFILE=", "AWS_REGION=",
+		"AWS_ENDPOINT_URL_IAM="+proxy.URL, "AWS_ENDPOINT_URL_S3="+moto.URL)
 	_, line, err := sshrun.LoadOrCreateKey(filepath.Join(e.home, "keys"))
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +191,10 @@ func TestCheckSaysWhatAWSLacks(t *testing.T) {
 	}
 	if !byCloud["local"].OK || !byCloud["aws"].OK || !strings.Contains(strings.Join(byCloud["aws"].Details, " "), "us-east-1") {
 		t.Errorf("with moto and test credentials: %+v", checks)
+	}
+	details := strings.Join(byCloud["aws"].Details, "\n")
+	if !strings.Contains(details, "buckets: the credentials list S3 buckets") || !strings.Contains(details, "instance profile: sortie-node does not exist yet") {
+		t.Errorf("aws details lack the buckets and the instance profile:\n%s", details)
 	}
 	// Without credentials: disabled, and says what to set.
 	bare := newEnv(t, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",

@@ -7,8 +7,9 @@
 //
 //	sortie-sync down DIR | up DIR
 //	sortie-sync check  -store S -bucket B [-create]
-//	sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
+//	sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
 //	sortie-sync delete -store S -bucket B
+//	sortie-sync region -store S -bucket B
 package main
 
 import (
@@ -37,8 +38,9 @@ func main() {
 
 const usage = `usage: sortie-sync down DIR | up DIR
        sortie-sync check  -store S -bucket B [-create]
-       sortie-sync ensure -store S -bucket B [-prefix P] [-create] [-source PATH]
-       sortie-sync delete -store S -bucket B`
+       sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
+       sortie-sync delete -store S -bucket B
+       sortie-sync region -store S -bucket B`
 
 func run(ctx context.Context, args []string) int {
 	if len(args) < 1 {
@@ -61,7 +63,7 @@ func run(ctx context.Context, args []string) int {
 			return 1
 		}
 		return 0
-	case "check", "ensure", "delete":
+	case "check", "ensure", "delete", "region":
 		return bucketOp(ctx, args[0], args[1:])
 	}
 	fmt.Fprintln(os.Stderr, usage)
@@ -75,6 +77,7 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 	prefix := fs.String("prefix", "", "the objects' prefix")
 	create := fs.Bool("create", false, "a missing bucket is created (check: may be)")
 	source := fs.String("source", "", "a local path uploaded under the prefix, content-addressed")
+	region := fs.String("region", "", "where a missing bucket is created (a store with regions); default the store's")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *store == "" || *name == "" {
 		fmt.Fprintln(os.Stderr, usage)
 		return 2
@@ -90,6 +93,9 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 			return exitDenied
 		}
 		return 1
+	}
+	if op == "region" {
+		return printRegion(ctx, st, *name, fail)
 	}
 	if op == "delete" {
 		ok, err := st.Exists(ctx, *name)
@@ -122,7 +128,11 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 		return 0
 	}
 	if !ok {
-		if err := st.Create(ctx, *name); err != nil {
+		create := st.Create
+		if rc, isRegional := st.(regionalCreator); isRegional && *region != "" {
+			create = func(ctx context.Context, b string) error { return rc.CreateIn(ctx, b, *region) }
+		}
+		if err := create(ctx, *name); err != nil {
 			return fail(err)
 		}
 	}
@@ -138,5 +148,35 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 			fmt.Printf("source %s: the bucket holds it already\n", *source)
 		}
 	}
+	return 0
+}
+
+// regionalCreator is a store whose buckets are made in a region.
+type regionalCreator interface {
+	CreateIn(ctx context.Context, bucket, region string) error
+}
+
+// regioner is a store that can tell where a bucket lives.
+type regioner interface {
+	Region(ctx context.Context, bucket string) (region string, ok bool, err error)
+}
+
+// printRegion prints the bucket's region, for the dry run's warning of a
+// bucket far from the cluster; it prints nothing for a store that has no
+// regions.
+func printRegion(ctx context.Context, st bucket.Store, name string, fail func(error) int) int {
+	r, ok := st.(regioner)
+	if !ok {
+		return 0
+	}
+	region, found, err := r.Region(ctx, name)
+	if err != nil {
+		return fail(err)
+	}
+	if !found {
+		fmt.Fprintf(os.Stderr, "sortie-sync region: bucket %s does not exist\n", name)
+		return exitMissing
+	}
+	fmt.Println(region)
 	return 0
 }

@@ -151,10 +151,18 @@ func (w *statusWriter) Flush() {
 	}
 }
 
-// logged runs h, writes its error as JSON, and logs the request: method,
-// path (never the query or a header: a token is in neither the log nor a
-// URL), status, user and duration.
-func (s *Server) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
+// Answered says whether a handler run by Logged has begun its answer: its
+// status is written, so an error can only be logged.
+func Answered(w http.ResponseWriter) bool {
+	sw, ok := w.(*statusWriter)
+	return ok && sw.status != 0
+}
+
+// Logged runs h, answers its error with writeErr unless the answer had
+// begun, and logs the request: method, path (never the query or a header:
+// a token is in neither the log nor a URL), status, user and duration.
+// The API and the dashboard log their requests through it alike.
+func Logged(log *slog.Logger, writeErr func(w http.ResponseWriter, r *http.Request, user string, err error), h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -162,18 +170,25 @@ func (s *Server) logged(h func(w http.ResponseWriter, r *http.Request) (string, 
 		if err != nil {
 			if sw.status != 0 {
 				// The body had begun: all that is left is to say so in the log.
-				s.o.Log.Warn("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "err", err)
+				log.Warn("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "err", err)
 			} else {
-				status, d := detail(err)
-				if status == http.StatusUnauthorized {
-					sw.Header().Set("WWW-Authenticate", `Bearer realm="sortie"`)
-				}
-				_ = writeJSON(sw, status, ErrorBody{Error: d})
+				writeErr(sw, r, user, err)
 			}
 		}
-		s.o.Log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "user", user,
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "user", user,
 			"ms", time.Since(start).Milliseconds())
 	}
+}
+
+// logged runs h and writes its error as the API's JSON.
+func (s *Server) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
+	return Logged(s.o.Log, func(w http.ResponseWriter, _ *http.Request, _ string, err error) {
+		status, d := detail(err)
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sortie"`)
+		}
+		_ = writeJSON(w, status, ErrorBody{Error: d})
+	}, h)
 }
 
 // authed runs h for the user the request's bearer token names, with a

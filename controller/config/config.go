@@ -113,11 +113,13 @@ type AWSConfig struct {
 	// RetryMaxAttempts bounds the SDK's attempts per call (default 3).
 	RetryMaxAttempts int `json:"retry_max_attempts"`
 	// IMDSEndpoint is the instance metadata service the agent on each node
-	// asks for spot interruption notices; "" is EC2's own
+	// asks for spot interruption notices, and the nodes' bucket sync for
+	// the instance profile's credentials; "" is EC2's own
 	// (http://169.254.169.254). Tests point it at a simulator.
 	IMDSEndpoint string `json:"imds_endpoint"`
 	// InstanceProfile is the IAM instance profile, a name or an ARN, of
-	// the instances of tasks with buckets.
+	// the instances of tasks with buckets; "" is sortie's own, sortie-node,
+	// which sortie creates the first time it is needed.
 	InstanceProfile string `json:"instance_profile"`
 }
 

@@ -339,3 +339,93 @@ func TestWaitWaitsForEveryStartedWork(t *testing.T) {
 	// With nothing in flight, Wait returns at once.
 	q.Wait()
 }
+
+// pokeQueue is a following queue on a fake clock whose sleeps last until
+// their context ends (a Poke) or the test releases them; it records the
+// time of each step, and each step ends the job.
+func pokeQueue(t *testing.T) (q *Queue, steps func() []time.Duration, release chan struct{}, sleeping chan struct{}) {
+	t.Helper()
+	start := time.Unix(0, 0)
+	clk := &clock{t: start}
+	var (
+		mu  sync.Mutex
+		got []time.Duration
+	)
+	release, sleeping = make(chan struct{}), make(chan struct{}, 8)
+	q = New(Config{
+		Now: clk.Now, Checkers: 2, Horizon: 5 * time.Second,
+		FirstChecks: []time.Duration{200 * time.Millisecond, time.Second},
+		Sleep: func(ctx context.Context, d time.Duration) bool {
+			sleeping <- struct{}{}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-release:
+				return clk.Sleep(ctx, d)
+			}
+		},
+		Step: func(ctx context.Context, id int64) (bool, error) {
+			mu.Lock()
+			got = append(got, clk.Now().Sub(start))
+			mu.Unlock()
+			return false, nil
+		},
+	})
+	q.Follow(true)
+	return q, func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}, release, sleeping
+}
+
+// A Poke (a local node's agent exited) ends a follow-up's wait: the job
+// is stepped at once, not when its early check comes.
+func TestPokeEndsAFollowUpsWait(t *testing.T) {
+	q, steps, _, sleeping := pokeQueue(t)
+	ctx := context.Background()
+	q.Go(ctx, q.Read(), Work{ID: 5, Early: true, Run: nop})
+	<-sleeping
+	q.Poke(ctx, 5)
+	q.Wait()
+	if got := steps(); !slices.Equal(got, []time.Duration{0}) {
+		t.Errorf("steps at %v, want one at once", got)
+	}
+}
+
+// A Poke that comes while the job's step runs is not lost: another step
+// follows it, though the step asked for nothing more.
+func TestPokeDuringAStepIsFollowed(t *testing.T) {
+	q, steps, _, _ := pokeQueue(t)
+	ctx := context.Background()
+	gate, in := make(chan struct{}), make(chan struct{})
+	q.Go(ctx, q.Read(), Work{ID: 5, Run: func(context.Context) error { close(in); <-gate; return nil }})
+	<-in
+	q.Poke(ctx, 5)
+	close(gate)
+	q.Wait()
+	if got := steps(); !slices.Equal(got, []time.Duration{0}) {
+		t.Errorf("steps at %v, want one after the poked step", got)
+	}
+}
+
+// A Poke of a job no step holds claims it and steps it now; with
+// follow-ups off (a test driving ticks by hand) it does nothing.
+func TestPokeStepsAJobNotClaimed(t *testing.T) {
+	for _, follow := range []bool{true, false} {
+		q, steps, _, _ := pokeQueue(t)
+		q.Follow(follow)
+		q.Poke(context.Background(), 5)
+		q.Wait()
+		want := []time.Duration{0}
+		if !follow {
+			want = nil
+		}
+		if got := steps(); !slices.Equal(got, want) {
+			t.Errorf("following %v: steps at %v, want %v", follow, got, want)
+		}
+		if len(q.busy) != 0 || len(q.poked) != 0 {
+			t.Errorf("following %v: left claimed %v, poked %v", follow, q.busy, q.poked)
+		}
+	}
+}

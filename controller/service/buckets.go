@@ -84,3 +84,74 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 	}
 	return probs, nil
 }
+
+// bucketRegionWarnings says, for the dry run, which S3 buckets live in
+// another region than the AWS placements the task may run in: allowed, but
+// every sync then crosses regions. Where the store cannot tell (no
+// credentials here, a bucket still to be created), it says nothing.
+func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, configured []string) []string {
+	var warns []string
+	asked := map[string]string{} // bucket -> region, "" when unknown
+	for i, t := range p.Tasks {
+		if i >= len(plans) {
+			break
+		}
+		var regions []string
+		for _, pl := range plans[i].Placements {
+			if pl.Cloud != "aws" {
+				continue
+			}
+			if pl.Region != nil {
+				regions = appendNew(regions, *pl.Region)
+			} else {
+				for _, r := range configured {
+					regions = appendNew(regions, r)
+				}
+			}
+		}
+		if len(regions) == 0 {
+			continue
+		}
+		prefix := ""
+		if len(p.Tasks) > 1 {
+			prefix = fmt.Sprintf("tasks[%d]", i)
+		}
+		mounts, _ := t.Buckets(prefix)
+		for _, m := range mounts {
+			if m.Store != schema.StoreS3 {
+				continue
+			}
+			where, seen := asked[m.Bucket]
+			if !seen {
+				if code, msg, err := node.RunSync(ctx, "region", "-store", m.Store, "-bucket", m.Bucket); err == nil && code == 0 {
+					where = strings.TrimSpace(msg)
+				}
+				asked[m.Bucket] = where
+			}
+			if where == "" {
+				continue
+			}
+			var far []string
+			for _, r := range regions {
+				if r != where {
+					far = append(far, r)
+				}
+			}
+			if len(far) == 0 {
+				continue
+			}
+			warns = append(warns, fmt.Sprintf("%s: bucket %s is in %s, and the task may run in %s: every sync crosses regions (slower, and AWS bills the transfer); a bucket in the cluster's region avoids it",
+				m.Field, m.Bucket, where, strings.Join(far, ", ")))
+		}
+	}
+	return warns
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

@@ -194,6 +194,12 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	if len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
 	}
+	for _, w := range bucketRegionWarnings(ctx, p, plan.Tasks, s.Config.AWS.Regions) {
+		plan.Warnings = append(plan.Warnings, w)
+		if warn != nil {
+			warn(w)
+		}
+	}
 	return plan, nil
 }
 

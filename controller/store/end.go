@@ -75,6 +75,39 @@ func afterDecision(d strategy.Decision, j jobNow) (after, error) {
 	return n, nil
 }
 
+// ending begins each transaction that ends an attempt (EndAttempt,
+// ReplaceAttempt, EndReplaced): it locks attempt id's job, reads the
+// attempt, and fails with ErrAttemptEnded when it has ended.
+func (s *Store) ending(ctx context.Context, tx *dbTx, id int64) (attemptNow, error) {
+	if err := s.d.lockAttemptJob(ctx, tx, id); err != nil {
+		return attemptNow{}, err
+	}
+	at, err := readAttempt(ctx, tx, id)
+	if err != nil {
+		return at, err
+	}
+	return at, at.moveTo(lifecycle.AttemptEnded)
+}
+
+// decide reads the job of at, an attempt ending with decision d (EndAttempt,
+// ReplaceAttempt), and returns it with what d moves the task and the job
+// to. It fails with ErrTerminal when the job has ended, and with
+// ErrNotAMove when the lifecycle does not list the job's move.
+func decide(ctx context.Context, tx *dbTx, at attemptNow, d strategy.Decision) (jobNow, after, error) {
+	j, err := readJob(ctx, tx, at.job)
+	if err != nil {
+		return j, after{}, err
+	}
+	if err := j.ended(); err != nil {
+		return j, after{}, err
+	}
+	n, err := afterDecision(d, j)
+	if err != nil {
+		return j, n, err
+	}
+	return j, n, lifecycle.CheckJob(j.id, j.status, n.job)
+}
+
 // EndAttempt records how attempt a ended (o) and what follows (d, from
 // strategy.Decide), in one transaction: the attempt's outcome and exit
 // codes (exactly once) and the decision; the task's counters and status;
@@ -89,29 +122,13 @@ func afterDecision(d strategy.Decision, j jobNow) (after, error) {
 // written.
 func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strategy.Decision, f Facts) error {
 	return s.tx(ctx, func(tx *dbTx) error {
-		if err := s.d.lockAttemptJob(ctx, tx, a.ID); err != nil {
-			return err
-		}
 		now := s.now()
-		at, err := readAttempt(ctx, tx, a.ID)
+		at, err := s.ending(ctx, tx, a.ID)
 		if err != nil {
 			return err
 		}
-		if err := at.moveTo(lifecycle.AttemptEnded); err != nil {
-			return err
-		}
-		j, err := readJob(ctx, tx, at.job)
+		j, n, err := decide(ctx, tx, at, d)
 		if err != nil {
-			return err
-		}
-		if err := j.ended(); err != nil {
-			return err
-		}
-		n, err := afterDecision(d, j)
-		if err != nil {
-			return err
-		}
-		if err := lifecycle.CheckJob(j.id, j.status, n.job); err != nil {
 			return err
 		}
 		tasks, err := readTasks(ctx, tx, j.id)

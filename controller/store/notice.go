@@ -47,14 +47,8 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 		return fmt.Errorf("attempt %d: a replacement is a recovery, not %s", a.ID, d.Action)
 	}
 	return s.tx(ctx, func(tx *dbTx) error {
-		if err := s.d.lockAttemptJob(ctx, tx, a.ID); err != nil {
-			return err
-		}
-		at, err := readAttempt(ctx, tx, a.ID)
+		at, err := s.ending(ctx, tx, a.ID)
 		if err != nil {
-			return err
-		}
-		if err := at.moveTo(lifecycle.AttemptEnded); err != nil {
 			return err
 		}
 		var replaced sql.NullString
@@ -64,18 +58,8 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 		if replaced.Valid {
 			return fmt.Errorf("attempt %d: %w", a.ID, ErrReplaced)
 		}
-		j, err := readJob(ctx, tx, at.job)
+		j, n, err := decide(ctx, tx, at, d)
 		if err != nil {
-			return err
-		}
-		if err := j.ended(); err != nil {
-			return err
-		}
-		n, err := afterDecision(d, j)
-		if err != nil {
-			return err
-		}
-		if err := lifecycle.CheckJob(j.id, j.status, n.job); err != nil {
 			return err
 		}
 		ts, err := readTask(ctx, tx, j.id, at.task)
@@ -112,18 +96,12 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 // replaced (EndAttempt ends those).
 func (s *Store) EndReplaced(ctx context.Context, a *Attempt, o Observed) error {
 	return s.tx(ctx, func(tx *dbTx) error {
-		if err := s.d.lockAttemptJob(ctx, tx, a.ID); err != nil {
-			return err
-		}
-		at, err := readAttempt(ctx, tx, a.ID)
-		if err != nil {
-			return err
-		}
-		if err := at.moveTo(lifecycle.AttemptEnded); err != nil {
+		if _, err := s.ending(ctx, tx, a.ID); err != nil {
 			return err
 		}
 		codes := []byte("[]")
 		if o.ExitCodes != nil {
+			var err error
 			if codes, err = json.Marshal(o.ExitCodes); err != nil {
 				return err
 			}

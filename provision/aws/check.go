@@ -22,6 +22,10 @@ type CheckResult struct {
 	Regions []string
 	// Problems says what is missing, each with its fix; empty means usable.
 	Problems []string
+	// Buckets says whether the credentials can list S3 buckets, and
+	// InstanceProfile what the instances of a task with buckets get; what
+	// they lack keeps tasks with buckets from launching, not the others.
+	Buckets, InstanceProfile string
 }
 
 // OK reports whether AWS is usable.
@@ -73,6 +77,7 @@ func Check(ctx context.Context, cfg Config) (CheckResult, error) {
 		}
 		return res, nil
 	}
+	res.Buckets, res.InstanceProfile = checkBuckets(ctx, awsCfg, cfg)
 	status := map[string]string{}
 	for _, r := range out.Regions {
 		name, opt := awssdk.ToString(r.RegionName), awssdk.ToString(r.OptInStatus)

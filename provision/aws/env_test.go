@@ -38,6 +38,7 @@ func (e *env) config() Config {
 		Home:             e.home,
 		Regions:          []string{"us-east-1", "us-west-2"},
 		Endpoint:         e.proxy.URL,
+		IAMEndpoint:      e.proxy.URL,
 		SSHUser:          e.sshd.User,
 		ProxyCommand:     e.sshd.ProxyCommand,
 		NodeDirRoot:      e.nodes,

@@ -84,7 +84,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	}
 	// Status must see the new instances, not an answer from before them.
 	defer p.status.Forget(region)
-	out, err := p.client(region).RunInstances(ctx, input)
+	out, err := p.runInstances(ctx, region, input)
 	if err != nil {
 		err = classify(fmt.Errorf("launch %s in %s: %w", spec.Name, where, err))
 		if len(spec.Resources.Ports) > 0 {
@@ -215,12 +215,8 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 	}
 	var profile *types.IamInstanceProfileSpecification
 	if spec.Buckets {
-		if p.cfg.InstanceProfile == "" {
-			return nil, provision.Prechecks(fmt.Errorf("the task has buckets and its instances need credentials for them: set aws.instance_profile in config.yaml to an instance profile whose role may read and write them (see the README's Buckets and checkpoints)"))
-		}
-		profile = &types.IamInstanceProfileSpecification{Name: awssdk.String(p.cfg.InstanceProfile)}
-		if strings.HasPrefix(p.cfg.InstanceProfile, "arn:") {
-			profile = &types.IamInstanceProfileSpecification{Arn: awssdk.String(p.cfg.InstanceProfile)}
+		if profile, err = p.instanceProfile(ctx); err != nil {
+			return nil, err
 		}
 	}
 	n := int32(spec.NumNodes)

@@ -51,10 +51,17 @@ type Config struct {
 	NodeDirRoot string
 	// InstanceProfile is the IAM instance profile (a name or an ARN) given
 	// to the instances of a task with buckets, whose role may read and
-	// write them; a task with buckets cannot launch without one.
+	// write them; empty means sortie's own (NodeProfileName), created the
+	// first time a task with buckets launches.
 	InstanceProfile string
+	// IAMEndpoint overrides the IAM endpoint URL; empty means the SDK's
+	// (which honours AWS_ENDPOINT_URL_IAM).
+	IAMEndpoint string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sleep waits d or until ctx ends; nil means a timer. Tests give one
+	// that moves their clock.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Logger receives launch and termination events; nil means slog.Default.
 	Logger *slog.Logger
 
@@ -91,7 +98,14 @@ type Provider struct {
 
 	mu      sync.Mutex
 	clients map[string]ec2API
-	cache   cache
+	iam     iamAPI
+
+	// profileMu guards the node profile's state: made or found once per
+	// provider, and when sortie made it (EC2 may not see it at once).
+	profileMu     sync.Mutex
+	profileReady  bool
+	profileMadeAt time.Time
+	cache         cache
 	// status shares one region's DescribeInstances among the Status
 	// calls of a poll interval.
 	status *vm.Shared[map[string]*provision.Cluster]
@@ -136,6 +150,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -149,6 +166,18 @@ func withDefaults(cfg Config) Config {
 		cfg.LaunchTimeout = 10 * time.Minute
 	}
 	return cfg
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func loadAWSConfig(ctx context.Context, cfg Config) (awssdk.Config, error) {

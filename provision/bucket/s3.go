@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -17,10 +18,14 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// S3 is a Store on Amazon S3 or anything that speaks its API.
+// S3 is a Store on Amazon S3 or anything that speaks its API. Each
+// bucket is reached in its own region, which may not be the client's.
 type S3 struct {
 	Client *s3.Client
 	tm     *transfermanager.Client
+
+	mu       sync.Mutex
+	regional map[string]*S3 // bucket -> the store in its region
 }
 
 // NewS3 opens S3 with the standard credential chain and endpoint settings
@@ -45,9 +50,37 @@ func NewS3Client(c *s3.Client) *S3 {
 	return &S3{Client: c, tm: transfermanager.New(c)}
 }
 
+// in is the store of the bucket's region: S3 answers a request signed
+// for another region with a redirect the SDK does not follow. A bucket
+// whose region cannot be read (missing, or a store that does not say)
+// is asked with the client's own.
+func (s *S3) in(ctx context.Context, bucket string) *S3 {
+	s.mu.Lock()
+	r, ok := s.regional[bucket]
+	s.mu.Unlock()
+	if ok {
+		return r
+	}
+	region, found, err := s.Region(ctx, bucket)
+	if err != nil || !found {
+		return s
+	}
+	r = s
+	if region != s.Client.Options().Region {
+		r = NewS3Client(s3.New(s.Client.Options(), func(o *s3.Options) { o.Region = region }))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.regional == nil {
+		s.regional = map[string]*S3{}
+	}
+	s.regional[bucket] = r
+	return r
+}
+
 func (s *S3) List(ctx context.Context, bucket, prefix string) ([]Object, error) {
 	var out []Object
-	p := s3.NewListObjectsV2Paginator(s.Client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	p := s3.NewListObjectsV2Paginator(s.in(ctx, bucket).Client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -61,12 +94,12 @@ func (s *S3) List(ctx context.Context, bucket, prefix string) ([]Object, error) 
 }
 
 func (s *S3) Get(ctx context.Context, bucket, key string, w io.WriterAt) error {
-	_, err := s.tm.DownloadObject(ctx, &transfermanager.DownloadObjectInput{Bucket: &bucket, Key: &key, WriterAt: w})
+	_, err := s.in(ctx, bucket).tm.DownloadObject(ctx, &transfermanager.DownloadObjectInput{Bucket: &bucket, Key: &key, WriterAt: w})
 	return s3Error("download s3://"+bucket+"/"+key, err)
 }
 
 func (s *S3) Put(ctx context.Context, bucket, key string, r io.Reader, size int64) (string, error) {
-	out, err := s.tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: &bucket, Key: &key, Body: r})
+	out, err := s.in(ctx, bucket).tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: &bucket, Key: &key, Body: r})
 	if err != nil {
 		return "", s3Error("upload s3://"+bucket+"/"+key, err)
 	}
@@ -74,7 +107,7 @@ func (s *S3) Put(ctx context.Context, bucket, key string, r io.Reader, size int6
 }
 
 func (s *S3) Exists(ctx context.Context, bucket string) (bool, error) {
-	_, err := s.Client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket})
+	_, err := s.in(ctx, bucket).Client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket})
 	if err == nil {
 		return true, nil
 	}
@@ -87,11 +120,24 @@ func (s *S3) Exists(ctx context.Context, bucket string) (bool, error) {
 }
 
 func (s *S3) Create(ctx context.Context, bucket string) error {
-	in := &s3.CreateBucketInput{Bucket: &bucket}
-	if r := s.Client.Options().Region; r != "" && r != "us-east-1" {
-		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	return s.CreateIn(ctx, bucket, "")
+}
+
+// CreateIn makes the bucket in region ("" is the client's): a storage
+// mount's new bucket goes where the cluster is.
+func (s *S3) CreateIn(ctx context.Context, bucket, region string) error {
+	if region == "" {
+		region = s.Client.Options().Region
 	}
-	_, err := s.Client.CreateBucket(ctx, in)
+	in := &s3.CreateBucketInput{Bucket: &bucket}
+	if region != "" && region != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
+	}
+	_, err := s.Client.CreateBucket(ctx, in, func(o *s3.Options) {
+		if region != "" {
+			o.Region = region
+		}
+	})
 	var owned *types.BucketAlreadyOwnedByYou
 	if errors.As(err, &owned) {
 		return nil
@@ -110,12 +156,12 @@ func (s *S3) Delete(ctx context.Context, bucket string) error {
 		for i, o := range objs[:n] {
 			ids[i] = types.ObjectIdentifier{Key: aws.String(o.Key)}
 		}
-		if _, err := s.Client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}}); err != nil {
+		if _, err := s.in(ctx, bucket).Client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}}); err != nil {
 			return s3Error("empty s3://"+bucket, err)
 		}
 		objs = objs[n:]
 	}
-	_, err = s.Client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &bucket})
+	_, err = s.in(ctx, bucket).Client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &bucket})
 	return s3Error("delete s3://"+bucket, err)
 }
 

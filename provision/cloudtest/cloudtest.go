@@ -56,3 +56,9 @@ func LiveInstances(t testing.TB, endpoint, region string) []string {
 	}
 	return ids
 }
+
+// Call sends one EC2 query-protocol request straight to moto, as the cloud
+// itself would see it.
+func Call(ctx context.Context, endpoint, region, action string, params map[string]string) ([]byte, error) {
+	return testenv.Call(ctx, endpoint, region, action, params)
+}

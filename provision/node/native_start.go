@@ -203,6 +203,17 @@ func writeStartFile(path string, f startFile) error {
 	return os.Chtimes(path, time.Time{}, f.mod)
 }
 
+type agentExitKey struct{}
+
+// WithAgentExit returns ctx that makes a Start on this machine (a local
+// node: StartHere) call exited once the agent it started has exited, its
+// exit code written: the caller learns of the task's end at once, not at
+// its next poll. Starts elsewhere, and agents that an earlier process
+// started, are not seen, and are found by polling.
+func WithAgentExit(ctx context.Context, exited func()) context.Context {
+	return context.WithValue(ctx, agentExitKey{}, exited)
+}
+
 // startAgent starts d's agent in a session of its own and returns once it
 // has recorded its pid: the agent closes its fd 3, the write end of a pipe,
 // when it has, and the pipe's end is seen at once if it dies first. vars
@@ -230,8 +241,15 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 	if err != nil {
 		return err
 	}
-	// Reap the agent when it ends, while this process lives.
-	go cmd.Wait()
+	// Reap the agent when it ends, while this process lives, and tell
+	// whoever asked (WithAgentExit).
+	exited, _ := ctx.Value(agentExitKey{}).(func())
+	go func() {
+		cmd.Wait()
+		if exited != nil {
+			exited()
+		}
+	}()
 	deadline := time.Now().Add(5 * time.Second)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl

@@ -450,3 +450,53 @@ func TestPollScriptNeverSeesAnAgentDeadWithoutItsCode(t *testing.T) {
 		}
 	}
 }
+
+// A Start on this machine with WithAgentExit tells of the agent's exit,
+// once, after the exit code is written; one without it tells nobody.
+func TestStartHereTellsOfTheAgentsExit(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := envFile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(base, "gate")
+	payload, err := tarFiles([]tarFile{{"env", envs, 0o600}, {"run.sh", []byte("while [ ! -e " + gate + " ]; do sleep 0.01; done; exit 3"), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "node-0")
+	req, _ := Decode(script(startBody, "D", dir, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	exited := make(chan string, 2)
+	ctx := WithAgentExit(context.Background(), func() {
+		ec, _ := os.ReadFile(filepath.Join(dir, "exit_code"))
+		exited <- string(ec)
+	})
+	if ok, err := StartHere(ctx, req, payload, env); !ok || err != nil {
+		t.Fatalf("StartHere = %v, %v", ok, err)
+	}
+	select {
+	case ec := <-exited:
+		t.Fatalf("told of the exit (exit_code %q) while the task runs", ec)
+	default:
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ec := <-exited:
+		if ec != "run 3 -\n" {
+			t.Errorf("exit_code %q when told of the exit, want %q", ec, "run 3 -\n")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not told of the agent's exit within 30s")
+	}
+	select {
+	case <-exited:
+		t.Error("told of the exit twice")
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -49,6 +49,11 @@ const (
 // DefaultStopGrace is how long Stop waits after SIGTERM before SIGKILL.
 const DefaultStopGrace = 5 * time.Second
 
+// DefaultTerminationGrace is the time a task told to stop (a notice, a
+// cancel) has between SIGTERM and SIGKILL when its
+// job_recovery.termination_grace is not given.
+const DefaultTerminationGrace = agent.DefaultGrace
+
 // MaxLogChunk bounds the bytes one ReadLog returns, so that one call never
 // holds a whole large log in memory; callers read again from the new offset.
 const MaxLogChunk = 4 << 20

@@ -151,6 +151,8 @@ while :; do
 		[ -e exit_code ] && exit 0
 		agent_alive || exit 0
 	fi
+	# TICKS 0: the SIGTERM only; the caller waits and kills.
+	[ "$TICKS" = 0 ] && { echo live; exit 0; }
 	i=$((i + 1))
 	[ $i -ge "$TICKS" ] && break
 	sleep 0.05
@@ -175,6 +177,17 @@ exit 0
 // running anything.
 func Stop(ctx context.Context, r provision.Runner) error {
 	return StopWithin(ctx, r, DefaultStopGrace)
+}
+
+// Terminate asks the task on the node behind r to stop, as Stop does, but
+// only sends the SIGTERM: it says whether the task still runs, which the
+// caller then kills (StopWithin with no grace) when its grace has passed.
+func Terminate(ctx context.Context, r provision.Runner) (bool, error) {
+	out, err := r.Exec(ctx, script(stopBody, "D", r.Dir(), "TICKS", "0"), nil)
+	if err != nil {
+		return false, fmt.Errorf("stop task in %s: %w", r.Dir(), err)
+	}
+	return strings.TrimSpace(string(out)) == "live", nil
 }
 
 // StopWithin is Stop with the given grace between SIGTERM and SIGKILL.

@@ -15,18 +15,13 @@ import (
 // confirmCancel asks before a cancel: a page of its own, which works with
 // the keyboard alone and without scripts.
 func (d *Dashboard) confirmCancel(w http.ResponseWriter, r *http.Request, s *session) error {
-	id, err := pathID(r)
+	v, err := d.pathJob(r, s)
 	if err != nil {
 		return err
 	}
-	dt, err := s.svc.Show(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	v := d.jobView(s, dt)
-	v.Title = fmt.Sprintf("Cancel job %d?", id)
+	v.Title = fmt.Sprintf("Cancel job %d?", v.J.ID)
 	if !v.MayAct {
-		return forbidden("Job %d belongs to %s: only %s or an admin may cancel it.", id, v.Owner, v.Owner)
+		return forbidden("Job %d belongs to %s: only %s or an admin may cancel it.", v.J.ID, v.Owner, v.Owner)
 	}
 	return d.render(w, http.StatusOK, "confirm", "layout", v)
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"sortie/controller/api"
 	"sortie/controller/service"
 )
 
@@ -118,47 +119,8 @@ func Mount(apiHandler http.Handler, d http.Handler) http.Handler {
 	return mux
 }
 
-// statusWriter remembers the status a handler wrote, for the log.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// logged runs h and logs the request as the API does: method, path
-// (never the query, which can hold a token), status, user, duration.
+// logged runs h, shows its error as a page, and logs the request as the
+// API does.
 func (d *Dashboard) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		user, err := h(sw, r)
-		if err != nil {
-			if sw.status != 0 {
-				d.o.Log.Warn("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "err", err)
-			} else {
-				d.errorPage(sw, r, user, err)
-			}
-		}
-		d.o.Log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "user", user,
-			"ms", time.Since(start).Milliseconds())
-	}
+	return api.Logged(d.o.Log, d.errorPage, h)
 }

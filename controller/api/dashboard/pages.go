@@ -323,6 +323,19 @@ type retryForm struct {
 	Err          string
 }
 
+// pathJob is the view of the job the request's path names.
+func (d *Dashboard) pathJob(r *http.Request, s *session) (*jobView, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := s.svc.Show(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return d.jobView(s, dt), nil
+}
+
 func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
 	now := d.o.Now()
 	v := &jobView{base: d.base(s, fmt.Sprintf("Job %d: %s", dt.ID, dt.Name), "queue"), J: dt, Status: jobStatus(&dt.JobView),
@@ -407,15 +420,10 @@ func outcomeClass(o string) string {
 
 // job is a job's page; ?partial=1 is the part that refreshes.
 func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, s *session) error {
-	id, err := pathID(r)
+	v, err := d.pathJob(r, s)
 	if err != nil {
 		return err
 	}
-	dt, err := s.svc.Show(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	v := d.jobView(s, dt)
 	if r.URL.Query().Get("partial") != "" {
 		return d.render(w, http.StatusOK, "job", "jobLive", v)
 	}
@@ -434,7 +442,7 @@ func pathID(r *http.Request) (int64, error) {
 // logs is a job's log, the API's stream: newline-delimited JSON.
 func (d *Dashboard) logs(w http.ResponseWriter, r *http.Request, s *session) error {
 	err := api.StreamLogs(w, r, s.svc)
-	if sw, ok := w.(*statusWriter); err == nil || (ok && sw.status != 0) {
+	if err == nil || api.Answered(w) {
 		return err // the stream had begun: its error is only logged
 	}
 	// Before the stream: the API's JSON error, which the page's script reads.

@@ -23,7 +23,8 @@ func AWS() clouds.Cloud {
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
 			r, err := aws.Check(ctx, AWSConfig(cfg))
 			return clouds.NewCheck(r.Problems, err,
-				[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")})
+				[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")},
+				[2]string{"buckets", r.Buckets}, [2]string{"instance profile", r.InstanceProfile})
 		},
 	}
 }

@@ -81,7 +81,8 @@ func (p *EC2Proxy) SetCapacity(zoneOrRegion string, available bool) {
 	}
 }
 
-// FailNext makes the next call of action fail with an EC2 error code.
+// FailNext makes the next call of action fail with an EC2 error code (an
+// IAM one for IAM's actions).
 func (p *EC2Proxy) FailNext(action, code, message string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -128,7 +129,7 @@ func (p *EC2Proxy) ResetCalls() {
 	p.calls = map[callKey]int{}
 }
 
-var credentialRegion = regexp.MustCompile(`Credential=[^/]+/[^/]+/([^/]+)/`)
+var credentialRegion = regexp.MustCompile(`Credential=[^/]+/[^/]+/([^/]+)/([^/]+)/`)
 
 func (p *EC2Proxy) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -140,12 +141,16 @@ func (p *EC2Proxy) handler(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		form, _ := url.ParseQuery(string(body))
 		action := form.Get("Action")
-		region := ""
+		region, service := "", ""
 		if m := credentialRegion.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
-			region = m[1]
+			region, service = m[1], m[2]
 		}
 		if fault, ok := p.fault(action, region, form); ok {
-			writeEC2Error(w, fault)
+			if service == "iam" {
+				writeIAMError(w, fault)
+			} else {
+				writeEC2Error(w, fault)
+			}
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -181,6 +186,16 @@ func writeEC2Error(w http.ResponseWriter, e apiError) {
 	w.WriteHeader(e.status)
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
 <Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>`,
+		xmlEscape(e.code), xmlEscape(e.message))
+}
+
+// writeIAMError answers as IAM does (moto serves IAM on the same port,
+// and the proxy passes its calls on too).
+func writeIAMError(w http.ResponseWriter, e apiError) {
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.WriteHeader(e.status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>00000000-0000-0000-0000-000000000000</RequestId></ErrorResponse>`,
 		xmlEscape(e.code), xmlEscape(e.message))
 }
 
