@@ -262,12 +262,12 @@ func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider,
 			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, c.logDeadline())
 			defer cancel()
-			r, err := c.runner(pctx, prov, cl, rank, a)
+			nt, err := c.nodeTask(pctx, prov, cl, rank, a)
 			if err != nil {
 				return
 			}
-			st, err := node.Poll(pctx, r)
-			r.Close()
+			st, err := nt.Poll(pctx)
+			nt.Close()
 			if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
 				code := st.ExitCode
 				codes[rank] = &code
@@ -299,12 +299,12 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 			if !stopped || !w.keep {
 				return
 			}
-			r, err := c.reach(ctx, w.prov, w.cl, rank, a)
+			nt, err := c.reach(ctx, w.prov, w.cl, rank, a)
 			if err != nil {
 				return
 			}
-			defer r.Close()
-			if err := keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
+			defer nt.Close()
+			if err := keepLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
 				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}
@@ -319,8 +319,13 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 // (job_recovery.termination_grace, as a notice gives it): the controller
 // waits on its own clock, asking the node now and then, and each node
 // call is bounded by LogDeadline. A controller that is stopping (ctx
-// ended) kills at once rather than leave the task running.
+// ended) kills at once rather than leave the task running. On a provider
+// whose nodes run the task themselves, the provider gives the grace
+// (stopTask).
 func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt, grace time.Duration) bool {
+	if _, ok := prov.(provision.TaskRunner); ok {
+		return c.stopTask(ctx, prov, cl, rank, a)
+	}
 	call := func(ctx context.Context) (context.Context, context.CancelFunc) {
 		return context.WithTimeout(ctx, c.logDeadline())
 	}
@@ -370,6 +375,28 @@ func (c *Controller) stopNode(ctx context.Context, prov provision.Provider, cl *
 	defer cancel()
 	if err := node.StopWithin(kctx, r, 0); err != nil {
 		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
+	}
+	return true
+}
+
+// stopTask stops node rank's task through a provider whose nodes run it
+// themselves (provision.TaskRunner), unless it has ended; the provider
+// gives the task its termination grace (a pod's grace period). It says
+// whether it stopped one.
+func (c *Controller) stopTask(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) bool {
+	pctx, cancel := context.WithTimeout(ctx, c.logDeadline())
+	defer cancel()
+	nt, err := c.nodeTask(pctx, prov, cl, rank, a)
+	if err != nil {
+		return false
+	}
+	defer nt.Close()
+	if st, err := nt.Poll(pctx); err == nil && st.Done {
+		return false
+	}
+	if err := nt.Stop(pctx); err != nil {
+		c.logger(ctx).Warn("stop node", "cluster", a.Cluster, "rank", rank, "err", err)
+		return false
 	}
 	return true
 }

@@ -16,6 +16,7 @@ import (
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
+	"sortie/provision/node"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -148,7 +149,7 @@ func TestKeptLogsArePrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "node-0.log")
-	if err := keepLog(context.Background(), logRunner{t.TempDir()}, path, time.Minute, 0); err != nil {
+	if err := keepLog(context.Background(), node.AgentTask(logRunner{t.TempDir()}), path, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

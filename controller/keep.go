@@ -28,10 +28,10 @@ func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attemp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := c.reach(ctx, prov, cl, rank, a)
+			nt, err := c.reach(ctx, prov, cl, rank, a)
 			if err == nil {
-				err = keepLog(ctx, r, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(cl.Nodes)))
-				r.Close()
+				err = keepLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(cl.Nodes)))
+				nt.Close()
 			}
 			if err != nil {
 				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
@@ -73,12 +73,19 @@ func (c *Controller) logDeadline() time.Duration {
 	return defaultLogDeadline
 }
 
-// reach is runner within the LogDeadline: a node that does not answer in
-// that time is given up.
-func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (provision.Runner, error) {
+// reach is nodeTask within the LogDeadline: a node that does not answer
+// in that time is given up.
+func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (node.Task, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.logDeadline())
 	defer cancel()
-	return c.runner(dctx, prov, cl, rank, a)
+	return c.nodeTask(dctx, prov, cl, rank, a)
+}
+
+// nodeTask reaches node rank's task of a's cluster: through the provider
+// when its nodes run the task themselves (provision.TaskRunner), else
+// through the node agent in a's own directory (as runner).
+func (c *Controller) nodeTask(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (node.Task, error) {
+	return node.TaskOf(ctx, prov, cl, rank, a.Attempt)
 }
 
 // keepLog copies a node's log to path chunk by chunk, so a large log never
@@ -86,7 +93,7 @@ func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *pro
 // must come within per (when positive): a node that stops answering is
 // given up, one sending a long log is not. Past limit bytes (when
 // positive) the first and last halves are kept (cappedLog).
-func keepLog(ctx context.Context, r provision.Runner, path string, per time.Duration, limit int64) error {
+func keepLog(ctx context.Context, nt node.Task, path string, per time.Duration, limit int64) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, home.FileMode)
 	if err != nil {
@@ -100,7 +107,7 @@ func keepLog(ctx context.Context, r provision.Runner, path string, per time.Dura
 		if per > 0 {
 			cctx, cancel = context.WithTimeout(ctx, per)
 		}
-		b, err := node.ReadLog(cctx, r, off)
+		b, err := nt.ReadLog(cctx, off)
 		cancel()
 		if err != nil {
 			f.Close()

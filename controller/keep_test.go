@@ -122,7 +122,7 @@ func (c *chunkedLog) Close() error { return nil }
 func TestKeepLogBoundsEachChunk(t *testing.T) {
 	r := &chunkedLog{full: 3}
 	path := filepath.Join(t.TempDir(), "node-0.log")
-	if err := keepLog(context.Background(), r, path, time.Hour, 0); err != nil {
+	if err := keepLog(context.Background(), node.AgentTask(r), path, time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(path); err != nil || st.Size() != int64(3*node.MaxLogChunk+4) {

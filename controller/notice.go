@@ -296,13 +296,13 @@ func (c *Controller) drained(ctx context.Context, j *store.Job, a *store.Attempt
 	}
 	stopped := true
 	for rank := range cl.Nodes {
-		r, err := c.runner(ctx, prov, cl, rank, a)
+		nt, err := c.nodeTask(ctx, prov, cl, rank, a)
 		if err != nil {
 			stopped = false
 			continue
 		}
-		st, err := node.Poll(ctx, r)
-		r.Close()
+		st, err := nt.Poll(ctx)
+		nt.Close()
 		if err != nil || (!st.Done && st.AgentAlive) {
 			stopped = false
 		}

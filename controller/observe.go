@@ -47,10 +47,10 @@ func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeli
 	}
 	sts := make([]node.Status, len(cl.Nodes))
 	for rank := range cl.Nodes {
-		r, err := c.runner(ctx, prov, cl, rank, a)
+		nt, err := c.nodeTask(ctx, prov, cl, rank, a)
 		if err == nil {
-			sts[rank], err = node.Poll(ctx, r)
-			r.Close()
+			sts[rank], err = nt.Poll(ctx)
+			nt.Close()
 		}
 		if err != nil {
 			return c.unreachable(ctx, j, a, rank, err)

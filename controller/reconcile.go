@@ -166,7 +166,7 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	}
 	if last != nil {
 		status = lifecycle.Recovering
-		if last.Action == string(strategy.Restart) && c.healthy(ctx, last) {
+		if last.Action == string(strategy.Restart) && c.reusable(ctx, last) {
 			// A controller killed between recording the end and stopping
 			// the nodes left the last task running: stop it before the
 			// next one starts beside it.
@@ -183,6 +183,22 @@ func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Atte
 	}
 	name := func(n int) string { return provision.ClusterName(j.ID, j.CurrentTask, n) }
 	return c.Store.NewAttempt(ctx, j.ID, j.CurrentTask, name, reuse, status)
+}
+
+// reusable says whether a restart after a may run on a's cluster: every
+// node of it running, and on a provider whose nodes run the task through
+// sortie's agent. Nodes that run the task as their own command
+// (provision.TaskRunner: pods with restartPolicy Never) run it once, so
+// each restart there launches a new cluster.
+func (c *Controller) reusable(ctx context.Context, a *store.Attempt) bool {
+	prov, err := c.Providers.Provider(ctx, a.Cloud)
+	if err != nil {
+		return false
+	}
+	if _, ok := prov.(provision.TaskRunner); ok {
+		return false
+	}
+	return c.healthy(ctx, a)
 }
 
 // healthy says whether every node of a's cluster is running.

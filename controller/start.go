@@ -58,6 +58,9 @@ func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schem
 		// No retry can fix these: fail the job rather than start it wrong.
 		return c.endLaunch(ctx, j, a, nil, true, problem)
 	}
+	if tr, ok := prov.(provision.TaskRunner); ok {
+		return c.startTasks(ctx, tr, cl, j, task, a, secrets)
+	}
 	if problem, err := c.prepareBuckets(ctx, j, a, task); err != nil {
 		return fmt.Errorf("prepare the buckets: %w", err)
 	} else if problem != "" {
@@ -161,25 +164,12 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	if err := uploadMounts(ctx, r, task, j.BaseDir); err != nil {
 		return fmt.Errorf("upload file_mounts: %w", err)
 	}
-	env := map[string]string{}
-	for k, v := range task.Envs {
-		env[k] = v
-	}
-	for k, v := range secrets {
-		env[k] = v
-	}
-	taskID := fmt.Sprintf("sortie-%d-%d", j.ID, a.TaskIdx)
+	env := taskEnv(j, task, a, secrets, len(ips))
 	nodeIPs := strings.Join(ips, "\n")
-	for k, v := range map[string]string{
-		"SORTIE_JOB_ID": strconv.FormatInt(j.ID, 10), "SORTIE_TASK_ID": taskID,
-		"SORTIE_ATTEMPT": strconv.Itoa(a.Attempt), "SORTIE_NODE_RANK": strconv.Itoa(rank),
-		"SORTIE_NUM_NODES": strconv.Itoa(len(ips)), "SORTIE_NODE_IPS": nodeIPs,
-		"SKYPILOT_TASK_ID": taskID, "SKYPILOT_NODE_RANK": strconv.Itoa(rank),
-		"SKYPILOT_NUM_NODES": strconv.Itoa(len(ips)), "SKYPILOT_NODE_IPS": nodeIPs,
-	} {
-		env[k] = v
-	}
-	maps.Copy(env, sizeEnv(attemptResources(task, a)))
+	maps.Copy(env, map[string]string{
+		"SORTIE_NODE_RANK": strconv.Itoa(rank), "SORTIE_NODE_IPS": nodeIPs,
+		"SKYPILOT_NODE_RANK": strconv.Itoa(rank), "SKYPILOT_NODE_IPS": nodeIPs,
+	})
 	c.pause(PauseStarting, j.ID, a.Attempt)
 	source, endpoint := c.noticeSource(a.Cloud)
 	storage, fuse, storageEnv, err := c.storageSpec(task, a.Cloud, a.Region)
@@ -196,6 +186,23 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 		return &node.PrecheckError{Msg: "file_mounts: " + lacks.Msg}
 	}
 	return err
+}
+
+// taskEnv is the environment of a's task the same on every one of its
+// nodes: the task's envs and secrets, then sortie's values but each
+// node's rank and the nodes' addresses.
+func taskEnv(j *store.Job, task *schema.Task, a *store.Attempt, secrets map[string]string, nodes int) map[string]string {
+	env := map[string]string{}
+	maps.Copy(env, task.Envs)
+	maps.Copy(env, secrets)
+	taskID := fmt.Sprintf("sortie-%d-%d", j.ID, a.TaskIdx)
+	maps.Copy(env, map[string]string{
+		"SORTIE_JOB_ID": strconv.FormatInt(j.ID, 10), "SORTIE_TASK_ID": taskID,
+		"SORTIE_ATTEMPT": strconv.Itoa(a.Attempt), "SORTIE_NUM_NODES": strconv.Itoa(nodes),
+		"SKYPILOT_TASK_ID": taskID, "SKYPILOT_NUM_NODES": strconv.Itoa(nodes),
+	})
+	maps.Copy(env, sizeEnv(attemptResources(task, a)))
+	return env
 }
 
 // containerFor is how the task's phases run in its container image

@@ -94,10 +94,13 @@ type spotCase struct {
 	full      func(string) // turns capacity off in a zone
 	fullZone  string       // the zone that has no capacity
 	firstZone string       // where the first attempt must run; "" for any other zone
-	nodes     string       // where the nodes' directories are
-	interrupt func(first service.AttemptView)
-	recovered func(first, next service.AttemptView)
-	live      func() []string // the cloud's instances still running
+	nodes     string       // where the nodes' directories are; "" when the nodes have none (pods)
+	// newCluster says a restart runs on a new cluster (pods run their
+	// task once), not on the healthy one the failed attempt used.
+	newCluster bool
+	interrupt  func(first service.AttemptView)
+	recovered  func(first, next service.AttemptView)
+	live       func() []string // the cloud's instances still running
 }
 
 // spotScenario runs a spot job whose first zone has no capacity: it fails
@@ -138,7 +141,9 @@ run: |
 	}
 	// The cloud takes the node away, and its processes die with it.
 	c.interrupt(first)
-	cloudtest.KillNodeProcesses(filepath.Join(c.nodes, first.InstanceIDs[0]))
+	if c.nodes != "" {
+		cloudtest.KillNodeProcesses(filepath.Join(c.nodes, first.InstanceIDs[0]))
+	}
 
 	d = e.waitStatus(id, "SUCCEEDED")
 	if len(d.Attempts) != 3 {
@@ -159,8 +164,8 @@ run: |
 	if d.RecoveryCount != 2 || d.RestartsOnErrors != 0 {
 		t.Errorf("recovery_count %d restarts_on_errors %d, want 2 and 0", d.RecoveryCount, d.RestartsOnErrors)
 	}
-	if d.Attempts[2].Cluster != d.Attempts[1].Cluster {
-		t.Errorf("the restart after exit 29 did not reuse the healthy cluster")
+	if reused := d.Attempts[2].Cluster == d.Attempts[1].Cluster; reused == c.newCluster {
+		t.Errorf("the restart after exit 29 ran on %s after %s; want a new cluster: %v", d.Attempts[2].Cluster, d.Attempts[1].Cluster, c.newCluster)
 	}
 	if logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout; !strings.Contains(logs, "finished") {
 		t.Errorf("logs: %q", logs)
@@ -169,7 +174,7 @@ run: |
 	if live := c.live(); len(live) != 0 {
 		t.Errorf("instances left running: %v", live)
 	}
-	if ents, _ := os.ReadDir(c.nodes); len(ents) == 0 {
+	if ents, _ := os.ReadDir(c.nodes); c.nodes != "" && len(ents) == 0 {
 		t.Errorf("no node directory was ever used under %s", c.nodes)
 	}
 }
@@ -212,7 +217,7 @@ func TestAWSControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 // controller killed between ending an attempt and its teardown leaves), and
 // checks that the next controller finishes the job on its one attempt and
 // terminates the orphan, leaving nothing running.
-func killedControllerScenario(t *testing.T, e *env, resources string, launchOrphan func() string, live func() []string) {
+func killedControllerScenario(t *testing.T, e *env, resources string, launchOrphan func() string, live func() []string) service.JobDetail {
 	t.Helper()
 	gate := filepath.Join(e.dir, "gate")
 	started := filepath.Join(e.dir, "started")
@@ -247,6 +252,7 @@ run: |
 	if len(left) != 0 {
 		t.Errorf("instances left running: %v", left)
 	}
+	return d
 }
 
 func daemonPID(t *testing.T, e *env) int {

@@ -31,6 +31,7 @@ var (
 // TestMain removes the programs binary built, once every test is done.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopControlPlane()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

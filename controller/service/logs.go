@@ -244,7 +244,7 @@ func LiveLogs(ctx context.Context, prov provision.Provider, a *store.Attempt, of
 	}
 	out := make([][]byte, len(cl.Nodes))
 	for rank := range cl.Nodes {
-		r, err := prov.Runner(ctx, cl, rank)
+		nt, err := node.TaskOf(ctx, prov, cl, rank, a.Attempt)
 		if err != nil {
 			continue
 		}
@@ -252,8 +252,8 @@ func LiveLogs(ctx context.Context, prov provision.Provider, a *store.Attempt, of
 		if rank < len(offsets) {
 			off = offsets[rank]
 		}
-		b, err := node.ReadLog(ctx, node.ForAttempt(r, a.Attempt), off)
-		r.Close()
+		b, err := nt.ReadLog(ctx, off)
+		nt.Close()
 		if err == nil {
 			out[rank] = b
 		}

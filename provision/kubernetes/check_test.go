@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sortie/provision"
 	"sortie/provision/kubernetes/kubetest"
 	"sortie/schema"
 )
@@ -67,7 +68,7 @@ func TestCheckSaysWhatRBACLacks(t *testing.T) {
 	defer func() { stop(); <-done }()
 	s := spec(7401, 1, ns, schema.Resources{})
 	c := launch(t, p, s)
-	if err := p.StartTask(ctx, c, Task{Run: "true", Env: map[string]string{"A": "b"}}); err != nil {
+	if err := p.StartTask(ctx, c, provision.Task{Run: "true", Env: map[string]string{"A": "b"}}); err != nil {
 		t.Errorf("StartTask with the Role: %v", err)
 	}
 	if err := p.Terminate(ctx, s.Name); err != nil {

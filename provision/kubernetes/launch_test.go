@@ -290,20 +290,30 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	if err != nil || st.Started || st.Done {
 		t.Fatalf("TaskStatus before StartTask = %+v, %v; want nothing started", st, err)
 	}
-	task := Task{Setup: "pip install x", Run: "python train.py", Env: map[string]string{"TOKEN": "it's secret", "SORTIE_JOB_ID": "7306"}}
+	task := provision.Task{Setup: "pip install x", Run: "python train.py", Env: map[string]string{"TOKEN": "it's secret", "SORTIE_JOB_ID": "7306"},
+		Files: []provision.File{{Path: "train.py", Mode: 0o644, Data: []byte("print(1)\n")}, {Path: "/data/x.bin", Mode: 0o600, Data: []byte{0, 1, 2}}}}
+	big := task
+	big.Files = []provision.File{{Path: "big", Data: make([]byte, MaxFiles+1)}}
+	if err := p.StartTask(ctx, c, big); provision.Classify(err) != provision.ClassPrechecks || !strings.Contains(err.Error(), "workdir and file_mounts: over 512 KiB") {
+		t.Fatalf("StartTask with files over MaxFiles: %v, want a prechecks error naming the limit", err)
+	}
 	if err := p.StartTask(ctx, c, task); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.StartTask(ctx, c, Task{Run: "other"}); err != nil {
+	if err := p.StartTask(ctx, c, provision.Task{Run: "other"}); err != nil {
 		t.Fatalf("second StartTask: %v", err)
 	}
 	parent, err := cp.Client.CoreV1().ConfigMaps(e.ns[0]).Get(ctx, s.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{KeyNumNodes: "2", KeySetup: "pip install x", KeyRun: "python train.py", KeyStart: "1", KeyNodeIPs: c.Nodes[0].IP + "\n" + c.Nodes[1].IP}
+	want := map[string]string{KeyNumNodes: "2", KeySetup: "pip install x", KeyRun: "python train.py", KeyStart: "1", KeyNodeIPs: c.Nodes[0].IP + "\n" + c.Nodes[1].IP,
+		KeyFiles: "644 file.0 train.py\n600 file.1 /data/x.bin\n"}
 	if diff := cmp.Diff(want, parent.Data); diff != "" {
 		t.Errorf("parent data (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string][]byte{"file.0": []byte("print(1)\n"), "file.1": {0, 1, 2}}, parent.BinaryData); diff != "" {
+		t.Errorf("parent binary data (-want +got):\n%s", diff)
 	}
 	secret, err := cp.Client.CoreV1().Secrets(e.ns[0]).Get(ctx, secretName(s.Name), metav1.GetOptions{})
 	if err != nil {
@@ -321,7 +331,7 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	if err := e.kubelet.Exit(ctx, e.ns[0], podName(s.Name, 1), 3, PhaseSetup); err != nil {
 		t.Fatal(err)
 	}
-	for rank, want := range []TaskStatus{{Started: true, Done: true, ExitCode: 29, Phase: PhaseRun}, {Started: true, Done: true, ExitCode: 3, Phase: PhaseSetup}} {
+	for rank, want := range []provision.TaskStatus{{Started: true, Done: true, ExitCode: 29, Phase: PhaseRun}, {Started: true, Done: true, ExitCode: 3, Phase: PhaseSetup}} {
 		for {
 			st, err = p.TaskStatus(ctx, c, rank)
 			if err != nil {
@@ -343,16 +353,42 @@ func TestTaskStatusAndLogs(t *testing.T) {
 	}
 
 	e.kubelet.SetLog(e.ns[0], podName(s.Name, 0), ContainerName, "setup done\ntraining\n")
-	log, err := p.ReadLog(ctx, c, 0, 0)
+	log, err := p.ReadTaskLog(ctx, c, 0, 0, 0)
 	if err != nil || string(log) != "setup done\ntraining\n" {
 		t.Fatalf("ReadLog = %q, %v", log, err)
 	}
-	log, err = p.ReadLog(ctx, c, 0, int64(len("setup done\n")))
+	log, err = p.ReadTaskLog(ctx, c, 0, int64(len("setup done\n")), 0)
 	if err != nil || string(log) != "training\n" {
 		t.Errorf("ReadLog from an offset = %q, %v", log, err)
 	}
-	if _, err := p.ReadLog(ctx, c, 1, 0); err == nil {
+	log, err = p.ReadTaskLog(ctx, c, 0, 2, 5)
+	if err != nil || string(log) != "tup d" {
+		t.Errorf("ReadLog of at most 5 bytes from 2 = %q, %v", log, err)
+	}
+	if _, err := p.ReadTaskLog(ctx, c, 1, 0, 0); err == nil {
 		t.Error("ReadLog of a container the kubelet has no log of: no error")
+	}
+
+	// A task sortie stops is its pod deleted: the node is terminated by
+	// sortie from then on, never a preemption.
+	if err := p.StopTask(ctx, c, 1); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err = p.Status(ctx, []string{s.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := m[s.Name].Nodes[1]; n.State != provision.NodeRunning || ctx.Err() != nil {
+			if n.State != provision.NodeTerminated || m[s.Name].Nodes[0].State != provision.NodeRunning {
+				t.Errorf("after StopTask of node 1: %s; want node 0 running, node 1 terminated", describe(m[s.Name]))
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.StopTask(ctx, c, 1); err != nil {
+		t.Errorf("StopTask of a pod gone already: %v", err)
 	}
 }
 
@@ -372,5 +408,78 @@ func TestRunnerRefusesCommands(t *testing.T) {
 	}
 	if _, err := p.Runner(context.Background(), c, 1); err == nil {
 		t.Error("Runner of a node the cluster lacks: no error")
+	}
+}
+
+// TestPodsRunTheTask runs the pods' container command for real, as
+// processes of this machine (the test's kubelet maps the pod's volumes
+// onto folders): the task handed over reaches both pods with its files,
+// each pod sees its own rank and the nodes' addresses, the exit codes and
+// the phase come back through the pod status, the output through the pod
+// log API.
+func TestPodsRunTheTask(t *testing.T) {
+	e := newQuietEnv(t, 1)
+	ctx, cancel := context.WithCancel(testContext(t))
+	done := make(chan error, 1)
+	go func() { done <- e.kubelet.ServeProcesses(ctx, e.ns[0], t.TempDir()) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("kubelet: %v", err)
+		}
+	})
+	p := e.provider(t)
+	s := spec(7307, 2, e.ns[0], schema.Resources{})
+	c := launch(t, p, s)
+	task := provision.Task{
+		Setup: `test -f train.sh || exit 3`,
+		Run:   `echo "rank $SORTIE_NODE_RANK of $SORTIE_NUM_NODES, job $SORTIE_JOB_ID, ips $(echo $SORTIE_NODE_IPS)"; sh train.sh`,
+		Env:   map[string]string{"SORTIE_JOB_ID": "7307"},
+		Files: []provision.File{{Path: "train.sh", Mode: 0o644, Data: []byte(`[ "$SORTIE_NODE_RANK" = 1 ] && exit 29; echo trained`)}},
+	}
+	if err := p.StartTask(ctx, c, task); err != nil {
+		t.Fatal(err)
+	}
+	want := []provision.TaskStatus{{Started: true, Done: true, ExitCode: 0, Phase: PhaseRun}, {Started: true, Done: true, ExitCode: 29, Phase: PhaseRun}}
+	ips := c.Nodes[0].IP + " " + c.Nodes[1].IP
+	wantLogs := []string{"rank 0 of 2, job 7307, ips " + ips + "\ntrained\n", "rank 1 of 2, job 7307, ips " + ips + "\n"}
+	for rank := range 2 {
+		var st provision.TaskStatus
+		for {
+			var err error
+			if st, err = p.TaskStatus(ctx, c, rank); err != nil {
+				t.Fatal(err)
+			}
+			if st.Done || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if st != want[rank] {
+			t.Errorf("node %d: %+v, want %+v", rank, st, want[rank])
+		}
+		if log, err := p.ReadTaskLog(ctx, c, rank, 0, 0); err != nil || string(log) != wantLogs[rank] {
+			t.Errorf("node %d log %q, %v; want %q", rank, log, err, wantLogs[rank])
+		}
+	}
+
+	// A setup that fails is told apart by the termination message.
+	s = spec(7308, 1, e.ns[0], schema.Resources{})
+	c = launch(t, p, s)
+	if err := p.StartTask(ctx, c, provision.Task{Setup: "exit 3", Run: "echo never"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := p.TaskStatus(ctx, c, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done || ctx.Err() != nil {
+			if st != (provision.TaskStatus{Started: true, Done: true, ExitCode: 3, Phase: PhaseSetup}) {
+				t.Errorf("setup failure: %+v", st)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -127,7 +127,7 @@ func (p *Provider) podFor(spec provision.ClusterSpec, parent *corev1.ConfigMap, 
 			Containers: []corev1.Container{{
 				Name:                     ContainerName,
 				Image:                    image,
-				Command:                  []string{"/bin/sh", "-c", containerScript(TaskDir, SecretDir, TerminationLog)},
+				Command:                  []string{"/bin/sh", "-c", containerScript(TaskDir, SecretDir, TerminationLog, WorkDir)},
 				Env:                      env,
 				Resources:                res,
 				Ports:                    cports,
@@ -136,6 +136,7 @@ func (p *Provider) podFor(spec provision.ClusterSpec, parent *corev1.ConfigMap, 
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "task", MountPath: TaskDir, ReadOnly: true},
 					{Name: "secret", MountPath: SecretDir, ReadOnly: true},
+					{Name: "workdir", MountPath: WorkDir},
 				},
 			}},
 			Volumes: []corev1.Volume{
@@ -143,6 +144,7 @@ func (p *Provider) podFor(spec provision.ClusterSpec, parent *corev1.ConfigMap, 
 					LocalObjectReference: corev1.LocalObjectReference{Name: spec.Name}, Optional: &optional}}},
 				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: secretName(spec.Name), Optional: &optional}}},
+				{Name: "workdir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 		},
 	}, nil

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,16 +102,20 @@ type Provider struct {
 	mu       sync.Mutex
 	contexts map[string]*kubeContext // by context name
 	deleting map[string]bool         // clusters sortie asked to delete, by placeKey
+	stopped  map[string]bool         // pods whose task sortie stopped, by placeKey
 	closed   bool
 }
 
-var _ provision.Provider = (*Provider)(nil)
+var (
+	_ provision.Provider   = (*Provider)(nil)
+	_ provision.TaskRunner = (*Provider)(nil)
+)
 
 // New reads the kubeconfig (nothing is asked of a cluster until a
 // placement needs it).
 func New(_ context.Context, cfg Config) (*Provider, error) {
 	cfg = withDefaults(cfg)
-	p := &Provider{cfg: cfg, contexts: map[string]*kubeContext{}, deleting: map[string]bool{}}
+	p := &Provider{cfg: cfg, contexts: map[string]*kubeContext{}, deleting: map[string]bool{}, stopped: map[string]bool{}}
 	if cfg.REST == nil {
 		k, err := loadKubeconfig(cfg.Kubeconfig)
 		if err != nil {
@@ -249,6 +254,26 @@ func (p *Provider) markDeleting(at schema.Placement, name string, deleting bool)
 	} else {
 		delete(p.deleting, placeKey(at, name))
 	}
+	// A cluster launched or torn down again has no pod stopped on its own.
+	for k := range p.stopped {
+		if strings.HasPrefix(k, placeKey(at, name)+"-") {
+			delete(p.stopped, k)
+		}
+	}
+}
+
+// markStopped records that sortie stopped pod's task at at.
+func (p *Provider) markStopped(at schema.Placement, pod string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped[placeKey(at, pod)] = true
+}
+
+// wasStopped says whether sortie stopped pod's task at at.
+func (p *Provider) wasStopped(at schema.Placement, pod string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped[placeKey(at, pod)]
 }
 
 func listOf(s []string) string {

@@ -154,7 +154,7 @@ func (p *Provider) clusterAt(w *watcher, at schema.Placement, name string) (*pro
 			// pod the cache has not seen deleted yet.
 			pod = nil
 		}
-		c.Nodes = append(c.Nodes, nodeOf(rank, pod, teardown))
+		c.Nodes = append(c.Nodes, nodeOf(rank, pod, teardown || p.wasStopped(at, podName(name, rank))))
 	}
 	return c, nil
 }
@@ -232,26 +232,16 @@ func joinReason(reason, msg string) string {
 	return reason + ": " + msg
 }
 
-// TaskStatus is what a node's pod says of its task.
-type TaskStatus struct {
-	// Started says the task was handed to the pod (StartTask).
-	Started bool
-	// Done says the container ended; ExitCode is then its code and Phase
-	// the phase that ended it (its termination message).
-	Done     bool
-	ExitCode int
-	Phase    string
-}
-
-// TaskStatus reads node rank's task of cluster c from the pod's container
-// status: the exit code from containerStatuses[].state.terminated, the
-// phase from its termination message.
-func (p *Provider) TaskStatus(ctx context.Context, c *provision.Cluster, rank int) (TaskStatus, error) {
+// TaskStatus implements provision.TaskRunner: node rank's task of
+// cluster c from the pod's container status, the exit code from
+// containerStatuses[].state.terminated, the phase from its termination
+// message.
+func (p *Provider) TaskStatus(ctx context.Context, c *provision.Cluster, rank int) (provision.TaskStatus, error) {
 	w, err := p.watcherAt(ctx, c.Placement)
 	if err != nil {
-		return TaskStatus{}, err
+		return provision.TaskStatus{}, err
 	}
-	var st TaskStatus
+	var st provision.TaskStatus
 	if parent, err := w.parents.ConfigMaps(c.Placement.Zone).Get(c.Name); err == nil {
 		_, st.Started = parent.Data[KeyStart]
 	}

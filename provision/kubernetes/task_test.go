@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,12 +10,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sortie/provision"
 )
 
 // runScript runs the container command here with sh, its task folder,
 // secret folder and termination log in a temp dir, and returns the
 // command, the task folder and the termination log's path.
 func runScript(t *testing.T, setup, run string, env map[string]string) (*exec.Cmd, string, string) {
+	t.Helper()
+	return runScriptWith(t, setup, run, env, nil)
+}
+
+// runScriptWith is runScript with files handed over as StartTask does,
+// the work folder in the temp dir too.
+func runScriptWith(t *testing.T, setup, run string, env map[string]string, files []provision.File) (*exec.Cmd, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	task, secret, term := filepath.Join(dir, "task"), filepath.Join(dir, "secret"), filepath.Join(dir, "termination-log")
@@ -27,14 +37,24 @@ func runScript(t *testing.T, setup, run string, env map[string]string) (*exec.Cm
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{filepath.Join(task, KeySetup): setup, filepath.Join(task, KeyRun): run,
+	body := map[string]string{filepath.Join(task, KeySetup): setup, filepath.Join(task, KeyRun): run,
 		filepath.Join(task, KeyNodeIPs): "10.1.0.1\n10.1.0.2", filepath.Join(secret, KeyEnv): exports}
-	for path, body := range files {
+	list, data, err := filesData(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list != "" {
+		body[filepath.Join(task, KeyFiles)] = list
+	}
+	for k, v := range data {
+		body[filepath.Join(task, k)] = string(v)
+	}
+	for path, body := range body {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("/bin/sh", "-c", containerScript(task, secret, term))
+	cmd := exec.Command("/bin/sh", "-c", containerScript(task, secret, term, filepath.Join(dir, "work")))
 	cmd.Dir = dir
 	return cmd, task, term
 }
@@ -142,5 +162,74 @@ while :; do sleep 0.05; done`
 func TestEnvExportsRefusesBadKeys(t *testing.T) {
 	if _, err := envExports(map[string]string{"A-B": "x"}); err == nil || !strings.Contains(err.Error(), "envs.A-B: not a shell variable name") {
 		t.Errorf("envExports with A-B: %v", err)
+	}
+}
+
+// TestContainerScriptCopiesTheFiles: the task's files land under the work
+// folder (relative paths) or where they say (absolute), with their modes,
+// and the task runs in the work folder; a file that cannot be written
+// fails setup, saying which.
+func TestContainerScriptCopiesTheFiles(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "mnt", "data.txt")
+	files := []provision.File{
+		{Path: "train.py", Mode: 0o644, Data: []byte("print(1)\n")},
+		{Path: "bin/go.sh", Mode: 0o755, Data: []byte("#!/bin/sh\necho go\n")},
+		{Path: "with space.txt", Mode: 0o600, Data: []byte("x")},
+		{Path: abs, Mode: 0o644, Data: []byte("data\n")},
+	}
+	cmd, task, _ := runScriptWith(t, "", `pwd; cat train.py; ./bin/go.sh; cat "with space.txt"; echo; cat `+shellQuote(abs), nil, files)
+	start(t, task)
+	out, err := cmd.Output()
+	if code := exitCode(t, err); code != 0 {
+		t.Fatalf("exit code %d, output %q", code, out)
+	}
+	want := filepath.Join(filepath.Dir(task), "work") + "\nprint(1)\ngo\nx\ndata\n"
+	if string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	if info, err := os.Stat(filepath.Join(filepath.Dir(task), "work", "with space.txt")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("mode of a copied file: %v, %v", info, err)
+	}
+
+	// A destination under a file: setup fails and says which.
+	blocked := filepath.Join(filepath.Dir(abs), "data.txt", "under")
+	cmd, task, term := runScriptWith(t, "", "echo never", nil, []provision.File{{Path: blocked, Mode: 0o644, Data: []byte("x")}})
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start(t, task)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if code := exitCode(t, err); code != 1 || strings.Contains(string(out), "never") {
+		t.Errorf("exit code %d, output %q; want 1 before the run", code, out)
+	}
+	if !strings.Contains(stderr.String(), "cannot write "+blocked) {
+		t.Errorf("stderr %q does not name the file", stderr.String())
+	}
+	if b, _ := os.ReadFile(term); string(b) != PhaseSetup {
+		t.Errorf("termination message %q, want setup", b)
+	}
+}
+
+func TestFilesDataRefusesWhatAPodCannotTake(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []provision.File
+		want  string
+	}{
+		{"too large", []provision.File{{Path: "a", Data: make([]byte, MaxFiles/2+1)}, {Path: "b", Data: make([]byte, MaxFiles/2)}}, "over 512 KiB of files"},
+		{"line break", []provision.File{{Path: "a\nb"}}, "line break"},
+		{"leaves", []provision.File{{Path: "../x"}}, "leaves the task's folder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := filesData(tc.files); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("filesData: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	list, data, err := filesData([]provision.File{{Path: "a b", Mode: 0o755, Data: []byte("x")}, {Path: "/etc/c", Mode: 0o644}})
+	if err != nil || list != "755 file.0 a b\n644 file.1 /etc/c\n" || string(data["file.0"]) != "x" || len(data) != 2 {
+		t.Errorf("filesData = %q, %v, %v", list, data, err)
 	}
 }

@@ -65,20 +65,16 @@ func (p *Provider) deleteCluster(ctx context.Context, kc *kubeContext, ns, name 
 	return nil
 }
 
-// Task is what StartTask hands a cluster's pods.
-type Task struct {
-	Setup, Run string
-	// Env is exported to both phases in every pod: the task's envs, its
-	// secrets and sortie's SORTIE_*/SKYPILOT_* values (the node rank and
-	// count are set per pod already). It is kept in a Secret.
-	Env map[string]string
-}
-
-// StartTask hands t to every pod of c: the environment into the cluster's
-// Secret, then the script and the nodes' addresses into the parent
-// ConfigMap, whose start key the pods wait for. Starting again is a no-op.
-func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t Task) error {
+// StartTask implements provision.TaskRunner: it hands t to every pod of
+// c, the environment into the cluster's Secret, then the script and the
+// nodes' addresses into the parent ConfigMap, whose start key the pods
+// wait for. Starting again is a no-op.
+func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provision.Task) error {
 	env, err := envExports(t.Env)
+	if err != nil {
+		return provision.Prechecks(err)
+	}
+	list, files, err := filesData(t.Files)
 	if err != nil {
 		return provision.Prechecks(err)
 	}
@@ -112,6 +108,10 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t Task) 
 		ips += n.IP
 	}
 	parent.Data[KeySetup], parent.Data[KeyRun], parent.Data[KeyNodeIPs] = t.Setup, t.Run, ips
+	if len(files) > 0 {
+		parent.Data[KeyFiles] = list
+		parent.BinaryData = files
+	}
 	parent.Data[KeyStart] = "1"
 	if _, err := kc.core.ConfigMaps(ns).Update(ctx, parent, metav1.UpdateOptions{}); err != nil {
 		return classify(fmt.Errorf("start the task of %s: %w", c.Name, err))
@@ -119,9 +119,10 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t Task) 
 	return nil
 }
 
-// ReadLog returns node rank's container log from byte offset on, through
-// the pod log API (the kubelet keeps it while the pod exists).
-func (p *Provider) ReadLog(ctx context.Context, c *provision.Cluster, rank int, offset int64) ([]byte, error) {
+// ReadTaskLog implements provision.TaskRunner: node rank's container log
+// from byte offset on, at most max bytes, through the pod log API (the
+// kubelet keeps it while the pod exists).
+func (p *Provider) ReadTaskLog(ctx context.Context, c *provision.Cluster, rank int, offset int64, max int) ([]byte, error) {
 	kc, err := p.kubeContext(c.Placement.Region)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,28 @@ func (p *Provider) ReadLog(ctx context.Context, c *provision.Cluster, rank int, 
 		}
 		return nil, err
 	}
-	return io.ReadAll(rc)
+	if max <= 0 {
+		return io.ReadAll(rc)
+	}
+	return io.ReadAll(io.LimitReader(rc, int64(max)))
+}
+
+// StopTask implements provision.TaskRunner: it deletes node rank's pod,
+// whose task gets its grace period (job_recovery.termination_grace) to
+// end after SIGTERM; the node is terminated by sortie from then on, never
+// taken for a preemption.
+func (p *Provider) StopTask(ctx context.Context, c *provision.Cluster, rank int) error {
+	kc, err := p.kubeContext(c.Placement.Region)
+	if err != nil {
+		return err
+	}
+	pod := podName(c.Name, rank)
+	p.markStopped(c.Placement, pod)
+	err = kc.core.Pods(c.Placement.Zone).Delete(ctx, pod, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("stop the task of pod %s: %w", pod, err))
+	}
+	return nil
 }
 
 // Runner implements provision.Provider. A pod runs its task as its
@@ -158,3 +180,7 @@ func (r podRunner) Exec(context.Context, string, io.Reader) ([]byte, error) {
 }
 func (r podRunner) Dir() string  { return "/" }
 func (r podRunner) Close() error { return nil }
+
+// FilesLimit implements provision.TaskRunner: a task's files travel in
+// its parent ConfigMap, which Kubernetes holds to 1 MiB with the scripts.
+func (p *Provider) FilesLimit() int64 { return MaxFiles }
