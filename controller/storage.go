@@ -108,7 +108,8 @@ func localStorageEnv() map[string]string {
 // set, is why no retry can help (the bucket cannot be read, a URL's
 // bucket does not exist); err is worth a retry.
 //
-// On aws, a new S3 bucket is made in the attempt's region.
+// On aws a new S3 bucket, on gcp a new GCS one, is made in the attempt's
+// region.
 func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.Attempt, task *schema.Task) (problem string, err error) {
 	mounts, probs := task.Buckets("")
 	if len(probs) > 0 {
@@ -118,7 +119,7 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.
 		args := []string{"ensure", "-store", m.Store, "-bucket", m.Bucket, "-prefix", m.Prefix}
 		if m.Create {
 			args = append(args, "-create")
-			if a.Cloud == "aws" && m.Store == schema.StoreS3 && a.Region != "" {
+			if a.Region != "" && ((a.Cloud == "aws" && m.Store == schema.StoreS3) || (a.Cloud == "gcp" && m.Store == schema.StoreGCS)) {
 				args = append(args, "-region", a.Region)
 			}
 		}

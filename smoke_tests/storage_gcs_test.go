@@ -110,3 +110,43 @@ func TestCheckSaysWhatGCSAllows(t *testing.T) {
 		t.Errorf("gcp details with the listing refused:\n%s", got)
 	}
 }
+
+// The dry run warns of a GCS bucket in a region other than the task's
+// GCP placements, naming both, and not of one in the multi-region that
+// holds the task's region; a new bucket is made in the attempt's region.
+func TestDryRunWarnsOfAFarGCSBucket(t *testing.T) {
+	e, st, _ := gcsEnv(t)
+	ctx := context.Background()
+	if err := st.(*bucket.GCS).CreateIn(ctx, "far-gcs", "europe-west4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Create(ctx, "near-gcs"); err != nil { // the default: the multi-region US
+		t.Fatal(err)
+	}
+	e.write("task.yaml", `resources: {cloud: gcp, region: us-central1, instance_type: n2-standard-2}
+file_mounts:
+  /data: gs://far-gcs/set
+  /near: gs://near-gcs
+run: ls /data
+`)
+	r := e.run("jobs", "launch", "--dry-run", "task.yaml", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var plan struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	var far []string
+	for _, w := range plan.Warnings {
+		if strings.Contains(w, "bucket") {
+			far = append(far, w)
+		}
+	}
+	if len(far) != 1 || !strings.Contains(far[0], "file_mounts./data: bucket far-gcs is in europe-west4") ||
+		!strings.Contains(far[0], "may run in us-central1") {
+		t.Errorf("warnings %q; want one, of far-gcs, naming europe-west4 and us-central1", plan.Warnings)
+	}
+}

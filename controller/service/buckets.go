@@ -80,32 +80,28 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 	return probs, nil
 }
 
-// bucketRegionWarnings says, for the dry run, which S3 buckets live in
-// another region than the AWS placements the task may run in: allowed, but
-// every sync then crosses regions. Where the store cannot tell (no
-// credentials here, a bucket still to be created), it says nothing.
-func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, configured []string) []string {
+// storeClouds are, for each bucket store, the cloud whose clusters it is
+// near, and how a bucket's location compares with a cluster's region.
+var storeClouds = map[string]struct {
+	cloud, bills string
+	near         func(location, region string) bool
+}{
+	schema.StoreS3:  {"aws", "AWS", func(location, region string) bool { return location == region }},
+	schema.StoreGCS: {"gcp", "Google", gcsNear},
+}
+
+// bucketRegionWarnings says, for the dry run, which S3 (GCS) buckets live
+// in another region than the AWS (GCP) placements the task may run in:
+// allowed, but every sync then crosses regions. Where the store cannot
+// tell (no credentials here, a bucket still to be created), it says
+// nothing. configured are each cloud's configured regions, for a
+// placement that names none.
+func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, configured map[string][]string) []string {
 	var warns []string
-	asked := map[string]string{} // bucket -> region, "" when unknown
+	asked := map[string]string{} // store:bucket -> location, "" when unknown
 	for i, t := range p.Tasks {
 		if i >= len(plans) {
 			break
-		}
-		var regions []string
-		for _, pl := range plans[i].Placements {
-			if pl.Cloud != "aws" {
-				continue
-			}
-			if pl.Region != nil {
-				regions = appendNew(regions, *pl.Region)
-			} else {
-				for _, r := range configured {
-					regions = appendNew(regions, r)
-				}
-			}
-		}
-		if len(regions) == 0 {
-			continue
 		}
 		prefix := ""
 		if len(p.Tasks) > 1 {
@@ -113,33 +109,75 @@ func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskP
 		}
 		mounts, _ := t.Buckets(prefix)
 		for _, m := range mounts {
-			if m.Store != schema.StoreS3 {
+			sc, ok := storeClouds[m.Store]
+			if !ok {
 				continue
 			}
-			where, seen := asked[m.Bucket]
+			var regions []string
+			for _, pl := range plans[i].Placements {
+				if pl.Cloud != sc.cloud {
+					continue
+				}
+				if pl.Region != nil {
+					regions = appendNew(regions, *pl.Region)
+				} else {
+					for _, r := range configured[sc.cloud] {
+						regions = appendNew(regions, r)
+					}
+				}
+			}
+			if len(regions) == 0 {
+				continue
+			}
+			key := m.Store + ":" + m.Bucket
+			where, seen := asked[key]
 			if !seen {
 				if code, msg, err := node.RunSync(ctx, "region", "-store", m.Store, "-bucket", m.Bucket); err == nil && code == 0 {
 					where = strings.TrimSpace(msg)
 				}
-				asked[m.Bucket] = where
+				asked[key] = where
 			}
 			if where == "" {
 				continue
 			}
 			var far []string
 			for _, r := range regions {
-				if r != where {
+				if !sc.near(where, r) {
 					far = append(far, r)
 				}
 			}
 			if len(far) == 0 {
 				continue
 			}
-			warns = append(warns, fmt.Sprintf("%s: bucket %s is in %s, and the task may run in %s: every sync crosses regions (slower, and AWS bills the transfer); a bucket in the cluster's region avoids it",
-				m.Field, m.Bucket, where, strings.Join(far, ", ")))
+			warns = append(warns, fmt.Sprintf("%s: bucket %s is in %s, and the task may run in %s: every sync crosses regions (slower, and %s bills the transfer); a bucket in the cluster's region avoids it",
+				m.Field, m.Bucket, where, strings.Join(far, ", "), sc.bills))
 		}
 	}
 	return warns
+}
+
+// gcsNear says whether a Cloud Storage bucket at location (lower-cased, as
+// sortie-sync region prints it) is near a GCP region: the same region, or
+// the multi-region that holds it (us holds us-*, eu europe-*, asia
+// asia-*). A dual-region, or a name it does not know, counts as near: the
+// dry run warns only of what it is sure of.
+func gcsNear(location, region string) bool {
+	location, region = strings.ToLower(location), strings.ToLower(region)
+	switch location {
+	case region:
+		return true
+	case "us":
+		return strings.HasPrefix(region, "us-")
+	case "eu":
+		return strings.HasPrefix(region, "europe-")
+	case "asia":
+		return strings.HasPrefix(region, "asia-")
+	}
+	// A region reads as a word, one dash, a word ending in a digit
+	// ("us-central1", "europe-west4"); "nam4" or "eur4" are dual-regions.
+	last := location[len(location)-1]
+	isRegion := strings.Count(location, "-") == 1 && !strings.HasPrefix(location, "-") && last >= '0' && last <= '9'
+	return !isRegion
 }
 
 func appendNew(list []string, s string) []string {

@@ -194,7 +194,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	if len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
 	}
-	for _, w := range bucketRegionWarnings(ctx, p, plan.Tasks, s.Config.AWS.Regions) {
+	for _, w := range bucketRegionWarnings(ctx, p, plan.Tasks, map[string][]string{"aws": s.Config.AWS.Regions, "gcp": s.Config.GCP.Regions}) {
 		plan.Warnings = append(plan.Warnings, w)
 		if warn != nil {
 			warn(w)

@@ -192,12 +192,14 @@ func (g *GCS) Exists(ctx context.Context, bucket string) (bool, error) {
 	return false, gcsError("read gs://"+bucket, err)
 }
 
-func (g *GCS) Create(ctx context.Context, bucket string) error {
+func (g *GCS) Create(ctx context.Context, bucket string) error { return g.create(ctx, bucket, nil) }
+
+func (g *GCS) create(ctx context.Context, bucket string, attrs *storage.BucketAttrs) error {
 	project, err := g.ProjectID(ctx)
 	if err != nil {
 		return fmt.Errorf("create gs://%s: %w", bucket, err)
 	}
-	err = g.Client.Bucket(bucket).Create(ctx, project, nil)
+	err = g.Client.Bucket(bucket).Create(ctx, project, attrs)
 	if gcsStatus(err) == http.StatusConflict {
 		// Ours already (a retried create), or a name someone else holds:
 		// only the first may be used.

@@ -267,3 +267,29 @@ func TestGCSPutCutShort(t *testing.T) {
 		}
 	}
 }
+
+// A bucket made in a region reads back there, lower-cased as GCP writes
+// regions; one made without is in the multi-region US; a missing one is
+// not found.
+func TestGCSRegion(t *testing.T) {
+	g, f := newFakeGCS(t)
+	ctx := context.Background()
+	if err := g.CreateIn(ctx, "in-europe", "europe-west4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Create(ctx, "anywhere"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"in-europe": "europe-west4", "anywhere": "us"} {
+		got, ok, err := g.Region(ctx, name)
+		if err != nil || !ok || got != want {
+			t.Errorf("Region(%s) = %q, %v, %v; want %q", name, got, ok, err, want)
+		}
+	}
+	if f.BucketLocation("in-europe") != "EUROPE-WEST4" {
+		t.Errorf("the insert asked for location %q, want EUROPE-WEST4", f.BucketLocation("in-europe"))
+	}
+	if _, ok, err := g.Region(ctx, "no-such"); ok || err != nil {
+		t.Errorf("Region of a missing bucket: ok %v, err %v", ok, err)
+	}
+}

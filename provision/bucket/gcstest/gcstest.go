@@ -56,8 +56,11 @@ type Server struct {
 
 type bucket struct {
 	project string
-	created time.Time
-	objects map[string]*object
+	// location is where the bucket lives, as Cloud Storage spells it
+	// ("US", "US-CENTRAL1"): the multi-region US unless the insert names one.
+	location string
+	created  time.Time
+	objects  map[string]*object
 }
 
 type object struct {
@@ -136,6 +139,17 @@ func (s *Server) BucketProject(name string) string {
 	defer s.mu.Unlock()
 	if b := s.buckets[name]; b != nil {
 		return b.project
+	}
+	return ""
+}
+
+// BucketLocation says where a bucket was made ("" for the default, the
+// multi-region US).
+func (s *Server) BucketLocation(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.buckets[name]; b != nil {
+		return b.location
 	}
 	return ""
 }
@@ -277,7 +291,8 @@ func (s *Server) allowed(w http.ResponseWriter, bname string) bool {
 func (s *Server) insertBucket(w http.ResponseWriter, r *http.Request, project string) {
 	s.calls["bucket.insert"]++
 	var in struct {
-		Name string `json:"name"`
+		Name     string `json:"name"`
+		Location string `json:"location"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		apiError(w, http.StatusBadRequest, "parseError", "the body is not a bucket: "+err.Error())
@@ -293,7 +308,7 @@ func (s *Server) insertBucket(w http.ResponseWriter, r *http.Request, project st
 	case s.buckets[in.Name] != nil:
 		apiError(w, http.StatusConflict, "conflict", "Your previous request to create the named bucket succeeded and you already own it.")
 	default:
-		b := &bucket{project: project, created: time.Now().UTC(), objects: map[string]*object{}}
+		b := &bucket{project: project, location: strings.ToUpper(in.Location), created: time.Now().UTC(), objects: map[string]*object{}}
 		s.buckets[in.Name] = b
 		writeJSON(w, bucketJSON(in.Name, b))
 	}
@@ -600,9 +615,16 @@ func readMultipart(r *http.Request) (objectMeta, []byte, error) {
 
 func bucketJSON(name string, b *bucket) map[string]any {
 	t := b.created.Format(time.RFC3339Nano)
+	location, kind := b.location, "region"
+	if location == "" {
+		location = "US"
+	}
+	if !strings.Contains(location, "-") {
+		kind = "multi-region" // US, EU, ASIA
+	}
 	return map[string]any{
 		"kind": "storage#bucket", "id": name, "name": name, "projectNumber": "123456789",
-		"location": "US", "locationType": "multi-region", "storageClass": "STANDARD",
+		"location": location, "locationType": kind, "storageClass": "STANDARD",
 		"metageneration": "1", "etag": "CAE=", "timeCreated": t, "updated": t,
 	}
 }
