@@ -213,18 +213,28 @@ func (k *Kubelet) FinishDeletion(ctx context.Context, ns, pod string) error {
 // 10.1.X.Y), or Unschedulable while the namespace is Full; each pod being
 // deleted is deleted at once.
 func (k *Kubelet) Serve(ctx context.Context, ns string) error {
+	return k.servePods(ctx, ns, "10.1", func(p *corev1.Pod) error {
+		return k.FinishDeletion(ctx, ns, p.Name)
+	}, nil)
+}
+
+// servePods plays the scheduler and the kubelet for every pod of ns until
+// ctx ends: a pod being deleted goes to deleted; a new one is
+// Unschedulable while the namespace is Full, else bound and Running with
+// the pod IP net.X.Y, then given to started (when not nil).
+func (k *Kubelet) servePods(ctx context.Context, ns, net string, deleted, started func(*corev1.Pod) error) error {
 	seq := 0
 	for ctx.Err() == nil {
 		// A watch from no resource version begins with every pod there
 		// is, so a watch the apiserver ended is simply made again.
-		if err := k.serveWatch(ctx, ns, &seq); err != nil {
+		if err := k.watchPods(ctx, ns, net, &seq, deleted, started); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (k *Kubelet) serveWatch(ctx context.Context, ns string, seq *int) error {
+func (k *Kubelet) watchPods(ctx context.Context, ns, net string, seq *int, deleted, started func(*corev1.Pod) error) error {
 	w, err := k.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -247,14 +257,17 @@ func (k *Kubelet) serveWatch(ctx context.Context, ns string, seq *int) error {
 			}
 			switch {
 			case p.DeletionTimestamp != nil:
-				err = k.FinishDeletion(ctx, ns, p.Name)
+				err = deleted(p)
 			case p.Spec.NodeName == "" && k.isFull(ns):
 				if c := podCondition(p, corev1.PodScheduled); c == nil || c.Reason != corev1.PodReasonUnschedulable {
 					err = k.Unschedulable(ctx, ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
 				}
 			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
 				*seq++
-				err = k.Run(ctx, ns, p.Name, fmt.Sprintf("10.1.%d.%d", *seq/250, *seq%250+1))
+				err = k.Run(ctx, ns, p.Name, fmt.Sprintf("%s.%d.%d", net, *seq/250, *seq%250+1))
+				if err == nil && started != nil {
+					err = started(p)
+				}
 			}
 			if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("kubelet %s, pod %s: %w", k.Node, p.Name, err)

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // ServeProcesses runs the node's kubelet, and the scheduler, for every pod
@@ -42,13 +41,10 @@ import (
 func (k *Kubelet) ServeProcesses(ctx context.Context, ns, dir string) error {
 	s := &procServer{k: k, ns: ns, dir: dir, procs: map[string]*podProc{}}
 	defer s.killAll()
-	seq := 0
-	for ctx.Err() == nil {
-		if err := s.watch(ctx, &seq); err != nil {
-			return err
-		}
-	}
-	return nil
+	return k.servePods(ctx, ns, "10.2", func(p *corev1.Pod) error {
+		go s.delete(ctx, p)
+		return nil
+	}, func(p *corev1.Pod) error { return s.start(ctx, p) })
 }
 
 type procServer struct {
@@ -65,47 +61,6 @@ type podProc struct {
 	cmd      *exec.Cmd
 	done     chan struct{}
 	stopOnce sync.Once
-}
-
-func (s *procServer) watch(ctx context.Context, seq *int) error {
-	w, err := s.k.cs.CoreV1().Pods(s.ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return nil
-			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted {
-				continue
-			}
-			switch {
-			case p.DeletionTimestamp != nil:
-				go s.delete(ctx, p)
-			case p.Spec.NodeName == "" && s.k.isFull(s.ns):
-				if c := podCondition(p, corev1.PodScheduled); c == nil || c.Reason != corev1.PodReasonUnschedulable {
-					err = s.k.Unschedulable(ctx, s.ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
-				}
-			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
-				*seq++
-				if err = s.k.Run(ctx, s.ns, p.Name, fmt.Sprintf("10.2.%d.%d", *seq/250, *seq%250+1)); err == nil {
-					err = s.start(ctx, p)
-				}
-			}
-			if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("kubelet %s, pod %s: %w", s.k.Node, p.Name, err)
-			}
-		}
-	}
 }
 
 // start runs pod's container.
