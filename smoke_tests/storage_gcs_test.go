@@ -129,24 +129,9 @@ file_mounts:
   /near: gs://near-gcs
 run: ls /data
 `)
-	r := e.run("jobs", "launch", "--dry-run", "task.yaml", "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	var plan struct {
-		Warnings []string `json:"warnings"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
-		t.Fatalf("%v:\n%s", err, r.stdout)
-	}
-	var far []string
-	for _, w := range plan.Warnings {
-		if strings.Contains(w, "bucket") {
-			far = append(far, w)
-		}
-	}
+	far, plan, _ := bucketWarnings(t, e, "task.yaml")
 	if len(far) != 1 || !strings.Contains(far[0], "file_mounts./data: bucket far-gcs is in europe-west4") ||
 		!strings.Contains(far[0], "may run in us-central1") {
-		t.Errorf("warnings %q; want one, of far-gcs, naming europe-west4 and us-central1", plan.Warnings)
+		t.Errorf("warnings %q; want one, of far-gcs, naming europe-west4 and us-central1", plan)
 	}
 }

@@ -225,28 +225,34 @@ file_mounts:
   /ckpt: {name: new-ckpts, store: s3, mode: MOUNT_CACHED}
 run: ls /data
 `)
-	r := e.run("jobs", "launch", "--dry-run", "task.yaml", "-o", "json")
+	far, plan, r := bucketWarnings(t, e, "task.yaml")
+	if len(far) != 1 || !strings.Contains(far[0], "file_mounts./data") || !strings.Contains(far[0], "far-data is in eu-west-1") ||
+		!strings.Contains(far[0], "may run in us-east-1") {
+		t.Errorf("warnings %q; want one, of far-data, naming eu-west-1 and us-east-1", plan)
+	}
+	if !strings.Contains(r.stderr, "warning: file_mounts./data: bucket far-data is in eu-west-1") {
+		t.Errorf("stderr lacks the warning: %q", r.stderr)
+	}
+}
+
+// bucketWarnings runs a dry run of file and returns the plan's warnings
+// of buckets, all its warnings, and the run.
+func bucketWarnings(t *testing.T, e *env, file string) (far, all []string, r result) {
+	t.Helper()
+	r = e.run("jobs", "launch", "--dry-run", file, "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var plan struct {
 		Warnings []string `json:"warnings"`
-		Missing  []string `json:"missing"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
 		t.Fatalf("%v:\n%s", err, r.stdout)
 	}
-	var far []string
 	for _, w := range plan.Warnings {
 		if strings.Contains(w, "bucket") {
 			far = append(far, w)
 		}
 	}
-	if len(far) != 1 || !strings.Contains(far[0], "file_mounts./data") || !strings.Contains(far[0], "far-data is in eu-west-1") ||
-		!strings.Contains(far[0], "may run in us-east-1") {
-		t.Errorf("warnings %q; want one, of far-data, naming eu-west-1 and us-east-1", plan.Warnings)
-	}
-	if !strings.Contains(r.stderr, "warning: file_mounts./data: bucket far-data is in eu-west-1") {
-		t.Errorf("stderr lacks the warning: %q", r.stderr)
-	}
+	return far, plan.Warnings, r
 }
