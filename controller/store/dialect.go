@@ -272,6 +272,15 @@ func (d *dialect) busy(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
+// noTable says whether err is the database's "no such table".
+func (d *dialect) noTable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "42P01"
+	}
+	return err != nil && strings.Contains(err.Error(), "no such table")
+}
+
 // db is the store's *sql.DB, its statements rebound for the dialect.
 type db struct {
 	sql *sql.DB

@@ -280,7 +280,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	// waits for the controller's writes just to open it.
 	done, err := s.migrated(ctx, names)
 	if err != nil {
-		return err
+		if s.d.busy(err) {
+			return err
+		}
+		return fmt.Errorf("read which migrations are applied: %w", err)
 	}
 	if done {
 		return nil
@@ -298,11 +301,13 @@ func (s *Store) migrate(ctx context.Context) error {
 // out, never a reason to write.
 func (s *Store) migrated(ctx context.Context, names []string) (bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name FROM migrations`)
-	if s.d.busy(err) {
-		return false, err
+	if s.d.noTable(err) {
+		return false, nil // a new store: the writing path makes it
 	}
 	if err != nil {
-		return false, nil // no table yet: the writing path finds out more
+		// Busy (which Open waits out) or worse, such as a full disk:
+		// never a reason to write.
+		return false, err
 	}
 	defer rows.Close()
 	applied := map[string]bool{}

@@ -37,7 +37,10 @@ type Result struct {
 	// full; UnknownWhileFull those of them whose code is recorded unknown
 	// (each also counted lost).
 	EndedWhileFull, UnknownWhileFull int
-	Statuses                         map[string]int
+	// RefusedWhileFull counts launches refused for the full disk (each
+	// launched again once it had room).
+	RefusedWhileFull int
+	Statuses         map[string]int
 	// Problems describes the first broken invariants.
 	Problems []string
 }
@@ -47,7 +50,7 @@ func (r *Result) Line() string {
 	s := fmt.Sprintf("%s: jobs %d, kills %d, lost %d, duplicated %d, leaked %d, mismatched %d, changed %d (aimed kills %d, double starts %d, sigstops %d, preempts %d",
 		r.Cloud, r.Jobs, r.Kills, r.Lost, r.Duplicated, r.Leaked, r.Mismatched, r.Changed, r.Aimed, r.Doubles, r.Frozen, r.Preempts)
 	if r.DiskFull != "" {
-		s += fmt.Sprintf(", disk full: %s, tasks ended while full %d, their codes unknown %d", r.DiskFull, r.EndedWhileFull, r.UnknownWhileFull)
+		s += fmt.Sprintf(", disk full: %s, tasks ended while full %d, their codes unknown %d, launches refused while full %d", r.DiskFull, r.EndedWhileFull, r.UnknownWhileFull, r.RefusedWhileFull)
 	}
 	return s + ")"
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
+
 	"sortie/controller/clouds"
 	"sortie/controller/daemon"
 	"sortie/controller/service"
@@ -123,7 +125,7 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 	defer x.close()
 	c, db := x.c, x.db
 	subErr := make(chan error, 1)
-	go func() { subErr <- submitFiles(ctx, o.Home, files, submitSpan(o.Options)) }()
+	go func() { subErr <- submitFiles(ctx, o.Home, files, submitSpan(o.Options), func() { r.RefusedWhileFull++ }) }()
 
 	// controller.log is slog JSON, one object a line.
 	points := []string{`"point":"ended"`, `"point":"starting"`, `"point":"ending"`, `"point":"started"`}
@@ -189,7 +191,7 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 
 // submitFiles launches each file through the service the CLI uses,
 // spread over span.
-func submitFiles(ctx context.Context, home string, files []string, span time.Duration) error {
+func submitFiles(ctx context.Context, home string, files []string, span time.Duration, refused func()) error {
 	svc, err := service.Open(ctx, home, clouds.Light())
 	if err != nil {
 		return err
@@ -199,8 +201,24 @@ func submitFiles(ctx context.Context, home string, files []string, span time.Dur
 	svc.FindDaemon = nil
 	pause := span / time.Duration(max(len(files), 1))
 	for i, f := range files {
-		if _, err := svc.Launch(ctx, service.LaunchRequest{File: f, Dir: filepath.Dir(f), RetryFailed: true}); err != nil {
-			return fmt.Errorf("submit job %d of %d: %w", i+1, len(files), err)
+		// A launch refused because the home's disk is full stored nothing
+		// (its user sees the error and launches again): so does this, once
+		// the disk has room, for at most 30s.
+		giveUp := time.Now().Add(30 * time.Second)
+		for {
+			_, err := svc.Launch(ctx, service.LaunchRequest{File: f, Dir: filepath.Dir(f), RetryFailed: true})
+			if err == nil {
+				break
+			}
+			if !diskFullError(err) || time.Now().After(giveUp) {
+				return fmt.Errorf("submit job %d of %d: %w", i+1, len(files), err)
+			}
+			refused()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
 		if p := daemon.Running(home); p > 0 {
 			_ = syscall.Kill(p, syscall.SIGUSR1)
@@ -457,6 +475,12 @@ func (d *diskFull) fill(ctx context.Context, hold time.Duration, progress interf
 	d.till = time.Now()
 	fmt.Fprintf(progress, "local: the home's disk is freed (%s)\n", d.till.UTC().Format("15:04:05.000"))
 	return err
+}
+
+// diskFullError says whether err is SQLite's or the kernel's "no space".
+func diskFullError(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrFull || errors.Is(err, syscall.ENOSPC)
 }
 
 // covers says whether t fell while the disk was full (with a second's
