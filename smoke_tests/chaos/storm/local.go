@@ -125,7 +125,9 @@ func RunLocal(ctx context.Context, o LocalOptions) (*Result, error) {
 	defer x.close()
 	c, db := x.c, x.db
 	subErr := make(chan error, 1)
-	go func() { subErr <- submitFiles(ctx, o.Home, files, submitSpan(o.Options), func() { r.RefusedWhileFull++ }) }()
+	go func() {
+		subErr <- submitFiles(ctx, o.Home, files, submitSpan(o.Options), func() { r.RefusedWhileFull++ })
+	}()
 
 	// controller.log is slog JSON, one object a line.
 	points := []string{`"point":"ended"`, `"point":"starting"`, `"point":"ending"`, `"point":"started"`}
