@@ -143,6 +143,10 @@ func serve(args []string) int {
 	}
 	os.Remove(sock) // a dead server's
 	ln, err := net.Listen("unix", sock)
+	if err == nil {
+		// Whoever may connect may run commands as this user.
+		err = os.Chmod(sock, 0o600)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sortie-agent serve:", err)
 		return 1
