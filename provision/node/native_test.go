@@ -177,15 +177,9 @@ func TestAnswerHereLeavesOddRequestsToTheScript(t *testing.T) {
 	}
 }
 
-// startBoth starts spec in two fresh node directories: by the scripts (the
+// startBothCtx starts spec in two fresh node directories: by the scripts (the
 // agent copied to the node, then started), run as a local runner would, and
-// by StartHere. It returns both directories.
-func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here string) {
-	t.Helper()
-	return startBothCtx(t, context.Background(), spec, env)
-}
-
-// startBothCtx is startBoth with StartHere given ctx.
+// by StartHere given ctx. It returns both directories.
 func startBothCtx(t *testing.T, ctx context.Context, spec StartSpec, env []string) (byScript, here string) {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
