@@ -287,3 +287,35 @@ func TestCachedStatementsAnswerAsFreshOnes(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The pool keeps every SQLite connection it opened: busy moments that use
+// them all, one after another, open each once (its pragmas run and its
+// statements prepared once), never closing one for being idle.
+func TestSQLiteConnectionsStayOpen(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for round := range 5 {
+		// sqliteConns reads at once, each holding its connection until
+		// all have one.
+		var rows []*sql.Rows
+		for range sqliteConns {
+			r, err := s.db.QueryContext(ctx, `SELECT id FROM jobs`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		for _, r := range rows {
+			r.Close()
+		}
+		st := s.db.sql.Stats()
+		if st.MaxIdleClosed != 0 || st.OpenConnections != sqliteConns {
+			t.Fatalf("round %d: %d connections open, %d closed for being idle; want %d open, none closed",
+				round, st.OpenConnections, st.MaxIdleClosed, sqliteConns)
+		}
+	}
+}

@@ -167,7 +167,11 @@ func open(ctx context.Context, path string, now func() time.Time, busy time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	sdb.SetMaxOpenConns(4)
+	// Every connection the pool opens stays open: one closed when more
+	// than the default two were idle at once was opened again at the next
+	// busy moment, its pragmas run and its statements prepared again.
+	sdb.SetMaxOpenConns(sqliteConns)
+	sdb.SetMaxIdleConns(sqliteConns)
 	return start(ctx, sdb, &dialect{}, path, now, busy)
 }
 
@@ -178,6 +182,10 @@ func open(ctx context.Context, path string, now func() time.Time, busy time.Dura
 // connection's own, least recently used out first; a statement a
 // connection still runs is not in it, so two uses never share one.
 const stmtCacheSize = 128
+
+// sqliteConns is how many connections to a SQLite store a process keeps:
+// reads run at once on them, writes take turns.
+const sqliteConns = 4
 
 // sqliteDSN is the go-sqlite3 data source name of the store file at path.
 func sqliteDSN(path string, busy time.Duration) string {
