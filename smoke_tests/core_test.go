@@ -187,7 +187,7 @@ func taskProcesses(home string) []int {
 	}
 	var out []int
 	for _, pid := range storm.ProcessesUnder(home) {
-		if pid != daemon {
+		if pid != daemon && !storm.AgentServer(pid) {
 			out = append(out, pid)
 		}
 	}
@@ -253,10 +253,10 @@ run: |
 	id := e.launch(f)
 	waitFile(t, started)
 	e.waitStatus(id, "RUNNING")
+	// The local node's agent is the home's agent server.
 	agents := 0
-	for _, pid := range taskProcesses(e.home) {
-		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if strings.HasPrefix(string(cmdline), "sortie-agent\x00run\x00") {
+	for _, pid := range storm.ProcessesUnder(e.home) {
+		if storm.AgentServer(pid) {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +264,7 @@ run: |
 		}
 	}
 	if agents != 1 {
-		t.Fatalf("killed %d agents, want the one node's", agents)
+		t.Fatalf("killed %d agent servers, want the home's one", agents)
 	}
 	d := e.waitStatus(id, "SUCCEEDED")
 	if diff := cmp.Diff([][]int{{-1}, {0}}, codes(d)); diff != "" {

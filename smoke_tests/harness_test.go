@@ -236,7 +236,9 @@ func codes(d service.JobDetail) [][]int {
 
 func killLeftovers(t *testing.T, home string) {
 	for _, pid := range storm.ProcessesUnder(home) {
-		t.Logf("killing leftover process %d", pid)
+		if !storm.AgentServer(pid) {
+			t.Logf("killing leftover process %d", pid)
+		}
 		_ = syscallKill(pid)
 	}
 }

@@ -345,7 +345,7 @@ func (p *Provider) Preempt(ctx context.Context, cluster string, rank int) error 
 	if err != nil {
 		return fmt.Errorf("preempt %s: %w", cluster, err)
 	}
-	if err := killNodes(ctx, []string{p.nodeDir(cluster, rank)}, 0); err != nil {
+	if err := takeAway(ctx, p.nodeDir(cluster, rank)); err != nil {
 		return fmt.Errorf("preempt %s node %d: %w", cluster, rank, err)
 	}
 	return nil

@@ -3,7 +3,9 @@ package local
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -185,10 +187,77 @@ func agentsFirst(procs []proc) []proc {
 	return out
 }
 
+// takeAway ends every process of the node in dir at once, as losing its
+// VM would: an agent server running the node is told first (the gone
+// file) to record nothing more for it, as an agent of the node's own,
+// killed with the rest, would not.
+func takeAway(ctx context.Context, dir string) error {
+	for _, d := range servedDirs([]string{dir}) {
+		if err := os.WriteFile(filepath.Join(d, agent.FileGone), nil, 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return killNodes(ctx, []string{dir}, 0)
+}
+
+// servedDirs lists the directories among dirs, and their subdirectories
+// (the node package's attempt directories), that an agent server runs
+// a task in.
+func servedDirs(dirs []string) []string {
+	var out []string
+	for _, dir := range dirs {
+		for _, pattern := range []string{dir, filepath.Join(dir, "*")} {
+			found, _ := filepath.Glob(filepath.Join(pattern, agent.FileServed))
+			for _, f := range found {
+				out = append(out, filepath.Dir(f))
+			}
+		}
+	}
+	return out
+}
+
+// waitServed waits, for up to d, until no agent server runs a task in
+// dirs (it holds the served file's lock while it does): once the task's
+// processes are gone, the server records its exit code, and nothing may
+// write in a directory being removed.
+func waitServed(ctx context.Context, dirs []string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for _, dir := range servedDirs(dirs) {
+		for {
+			f, err := os.Open(filepath.Join(dir, agent.FileServed))
+			if err != nil {
+				break
+			}
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+			f.Close()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the agent server still runs the task in %s after %s", dir, d)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
 // killNodes ends every process of the node directories: SIGTERM and up to
 // grace to exit, then SIGKILL (at once when grace is zero). It returns once
 // none is left, or with an error naming the survivors.
 func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
+	if err := killNodeProcs(ctx, dirs, grace); err != nil {
+		return err
+	}
+	return waitServed(ctx, dirs, 10*time.Second)
+}
+
+// killNodeProcs is killNodes but for the wait for agent servers.
+func killNodeProcs(ctx context.Context, dirs []string, grace time.Duration) error {
 	if reaped(dirs) {
 		return nil
 	}

@@ -159,8 +159,11 @@ func TestStopKillsTheProcessGroup(t *testing.T) {
 	p := newProvider(t)
 	_, rs := launchRunning(t, p, "sortie-8-0-1", 1, "sleep 300 & sleep 300 & touch ready; wait")
 	groups := node.Groups(rs[0].Dir())
-	if len(groups) != 2 || !anyGroupAlive(groups[1:]) {
-		t.Fatalf("recorded groups %v, want the agent's and a live run group", groups)
+	if len(groups) != 1 || !anyGroupAlive(groups) {
+		t.Fatalf("recorded groups %v, want the live run group alone (the pid is the agent server's)", groups)
+	}
+	if !exists(filepath.Join(rs[0].Dir(), "served")) {
+		t.Fatal("the node was not run by the home's agent server")
 	}
 	if err := node.Stop(context.Background(), rs[0]); err != nil {
 		t.Fatal(err)
@@ -193,7 +196,7 @@ func TestPreemptKillsOnlyThatNode(t *testing.T) {
 	if st := poll(t, rs[1]); st.Done || st.AgentAlive {
 		t.Errorf("preempted node status = %+v, want no exit code and no agent", st)
 	}
-	if !groupAlive(g0[0]) || !groupAlive(g0[1]) {
+	if len(g0) != 1 || !groupAlive(g0[0]) {
 		t.Errorf("node 0 groups %v died with node 1", g0)
 	}
 	if st := poll(t, rs[0]); st.Done || !st.AgentAlive {
@@ -236,10 +239,10 @@ func TestNodesHaveIndependentProcessGroups(t *testing.T) {
 	if err := node.StopWithin(context.Background(), rs[0], time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if anyGroupAlive(g0[1:]) {
+	if anyGroupAlive(g0) {
 		t.Errorf("node 0 run group alive after Stop")
 	}
-	if st := poll(t, rs[1]); st.Done || !st.AgentAlive || !groupAlive(g1[1]) {
+	if st := poll(t, rs[1]); st.Done || !st.AgentAlive || !anyGroupAlive(g1) {
 		t.Errorf("node 1 after node 0 stopped: %+v, want still running", st)
 	}
 	for rank, r := range rs {

@@ -53,7 +53,7 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		if err != nil {
 			return nil, err
 		}
-		done, err := node.StartHere(ctx, req, payload, env)
+		done, err := node.StartHere(node.WithAgentServer(ctx, r.agentSocket()), req, payload, env)
 		if done && err != nil && ctx.Err() != nil {
 			return nil, fmt.Errorf("run bash in %s: %w", r.dir, ctx.Err())
 		}
@@ -91,6 +91,13 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		return stdout.Bytes(), fmt.Errorf("run bash in %s: %w", r.dir, err)
 	}
 	return stdout.Bytes(), nil
+}
+
+// agentSocket is where the home's agent server listens: one per home runs
+// the tasks of every local node (nodeDir: HOME/local/clusters/NAME/node-N,
+// the socket HOME/local/agent.sock).
+func (r *runner) agentSocket() string {
+	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(r.dir))), "agent.sock")
 }
 
 // Dir is the node's directory.

@@ -228,6 +228,11 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 	if grace == "" {
 		grace = agent.DefaultGrace.String()
 	}
+	if sock, _ := ctx.Value(agentServerKey{}).(string); sock != "" {
+		if handled, err := startServed(ctx, prog, sock, d, env, vars); handled {
+			return err
+		}
+	}
 	cmd := exec.Command(prog, "run", "-ready-fd", "3", "-notice", vars["NOTICE"], "-notice-endpoint", vars["ENDPOINT"], "-grace", grace, d)
 	// The liveness check knows the agent by this name, whatever the
 	// program's file is called.

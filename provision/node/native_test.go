@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,6 +182,12 @@ func TestAnswerHereLeavesOddRequestsToTheScript(t *testing.T) {
 // by StartHere. It returns both directories.
 func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here string) {
 	t.Helper()
+	return startBothCtx(t, context.Background(), spec, env)
+}
+
+// startBothCtx is startBoth with StartHere given ctx.
+func startBothCtx(t *testing.T, ctx context.Context, spec StartSpec, env []string) (byScript, here string) {
+	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -218,18 +225,66 @@ func startBoth(t *testing.T, spec StartSpec, env []string) (byScript, here strin
 		}
 	}
 	req, _ := Decode(script(startBody, append([]string{"D", here}, vars...)...))
-	if ok, err := StartHere(context.Background(), req, payload, env); !ok || err != nil {
+	if ok, err := StartHere(ctx, req, payload, env); !ok || err != nil {
 		t.Fatalf("StartHere = %v, %v", ok, err)
 	}
 	return byScript, here
 }
 
 func TestStartHereMatchesStartScript(t *testing.T) {
+	startHereMatchesStartScript(t, context.Background())
+}
+
+// A node run by an agent server sees what one run by an agent of its own
+// sees: the same environment, signals, directory and files.
+func TestServedStartMatchesStartScript(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	startHereMatchesStartScript(t, WithAgentServer(context.Background(), sock))
+}
+
+// With a socket path longer than a unix socket's, the node gets an agent
+// of its own.
+func TestServedStartFallsBackToAnAgentOfItsOwn(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), strings.Repeat("s", 120))
+	_, here := startBothCtx(t, WithAgentServer(context.Background(), sock), StartSpec{Run: "true"}, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()})
+	if _, err := os.Stat(filepath.Join(here, agent.FileServed)); err == nil {
+		t.Fatal("a node was served over a socket path too long to listen on")
+	}
+	if !exists(filepath.Join(here, "pid")) && !exists(filepath.Join(here, "begun")) {
+		t.Fatal("no agent began on the node")
+	}
+	waitReaped(t, here)
+}
+
+// waitReaped waits for the agent's last word on the node in d (reaped,
+// after the exit code): a test's directory is removed only after it.
+func waitReaped(t *testing.T, d string) {
+	t.Helper()
+	for range 2000 {
+		if exists(d + "/reaped") {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the agent did not finish with %s", d)
+}
+
+func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	spec := StartSpec{Run: "env | LC_ALL=C sort; grep -E '^Sig(Ign|Blk)' /proc/self/status; pwd; ls -l --time-style=+%s ..", Env: map[string]string{"K": "v"}}
-	a, b := startBoth(t, spec, env)
+	a, b := startBothCtx(t, ctx, spec, env)
+	if _, served := ctx.Value(agentServerKey{}).(string); served {
+		pid, id := AgentPID(b), ""
+		if v, err := os.ReadFile(filepath.Join(b, agent.FileServed)); err == nil {
+			id = strings.TrimSpace(string(v))
+		}
+		if id == "" || pid <= 1 {
+			t.Fatalf("the node was not served (pid %d, id %q)", pid, id)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	}
 	again, _ := Decode(script(startBody, "D", b, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
-	if ok, err := StartHere(context.Background(), again, mustTar(t), env); !ok || err != nil {
+	if ok, err := StartHere(ctx, again, mustTar(t), env); !ok || err != nil {
 		t.Fatalf("second StartHere = %v, %v; want nothing done", ok, err)
 	}
 	logs := map[string]string{}
@@ -244,6 +299,7 @@ func TestStartHereMatchesStartScript(t *testing.T) {
 		if string(ec) != "run 0 -\n" {
 			t.Fatalf("%s: exit_code %q", d, ec)
 		}
+		waitReaped(t, d)
 		log, _ := os.ReadFile(d + "/log")
 		s := strings.ReplaceAll(string(log), d, "$D")
 		// Of the listing, only what Start made: the agent's own files

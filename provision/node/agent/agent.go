@@ -57,9 +57,17 @@ type Agent struct {
 	// left. cmd/sortie-agent sets it; an Agent run inside another program
 	// (a test) must not, as it would reap that program's children.
 	Reap bool
+	// Served, when set, says this process runs many nodes' tasks at once
+	// (sortie-agent serve, one per machine for the local provider): it is
+	// the server's instance id, recorded in the served file before the pid
+	// (the server's), so that the pid is not taken for the node's own
+	// process group, and what the task leaves behind is ended by the
+	// node's directory and sessions, not as every child of the process.
+	Served string
 
 	mu       sync.Mutex
 	group    int       // the running phase's process group, 0 between phases
+	sids     []int     // the sessions of the phases begun
 	noticed  bool      // a notice that ends the node was heard
 	deadline time.Time // that notice's deadline, zero when none
 	syncMu   sync.Mutex
@@ -101,6 +109,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil || !ok {
 		return err
 	}
+	if a.Served != "" {
+		// Locked for as long as this runs the node (and by no one once
+		// the server is gone): what removes the node directory waits
+		// for the lock, so that nothing is written there after.
+		f, err := os.OpenFile(filepath.Join(a.Dir, FileServed), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			return err
+		}
+		if _, err := f.WriteString(a.Served + "\n"); err != nil {
+			return err
+		}
+	}
 	if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
 		return err
 	}
@@ -119,7 +143,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		go a.Watch(wctx, a.onNotice)
 	}
 	err = a.runPhases(ctx)
-	if a.Reap && endLeftovers(a.Grace) {
+	var mine func(int) bool
+	if a.Served != "" {
+		a.mu.Lock()
+		sids := a.sids
+		a.mu.Unlock()
+		mine = func(pid int) bool { return ofNode(pid, a.Dir, sids) }
+	}
+	if a.Reap && !a.gone() && endLeftovers(a.Grace, mine) {
 		os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
 	}
 	return err
@@ -155,7 +186,7 @@ func (a *Agent) runPhases(ctx context.Context) error {
 	if code == 0 {
 		code = a.phase(PhaseRun, w)
 	}
-	if buckets {
+	if buckets && !a.gone() {
 		a.finalSync(ctx)
 	}
 	return a.finish(phase, code, "")
@@ -175,7 +206,15 @@ func readCwd(dir string) (string, error) {
 func (a *Agent) stopping() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.noticed || exists(filepath.Join(a.Dir, FileStop))
+	return a.noticed || exists(filepath.Join(a.Dir, FileStop)) || a.gone()
+}
+
+// gone says whether the node was taken away (FileGone) from the agent
+// server running it: its task's processes were killed as a lost VM's are,
+// and the server records nothing more for it, as an agent of the node's
+// own would not, dying with them.
+func (a *Agent) gone() bool {
+	return a.Served != "" && exists(filepath.Join(a.Dir, FileGone))
 }
 
 // phase runs one phase and returns its exit code, 128+N when a signal N
@@ -211,25 +250,18 @@ func (a *Agent) phase(name, w string) int {
 		a.mu.Unlock()
 		return 143
 	}
-	err = cmd.Start()
+	pid, wait, err := a.start(cmd)
 	if err == nil {
-		a.group = cmd.Process.Pid
+		a.group = pid
+		a.sids = append(a.sids, pid)
 	}
 	a.mu.Unlock()
 	if err != nil {
 		fmt.Fprintf(logf, "sortie: could not start the %s phase: %v\n", name, err)
 		return 127
 	}
-	mark(a.Dir, "pgid."+name, cmd.Process.Pid)
-	var code int
-	if a.Reap {
-		// The task's orphans end up as the agent's children: waiting for
-		// any child reaps them as they end, and finds the phase's end.
-		code = waitReaping(cmd.Process.Pid)
-		cmd.Process.Release()
-	} else {
-		code = exitCode(cmd.Wait())
-	}
+	mark(a.Dir, "pgid."+name, pid)
+	code := wait()
 	a.mu.Lock()
 	a.group = 0
 	a.mu.Unlock()
@@ -237,9 +269,39 @@ func (a *Agent) phase(name, w string) int {
 		rm := exec.Command(a.Bash, filepath.Join(a.Dir, FileContainer), a.Dir, w, name, "rm")
 		rm.Dir = a.Dir
 		rm.Env = cmd.Env
-		rm.Run()
+		if _, wait, err := a.start(rm); err == nil {
+			wait()
+		}
 	}
 	return code
+}
+
+// start starts cmd and returns its pid and how to wait for its exit code
+// (128+N when signal N ended it). A subreaping agent (Reap) starts every
+// child through its reaper, which also reaps the task's orphans as they
+// end; otherwise it is cmd.Wait.
+func (a *Agent) start(cmd *exec.Cmd) (int, func() int, error) {
+	if a.Reap {
+		pid, ch, err := startChild(cmd)
+		if err != nil {
+			return 0, nil, err
+		}
+		return pid, func() int { return <-ch }, nil
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	return cmd.Process.Pid, func() int { return exitCode(cmd.Wait()) }, nil
+}
+
+// signal sends sig to child pid of cmd, which start started and which is
+// not yet waited for.
+func (a *Agent) signal(cmd *exec.Cmd, pid int, sig syscall.Signal) {
+	if a.Reap {
+		signalChild(pid, sig)
+		return
+	}
+	cmd.Process.Signal(sig)
 }
 
 // exitCode is the shell's view of how a process ended.
@@ -270,7 +332,7 @@ func (a *Agent) finish(phase string, code int, why string) error {
 	if why != "" {
 		a.logLine("sortie: " + why)
 	}
-	if exists(filepath.Join(a.Dir, FileExitCode)) {
+	if exists(filepath.Join(a.Dir, FileExitCode)) || a.gone() {
 		return nil
 	}
 	line := phase + " " + strconv.Itoa(code) + " " + how

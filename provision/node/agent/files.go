@@ -11,6 +11,12 @@
 //	agent                    a symlink to the agent program this node runs
 //	begun                    made by the agent that owns the node, first (O_EXCL)
 //	pid                      the agent's pid (its own session and group)
+//	gone                     the node was taken away as a VM is (the local provider's
+//	                         preemption): an agent server running it records nothing more
+//	served                   the instance id of the agent server running this node's task
+//	                         (sortie-agent serve, for many nodes at once): pid is then the
+//	                         server's, and not the node's own process group; the server
+//	                         holds an exclusive flock on it while it runs the node
 //	phase pgid.setup pgid.run  the current phase and each phase's process group
 //	pid.is.N pgid.<phase>.is.N the same, when the disk had no room for the file's bytes
 //	log                      stdout and stderr of both phases, and the agent's own words
@@ -44,6 +50,8 @@ const (
 	FileAgent     = "agent"
 	FileBegun     = "begun"
 	FilePID       = "pid"
+	FileServed    = "served"
+	FileGone      = "gone"
 	FilePhase     = "phase"
 	FileLog       = "log"
 	FileExitCode  = "exit_code"

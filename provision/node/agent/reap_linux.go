@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -23,26 +27,91 @@ func becomeSubreaper() error {
 	return nil
 }
 
-// waitReaping waits for the process pid, reaping every other child that
-// ends meanwhile (the task's orphans, which come to the agent as their
-// subreaper), and returns how pid ended as a shell reports it.
-func waitReaping(pid int) int {
+// kids is the process-wide reaper of a subreaper agent: every child the
+// agent starts goes through startChild, which files it here, and one loop
+// reaps whatever child ends (on SIGCHLD, and every second in case a signal
+// was merged), handing each filed child's status to its waiter and dropping
+// the rest: the task's orphans, which came to the agent as their
+// subreaper. A child is filed under the same lock the loop reaps under, so
+// none ends unseen between its start and its filing.
+var kids = struct {
+	mu    sync.Mutex
+	waits map[int]chan int
+	once  sync.Once
+}{waits: map[int]chan int{}}
+
+// startChild starts cmd and returns its pid and the channel its exit code (as a shell
+// reports it: 128+N for signal N) arrives on once it ended and was reaped.
+// cmd must not be waited for.
+func startChild(cmd *exec.Cmd) (int, <-chan int, error) {
+	kids.once.Do(func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGCHLD)
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-sig:
+				case <-tick.C:
+				}
+				reapAll()
+			}
+		}()
+	})
+	kids.mu.Lock()
+	defer kids.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	pid := cmd.Process.Pid
+	ch := make(chan int, 1)
+	kids.waits[pid] = ch
+	// Its status comes from the reaper, never from Wait (Release makes
+	// cmd.Process.Pid -1).
+	cmd.Process.Release()
+	return pid, ch, nil
+}
+
+// signalChild sends sig to a child filed by startChild, unless it has been
+// reaped already (its pid may then be another process's).
+func signalChild(pid int, sig syscall.Signal) {
+	kids.mu.Lock()
+	defer kids.mu.Unlock()
+	if _, ok := kids.waits[pid]; ok {
+		syscall.Kill(pid, sig)
+	}
+}
+
+// filed says whether pid is a child some waiter waits for.
+func filed(pid int) bool {
+	kids.mu.Lock()
+	defer kids.mu.Unlock()
+	_, ok := kids.waits[pid]
+	return ok
+}
+
+// reapAll reaps every child that has ended, without waiting.
+func reapAll() {
+	kids.mu.Lock()
+	defer kids.mu.Unlock()
 	for {
 		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
-		if err != nil {
-			return 1 // no child left: pid was reaped elsewhere
+		if err != nil || got <= 0 {
+			return
 		}
-		if got != pid {
-			continue
+		if ch, ok := kids.waits[got]; ok {
+			delete(kids.waits, got)
+			code := ws.ExitStatus()
+			if ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			ch <- code
 		}
-		if ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ws.ExitStatus()
 	}
 }
 
@@ -68,59 +137,57 @@ func children() []int {
 	return out
 }
 
-// reapAll reaps every child that has ended, without waiting.
-func reapAll() {
-	for {
-		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil || got <= 0 {
-			return
+// leftovers lists the children no waiter waits for (what tasks left
+// behind) that mine claims; nil mine claims all.
+func leftovers(mine func(pid int) bool) []int {
+	var out []int
+	for _, pid := range children() {
+		if !filed(pid) && (mine == nil || mine(pid)) {
+			out = append(out, pid)
 		}
 	}
+	return out
 }
 
 // endLeftovers ends what the task left running once its last phase has
 // ended, as SkyPilot ends a job's process tree: SIGTERM to each remaining
-// child and its process group, up to grace to exit, then SIGKILL until none
-// is left (a killed process's own children come to the agent in turn). It
-// reports whether none is left within grace plus a few seconds.
-func endLeftovers(grace time.Duration) bool {
+// child that mine claims (nil: every one) and its process group, up to
+// grace to exit, then SIGKILL until none is left (a killed process's own
+// children come to the agent in turn). It reports whether none is left
+// within grace plus a few seconds.
+func endLeftovers(grace time.Duration, mine func(pid int) bool) bool {
 	own := syscall.Getpgrp()
 	signal := func(sig syscall.Signal) {
-		for _, pid := range children() {
+		for _, pid := range leftovers(mine) {
 			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != own {
 				syscall.Kill(-pgid, sig)
 			}
 			syscall.Kill(pid, sig)
 		}
 	}
-	reapAll()
-	if len(children()) == 0 {
+	if waitNoLeftovers(0, mine) {
 		return true
 	}
 	signal(syscall.SIGTERM)
-	if waitNoChildren(grace) {
+	if waitNoLeftovers(grace, mine) {
 		return true
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		signal(syscall.SIGKILL)
-		if waitNoChildren(50 * time.Millisecond) {
+		if waitNoLeftovers(50*time.Millisecond, mine) {
 			return true
 		}
 	}
 	return false
 }
 
-// waitNoChildren reaps until no child is left, for up to d.
-func waitNoChildren(d time.Duration) bool {
+// waitNoLeftovers reaps until no leftover of mine is there, for up to d.
+func waitNoLeftovers(d time.Duration, mine func(pid int) bool) bool {
 	deadline := time.Now().Add(d)
 	for {
 		reapAll()
-		if len(children()) == 0 {
+		if len(leftovers(mine)) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -128,4 +195,37 @@ func waitNoChildren(d time.Duration) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ofNode says whether process pid belongs to the node in dir: its
+// environment names dir under DirEnv (what every phase is started with,
+// and its processes inherit), or it is in the session of one of sids (the
+// node's phases', each the leader of its own).
+func ofNode(pid int, dir string, sids []int) bool {
+	p := "/proc/" + strconv.Itoa(pid)
+	if stat, err := os.ReadFile(p + "/stat"); err == nil {
+		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 {
+			// state ppid pgrp session ...
+			if f := strings.Fields(string(stat[i+2:])); len(f) > 3 {
+				if sid, err := strconv.Atoi(f[3]); err == nil {
+					for _, s := range sids {
+						if s == sid {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	env, err := os.ReadFile(p + "/environ")
+	if err != nil {
+		return false
+	}
+	want := []byte(DirEnv + "=" + dir)
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return true
+		}
+	}
+	return false
 }

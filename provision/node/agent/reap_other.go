@@ -4,11 +4,18 @@ package agent
 
 import (
 	"errors"
+	"os/exec"
+	"syscall"
 	"time"
 )
 
 // Elsewhere than Linux the agent reaps only its phases; see reap_linux.go.
+// becomeSubreaper fails, so Reap is off and nothing below is called.
 
-func becomeSubreaper() error                { return errors.ErrUnsupported }
-func waitReaping(pid int) int               { return 1 }
-func endLeftovers(grace time.Duration) bool { return false }
+func becomeSubreaper() error { return errors.ErrUnsupported }
+func startChild(cmd *exec.Cmd) (int, <-chan int, error) {
+	return 0, nil, errors.ErrUnsupported
+}
+func signalChild(pid int, sig syscall.Signal)                        {}
+func endLeftovers(grace time.Duration, mine func(pid int) bool) bool { return false }
+func ofNode(pid int, dir string, sids []int) bool                    { return false }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,7 +145,8 @@ func ReadPID(path string) int {
 
 // AgentAlive says whether pid is the agent of node directory d: it exists,
 // is not a zombie (a machine whose init does not reap keeps those), and its
-// command line is the agent program's with d as an argument, so that a pid
+// command line is the agent program's with d as an argument, or that of the
+// agent server whose instance id d's served file holds, so that a pid
 // reused by another program is not taken for the agent.
 func AgentAlive(d string, pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
@@ -175,12 +177,17 @@ func AgentAlive(d string, pid int) bool {
 	if len(args) < 2 || filepath.Base(args[0]) != Program {
 		return false
 	}
-	for _, a := range args[1:] {
-		if a == d {
-			return true
+	if args[1] == ServeCommand {
+		// An agent server: the one whose instance id the node recorded,
+		// unless the node was taken from it.
+		if exists(filepath.Join(d, FileGone)) {
+			return false
 		}
+		id, err := readHead(filepath.Join(d, FileServed), MaxStateValue)
+		want := strings.TrimSpace(string(id))
+		return err == nil && want != "" && slices.Contains(args, InstanceFlag+"="+want)
 	}
-	return false
+	return slices.Contains(args[1:], d)
 }
 
 // unwrittenMarker returns what follows UnwrittenPrefix in the name of the

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -77,15 +78,35 @@ func (a *Agent) sync(ctx context.Context, op string) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.CommandContext(ctx, filepath.Join(a.Dir, FileSync), op, a.Dir)
+	cmd := exec.Command(filepath.Join(a.Dir, FileSync), op, a.Dir)
 	cmd.Dir = a.Dir
 	cmd.Env = append(a.Env[:len(a.Env):len(a.Env)], storageEnv(a.Dir)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// SIGTERM first when the deadline comes, so the program can save
-	// what it moved.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 2 * time.Second
-	return cmd.Run()
+	pid, wait, err := a.start(cmd)
+	if err != nil {
+		return err
+	}
+	done := make(chan int, 1)
+	go func() { done <- wait() }()
+	var code int
+	select {
+	case code = <-done:
+	case <-ctx.Done():
+		// SIGINT first when the deadline comes, so the program can save
+		// what it moved; SIGKILL 2s later.
+		a.signal(cmd, pid, syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			a.signal(cmd, pid, syscall.SIGKILL)
+			<-done
+		}
+		return ctx.Err()
+	}
+	if code != 0 {
+		return fmt.Errorf("%s %s: exit status %d", FileSync, op, code)
+	}
+	return nil
 }
 
 // storageEnv reads FileStorageEnv's KEY=VALUE lines.

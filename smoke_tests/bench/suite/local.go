@@ -114,32 +114,25 @@ func agentRSS(ctx context.Context, h *home, o LocalOptions) (agent, task int64, 
 	return 0, 0, fmt.Errorf("no node agent with a running task under %s within a minute", o.Home)
 }
 
-// agentVmRSS finds a node agent under home whose run phase has begun and
-// returns its VmRSS and that of the phase's bash (its process group's
-// leader), in KiB.
+// agentVmRSS finds a node under home whose run phase has begun and
+// returns the VmRSS of its agent (the agent server running every local
+// node, or the node's own agent) and that of the phase's bash (its
+// process group's leader), in KiB.
 func agentVmRSS(home string) (agent, task int64, ok bool) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+	pgids, _ := filepath.Glob(filepath.Join(home, "local", "clusters", "*", "node-*", "pgid.run"))
+	more, _ := filepath.Glob(filepath.Join(home, "local", "clusters", "*", "node-*", "*", "pgid.run"))
+	for _, f := range append(pgids, more...) {
+		dir := filepath.Dir(f)
+		pgid, err1 := os.ReadFile(f)
+		pid, err2 := os.ReadFile(filepath.Join(dir, "pid"))
+		if err1 != nil || err2 != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
+		cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cmdline")
+		if err != nil || !strings.HasPrefix(filepath.Base(strings.Split(string(cmdline), "\x00")[0]), "sortie-agent") {
 			continue
 		}
-		args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
-		if len(args) < 3 || filepath.Base(args[0]) != "sortie-agent" || args[1] != "run" {
-			continue
-		}
-		dir := args[len(args)-1]
-		if !strings.HasPrefix(dir, home+"/") {
-			continue
-		}
-		pgid, err := os.ReadFile(filepath.Join(dir, "pgid.run"))
-		if err != nil {
-			continue
-		}
-		agent, aok := vmRSS(e.Name())
+		agent, aok := vmRSS(strings.TrimSpace(string(pid)))
 		task, tok := vmRSS(strings.TrimSpace(string(pgid)))
 		if aok && tok {
 			return agent, task, true

@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ServeCommand is the agent program's command that runs many nodes'
+// tasks in one long-lived process (one per machine, for the local
+// provider, whose nodes all live on the controller's machine): a node
+// started there costs the fork of its phases' bash, not the start of a
+// program of its own.
+const ServeCommand = "serve"
+
+// InstanceFlag carries an agent server's instance id on its command line,
+// as InstanceFlag=ID; each node it runs records the id in its served file,
+// so that the liveness check knows the server by more than its pid.
+const InstanceFlag = "-instance"
+
+// ServeRequest asks an agent server to run the task of one node, as
+// `sortie-agent run` would: one JSON line on a fresh connection.
+type ServeRequest struct {
+	Dir      string   `json:"dir"`
+	Env      []string `json:"env"`
+	Notice   string   `json:"notice,omitempty"`
+	Endpoint string   `json:"endpoint,omitempty"`
+	Grace    string   `json:"grace,omitempty"`
+}
+
+// ServeReply is what the server says on that connection, a JSON line
+// each: Started once the node's pid is recorded (or Ended at once when
+// another agent had claimed the node), Ended when the task has ended and
+// its exit code is written, Error when the request was refused.
+type ServeReply struct {
+	Started bool   `json:"started,omitempty"`
+	Ended   bool   `json:"ended,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Server runs the nodes it is asked to on a listener.
+type Server struct {
+	// ID is the instance id the server's nodes record (InstanceFlag).
+	ID string
+	// Bash is the bash the phases run with.
+	Bash string
+	// Watch returns the preemption-notice watcher a request asks for
+	// (nil: none), or why its settings are wrong.
+	Watch func(req ServeRequest) (func(ctx context.Context, found func(Notice, bool)), error)
+	// Idle is how long the server stays up with no node running and no
+	// client connected; then it closes the listener and Serve returns.
+	Idle time.Duration
+
+	mu      sync.Mutex
+	busy    int // connections being answered and nodes running
+	last    time.Time
+	closing bool
+}
+
+// Serve answers requests on ln until the server has been idle for Idle,
+// then closes ln and returns once no node runs.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.last = time.Now()
+	s.mu.Unlock()
+	stop := make(chan struct{})
+	defer close(stop)
+	go s.closeWhenIdle(ln, stop)
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			conn.Close()
+			continue
+		}
+		s.busy++
+		s.mu.Unlock()
+		go s.answer(conn)
+	}
+}
+
+// closeWhenIdle closes ln once nothing has been busy for Idle.
+func (s *Server) closeWhenIdle(ln net.Listener, stop <-chan struct{}) {
+	tick := time.NewTicker(max(s.Idle/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		if s.busy == 0 && time.Since(s.last) >= s.Idle {
+			s.closing = true
+			s.mu.Unlock()
+			ln.Close()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *Server) done() {
+	s.mu.Lock()
+	s.busy--
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+// answer reads one request from conn, runs its node, and says so.
+func (s *Server) answer(conn net.Conn) {
+	defer s.done()
+	defer conn.Close()
+	reply := func(r ServeReply) {
+		b, _ := json.Marshal(r)
+		conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		conn.Write(append(b, '\n'))
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	var req ServeRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		reply(ServeReply{Error: fmt.Sprintf("the request is not JSON: %v", err)})
+		return
+	}
+	a, err := s.agent(req)
+	if err != nil {
+		reply(ServeReply{Error: err.Error()})
+		return
+	}
+	started := false
+	a.Ready = func() {
+		started = true
+		reply(ServeReply{Started: true})
+	}
+	if err := a.Run(context.Background()); err != nil {
+		a.logLine("sortie: " + err.Error())
+		if !started {
+			reply(ServeReply{Error: err.Error()})
+			return
+		}
+	}
+	reply(ServeReply{Ended: true})
+}
+
+// agent is the Agent a request asks for.
+func (s *Server) agent(req ServeRequest) (*Agent, error) {
+	if !filepath.IsAbs(req.Dir) || filepath.Clean(req.Dir) != req.Dir {
+		return nil, fmt.Errorf("the node directory %q is not a clean absolute path", req.Dir)
+	}
+	d, err := filepath.EvalSymlinks(req.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("the node directory: %w", err)
+	}
+	grace := DefaultGrace
+	if req.Grace != "" {
+		if grace, err = time.ParseDuration(req.Grace); err != nil || grace <= 0 {
+			return nil, fmt.Errorf("grace %q: not a positive duration such as 30s", req.Grace)
+		}
+	}
+	a := &Agent{Dir: d, Bash: s.Bash, Env: req.Env, Grace: grace, Reap: true, Served: s.ID}
+	if s.Watch != nil {
+		w, err := s.Watch(req)
+		if err != nil {
+			return nil, err
+		}
+		a.Watch = w
+	}
+	return a, nil
+}
