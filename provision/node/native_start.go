@@ -214,6 +214,23 @@ func WithAgentExit(ctx context.Context, exited func()) context.Context {
 	return context.WithValue(ctx, agentExitKey{}, exited)
 }
 
+// startDeadline is how long a start waits for an agent: ctx's deadline,
+// at most 5s.
+func startDeadline(ctx context.Context) time.Time {
+	deadline := time.Now().Add(5 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	return deadline
+}
+
+// waitClosed reads pr until every copy of its write end is closed (the
+// program given it says it is ready, or died), by startDeadline.
+func waitClosed(ctx context.Context, pr *os.File) {
+	pr.SetReadDeadline(startDeadline(ctx))
+	io.Copy(io.Discard, pr)
+}
+
 // startAgent starts d's agent in a session of its own and returns once it
 // has recorded its pid: the agent closes its fd 3, the write end of a pipe,
 // when it has, and the pipe's end is seen at once if it dies first. vars
@@ -255,12 +272,7 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 			exited()
 		}
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	pr.SetReadDeadline(deadline)
-	io.Copy(io.Discard, pr)
+	waitClosed(ctx, pr)
 	if exists(d+"/pid") || exists(d+"/begun") {
 		return nil
 	}

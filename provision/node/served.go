@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -110,11 +109,7 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 // askServer sends a request line on conn and reads the first reply, by
 // ctx's deadline or within 5s.
 func askServer(ctx context.Context, conn net.Conn, line []byte) (agent.ServeReply, *bufio.Reader, error) {
-	deadline := time.Now().Add(5 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	conn.SetDeadline(deadline)
+	conn.SetDeadline(startDeadline(ctx))
 	var rep agent.ServeReply
 	if _, err := conn.Write(line); err != nil {
 		return rep, nil, err
@@ -170,12 +165,7 @@ func startServer(ctx context.Context, prog, sock string, env []string) error {
 		return err
 	}
 	go cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	pr.SetReadDeadline(deadline)
-	io.Copy(io.Discard, pr)
+	waitClosed(ctx, pr)
 	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
 		c.Close()
 		return nil

@@ -286,12 +286,23 @@ func (a *Agent) start(cmd *exec.Cmd) (int, func() int, error) {
 		if err != nil {
 			return 0, nil, err
 		}
+		a.started(pid)
 		return pid, func() int { return <-ch }, nil
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, nil, err
 	}
 	return cmd.Process.Pid, func() int { return exitCode(cmd.Wait()) }, nil
+}
+
+// started is called with each child start started, once it runs: a node
+// taken away meanwhile (gone, written before its processes are looked for
+// and killed) may have missed this one, which is killed now, group and all.
+func (a *Agent) started(pid int) {
+	if a.gone() {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // signal sends sig to child pid of cmd, which start started and which is

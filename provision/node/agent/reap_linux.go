@@ -217,9 +217,18 @@ func ofNode(pid int, dir string, sids []int) bool {
 			}
 		}
 	}
-	env, err := os.ReadFile(p + "/environ")
-	if err != nil {
-		return false
+	// A process in the midst of an exec shows an empty environment for a
+	// moment: looked at again before it is taken for no node's.
+	var env []byte
+	for try := 0; try < 20; try++ {
+		b, err := os.ReadFile(p + "/environ")
+		if err != nil {
+			return false
+		}
+		if env = b; len(env) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	want := []byte(DirEnv + "=" + dir)
 	for _, kv := range bytes.Split(env, []byte{0}) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -124,7 +125,13 @@ func (s *Server) done() {
 	s.mu.Lock()
 	s.busy--
 	s.last = time.Now()
+	idle := s.busy == 0
 	s.mu.Unlock()
+	if idle {
+		// Nothing runs: what the last burst of nodes took goes back to
+		// the system now, not when the runtime gets to it.
+		debug.FreeOSMemory()
+	}
 }
 
 // answer reads one request from conn, runs its node, and says so.
