@@ -171,7 +171,7 @@ func (c *Controller) adopt(ctx context.Context, a *store.Attempt) (bool, error) 
 }
 
 func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt, cl *provision.Cluster) error {
-	if now, err := c.Store.Job(ctx, j.ID); err == nil && now.CancelRequested {
+	if requested, err := c.Store.CancelRequested(ctx, j.ID); err == nil && requested {
 		// Cancelled as the launch ended: the attempt stays launching, so
 		// the cancel tears the cluster down without reaching its nodes,
 		// and the task never starts.

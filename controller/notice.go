@@ -333,6 +333,11 @@ func cmpStatus(j *store.Job) string {
 // attempt of the same task is still draining: the task starts only once
 // that one has ended. nil when none.
 func (c *Controller) waitForReplaced(ctx context.Context, a *store.Attempt) (*store.Attempt, error) {
+	if a.Attempt == 1 {
+		// A task's first attempt has no earlier one that could drain: the
+		// store is not asked, at the start of most jobs.
+		return nil, nil
+	}
 	as, err := c.Store.ReplacedAttemptsOf(ctx, a.JobID)
 	if err != nil {
 		return nil, err

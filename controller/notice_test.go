@@ -321,3 +321,18 @@ func TestTerminationGraceReachesTheAgent(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(dir, "log"))
 	t.Fatalf("the agent did not give the task a 7s grace; its log: %q", log)
 }
+
+// A task's first attempt has no earlier attempt to wait for: its start
+// does not ask the store (closed here, so any question would fail), and a
+// later attempt does.
+func TestFirstAttemptWaitsForNoReplacedOne(t *testing.T) {
+	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
+	ctx := context.Background()
+	c.Store.Close()
+	if old, err := c.waitForReplaced(ctx, &store.Attempt{JobID: 1, TaskIdx: 0, Attempt: 1}); err != nil || old != nil {
+		t.Fatalf("first attempt: waitForReplaced = %v, %v; want nil, nil without a store", old, err)
+	}
+	if _, err := c.waitForReplaced(ctx, &store.Attempt{JobID: 1, TaskIdx: 0, Attempt: 2}); err == nil {
+		t.Fatal("second attempt: waitForReplaced did not ask the (closed) store")
+	}
+}

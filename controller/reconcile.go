@@ -107,7 +107,7 @@ func (c *Controller) reconcileStep(ctx context.Context, j *store.Job, a *store.A
 		// cancel requested meanwhile stops it at once (Tick aborts it).
 		wctx, done := c.aborts.watch(ctx, j.ID)
 		defer done()
-		if now, err := c.Store.Job(ctx, j.ID); err == nil && now.CancelRequested {
+		if requested, err := c.Store.CancelRequested(ctx, j.ID); err == nil && requested {
 			// Requested after j was read, before the watch began.
 			c.aborts.abort(j.ID)
 		}

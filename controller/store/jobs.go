@@ -181,6 +181,18 @@ func (s *Store) Job(ctx context.Context, id int64) (*Job, error) {
 	return findJob(ctx, s.db, id)
 }
 
+// CancelRequested says whether a cancel of job id has been asked for: the
+// one column a step reads again, after the job, to catch a cancel that
+// came in between, without reading the whole row (its spec) once more.
+func (s *Store) CancelRequested(ctx context.Context, id int64) (bool, error) {
+	var requested bool
+	err := s.db.QueryRowContext(ctx, `SELECT cancel_requested FROM jobs WHERE id = ?`, id).Scan(&requested)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return requested, err
+}
+
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

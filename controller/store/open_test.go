@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,6 +189,133 @@ func TestANewStoreIsPrivate(t *testing.T) {
 		}
 		if m := fi.Mode().Perm(); m != 0o600 {
 			t.Errorf("%s is %v, want 0600", p, m)
+		}
+	}
+}
+
+// Each SQLite connection keeps its prepared statements (sqliteDSN); a
+// statement read from that cache must answer as a fresh one would: after
+// another process changed the schema under it (a newer sortie migrating
+// the home), with more statement texts in use than the cache holds, and
+// over every connection of the pool at once.
+func TestCachedStatementsAnswerAsFreshOnes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	if !strings.Contains(sqliteDSN(path, time.Second), fmt.Sprintf("_stmt_cache_size=%d", stmtCacheSize)) || stmtCacheSize < 1 {
+		t.Fatalf("the store's DSN %q keeps no prepared statements", sqliteDSN(path, time.Second))
+	}
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const q = `SELECT * FROM jobs WHERE id = ?`
+	columns := func() []string {
+		t.Helper()
+		rows, err := s.db.QueryContext(ctx, q, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cols
+	}
+	before := columns()
+	other, err := sql.Open("sqlite3", sqliteDSN(path, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, `ALTER TABLE jobs ADD COLUMN added_by_a_newer_build TEXT`); err != nil {
+		t.Fatal(err)
+	}
+	if after := columns(); len(after) != len(before)+1 || after[len(after)-1] != "added_by_a_newer_build" {
+		t.Fatalf("after another connection added a column, a cached SELECT * has columns %v (before: %v)", after, before)
+	}
+
+	var ids []int64
+	for i := range 8 {
+		id, err := s.CreateJob(ctx, &Job{Name: fmt.Sprintf("j%d", i), Spec: []byte(`{}`)}, []NewTask{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Texts of every IN-list length up to 3*stmtCacheSize, from 8
+	// goroutines over the pool's connections: each answer counts its own
+	// list's jobs, never another statement's.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; n <= 3*stmtCacheSize; n++ {
+				args := make([]any, n)
+				for i := range args {
+					id := int64(-1 - i) // no such job
+					if (i+g)%7 == 0 {
+						id = ids[(i+g)%len(ids)]
+					}
+					args[i] = id
+				}
+				q := `SELECT COUNT(DISTINCT id) FROM jobs WHERE id IN (?` + strings.Repeat(`, ?`, n-1) + `)`
+				var got int
+				if err := s.db.QueryRowContext(ctx, q, args...).Scan(&got); err != nil {
+					errs <- err
+					return
+				}
+				distinct := map[any]bool{}
+				for _, a := range args {
+					if a.(int64) > 0 {
+						distinct[a] = true
+					}
+				}
+				if got != len(distinct) {
+					errs <- fmt.Errorf("goroutine %d, %d ids: counted %d jobs, want %d", g, n, got, len(distinct))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// The pool keeps every SQLite connection it opened: busy moments that use
+// them all, one after another, open each once (its pragmas run and its
+// statements prepared once), never closing one for being idle.
+func TestSQLiteConnectionsStayOpen(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for round := range 5 {
+		// sqliteConns reads at once, each holding its connection until
+		// all have one.
+		var rows []*sql.Rows
+		for range sqliteConns {
+			r, err := s.db.QueryContext(ctx, `SELECT id FROM jobs`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		for _, r := range rows {
+			r.Close()
+		}
+		st := s.db.sql.Stats()
+		if st.MaxIdleClosed != 0 || st.OpenConnections != sqliteConns {
+			t.Fatalf("round %d: %d connections open, %d closed for being idle; want %d open, none closed",
+				round, st.OpenConnections, st.MaxIdleClosed, sqliteConns)
 		}
 	}
 }

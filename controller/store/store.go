@@ -163,13 +163,34 @@ func open(ctx context.Context, path string, now func() time.Time, busy time.Dura
 		return nil, fmt.Errorf("create the store %s: %w", path, err)
 	}
 	f.Close()
-	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL", path, busy.Milliseconds())
-	sdb, err := sql.Open("sqlite3", dsn)
+	sdb, err := sql.Open("sqlite3", sqliteDSN(path, busy))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	sdb.SetMaxOpenConns(4)
+	// Every connection the pool opens stays open: one closed when more
+	// than the default two were idle at once was opened again at the next
+	// busy moment, its pragmas run and its statements prepared again.
+	sdb.SetMaxOpenConns(sqliteConns)
+	sdb.SetMaxIdleConns(sqliteConns)
 	return start(ctx, sdb, &dialect{}, path, now, busy)
+}
+
+// stmtCacheSize is how many prepared statements each SQLite connection
+// keeps for reuse, by their text. Preparing a statement (parsing the SQL,
+// planning it) cost more than running most of the store's: a job's steps
+// run the same few dozen statements over and over. The cache is a
+// connection's own, least recently used out first; a statement a
+// connection still runs is not in it, so two uses never share one.
+const stmtCacheSize = 128
+
+// sqliteConns is how many connections to a SQLite store a process keeps:
+// reads run at once on them, writes take turns.
+const sqliteConns = 4
+
+// sqliteDSN is the go-sqlite3 data source name of the store file at path.
+func sqliteDSN(path string, busy time.Duration) string {
+	return fmt.Sprintf("file:%s?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL&_stmt_cache_size=%d",
+		path, busy.Milliseconds(), stmtCacheSize)
 }
 
 func openPostgres(ctx context.Context, u string, now func() time.Time, busy time.Duration) (*Store, error) {

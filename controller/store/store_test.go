@@ -427,3 +427,28 @@ func testLinkedTasks(t *testing.T, b backend) {
 		t.Errorf("%d jobs stored, want the 2 good ones", len(jobs))
 	}
 }
+
+// CancelRequested reads the one column a step reads again: false until a
+// cancel is asked for, true after, and ErrNotFound for no such job.
+func TestCancelRequested(t *testing.T) { onEach(t, testCancelRequested) }
+
+func testCancelRequested(t *testing.T, b backend) {
+	ctx := context.Background()
+	s, _ := openTest(t, b)
+	id, err := s.CreateJob(ctx, &Job{Name: "x", Spec: []byte(`{}`)}, []NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.CancelRequested(ctx, id); err != nil || got {
+		t.Fatalf("a new job: CancelRequested = %v, %v; want false, nil", got, err)
+	}
+	if _, err := s.RequestCancel(ctx, []int64{id}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.CancelRequested(ctx, id); err != nil || !got {
+		t.Fatalf("after RequestCancel: CancelRequested = %v, %v; want true, nil", got, err)
+	}
+	if got, err := s.CancelRequested(ctx, id+1000); !errors.Is(err, ErrNotFound) || got {
+		t.Fatalf("no such job: CancelRequested = %v, %v; want false, ErrNotFound", got, err)
+	}
+}

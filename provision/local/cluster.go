@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sortie/provision"
@@ -108,11 +109,13 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
-	c, _, err = p.load(spec.Name)
-	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
+	// The cluster in place is the one just built, every node directory
+	// with it: reading it back would tell nothing new.
+	built := map[string]bool{}
+	for _, n := range rec.Nodes {
+		built["node-"+strconv.Itoa(n.Rank)] = true
 	}
-	return c, nil
+	return view(rec, built), nil
 }
 
 // build makes rec's cluster, its record and node directories, in a new
@@ -129,12 +132,14 @@ func (p *Provider) build(rec *record) (string, error) {
 		return "", err
 	}
 	for _, n := range rec.Nodes {
-		if err := os.Mkdir(filepath.Join(tmp, fmt.Sprintf("node-%d", n.Rank)), 0o700); err != nil {
+		if err := os.Mkdir(filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank)), 0o700); err != nil {
 			os.RemoveAll(tmp)
 			return "", err
 		}
 	}
-	if err := writeJSON(filepath.Join(tmp, recordFile), rec); err != nil {
+	// The record is written in place, synced: the build directory is
+	// nobody's until its rename, which makes the record appear whole.
+	if err := writeNew(filepath.Join(tmp, recordFile), rec); err != nil {
 		os.RemoveAll(tmp)
 		return "", err
 	}
@@ -160,13 +165,18 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	present, err := p.clusterNames()
-	if err != nil {
-		return nil, err
+	// A few clusters are read straight from their directories; many
+	// after one scan, which spares a failed open for each one gone.
+	var present map[string]bool
+	if len(names) > statusScanFrom {
+		var err error
+		if present, err = p.clusterNames(); err != nil {
+			return nil, err
+		}
 	}
 	for _, name := range names {
-		if !present[name] {
-			continue
+		if present != nil && !present[name] || checkName(name) != nil {
+			continue // no such cluster, or a name no cluster can have
 		}
 		c, rec, err := p.load(name)
 		if err == nil && p.preemptDue(ctx, rec) {
@@ -187,6 +197,10 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 	}
 	return out, nil
 }
+
+// statusScanFrom is how many names a Status call asks about from which it
+// scans the clusters directory first.
+const statusScanFrom = 4
 
 // clusterNames scans the clusters directory, leaving out clusters being built.
 func (p *Provider) clusterNames() (map[string]bool, error) {
@@ -245,10 +259,23 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 		return err
 	}
 	dir := p.clusterDir(name)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	// One read of the directory says whether the cluster is there, which
+	// node directories it has (whatever its record says), and what to
+	// remove.
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := killNodes(ctx, p.nodeDirs(name), p.grace); err != nil {
+	if err != nil {
+		return fmt.Errorf("terminate %s: %w", name, err)
+	}
+	var nodes []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "node-") {
+			nodes = append(nodes, filepath.Join(dir, e.Name()))
+		}
+	}
+	if err := killNodes(ctx, nodes, p.grace); err != nil {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}
 	// The record goes last: a controller killed halfway leaves a cluster
@@ -256,10 +283,6 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	// node directories are the cluster's alone once its processes are
 	// gone, so only the record's removal takes the lock (a launch of the
 	// same name looks for the record under it).
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("terminate %s: %w", name, err)
-	}
 	for _, e := range entries {
 		if e.Name() == recordFile {
 			continue
@@ -273,8 +296,15 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 		return err
 	}
 	defer unlock()
-	if err := removeAll(dir); err != nil {
+	// The record, then the directory it leaves empty; whatever else came
+	// into it meanwhile goes with it.
+	if err := os.Remove(filepath.Join(dir, recordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("terminate %s: %w", name, err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := removeAll(dir); err != nil {
+			return fmt.Errorf("terminate %s: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -284,12 +314,6 @@ const recordFile = "cluster.json"
 
 // removeAll is os.RemoveAll; a test stops it halfway, as a crash would.
 var removeAll = os.RemoveAll
-
-// nodeDirs lists the cluster's node directories, whatever its record says.
-func (p *Provider) nodeDirs(name string) []string {
-	dirs, _ := filepath.Glob(filepath.Join(p.clusterDir(name), "node-*"))
-	return dirs
-}
 
 // Preempt takes node rank of cluster away as a spot interruption would: it is
 // marked preempted first, so that the controller never sees its processes end

@@ -317,3 +317,114 @@ func TestTerminateStoppedHalfwayIsStillListed(t *testing.T) {
 		t.Errorf("cluster directory after the second Terminate: %v", err)
 	}
 }
+
+// Launch answers with the cluster it built, without reading it back: the
+// answer must be what Status reads, and the build leaves no temporary
+// file beside the record.
+func TestLaunchAnswersAsStatusReads(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	s := spec("sortie-7-0-1", pl("local", "local-b"), 3)
+	s.Tags = map[string]string{provision.TagManaged: "true", "k": "v"}
+	got, err := p.Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(mustStatus(t, p, s.Name), got); diff != "" {
+		t.Errorf("Launch's cluster differs from Status's (-status +launch):\n%s", diff)
+	}
+	entries, err := os.ReadDir(p.clusterDir(s.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"cluster.json", "node-0", "node-1", "node-2"}; !cmp.Equal(names, want) {
+		t.Errorf("the cluster's directory holds %v, want %v", names, want)
+	}
+	if fi, err := os.Stat(filepath.Join(p.clusterDir(s.Name), recordFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the record: %v, %v; want mode 0600", fi, err)
+	}
+}
+
+// Status reads a few clusters straight from their directories and many
+// after a scan: both ways answer alike, leave out clusters that are not
+// there or are being built, and read nothing outside the clusters
+// directory for a name no cluster can have.
+func TestStatusOfFewAndManyNames(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	var up []string
+	for i := range statusScanFrom + 2 {
+		s := spec(fmt.Sprintf("sortie-8-0-%d", i+1), pl("local", "local-a"), 1)
+		if _, err := p.Launch(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		up = append(up, s.Name)
+	}
+	if err := os.MkdirAll(filepath.Join(p.clustersDir(), ".new-sortie-9-0-1.x", "node-0"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A record outside the clusters directory that a name with a path in
+	// it would reach.
+	if err := os.WriteFile(filepath.Join(p.home, "local", "cluster.json"), []byte(`{"name":".."}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	odd := []string{"sortie-9-0-1", ".new-sortie-9-0-1.x", "..", "a/b", ""}
+	for _, names := range [][]string{
+		{up[0], odd[0], odd[1]},
+		{up[1], odd[2], odd[3], odd[4]},
+		append(append([]string{}, up...), odd...),
+	} {
+		m, err := p.Status(ctx, names)
+		if err != nil {
+			t.Fatalf("Status(%q): %v", names, err)
+		}
+		var got []string
+		for _, n := range names {
+			if c := m[n]; c != nil {
+				if c.Name != n || len(c.Nodes) != 1 || c.Nodes[0].State != provision.NodeRunning {
+					t.Errorf("Status(%q)[%q] = %+v", names, n, c)
+				}
+				got = append(got, n)
+			}
+		}
+		var want []string
+		for _, n := range names {
+			if strings.HasPrefix(n, "sortie-8-") {
+				want = append(want, n)
+			}
+		}
+		if !cmp.Equal(got, want) || len(m) != len(want) {
+			t.Errorf("Status(%q) found %q (%d in all), want %q", names, got, len(m), want)
+		}
+	}
+}
+
+// Terminate removes the whole cluster directory, whatever else came into
+// it beside the record and the node directories, and a second Terminate
+// finds nothing to do.
+func TestTerminateRemovesEverything(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	s := spec("sortie-10-0-1", pl("local", "local-a"), 2)
+	if _, err := p.Launch(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.clusterDir(s.Name), "stray"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := p.Terminate(ctx, s.Name); err != nil {
+			t.Fatalf("Terminate %d: %v", i+1, err)
+		}
+		if _, err := os.Stat(p.clusterDir(s.Name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("after Terminate %d the cluster directory is still there: %v", i+1, err)
+		}
+	}
+	if m, err := p.Status(ctx, []string{s.Name}); err != nil || len(m) != 0 {
+		t.Errorf("Status after Terminate = %v, %v; want nothing", m, err)
+	}
+}

@@ -98,7 +98,19 @@ func writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
+	if err := writeSynced(f, data); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// writeSynced writes data to f, syncs and closes it.
+func writeSynced(f *os.File, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
@@ -107,10 +119,21 @@ func writeAtomic(path string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	return f.Close()
+}
+
+// writeNew writes v as JSON to path, a file that must not exist yet, and
+// syncs it.
+func writeNew(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	return writeSynced(f, append(b, '\n'))
 }
 
 func writeJSON(path string, v any) error {
