@@ -231,16 +231,38 @@ func waitClosed(ctx context.Context, pr *os.File) {
 	io.Copy(io.Discard, pr)
 }
 
-// startAgent starts d's agent in a session of its own and returns once it
-// has recorded its pid: the agent closes its fd 3, the write end of a pipe,
+// startDetached starts the agent program prog with args, in a session of
+// its own, in dir, with env, and its fd 3 the write end of a pipe whose
+// read end it returns: the program closes fd 3 once it is ready, and the
+// pipe's end is seen at once if it dies first (waitClosed).
+func startDetached(prog string, args []string, dir string, env []string) (*exec.Cmd, *os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(prog, args...)
+	// The liveness check knows the agent by this name, whatever the
+	// program's file is called.
+	cmd.Args[0] = agent.Program
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, nil, err
+	}
+	return cmd, pr, nil
+}
+
+// startAgent starts d's agent (in the agent server ctx names, see
+// WithAgentServer, else as a program of its own in a session of its own)
+// and returns once it has recorded its pid: the agent closes its fd 3, the write end of a pipe,
 // when it has, and the pipe's end is seen at once if it dies first. vars
 // are the Start script's (NOTICE, ENDPOINT, GRACE).
 func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string) error {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
 	grace := vars["GRACE"]
 	if grace == "" {
 		grace = agent.DefaultGrace.String()
@@ -250,19 +272,12 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 			return err
 		}
 	}
-	cmd := exec.Command(prog, "run", "-ready-fd", "3", "-notice", vars["NOTICE"], "-notice-endpoint", vars["ENDPOINT"], "-grace", grace, d)
-	// The liveness check knows the agent by this name, whatever the
-	// program's file is called.
-	cmd.Args[0] = agent.Program
-	cmd.Dir = d
-	cmd.Env = append(env[:len(env):len(env)], "PWD="+d, DirEnv+"="+d)
-	cmd.ExtraFiles = []*os.File{pw}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	pw.Close()
+	cmd, pr, err := startDetached(prog, []string{"run", "-ready-fd", "3", "-notice", vars["NOTICE"], "-notice-endpoint", vars["ENDPOINT"], "-grace", grace, d},
+		d, append(env[:len(env):len(env)], "PWD="+d, DirEnv+"="+d))
 	if err != nil {
 		return err
 	}
+	defer pr.Close()
 	// Reap the agent when it ends, while this process lives, and tell
 	// whoever asked (WithAgentExit).
 	exited, _ := ctx.Value(agentExitKey{}).(func())

@@ -9,11 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"sortie/provision/node/agent"
@@ -142,28 +139,19 @@ func startServer(ctx context.Context, prog, sock string, env []string) error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
-	pr, pw, err := os.Pipe()
+	// The server's own environment names no node: every node's comes in
+	// its request.
+	var own []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, DirEnv+"=") {
+			own = append(own, kv)
+		}
+	}
+	cmd, pr, err := startDetached(prog, []string{agent.ServeCommand, agent.InstanceFlag + "=" + hex.EncodeToString(id[:]), "-ready-fd", "3", sock}, "/", own)
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
-	cmd := exec.Command(prog, agent.ServeCommand, agent.InstanceFlag+"="+hex.EncodeToString(id[:]), "-ready-fd", "3", sock)
-	cmd.Args[0] = agent.Program
-	cmd.Dir = "/"
-	// The server's own environment names no node: every node's comes in
-	// its request.
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, DirEnv+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.ExtraFiles = []*os.File{pw}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		return err
-	}
 	go cmd.Wait()
 	waitClosed(ctx, pr)
 	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
