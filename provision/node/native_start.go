@@ -259,9 +259,9 @@ func startDetached(prog string, args []string, dir string, env []string) (*exec.
 
 // startAgent starts d's agent (in the agent server ctx names, see
 // WithAgentServer, else as a program of its own in a session of its own)
-// and returns once it has recorded its pid: the agent closes its fd 3, the write end of a pipe,
-// when it has, and the pipe's end is seen at once if it dies first. vars
-// are the Start script's (NOTICE, ENDPOINT, GRACE).
+// and returns once it has recorded its pid: the agent closes its fd 3, the
+// write end of a pipe, when it has, and the pipe's end is seen at once if
+// it dies first. vars are the Start script's (NOTICE, ENDPOINT, GRACE).
 func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string) error {
 	grace := vars["GRACE"]
 	if grace == "" {
