@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"fmt"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -103,31 +102,8 @@ phase() {
 if [ -s "$T/%s" ]; then phase %s || exit "$code"; fi
 phase %s
 exit "$code"
-`, shellQuote(taskDir), shellQuote(secretDir), shellQuote(termLog), shellQuote(workDir),
+`, node.Quote(taskDir), node.Quote(secretDir), node.Quote(termLog), node.Quote(workDir),
 		KeyStart, KeyFiles, PhaseSetup, KeyFiles, KeyEnv, KeyEnv, KeyNodeIPs, KeySetup, PhaseSetup, PhaseRun)
-}
-
-// envExports renders env as shell export lines in key order; a key that
-// is not a shell variable name is an error naming it.
-func envExports(env map[string]string) (string, error) {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		if !node.IsEnvKey(k) {
-			return "", fmt.Errorf("envs.%s: not a shell variable name; use letters, digits and _, not starting with a digit", k)
-		}
-		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(env[k]))
-	}
-	return b.String(), nil
-}
-
-// shellQuote makes s one shell word with exactly s as its value.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // filesData renders files as the parent ConfigMap's KeyFiles list and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node"
 )
 
 // runScript runs the container command here with sh, its task folder,
@@ -33,12 +34,12 @@ func runScriptWith(t *testing.T, setup, run string, env map[string]string, files
 			t.Fatal(err)
 		}
 	}
-	exports, err := envExports(env)
+	exports, err := node.EnvExports(env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := map[string]string{filepath.Join(task, KeySetup): setup, filepath.Join(task, KeyRun): run,
-		filepath.Join(task, KeyNodeIPs): "10.1.0.1\n10.1.0.2", filepath.Join(secret, KeyEnv): exports}
+		filepath.Join(task, KeyNodeIPs): "10.1.0.1\n10.1.0.2", filepath.Join(secret, KeyEnv): string(exports)}
 	list, data, err := filesData(files)
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +114,8 @@ func TestContainerScriptRunsSetupThenRunAndNamesThePhase(t *testing.T) {
 func TestContainerScriptWaitsForTheStartAndPassesSIGTERMOn(t *testing.T) {
 	dir := t.TempDir()
 	began, stopped := filepath.Join(dir, "began"), filepath.Join(dir, "stopped")
-	run := `trap 'echo term > ` + shellQuote(stopped) + `; exit 7' TERM
-echo > ` + shellQuote(began) + `
+	run := `trap 'echo term > ` + node.Quote(stopped) + `; exit 7' TERM
+echo > ` + node.Quote(began) + `
 while :; do sleep 0.05; done`
 	cmd, task, term := runScript(t, "", run, nil)
 	if err := cmd.Start(); err != nil {
@@ -159,9 +160,12 @@ while :; do sleep 0.05; done`
 	}
 }
 
-func TestEnvExportsRefusesBadKeys(t *testing.T) {
-	if _, err := envExports(map[string]string{"A-B": "x"}); err == nil || !strings.Contains(err.Error(), "envs.A-B: not a shell variable name") {
-		t.Errorf("envExports with A-B: %v", err)
+func TestEnvExportsRefusesBadEnvs(t *testing.T) {
+	if _, err := node.EnvExports(map[string]string{"A-B": "x"}); err == nil || !strings.Contains(err.Error(), "envs.A-B: not a shell variable name") {
+		t.Errorf("EnvExports with A-B: %v", err)
+	}
+	if _, err := node.EnvExports(map[string]string{"A": "x\x00y"}); err == nil || !strings.Contains(err.Error(), "envs.A: value holds a NUL byte") {
+		t.Errorf("EnvExports with a NUL byte: %v", err)
 	}
 }
 
@@ -177,7 +181,7 @@ func TestContainerScriptCopiesTheFiles(t *testing.T) {
 		{Path: "with space.txt", Mode: 0o600, Data: []byte("x")},
 		{Path: abs, Mode: 0o644, Data: []byte("data\n")},
 	}
-	cmd, task, _ := runScriptWith(t, "", `pwd; cat train.py; ./bin/go.sh; cat "with space.txt"; echo; cat `+shellQuote(abs), nil, files)
+	cmd, task, _ := runScriptWith(t, "", `pwd; cat train.py; ./bin/go.sh; cat "with space.txt"; echo; cat `+node.Quote(abs), nil, files)
 	start(t, task)
 	out, err := cmd.Output()
 	if code := exitCode(t, err); code != 0 {

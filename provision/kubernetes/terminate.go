@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"sortie/provision"
+	"sortie/provision/node"
 )
 
 // Terminate implements provision.Provider: it deletes the cluster's pods
@@ -70,7 +71,7 @@ func (p *Provider) deleteCluster(ctx context.Context, kc *kubeContext, ns, name 
 // nodes' addresses into the parent ConfigMap, whose start key the pods
 // wait for. Starting again is a no-op.
 func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provision.Task) error {
-	env, err := envExports(t.Env)
+	exports, err := node.EnvExports(t.Env)
 	if err != nil {
 		return provision.Prechecks(err)
 	}
@@ -92,7 +93,7 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provis
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName(c.Name), Namespace: ns,
 		Labels: parent.Labels, OwnerReferences: ownedBy(parent)},
-		StringData: map[string]string{KeyEnv: env}}
+		StringData: map[string]string{KeyEnv: string(exports)}}
 	_, err = kc.core.Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = kc.core.Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{})

@@ -46,7 +46,7 @@ func containerScript(dir string, c Container) string {
 	sort.Strings(mounts)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by sortie: runs one phase of the task in %s.\n", c.Image)
-	fmt.Fprintf(&b, "D=$1 W=$2 P=$3\nNAME=%s-$P\n", quote(name))
+	fmt.Fprintf(&b, "D=$1 W=$2 P=$3\nNAME=%s-$P\n", Quote(name))
 	fmt.Fprintf(&b, "engine() { %s \"$@\"; }\n", c.Engine)
 	b.WriteString(`if [ "$4" = rm ]; then
 	engine rm -f "$NAME" >/dev/null 2>&1
@@ -56,7 +56,7 @@ set -- run --rm --init --name "$NAME" --network host -v "$D:$D" -w "$W" -e "SORT
 case $W in "$D"/*) ;; *) set -- "$@" -v "$W:$W" ;; esac
 `)
 	for _, m := range mounts {
-		fmt.Fprintf(&b, "set -- \"$@\" -v %s\n", quote(m+":"+m))
+		fmt.Fprintf(&b, "set -- \"$@\" -v %s\n", Quote(m+":"+m))
 	}
 	b.WriteString(`if command -v nvidia-smi >/dev/null 2>&1; then
 	case $(engine --version 2>/dev/null) in
@@ -65,7 +65,7 @@ case $W in "$D"/*) ;; *) set -- "$@" -v "$W:$W" ;; esac
 	esac
 fi
 `)
-	fmt.Fprintf(&b, "exec %s \"$@\" %s /bin/sh -c %s \"$D\" \"$P\"\n", c.Engine, quote(c.Image),
-		quote(`. "$0/env" || exit 1; if command -v bash >/dev/null 2>&1; then exec bash "$0/$1.sh"; fi; exec sh "$0/$1.sh"`))
+	fmt.Fprintf(&b, "exec %s \"$@\" %s /bin/sh -c %s \"$D\" \"$P\"\n", c.Engine, Quote(c.Image),
+		Quote(`. "$0/env" || exit 1; if command -v bash >/dev/null 2>&1; then exec bash "$0/$1.sh"; fi; exec sh "$0/$1.sh"`))
 	return b.String()
 }

@@ -187,7 +187,7 @@ func startBothCtx(t *testing.T, ctx context.Context, spec StartSpec, env []strin
 		t.Fatal(err)
 	}
 	byScript, here = filepath.Join(base, "a", "node-0"), filepath.Join(base, "b", "node-0")
-	envs, err := envFile(spec.Env)
+	envs, err := EnvExports(spec.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +509,7 @@ func TestStartHereTellsOfTheAgentsExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs, err := envFile(nil)
+	envs, err := EnvExports(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

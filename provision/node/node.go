@@ -189,15 +189,15 @@ group_alive() {
 func script(body string, vars ...string) string {
 	var b strings.Builder
 	for i := 0; i+1 < len(vars); i += 2 {
-		fmt.Fprintf(&b, "%s=%s\n", vars[i], quote(vars[i+1]))
+		fmt.Fprintf(&b, "%s=%s\n", vars[i], Quote(vars[i+1]))
 	}
 	b.WriteString(prelude)
 	b.WriteString(body)
 	return b.String()
 }
 
-// quote makes s one bash word with exactly s as its value.
-func quote(s string) string {
+// Quote makes s one bash word with exactly s as its value.
+func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
@@ -213,8 +213,10 @@ func IsEnvKey(k string) bool {
 	return k != ""
 }
 
-// envFile renders env as bash export lines in key order.
-func envFile(env map[string]string) ([]byte, error) {
+// EnvExports renders a task's envs as bash export lines in key order. A
+// key that is not a shell variable name, or a value holding a NUL byte, is
+// an error naming it under envs.
+func EnvExports(env map[string]string) ([]byte, error) {
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -223,13 +225,13 @@ func envFile(env map[string]string) ([]byte, error) {
 	var b bytes.Buffer
 	for _, k := range keys {
 		if !IsEnvKey(k) {
-			return nil, fmt.Errorf("env %q: not a shell variable name (letters, digits and _, not starting with a digit)", k)
+			return nil, fmt.Errorf("envs.%s: not a shell variable name; use letters, digits and _, not starting with a digit", k)
 		}
 		v := env[k]
 		if strings.ContainsRune(v, 0) {
-			return nil, fmt.Errorf("env %s: value holds a NUL byte, which no environment variable can carry", k)
+			return nil, fmt.Errorf("envs.%s: value holds a NUL byte, which no environment variable can carry", k)
 		}
-		fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
+		fmt.Fprintf(&b, "export %s=%s\n", k, Quote(v))
 	}
 	return b.Bytes(), nil
 }
@@ -465,7 +467,7 @@ func hashProgram(p string) (program, error) {
 // is copied again. It is idempotent: once a Start has claimed the node,
 // later calls return nil without starting anything.
 func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
-	env, err := envFile(spec.Env)
+	env, err := EnvExports(spec.Env)
 	if err != nil {
 		// No node can run an env no environment can hold.
 		return provision.Prechecks(fmt.Errorf("start task in %s: %w", r.Dir(), err))

@@ -56,7 +56,7 @@ func Shell(ctx context.Context, r provision.Runner, argv []string, stdio provisi
 	}
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		words[i] = quote(a)
+		words[i] = Quote(a)
 	}
 	s := script(shellBody, "D", r.Dir(), "SORTIE_SHELL_ARGV", strings.Join(words, " "))
 	return at.Attach(ctx, s, stdio)
