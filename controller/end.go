@@ -207,7 +207,7 @@ func taskName(p *schema.Pipeline, i int) string {
 type wrapped struct {
 	prov   provision.Provider
 	cl     *provision.Cluster // nil when the cloud does not know it
-	logDir string             // where the attempt's logs are kept
+	logDir string             // the directory the attempt's logs are kept in (its job's)
 	keep   bool               // logDir could be made
 	codes  []*int             // the exit codes the nodes recorded, nil where unknown
 }
@@ -218,7 +218,7 @@ type wrapped struct {
 // a node still running has no exit code yet, and the one it gets when
 // sortie stops it, after the end is recorded, is sortie's.
 func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt, codes bool) *wrapped {
-	w := &wrapped{logDir: home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt), keep: true}
+	w := &wrapped{logDir: home.JobLogDir(c.Config.Home, j.ID), keep: true}
 	if err := os.MkdirAll(w.logDir, home.DirMode); err != nil {
 		c.logger(ctx).Warn("log dir", "dir", w.logDir, "err", err)
 		w.keep = false

@@ -327,7 +327,7 @@ func TestASpecUnreadableAtTheEndKeepsTheExitCodes(t *testing.T) {
 	if as[0].Outcome != "controller_error" || strategy.FormatExitCodes(as[0].ExitCodes) != "3" {
 		t.Errorf("attempt %s with exit codes %s, want controller_error keeping 3", as[0].Outcome, strategy.FormatExitCodes(as[0].ExitCodes))
 	}
-	if _, err := os.Stat(home.LogDir(c.Config.Home, j.ID, a.TaskIdx, a.Attempt)); err != nil {
+	if _, err := os.Stat(home.JobLogDir(c.Config.Home, j.ID)); err != nil {
 		t.Errorf("the attempt's log directory was not kept: %v", err)
 	}
 }

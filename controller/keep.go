@@ -45,9 +45,10 @@ func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attemp
 }
 
 // logNotKept notes why node rank's log of a was not kept, unless an
-// earlier copy of it is.
+// earlier copy of it is (in this layout or, kept by an earlier version,
+// the old one).
 func (c *Controller) logNotKept(j *store.Job, a *store.Attempt, rank int, reason string) {
-	if _, err := os.Stat(home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)); err == nil {
+	if _, ok := home.KeptNodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank); ok {
 		return
 	}
 	path := home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank)

@@ -94,6 +94,41 @@ func TestEndingNeverDialsGoneNodesAndReadsLiveOnesAtOnce(t *testing.T) {
 			t.Errorf("node %d: note %q, %v; want %q", rank, b, err, want)
 		}
 	}
+	// The notes lie in the job's directory, none in one of the attempt's.
+	ents, err := os.ReadDir(home.JobLogDir(c.Config.Home, j.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := "task-0.attempt-1.node-0.log.missing task-0.attempt-1.node-1.log.missing task-0.attempt-1.node-2.log.missing"; strings.Join(names, " ") != want {
+		t.Errorf("the job's log directory holds %v, want %s", names, want)
+	}
+}
+
+// A log kept by an earlier version in its old place is an earlier copy:
+// no note says it was not kept.
+func TestALogKeptInTheOldLayoutNeedsNoNote(t *testing.T) {
+	fake := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, fake)
+	j, a := runningAttempt(t, c, fake, "run: train\n")
+	old := home.OldNodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, 0)
+	if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, []byte("kept before\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.logNotKept(j, a, 0, "node 0 was gone")
+	if _, err := os.Stat(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, 0)); err == nil {
+		t.Error("a note says a log kept in the old layout was not kept")
+	}
+	c.logNotKept(j, a, 1, "node 1 was gone")
+	if b, err := os.ReadFile(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, 1)); err != nil || string(b) != "node 1 was gone\n" {
+		t.Errorf("note of node 1: %q, %v", b, err)
+	}
 }
 
 // chunkedLog is a node whose log comes in full chunks, then a short one;

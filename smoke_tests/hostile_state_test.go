@@ -133,7 +133,7 @@ func TestTheHomeIsPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"state.db", "state.db-wal", "controller.log", "logs/" + strconv.FormatInt(id, 10) + "/task-0/attempt-1/node-0.log"} {
+	for _, p := range []string{"state.db", "state.db-wal", "controller.log", "logs/" + strconv.FormatInt(id, 10) + "/task-0.attempt-1.node-0.log"} {
 		if _, err := os.Stat(filepath.Join(e.home, p)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}

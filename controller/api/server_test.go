@@ -399,7 +399,7 @@ func TestLogs(t *testing.T) {
 		strategy.Decision{Action: strategy.Succeed, Status: lifecycle.Succeeded}, store.Facts{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(home.LogDir(ts.svc.Home, id, 0, a.Attempt), 0o755); err != nil {
+	if err := os.MkdirAll(home.JobLogDir(ts.svc.Home, id), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(home.NodeLog(ts.svc.Home, id, 0, a.Attempt, 0), []byte("hello\n\xff\n"), 0o644)

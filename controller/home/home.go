@@ -32,26 +32,56 @@ func ControllerLog(home string) string { return filepath.Join(home, "controller.
 // keys it pinned (known_hosts).
 func Keys(home string) string { return filepath.Join(home, "keys") }
 
-// LogDir is where an attempt's logs are kept on the controller, one file per
-// node, so that `jobs logs` works after the cluster is gone.
-func LogDir(home string, job int64, task, attempt int) string {
-	return filepath.Join(JobLogDir(home, job), "task-"+strconv.Itoa(task), "attempt-"+strconv.Itoa(attempt))
-}
-
-// JobLogDir holds every kept log of a job; log retention removes it whole.
+// JobLogDir holds every kept log of a job, so that `jobs logs` works after
+// the cluster is gone: each node's log of each attempt is one file in it
+// (NodeLog), and keeping an attempt's logs makes no directory of its own.
+// Log retention removes it whole.
 func JobLogDir(home string, job int64) string {
 	return filepath.Join(home, "logs", strconv.FormatInt(job, 10))
 }
 
-// NodeLog is one node's kept log of an attempt.
+// NodeLog is where one node's log of an attempt is kept:
+// logs/<job>/task-T.attempt-A.node-N.log.
 func NodeLog(home string, job int64, task, attempt, rank int) string {
-	return filepath.Join(LogDir(home, job, task, attempt), fmt.Sprintf("node-%d.log", rank))
+	return filepath.Join(JobLogDir(home, job), fmt.Sprintf("task-%d.attempt-%d.node-%d.log", task, attempt, rank))
 }
 
 // NodeLogMissing says why one node's log of an attempt could not be kept:
 // it holds the reason, and stands where NodeLog is missing.
 func NodeLogMissing(home string, job int64, task, attempt, rank int) string {
 	return NodeLog(home, job, task, attempt, rank) + ".missing"
+}
+
+// OldNodeLog is where homes of earlier versions kept one node's log of an
+// attempt, in directories of its task and attempt:
+// logs/<job>/task-T/attempt-A/node-N.log. Nothing is kept there any more;
+// what was is still read (KeptNodeLog).
+func OldNodeLog(home string, job int64, task, attempt, rank int) string {
+	return filepath.Join(JobLogDir(home, job), "task-"+strconv.Itoa(task), "attempt-"+strconv.Itoa(attempt), fmt.Sprintf("node-%d.log", rank))
+}
+
+// KeptNodeLog is the file node rank's kept log of an attempt is in:
+// NodeLog, or OldNodeLog in a home that kept it before NodeLog's layout.
+// ok is false when neither is there.
+func KeptNodeLog(home string, job int64, task, attempt, rank int) (path string, ok bool) {
+	return firstOf(NodeLog(home, job, task, attempt, rank), OldNodeLog(home, job, task, attempt, rank))
+}
+
+// KeptNodeLogMissing is the note saying why node rank's log of an attempt
+// was not kept (NodeLogMissing, or beside OldNodeLog in an older home); ok
+// is false when there is none.
+func KeptNodeLogMissing(home string, job int64, task, attempt, rank int) (path string, ok bool) {
+	return firstOf(NodeLogMissing(home, job, task, attempt, rank), OldNodeLog(home, job, task, attempt, rank)+".missing")
+}
+
+// firstOf is the first of paths that exists.
+func firstOf(paths ...string) (string, bool) {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // SecretsDir holds the kept secrets of jobs that have not ended.

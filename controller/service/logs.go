@@ -184,7 +184,7 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 				continue
 			}
 			for {
-				b, err := readFrom(home.NodeLog(s.Home, a.JobID, a.TaskIdx, a.Attempt, rank), cur.offsets[rank])
+				b, err := readKept(s.Home, a, rank, cur.offsets[rank])
 				if err != nil {
 					return false, err
 				}
@@ -291,8 +291,8 @@ func (c *cursor) write(w io.Writer, rank, nodes int, b []byte, flush bool) error
 func countKept(h string, a *store.Attempt) int {
 	n := 0
 	for {
-		if _, err := os.Stat(home.NodeLog(h, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
-			if _, err := os.Stat(home.NodeLogMissing(h, a.JobID, a.TaskIdx, a.Attempt, n)); err != nil {
+		if _, ok := home.KeptNodeLog(h, a.JobID, a.TaskIdx, a.Attempt, n); !ok {
+			if _, ok := home.KeptNodeLogMissing(h, a.JobID, a.TaskIdx, a.Attempt, n); !ok {
 				return n
 			}
 		}
@@ -303,10 +303,14 @@ func countKept(h string, a *store.Attempt) int {
 // notKept says why node rank's log of the ended attempt a was not kept,
 // when it was not.
 func notKept(h string, a *store.Attempt, rank int) (string, bool) {
-	if _, err := os.Stat(home.NodeLog(h, a.JobID, a.TaskIdx, a.Attempt, rank)); err == nil {
+	if _, ok := home.KeptNodeLog(h, a.JobID, a.TaskIdx, a.Attempt, rank); ok {
 		return "", false
 	}
-	f, err := os.Open(home.NodeLogMissing(h, a.JobID, a.TaskIdx, a.Attempt, rank))
+	path, ok := home.KeptNodeLogMissing(h, a.JobID, a.TaskIdx, a.Attempt, rank)
+	if !ok {
+		return "", false
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return "", false
 	}
@@ -317,6 +321,16 @@ func notKept(h string, a *store.Attempt, rank int) (string, bool) {
 		why = "no reason was recorded"
 	}
 	return why, true
+}
+
+// readKept reads node rank's kept log of a from off on (readFrom), where
+// it is kept: nothing when it is not.
+func readKept(h string, a *store.Attempt, rank int, off int64) ([]byte, error) {
+	path, ok := home.KeptNodeLog(h, a.JobID, a.TaskIdx, a.Attempt, rank)
+	if !ok {
+		return nil, nil
+	}
+	return readFrom(path, off)
 }
 
 func readFrom(path string, off int64) ([]byte, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"sortie/controller/clouds"
@@ -121,7 +122,7 @@ func TestLogsSayWhichLogWasNotKept(t *testing.T) {
 	if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.Outcome, ExitCodes: e.ExitCodes}, d, store.Facts{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := home.LogDir(s.Home, id, 0, 1)
+	dir := home.JobLogDir(s.Home, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +188,76 @@ func TestQueuePages(t *testing.T) {
 	}
 	if _, err := s.Queue(ctx, QueueRequest{Limit: -1}); err == nil {
 		t.Error("a negative limit was taken")
+	}
+}
+
+// A home whose logs were kept in the old layout (a directory per task and
+// attempt) reads as before, beside attempts kept in the flat one: each
+// node's log and each note of a log not kept is found where it is, and a
+// log in both places is read from the flat one.
+func TestLogsReadTheOldLayoutBesideTheNew(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	id, err := s.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte("{}")}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 3; n++ {
+		status := lifecycle.Starting
+		if n > 1 {
+			status = lifecycle.Recovering
+		}
+		a, err := s.Store.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Store.MarkLaunched(ctx, a.ID, "aws", "us-east-1", "us-east-1a", []string{"i-0", "i-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Store.MarkRunning(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		e := strategy.Ended{Outcome: strategy.Preempted, ExitCodes: []*int{nil, nil}}
+		d := strategy.Decide(strategy.Policy{MaxRestartsOnErrors: 5}, strategy.Counters{}, e, n == 3)
+		if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.Outcome, ExitCodes: e.ExitCodes}, d, store.Facts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Attempt 1, kept by an earlier version: node 0's log, node 1 not kept.
+	write(home.OldNodeLog(s.Home, id, 0, 1, 0), "old 0\n")
+	write(home.OldNodeLog(s.Home, id, 0, 1, 1)+".missing", "node 1 was preempted when the attempt ended\n")
+	// Attempt 2 in the flat layout.
+	write(home.NodeLog(s.Home, id, 0, 2, 0), "new 0\n")
+	write(home.NodeLog(s.Home, id, 0, 2, 1), "new 1\n")
+	// Attempt 3 in both: kept again after the upgrade.
+	write(home.OldNodeLog(s.Home, id, 0, 3, 0), "stale\n")
+	write(home.NodeLog(s.Home, id, 0, 3, 0), "fresh\n")
+	write(home.OldNodeLog(s.Home, id, 0, 3, 1), "old only\n")
+	if got := home.NodeLog(s.Home, id, 0, 2, 1); got != filepath.Join(s.Home, "logs", strconv.FormatInt(id, 10), "task-0.attempt-2.node-1.log") {
+		t.Errorf("NodeLog is %s, want logs/<job>/task-0.attempt-2.node-1.log", got)
+	}
+	for _, tc := range []struct {
+		attempt int
+		want    string
+		err     error
+	}{
+		{1, "(node 0) old 0\nsortie: the log of node 1 was not kept: node 1 was preempted when the attempt ended\n", ErrLogNotKept},
+		{2, "(node 0) new 0\n(node 1) new 1\n", nil},
+		{3, "(node 0) fresh\n(node 1) old only\n", nil},
+	} {
+		var out bytes.Buffer
+		err := s.Logs(ctx, LogsRequest{ID: id, Attempt: tc.attempt}, &out)
+		if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) || out.String() != tc.want {
+			t.Errorf("attempt %d: printed %q, returned %v; want %q and %v", tc.attempt, out.String(), err, tc.want, tc.err)
+		}
 	}
 }
