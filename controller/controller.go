@@ -90,6 +90,9 @@ type Controller struct {
 	// running holds Run's context while it runs: the steps a local
 	// agent's exit asks for (agentExited) run under it.
 	running atomic.Value
+	// link makes the hard link a local node's log is kept by (keepLog);
+	// nil is os.Link.
+	link func(oldname, newname string) error
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.

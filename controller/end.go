@@ -304,7 +304,7 @@ func (c *Controller) stopLeftovers(ctx context.Context, j *store.Job, a *store.A
 				return
 			}
 			defer nt.Close()
-			if err := keepLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), c.logDeadline(), c.logLimit(len(w.cl.Nodes))); err != nil {
+			if err := c.keepLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), len(w.cl.Nodes)); err != nil {
 				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
 				return
 			}

@@ -163,3 +163,7 @@ func (r *runner) Attach(ctx context.Context, script string, stdio provision.Stdi
 	}
 	return 0, nil
 }
+
+// LocalDir is the node's directory on this machine (node.LocalDirer), where
+// the controller finds the node's log to keep it by a link, not a copy.
+func (r *runner) LocalDir() string { return r.dir }
