@@ -11,8 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,9 +30,8 @@ type startFile struct {
 }
 
 // StartHere does what the Start script does, for a node directory on this
-// machine, without a shell and the commands it runs: unpack the payload
-// beside the node directory, claim the node, move the files in, link the
-// agent program (AgentProgram, run straight from where it was built) and
+// machine, without a shell and the commands it runs: claim the node, put
+// the payload's files in, link the agent program (AgentProgram, run straight from where it was built) and
 // start it detached, returning once it has recorded its pid. env is the
 // environment the script would run with. ok is false, with nothing done, for
 // a request the script had better answer (an odd directory or payload); the
@@ -72,24 +72,24 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err != nil {
 		return fail(err)
 	}
-	s, err := os.MkdirTemp(d, ".start.")
-	if err != nil {
-		return fail(err)
-	}
-	for _, f := range files {
-		if err := writeStartFile(s+"/"+f.name, f); err != nil {
-			return fail(err)
-		}
-	}
-	// The first Start to make this directory owns the node; any later one
-	// leaves the running task alone, unless no agent began: then it
-	// finishes the start a dead controller left half done.
+	// The first Start to make this directory owns the node and writes its
+	// files in place; any later one leaves the running task alone, unless
+	// no agent began: then it finishes the start a dead controller left
+	// half done, putting each file in place whole (written beside it, then
+	// renamed over), so that an agent the first Start begins meanwhile
+	// never reads a part of one.
+	first := true
 	if err := os.Mkdir(d+"/started", 0o777); err != nil {
-		if exists(d+"/begun") || exists(d+"/pid") || !isDir(d+"/started") {
-			os.RemoveAll(s)
+		if claimed(d) || !isDir(d+"/started") {
 			if isDir(d + "/started") {
 				return true, nil
 			}
+			return fail(err)
+		}
+		first = false
+	}
+	for _, f := range files {
+		if err := putStartFile(d, f.name, first, func(path string, excl bool) error { return writeStartFile(path, f, excl) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -104,13 +104,11 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err := os.MkdirAll(w, 0o777); err != nil {
 		return fail(err)
 	}
-	if err := os.WriteFile(s+"/cwd", []byte(w), 0o666); err != nil {
+	cwd := startFile{name: "cwd", data: []byte(w), mode: 0o666}
+	if err := putStartFile(d, cwd.name, first, func(path string, excl bool) error { return writeFile(path, cwd.data, 0o666, excl) }); err != nil {
 		return fail(err)
 	}
-	if err := os.Symlink(prog, s+"/"+agent.FileAgent); err != nil {
-		return fail(err)
-	}
-	names := []string{"cwd", agent.FileAgent}
+	links := [][2]string{}
 	if req.Vars["SYNCSUM"] != "" {
 		// The task has buckets: the sync program, run straight from
 		// where it was built, as the agent is.
@@ -118,22 +116,14 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 		if err != nil {
 			return fail(err)
 		}
-		if err := os.Symlink(sp, s+"/"+agent.FileSync); err != nil {
+		links = append(links, [2]string{agent.FileSync, sp})
+	}
+	// The agent's link last: a node with it has every file in place.
+	links = append(links, [2]string{agent.FileAgent, prog})
+	for _, l := range links {
+		if err := putStartFile(d, l[0], first, func(path string, _ bool) error { return os.Symlink(l[1], path) }); err != nil {
 			return fail(err)
 		}
-		names = append(names, agent.FileSync)
-	}
-	for _, f := range files {
-		names = append(names, f.name)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := os.Rename(s+"/"+n, d+"/"+n); err != nil {
-			return fail(err)
-		}
-	}
-	if err := os.Remove(s); err != nil {
-		return fail(err)
 	}
 	if err := startAgent(ctx, prog, d, env, req.Vars); err != nil {
 		return fail(err)
@@ -192,15 +182,67 @@ func startPayload(payload []byte) ([]startFile, bool) {
 }
 
 // writeStartFile writes f as tar unpacks it for root: its mode exactly, its
-// modification time.
-func writeStartFile(path string, f startFile) error {
-	if err := os.WriteFile(path, f.data, 0o600); err != nil {
+// modification time. excl: the file must not be there yet.
+func writeStartFile(path string, f startFile, excl bool) error {
+	if err := writeFile(path, f.data, 0o600, excl); err != nil {
 		return err
 	}
 	if err := os.Chmod(path, f.mode); err != nil {
 		return err
 	}
 	return os.Chtimes(path, time.Time{}, f.mod)
+}
+
+// writeFile writes data to a new file at path (excl: one that is not there
+// yet) with perm, less the umask.
+func writeFile(path string, data []byte, perm fs.FileMode, excl bool) error {
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if excl {
+		flag |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flag, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// putStartFile puts one of Start's files, name, in node directory d with
+// write (given the path to make and whether it must be new). The Start that
+// claimed the node (first) makes it in place, where nothing is yet; where
+// something is (another Start finished the node first) or when finishing a
+// start, it is made beside and renamed over, whole.
+func putStartFile(d, name string, first bool, write func(path string, excl bool) error) error {
+	path := d + "/" + name
+	if first {
+		err := write(path, true)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	tmp := d + "/.start." + name + "." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(startTmps.Add(1), 10)
+	if err := write(tmp, true); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// startTmps numbers the files putStartFile writes beside their place.
+var startTmps atomic.Uint64
+
+// claimed says whether an agent has claimed node directory d (or is about
+// to record its pid there).
+func claimed(d string) bool {
+	return exists(d+"/"+agent.FilePID) || exists(d+"/"+agent.FileBegun) || exists(d+"/"+agent.FileServed)
 }
 
 type agentExitKey struct{}
@@ -288,7 +330,7 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 		}
 	}()
 	waitClosed(ctx, pr)
-	if exists(d+"/pid") || exists(d+"/begun") {
+	if claimed(d) {
 		return nil
 	}
 	return fmt.Errorf("the node agent wrote no pid file within 5s; see %s", d)

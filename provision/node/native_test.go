@@ -277,6 +277,9 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 		}
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	}
+	if left, _ := filepath.Glob(filepath.Join(b, ".start*")); len(left) != 0 {
+		t.Errorf("StartHere left beside the node's files: %v", left)
+	}
 	again, _ := Decode(script(startBody, "D", b, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
 	if ok, err := StartHere(ctx, again, mustTar(t), env); !ok || err != nil {
 		t.Fatalf("second StartHere = %v, %v; want nothing done", ok, err)
@@ -548,5 +551,51 @@ func TestStartHereTellsOfTheAgentsExit(t *testing.T) {
 	case <-exited:
 		t.Error("told of the exit twice")
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A start cut short after the claim (started made, a file half written,
+// no agent begun) is finished by the next StartHere: every file is put in
+// whole, the task runs once, and nothing is left beside the files.
+func TestStartHereFinishesAHalfStart(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(base, "node-0")
+	if err := os.MkdirAll(filepath.Join(d, "started"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "run.sh"), "exi") // cut short
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	payload, err := tarFiles([]tarFile{{"env", []byte("export K=v\n"), 0o600}, {"run.sh", []byte("echo \"$K\"; exit 7\n"), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := Decode(script(startBody, "D", d, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	for range 2 { // the second finds the agent begun and does nothing
+		if ok, err := StartHere(context.Background(), req, payload, env); !ok || err != nil {
+			t.Fatalf("StartHere = %v, %v", ok, err)
+		}
+	}
+	waitReaped(t, d)
+	if ec, _ := os.ReadFile(filepath.Join(d, "exit_code")); string(ec) != "run 7 -\n" {
+		t.Errorf("exit_code %q, want run 7", ec)
+	}
+	if log, _ := os.ReadFile(filepath.Join(d, "log")); string(log) != "v\n" {
+		t.Errorf("log %q, want the task to have run once with its env", log)
+	}
+	for _, name := range []string{"run.sh", "env", "cwd"} {
+		fi, err := os.Stat(filepath.Join(d, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "run.sh" && fi.Mode().Perm() != 0o644 {
+			t.Errorf("run.sh mode %v, want 0644 as the payload says", fi.Mode().Perm())
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(d, ".start*"))
+	if len(left) != 0 {
+		t.Errorf("left beside the node's files: %v", left)
 	}
 }

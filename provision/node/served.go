@@ -64,7 +64,7 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 			// The server went as this came (idle, or killed): the node
 			// was not begun unless its files say so.
 			conn.Close()
-			if exists(d+"/pid") || exists(d+"/begun") {
+			if claimed(d) {
 				return true, nil
 			}
 			continue
@@ -95,7 +95,7 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 				exited()
 			}
 		}
-		if exists(d+"/pid") || exists(d+"/begun") {
+		if claimed(d) {
 			return true, nil
 		}
 		return true, fmt.Errorf("the node agent wrote no pid file; see %s", d)

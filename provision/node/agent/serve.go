@@ -58,10 +58,17 @@ type Server struct {
 	// client connected; then it closes the listener and Serve returns.
 	Idle time.Duration
 
+	// Free hands the heap's unused memory back to the system
+	// (debug.FreeOSMemory when nil); the server calls it once it has been
+	// idle for a tick of closeWhenIdle, not each time its last node ends,
+	// which between jobs launched one after another is often.
+	Free func()
+
 	mu      sync.Mutex
 	busy    int // connections being answered and nodes running
 	last    time.Time
 	closing bool
+	freed   bool // nothing was busy since the last Free
 }
 
 // Serve answers requests on ln until the server has been idle for Idle,
@@ -88,50 +95,74 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
+		if !s.begin() {
 			conn.Close()
 			continue
 		}
-		s.busy++
-		s.mu.Unlock()
 		go s.answer(conn)
 	}
 }
 
-// closeWhenIdle closes ln once nothing has been busy for Idle.
+// closeWhenIdle closes ln once nothing has been busy for Idle (tick).
 func (s *Server) closeWhenIdle(ln net.Listener, stop <-chan struct{}) {
-	tick := time.NewTicker(max(s.Idle/4, 10*time.Millisecond))
-	defer tick.Stop()
+	t := time.NewTicker(max(s.Idle/4, 10*time.Millisecond))
+	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
+		case now := <-t.C:
+			if s.tick(now) {
+				ln.Close()
+				return
+			}
 		}
-		s.mu.Lock()
-		if s.busy == 0 && time.Since(s.last) >= s.Idle {
-			s.closing = true
-			s.mu.Unlock()
-			ln.Close()
-			return
-		}
-		s.mu.Unlock()
 	}
 }
 
+// begin counts a connection as busy until done; false when the server is
+// closing and takes no more.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.busy++
+	s.freed = false
+	return true
+}
+
+// tick is closeWhenIdle's look at the time now: it says whether to close,
+// nothing having been busy for Idle. Before that, the first tick that
+// finds nothing busy hands what the last burst of nodes took back to the
+// system (Free), once per burst.
+func (s *Server) tick(now time.Time) (closing bool) {
+	s.mu.Lock()
+	if s.busy == 0 && now.Sub(s.last) >= s.Idle {
+		s.closing = true
+		s.mu.Unlock()
+		return true
+	}
+	free := s.busy == 0 && !s.freed
+	s.freed = s.freed || free
+	s.mu.Unlock()
+	if free {
+		if s.Free != nil {
+			s.Free()
+		} else {
+			debug.FreeOSMemory()
+		}
+	}
+	return false
+}
+
+// done ends what begin counted.
 func (s *Server) done() {
 	s.mu.Lock()
 	s.busy--
 	s.last = time.Now()
-	idle := s.busy == 0
 	s.mu.Unlock()
-	if idle {
-		// Nothing runs: what the last burst of nodes took goes back to
-		// the system now, not when the runtime gets to it.
-		debug.FreeOSMemory()
-	}
 }
 
 // answer reads one request from conn, runs its node, and says so.
