@@ -599,3 +599,53 @@ func TestStartHereFinishesAHalfStart(t *testing.T) {
 		t.Errorf("left beside the node's files: %v", left)
 	}
 }
+
+// While an agent server runs a node this process asked for, ServedHere
+// hands out a channel, closed once the server is done with the node: its
+// exit code written and its lock on the node let go.
+func TestServedHereUntilTheServerIsDone(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, gate := filepath.Join(base, "node-0"), filepath.Join(base, "gate")
+	ctx := WithAgentServer(context.Background(), filepath.Join(base, "agent.sock"))
+	payload, err := tarFiles([]tarFile{{"run.sh", []byte("while [ ! -e " + gate + " ]; do sleep 0.01; done\n"), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := Decode(script(startBody, "D", d, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	if ok, err := StartHere(ctx, req, payload, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}); !ok || err != nil {
+		t.Fatalf("StartHere = %v, %v", ok, err)
+	}
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644); waitReaped(t, d) })
+	done, ok := ServedHere(d)
+	if !ok {
+		t.Fatal("ServedHere: no channel for a node the server runs")
+	}
+	select {
+	case <-done:
+		t.Fatal("the channel closed while the task still runs")
+	default:
+	}
+	write(t, gate, "")
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the channel did not close after the task ended")
+	}
+	if !exists(filepath.Join(d, "exit_code")) {
+		t.Error("done before the exit code was written")
+	}
+	f, err := os.Open(filepath.Join(d, agent.FileServed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		t.Errorf("the server still holds the node's lock once done: %v", err)
+	}
+	if _, ok := ServedHere(d); ok {
+		t.Error("ServedHere still answers for a node the server is done with")
+	}
+}

@@ -76,8 +76,10 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 		if reply.Started {
 			// Told when the task ends, while this process lives (as
 			// WithAgentExit promises), or when the server goes.
+			done := running.add(d)
 			go func() {
 				defer conn.Close()
+				defer running.end(d, done)
 				for {
 					l, err := r.ReadBytes('\n')
 					var rep agent.ServeReply
@@ -101,6 +103,44 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 		return true, fmt.Errorf("the node agent wrote no pid file; see %s", d)
 	}
 	return false, nil
+}
+
+// running is the nodes an agent server runs for this process: each one's
+// channel is closed once the server is done with it (its Ended reply, or
+// the connection's end), when it holds no lock on the node any more.
+var running = servedNodes{m: map[string]chan struct{}{}}
+
+type servedNodes struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (r *servedNodes) add(d string) chan struct{} {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.m[d] = ch
+	r.mu.Unlock()
+	return ch
+}
+
+func (r *servedNodes) end(d string, ch chan struct{}) {
+	r.mu.Lock()
+	if r.m[d] == ch {
+		delete(r.m, d)
+	}
+	r.mu.Unlock()
+	close(ch)
+}
+
+// ServedHere returns a channel closed once the agent server this process
+// asked to run node directory dir (as StartHere resolved it) is done with
+// it; ok is false when this process asked for no such node, or the server
+// is done already.
+func ServedHere(dir string) (done <-chan struct{}, ok bool) {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	ch, ok := running.m[dir]
+	return ch, ok
 }
 
 // askServer sends a request line on conn and reads the first reply, by

@@ -47,10 +47,10 @@ func Answer(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
-	}
+	// The files are read through dir as given; AgentAlive resolves it
+	// where it must (an agent of the node's own has the real path among
+	// its arguments).
+	d := dir
 	pid := RecordedPID(d)
 	alive := pid > 0 && AgentAlive(d, pid)
 	afterAliveCheck()
@@ -186,6 +186,9 @@ func AgentAlive(d string, pid int) bool {
 		id, err := readHead(filepath.Join(d, FileServed), MaxStateValue)
 		want := strings.TrimSpace(string(id))
 		return err == nil && want != "" && slices.Contains(args, InstanceFlag+"="+want)
+	}
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
 	}
 	return slices.Contains(args[1:], d)
 }
