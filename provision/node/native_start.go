@@ -96,7 +96,7 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	w := req.Vars["W"]
 	switch {
 	case w == "":
-		w = d + "/workdir"
+		w = d + "/" + agent.DefaultWorkdir
 	case strings.HasPrefix(w, "/"):
 	default:
 		w = d + "/" + w
@@ -104,9 +104,11 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err := os.MkdirAll(w, 0o777); err != nil {
 		return fail(err)
 	}
-	cwd := startFile{name: "cwd", data: []byte(w), mode: 0o666}
-	if err := putStartFile(d, cwd.name, first, func(path string, excl bool) error { return writeFile(path, cwd.data, 0o666, excl) }); err != nil {
-		return fail(err)
+	// The default working directory goes without saying (agent.readCwd).
+	if w != d+"/"+agent.DefaultWorkdir {
+		if err := putStartFile(d, agent.FileCwd, first, func(path string, excl bool) error { return writeFile(path, []byte(w), 0o666, excl) }); err != nil {
+			return fail(err)
+		}
 	}
 	links := [][2]string{}
 	if req.Vars["SYNCSUM"] != "" {

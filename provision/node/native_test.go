@@ -311,9 +311,9 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 				case "env", "run.sh":
 					l = f[0] + " " + f[4] + " " + f[5] + " " + f[6]
 				case "cwd":
-					// Written when Start runs: its time is the clock's, and
-					// the two starts may fall in different seconds.
-					l = f[0] + " " + f[4] + " " + f[6]
+					// The script writes it always; StartHere only for a
+					// working directory other than the default.
+					continue
 				case "started", "workdir":
 					l = f[0] + " " + f[6]
 				default:
@@ -585,7 +585,10 @@ func TestStartHereFinishesAHalfStart(t *testing.T) {
 	if log, _ := os.ReadFile(filepath.Join(d, "log")); string(log) != "v\n" {
 		t.Errorf("log %q, want the task to have run once with its env", log)
 	}
-	for _, name := range []string{"run.sh", "env", "cwd"} {
+	if exists(filepath.Join(d, "cwd")) {
+		t.Error("a cwd file for the default working directory")
+	}
+	for _, name := range []string{"run.sh", "env"} {
 		fi, err := os.Stat(filepath.Join(d, name))
 		if err != nil {
 			t.Fatal(err)
@@ -647,5 +650,21 @@ func TestServedHereUntilTheServerIsDone(t *testing.T) {
 	}
 	if _, ok := ServedHere(d); ok {
 		t.Error("ServedHere still answers for a node the server is done with")
+	}
+}
+
+// A working directory other than the default is written down in cwd, and
+// the task runs there; `jobs ssh` finds it the same way (shellBody).
+func TestStartHereWritesCwdForAnotherWorkdir(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	a, b := startBothCtx(t, context.Background(), StartSpec{Run: "pwd", Workdir: "w d"}, env)
+	for _, d := range []string{a, b} {
+		waitReaped(t, d)
+		if cwd, err := os.ReadFile(filepath.Join(d, "cwd")); err != nil || string(cwd) != d+"/w d" {
+			t.Errorf("%s: cwd %q, %v; want %q", d, cwd, err, d+"/w d")
+		}
+		if log, _ := os.ReadFile(filepath.Join(d, "log")); string(log) != d+"/w d\n" {
+			t.Errorf("%s: the task ran in %q", d, log)
+		}
 	}
 }

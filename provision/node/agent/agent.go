@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,9 +193,14 @@ func (a *Agent) runPhases(ctx context.Context) error {
 	return a.finish(phase, code, "")
 }
 
-// readCwd reads the cwd file as $(cat cwd) would: trailing newlines dropped.
+// readCwd reads the cwd file as $(cat cwd) would: trailing newlines
+// dropped. Without one, the task runs in the default working directory
+// (DefaultWorkdir), which a start on this machine does not write down.
 func readCwd(dir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, FileCwd))
+	if errors.Is(err, fs.ErrNotExist) {
+		return filepath.Join(dir, DefaultWorkdir), nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -220,8 +226,8 @@ func (a *Agent) gone() bool {
 // phase runs one phase and returns its exit code, 128+N when a signal N
 // ended it.
 func (a *Agent) phase(name, w string) int {
-	os.WriteFile(filepath.Join(a.Dir, FilePhase+".tmp"), []byte(name+"\n"), 0o644)
-	os.Rename(filepath.Join(a.Dir, FilePhase+".tmp"), filepath.Join(a.Dir, FilePhase))
+	// The phase shows in its group's file (pgid.<phase>), written once
+	// the phase runs: Answer reads it there.
 	if a.stopping() {
 		return 143
 	}

@@ -64,6 +64,13 @@ func Answer(dir string) ([]byte, error) {
 	done := false
 	for _, f := range [...]struct{ name, key string }{{FilePhase, "phase="}, {FileExitCode, "exit="}} {
 		if !isRegular(d + "/" + f.name) {
+			if f.name == FilePhase {
+				// The phase is the last one whose group the agent
+				// recorded (an agent before this one wrote it down).
+				if p := recordedPhase(d); p != "" {
+					b.WriteString("phase=" + p + "\n")
+				}
+			}
 			continue
 		}
 		v, err := readHead(d+"/"+f.name, MaxStateValue+1)
@@ -109,6 +116,17 @@ func Answer(dir string) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// recordedPhase is the phase whose process group the agent recorded last
+// in d: run once run began, else setup once setup began, else "".
+func recordedPhase(d string) string {
+	for _, p := range [...]string{PhaseRun, PhaseSetup} {
+		if ReadPID(filepath.Join(d, "pgid."+p)) > 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // afterAliveCheck is called between Answer's look at the agent and its read
