@@ -59,23 +59,46 @@ type Server struct {
 	Idle time.Duration
 
 	// Free hands the heap's unused memory back to the system
-	// (debug.FreeOSMemory when nil); the server calls it once it has been
-	// idle for a tick of closeWhenIdle, not each time its last node ends,
-	// which between jobs launched one after another is often.
+	// (debug.FreeOSMemory when nil): when the last node running ends, at
+	// most once every FreeEvery (with nodes launched one after another
+	// that is often), and on the first idle tick of closeWhenIdle
+	// otherwise.
 	Free func()
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	busy    int // connections being answered and nodes running
 	last    time.Time
-	closing bool
-	freed   bool // nothing was busy since the last Free
+	closing  bool
+	freed    bool // nothing was busy since the last Free
+	lastFree time.Time
+}
+
+// FreeEvery is how often at most a server hands memory back as its last
+// running node ends.
+const FreeEvery = 250 * time.Millisecond
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) free() {
+	if s.Free != nil {
+		s.Free()
+	} else {
+		debug.FreeOSMemory()
+	}
 }
 
 // Serve answers requests on ln until the server has been idle for Idle,
 // then closes ln and returns once no node runs.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	s.last = time.Now()
+	s.last = s.now()
 	s.mu.Unlock()
 	stop := make(chan struct{})
 	defer close(stop)
@@ -145,24 +168,31 @@ func (s *Server) tick(now time.Time) (closing bool) {
 		return true
 	}
 	free := s.busy == 0 && !s.freed
-	s.freed = s.freed || free
+	if free {
+		s.freed, s.lastFree = true, now
+	}
 	s.mu.Unlock()
 	if free {
-		if s.Free != nil {
-			s.Free()
-		} else {
-			debug.FreeOSMemory()
-		}
+		s.free()
 	}
 	return false
 }
 
-// done ends what begin counted.
+// done ends what begin counted; the last one running hands memory back,
+// unless that was done less than FreeEvery ago.
 func (s *Server) done() {
+	now := s.now()
 	s.mu.Lock()
 	s.busy--
-	s.last = time.Now()
+	s.last = now
+	free := s.busy == 0 && !s.freed && now.Sub(s.lastFree) >= FreeEvery
+	if free {
+		s.freed, s.lastFree = true, now
+	}
 	s.mu.Unlock()
+	if free {
+		s.free()
+	}
 }
 
 // answer reads one request from conn, runs its node, and says so.
