@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,6 +275,9 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 		}
 		if id == "" || pid <= 1 {
 			t.Fatalf("the node was not served (pid %d, id %q)", pid, id)
+		}
+		if exists(filepath.Join(b, agent.FileBegun)) {
+			t.Error("a served node has a begun file: the server claims it by served alone")
 		}
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	}
@@ -666,5 +670,40 @@ func TestStartHereWritesCwdForAnotherWorkdir(t *testing.T) {
 		if log, _ := os.ReadFile(filepath.Join(d, "log")); string(log) != d+"/w d\n" {
 			t.Errorf("%s: the task ran in %q", d, log)
 		}
+	}
+}
+
+// A server that takes the request and never answers may yet run the node:
+// the start fails, and no agent of the node's own is started beside it.
+func TestUnansweredServerGetsNoAgentBesideIt(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(base, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // read nothing, answer nothing
+		}
+	}()
+	d := filepath.Join(base, "node-0")
+	ctx, cancel := context.WithTimeout(WithAgentServer(context.Background(), sock), 300*time.Millisecond)
+	defer cancel()
+	req, _ := Decode(script(startBody, "D", d, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	ok, err := StartHere(ctx, req, mustTar(t), []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()})
+	if !ok || err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("StartHere = %v, %v; want the start failed for want of an answer", ok, err)
+	}
+	if claimed(d) {
+		t.Error("an agent claimed the node beside the server that was asked")
 	}
 }

@@ -39,7 +39,8 @@ var serverStartMu sync.Mutex
 
 // startServed asks the agent server on sock to run node directory d's
 // task. handled is false, with nothing begun, when no server could be
-// reached: the caller then starts an agent of the node's own.
+// reached: the caller then starts an agent of the node's own. Once a
+// server was asked, the node is its own or no one's.
 func startServed(ctx context.Context, prog, sock, d string, env []string, vars map[string]string) (handled bool, err error) {
 	if len(sock) > maxSocketPath {
 		return false, nil
@@ -51,14 +52,16 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 	}
 	line = append(line, '\n')
 	exited, _ := ctx.Value(agentExitKey{}).(func())
+	asked := false
 	for try := 0; try < 3; try++ {
 		conn, err := net.DialTimeout("unix", sock, time.Second)
 		if err != nil {
 			if err := startServer(ctx, prog, sock, env); err != nil {
-				return false, nil
+				break
 			}
 			continue
 		}
+		asked = true
 		reply, r, err := askServer(ctx, conn, line)
 		if err != nil {
 			// The server went as this came (idle, or killed): the node
@@ -101,6 +104,12 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 			return true, nil
 		}
 		return true, fmt.Errorf("the node agent wrote no pid file; see %s", d)
+	}
+	if asked {
+		// A server that had the request may yet claim the node: an
+		// agent of the node's own, which claims it by another file
+		// (begun, not served), must not run it too.
+		return true, fmt.Errorf("the agent server on %s did not answer for the node; see %s", sock, d)
 	}
 	return false, nil
 }

@@ -106,15 +106,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.Grace <= 0 {
 		a.Grace = DefaultGrace
 	}
-	ok, err := claim(a.Dir)
-	if err != nil || !ok {
-		return err
-	}
-	if a.Served != "" {
-		// Locked for as long as this runs the node (and by no one once
-		// the server is gone): what removes the node directory waits
-		// for the lock, so that nothing is written there after.
-		f, err := os.OpenFile(filepath.Join(a.Dir, FileServed), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if a.Served == "" {
+		ok, err := claim(a.Dir, FileBegun)
+		if err != nil || !ok {
+			return err
+		}
+	} else {
+		// An agent server claims the node with the served file (no
+		// begun), locked for as long as this runs the node (and by no
+		// one once the server is gone): what removes the node directory
+		// waits for the lock, so that nothing is written there after.
+		f, err := os.OpenFile(filepath.Join(a.Dir, FileServed), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -143,7 +148,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer stop()
 		go a.Watch(wctx, a.onNotice)
 	}
-	err = a.runPhases(ctx)
+	err := a.runPhases(ctx)
 	var mine func(int) bool
 	if a.Served != "" {
 		a.mu.Lock()

@@ -58,7 +58,7 @@ func Answer(dir string) ([]byte, error) {
 	if alive {
 		b.WriteString("alive=1\n")
 	}
-	if exists(d+"/"+FileBegun) || pid > 0 {
+	if exists(d+"/"+FileBegun) || pid > 0 || exists(d+"/"+FileServed) {
 		b.WriteString("started=1\n")
 	}
 	done := false
