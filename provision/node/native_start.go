@@ -120,14 +120,25 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 		}
 		links = append(links, [2]string{agent.FileSync, sp})
 	}
-	// The agent's link last: a node with it has every file in place.
-	links = append(links, [2]string{agent.FileAgent, prog})
 	for _, l := range links {
 		if err := putStartFile(d, l[0], first, func(path string, _ bool) error { return os.Symlink(l[1], path) }); err != nil {
 			return fail(err)
 		}
 	}
-	if err := startAgent(ctx, prog, d, env, req.Vars); err != nil {
+	// The agent's link last: a node with it has every file in place. A
+	// node an agent server runs goes without one (its served file says an
+	// agent began: see AnswerHere); one that gets an agent of its own has
+	// it made before that agent starts.
+	link := func() error {
+		return putStartFile(d, agent.FileAgent, first, func(path string, _ bool) error { return os.Symlink(prog, path) })
+	}
+	if !servable(ctx) {
+		if err := link(); err != nil {
+			return fail(err)
+		}
+		link = func() error { return nil }
+	}
+	if err := startAgent(ctx, prog, d, env, req.Vars, link); err != nil {
 		return fail(err)
 	}
 	return true, nil
@@ -305,8 +316,9 @@ func startDetached(prog string, args []string, dir string, env []string) (*exec.
 // WithAgentServer, else as a program of its own in a session of its own)
 // and returns once it has recorded its pid: the agent closes its fd 3, the
 // write end of a pipe, when it has, and the pipe's end is seen at once if
-// it dies first. vars are the Start script's (NOTICE, ENDPOINT, GRACE).
-func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string) error {
+// it dies first. vars are the Start script's (NOTICE, ENDPOINT, GRACE);
+// link makes the node's agent link, which an agent of its own needs first.
+func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string, link func() error) error {
 	grace := vars["GRACE"]
 	if grace == "" {
 		grace = agent.DefaultGrace.String()
@@ -315,6 +327,9 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 		if handled, err := startServed(ctx, prog, sock, d, env, vars); handled {
 			return err
 		}
+	}
+	if err := link(); err != nil {
+		return err
 	}
 	cmd, pr, err := startDetached(prog, []string{"run", "-ready-fd", "3", "-notice", vars["NOTICE"], "-notice-endpoint", vars["ENDPOINT"], "-grace", grace, d},
 		d, append(env[:len(env):len(env)], "PWD="+d, DirEnv+"="+d))

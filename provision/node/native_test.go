@@ -268,7 +268,8 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	spec := StartSpec{Run: "env | LC_ALL=C sort; grep -E '^Sig(Ign|Blk)' /proc/self/status; pwd; ls -l --time-style=+%s ..", Env: map[string]string{"K": "v"}}
 	a, b := startBothCtx(t, ctx, spec, env)
-	if _, served := ctx.Value(agentServerKey{}).(string); served {
+	_, served := ctx.Value(agentServerKey{}).(string)
+	if served {
 		pid, id := AgentPID(b), ""
 		if v, err := os.ReadFile(filepath.Join(b, agent.FileServed)); err == nil {
 			id = strings.TrimSpace(string(v))
@@ -278,6 +279,9 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 		}
 		if exists(filepath.Join(b, agent.FileBegun)) {
 			t.Error("a served node has a begun file: the server claims it by served alone")
+		}
+		if _, err := os.Lstat(filepath.Join(b, agent.FileAgent)); err == nil {
+			t.Error("a served node has an agent link")
 		}
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	}
@@ -309,6 +313,10 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 		var keep []string
 		for _, l := range strings.Split(s, "\n") {
 			if f := strings.Fields(l); len(f) == 9 && f[6] == "agent" && f[7] == "->" {
+				if served {
+					// A node an agent server runs has no agent link.
+					continue
+				}
 				l = f[0] + " " + f[6]
 			} else if len(f) == 7 {
 				switch f[6] {

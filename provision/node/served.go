@@ -30,6 +30,13 @@ func WithAgentServer(ctx context.Context, sock string) context.Context {
 	return context.WithValue(ctx, agentServerKey{}, sock)
 }
 
+// servable says whether a start with ctx asks an agent server first: ctx
+// names one, on a socket path the system can listen on.
+func servable(ctx context.Context) bool {
+	sock, _ := ctx.Value(agentServerKey{}).(string)
+	return sock != "" && len(sock) <= maxSocketPath
+}
+
 // maxSocketPath is what a unix socket's path may hold (sun_path, less
 // its terminating zero).
 const maxSocketPath = 107
