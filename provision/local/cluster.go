@@ -298,6 +298,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	defer unlock()
 	// The record, then the directory it leaves empty; whatever else came
 	// into it meanwhile goes with it.
+	p.recs.forget(name)
 	if err := os.Remove(filepath.Join(dir, recordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}

@@ -55,6 +55,7 @@ type Provider struct {
 	grace   time.Duration // Terminate's wait between SIGTERM and SIGKILL
 	now     func() time.Time
 	ids     *idBlock // instance numbers reserved, shared by copies
+	recs    *recordCache
 }
 
 // terminateGrace is how long Terminate lets a node's processes handle
@@ -81,7 +82,7 @@ func New(cfg Config) *Provider {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now, ids: &idBlock{}}
+	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now, ids: &idBlock{}, recs: &recordCache{}}
 }
 
 // Name is "local".

@@ -428,3 +428,43 @@ func TestTerminateRemovesEverything(t *testing.T) {
 		t.Errorf("Status after Terminate = %v, %v; want nothing", m, err)
 	}
 }
+
+// A record read again is parsed only when its bytes changed, and what a
+// caller does to the record it got never reaches the next reader.
+func TestRecordsReadAgain(t *testing.T) {
+	p := newProvider(t)
+	s := spec("sortie-9-0-1", pl("local", "local-b"), 1)
+	if _, err := p.Launch(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.read(s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Nodes[0].State = provision.NodeGone
+	first.Tags["x"] = "y"
+	again, err := p.read(s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Nodes[0].State != provision.NodeRunning || again.Tags["x"] != "" {
+		t.Fatalf("a caller's change to its record reached the next read: %+v", again)
+	}
+	// Rewritten in place, same length: the new bytes are read, not the
+	// record parsed before.
+	path := filepath.Join(p.clusterDir(s.Name), recordFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(b), `"state": "running"`, `"state": "stopped"`, 1)
+	if len(changed) != len(b) || changed == string(b) {
+		t.Fatalf("the test's rewrite did not apply to %s", b)
+	}
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustStatus(t, p, s.Name); c.Nodes[0].State != provision.NodeStopped {
+		t.Errorf("after a rewrite the node is %s, want stopped", c.Nodes[0].State)
+	}
+}

@@ -85,22 +85,46 @@ func nodeDirOf(env, key []byte) (string, bool) {
 	return "", false
 }
 
-// reaped reports whether every agent that began in dirs, or in an
-// attempt's directory below one, has said that none of its task's
-// processes is left (agent.FileReaped): its node then needs no scan of
-// every process of the machine. A start under way (its started directory
-// made, no agent's claim yet) counts as not reaped.
-func reaped(dirs []string) bool {
+// taskDir is a directory a task may have run in: a node directory, or an
+// attempt's directory below one (the node package's), with the marks its
+// start and agent left there.
+type taskDir struct {
+	path                          string
+	began, started, reaped, served bool
+}
+
+// taskDirs reads each of dirs and its subdirectories once for the marks
+// of a start (started), an agent's claim (begun, or served: an agent server
+// runs it) and its end (agent.FileReaped).
+func taskDirs(dirs []string) []taskDir {
+	var out []taskDir
+	look := func(d string) {
+		has := func(name string) bool {
+			_, err := os.Lstat(filepath.Join(d, name))
+			return err == nil
+		}
+		out = append(out, taskDir{path: d, began: has(agent.FileBegun), started: has("started"), reaped: has(agent.FileReaped), served: has(agent.FileServed)})
+	}
 	for _, d := range dirs {
-		for _, pattern := range []string{d, filepath.Join(d, "*")} {
-			for _, mark := range []string{agent.FileBegun, "started"} {
-				began, _ := filepath.Glob(filepath.Join(pattern, mark))
-				for _, b := range began {
-					if _, err := os.Lstat(filepath.Join(filepath.Dir(b), agent.FileReaped)); err != nil {
-						return false
-					}
-				}
+		look(d)
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.IsDir() {
+				look(filepath.Join(d, e.Name()))
 			}
+		}
+	}
+	return out
+}
+
+// reaped reports whether every agent that began in ts has said that none
+// of its task's processes is left (agent.FileReaped): its node then needs
+// no scan of every process of the machine. A start under way (its started
+// directory made, no agent's claim yet) counts as not reaped.
+func reaped(ts []taskDir) bool {
+	for _, t := range ts {
+		if (t.began || t.started || t.served) && !t.reaped {
+			return false
 		}
 	}
 	return true
@@ -204,13 +228,14 @@ func takeAway(ctx context.Context, dir string) error {
 // (the node package's attempt directories), that an agent server runs
 // a task in.
 func servedDirs(dirs []string) []string {
+	return servedOf(taskDirs(dirs))
+}
+
+func servedOf(ts []taskDir) []string {
 	var out []string
-	for _, dir := range dirs {
-		for _, pattern := range []string{dir, filepath.Join(dir, "*")} {
-			found, _ := filepath.Glob(filepath.Join(pattern, agent.FileServed))
-			for _, f := range found {
-				out = append(out, filepath.Dir(f))
-			}
+	for _, t := range ts {
+		if t.served {
+			out = append(out, t.path)
 		}
 	}
 	return out
@@ -220,9 +245,20 @@ func servedDirs(dirs []string) []string {
 // dirs (it holds the served file's lock while it does): once the task's
 // processes are gone, the server records its exit code, and nothing may
 // write in a directory being removed.
-func waitServed(ctx context.Context, dirs []string, d time.Duration) error {
+func waitServed(ctx context.Context, served []string, d time.Duration) error {
 	deadline := time.Now().Add(d)
-	for _, dir := range servedDirs(dirs) {
+	for _, dir := range served {
+		if done, ok := node.ServedHere(dir); ok {
+			// This process's own request: the server says when it is
+			// done, with no look at the lock meanwhile.
+			timer := time.NewTimer(time.Until(deadline))
+			select {
+			case <-done:
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+		}
 		for {
 			f, err := os.Open(filepath.Join(dir, agent.FileServed))
 			if err != nil {
@@ -250,36 +286,43 @@ func waitServed(ctx context.Context, dirs []string, d time.Duration) error {
 // grace to exit, then SIGKILL (at once when grace is zero). It returns once
 // none is left, or with an error naming the survivors.
 func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
-	if err := killNodeProcs(ctx, dirs, grace); err != nil {
+	ts := taskDirs(dirs)
+	killed, err := killNodeProcs(ctx, dirs, ts, grace)
+	if err != nil {
 		return err
 	}
-	return waitServed(ctx, dirs, 10*time.Second)
+	if killed {
+		// What the kill ended may have claimed its node meanwhile.
+		ts = taskDirs(dirs)
+	}
+	return waitServed(ctx, servedOf(ts), 10*time.Second)
 }
 
-// killNodeProcs is killNodes but for the wait for agent servers.
-func killNodeProcs(ctx context.Context, dirs []string, grace time.Duration) error {
-	if reaped(dirs) {
-		return nil
+// killNodeProcs is killNodes but for the wait for agent servers, given
+// what taskDirs read of dirs; killed says whether any process was found.
+func killNodeProcs(ctx context.Context, dirs []string, ts []taskDir, grace time.Duration) (killed bool, err error) {
+	if reaped(ts) {
+		return false, nil
 	}
 	procs, err := scanProcs(dirs)
 	if err != nil || len(procs) == 0 {
-		return err
+		return false, err
 	}
 	if grace > 0 {
 		signal(agentsFirst(procs), syscall.SIGTERM)
 		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil || len(procs) == 0 {
-			return err
+			return true, err
 		}
 	}
 	signal(agentsFirst(procs), syscall.SIGKILL)
 	procs, err = waitGone(ctx, dirs, 5*time.Second, syscall.SIGKILL)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if len(procs) > 0 {
-		return fmt.Errorf("processes %v survived SIGKILL", procs)
+		return true, fmt.Errorf("processes %v survived SIGKILL", procs)
 	}
-	return nil
+	return true, nil
 }
 
 // waitGone polls every 10ms, for up to d, until no process of dirs is left,

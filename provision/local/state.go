@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -146,11 +147,14 @@ func writeJSON(path string, v any) error {
 
 // read loads a cluster's record; fs.ErrNotExist when there is none.
 func (p *Provider) read(name string) (*record, error) {
-	b, err := os.ReadFile(filepath.Join(p.clusterDir(name), "cluster.json"))
+	path := filepath.Join(p.clusterDir(name), recordFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(p.clusterDir(name), "cluster.json")
+	if rec, ok := p.recs.get(name, b); ok {
+		return rec, nil
+	}
 	var rec record
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, &provision.StateError{Path: path, Err: err}
@@ -158,7 +162,78 @@ func (p *Provider) read(name string) (*record, error) {
 	if problem := rec.invalid(name); problem != "" {
 		return nil, &provision.StateError{Path: path, Err: errors.New(problem)}
 	}
+	p.recs.put(name, b, &rec)
 	return &rec, nil
+}
+
+// recordCache keeps the record last read of each cluster with the bytes it
+// was parsed from: the same bytes read again are the same record, and
+// need no parse.
+type recordCache struct {
+	mu sync.Mutex
+	m  map[string]cachedRecord
+}
+
+type cachedRecord struct {
+	data []byte
+	rec  *record
+}
+
+// maxCachedRecords bounds the cache: past it, it starts again empty.
+const maxCachedRecords = 4096
+
+// get returns a copy of the record cached for name if it was parsed from
+// data.
+func (c *recordCache) get(name string, data []byte) (*record, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	e, ok := c.m[name]
+	c.mu.Unlock()
+	if !ok || !bytes.Equal(e.data, data) {
+		return nil, false
+	}
+	return e.rec.clone(), true
+}
+
+func (c *recordCache) put(name string, data []byte, rec *record) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedRecords {
+		c.m = map[string]cachedRecord{}
+	}
+	c.m[name] = cachedRecord{data: data, rec: rec.clone()}
+}
+
+func (c *recordCache) forget(name string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.m, name)
+	c.mu.Unlock()
+}
+
+// clone is a deep copy of rec.
+func (rec *record) clone() *record {
+	out := *rec
+	out.Tags = make(map[string]string, len(rec.Tags))
+	for k, v := range rec.Tags {
+		out.Tags[k] = v
+	}
+	out.Nodes = make([]nodeRecord, len(rec.Nodes))
+	copy(out.Nodes, rec.Nodes)
+	for i, n := range out.Nodes {
+		if n.PreemptAt != nil {
+			t := *n.PreemptAt
+			out.Nodes[i].PreemptAt = &t
+		}
+	}
+	return &out
 }
 
 // invalid says what makes a record read back unusable; "" when nothing does.
@@ -259,17 +334,32 @@ func view(rec *record, present map[string]bool) *provision.Cluster {
 	return c
 }
 
+// lookNodesUpTo is how many nodes a cluster may have for load to look at
+// each one's directory rather than read the cluster's.
+const lookNodesUpTo = 8
+
 // load reads a cluster's record and which node directories exist.
 func (p *Provider) load(name string) (*provision.Cluster, *record, error) {
 	rec, err := p.read(name)
 	if err != nil {
 		return nil, nil, err
 	}
+	present := map[string]bool{}
+	if len(rec.Nodes) <= lookNodesUpTo {
+		// A look at each node's directory costs less than a read of
+		// the whole cluster directory.
+		for _, n := range rec.Nodes {
+			d := "node-" + strconv.Itoa(n.Rank)
+			if fi, err := os.Lstat(filepath.Join(p.clusterDir(name), d)); err == nil && fi.IsDir() {
+				present[d] = true
+			}
+		}
+		return view(rec, present), rec, nil
+	}
 	entries, err := os.ReadDir(p.clusterDir(name))
 	if err != nil {
 		return nil, nil, err
 	}
-	present := map[string]bool{}
 	for _, e := range entries {
 		if e.IsDir() {
 			present[e.Name()] = true

@@ -27,13 +27,14 @@ func AnswerHere(req Request) (out []byte, ok bool) {
 	switch req.Op {
 	case OpPoll:
 		// What the script's agent status prints; a node whose start did
-		// not link its agent has not started, as the script says.
+		// not link its agent has not started, as the script says, unless
+		// an agent server runs it (such a node has no link).
 		if !isDir(dir) {
 			return nil, true
 		}
 		// Lstat: the answer needs no program, and a rebuilt or removed
 		// one must not make a running node look unstarted.
-		if _, err := os.Lstat(dir + "/" + agent.FileAgent); err != nil {
+		if _, err := os.Lstat(dir + "/" + agent.FileAgent); err != nil && !exists(dir+"/"+agent.FileServed) {
 			return nil, true
 		}
 		out, err := agent.Answer(dir)

@@ -11,8 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,9 +30,8 @@ type startFile struct {
 }
 
 // StartHere does what the Start script does, for a node directory on this
-// machine, without a shell and the commands it runs: unpack the payload
-// beside the node directory, claim the node, move the files in, link the
-// agent program (AgentProgram, run straight from where it was built) and
+// machine, without a shell and the commands it runs: claim the node, put
+// the payload's files in, link the agent program (AgentProgram, run straight from where it was built) and
 // start it detached, returning once it has recorded its pid. env is the
 // environment the script would run with. ok is false, with nothing done, for
 // a request the script had better answer (an odd directory or payload); the
@@ -72,31 +72,31 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err != nil {
 		return fail(err)
 	}
-	s, err := os.MkdirTemp(d, ".start.")
-	if err != nil {
-		return fail(err)
-	}
-	for _, f := range files {
-		if err := writeStartFile(s+"/"+f.name, f); err != nil {
-			return fail(err)
-		}
-	}
-	// The first Start to make this directory owns the node; any later one
-	// leaves the running task alone, unless no agent began: then it
-	// finishes the start a dead controller left half done.
+	// The first Start to make this directory owns the node and writes its
+	// files in place; any later one leaves the running task alone, unless
+	// no agent began: then it finishes the start a dead controller left
+	// half done, putting each file in place whole (written beside it, then
+	// renamed over), so that an agent the first Start begins meanwhile
+	// never reads a part of one.
+	first := true
 	if err := os.Mkdir(d+"/started", 0o777); err != nil {
-		if exists(d+"/begun") || exists(d+"/pid") || !isDir(d+"/started") {
-			os.RemoveAll(s)
+		if claimed(d) || !isDir(d+"/started") {
 			if isDir(d + "/started") {
 				return true, nil
 			}
+			return fail(err)
+		}
+		first = false
+	}
+	for _, f := range files {
+		if err := putStartFile(d, f.name, first, func(path string, excl bool) error { return writeStartFile(path, f, excl) }); err != nil {
 			return fail(err)
 		}
 	}
 	w := req.Vars["W"]
 	switch {
 	case w == "":
-		w = d + "/workdir"
+		w = d + "/" + agent.DefaultWorkdir
 	case strings.HasPrefix(w, "/"):
 	default:
 		w = d + "/" + w
@@ -104,13 +104,13 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err := os.MkdirAll(w, 0o777); err != nil {
 		return fail(err)
 	}
-	if err := os.WriteFile(s+"/cwd", []byte(w), 0o666); err != nil {
-		return fail(err)
+	// The default working directory goes without saying (agent.readCwd).
+	if w != d+"/"+agent.DefaultWorkdir {
+		if err := putStartFile(d, agent.FileCwd, first, func(path string, excl bool) error { return writeFile(path, []byte(w), 0o666, excl) }); err != nil {
+			return fail(err)
+		}
 	}
-	if err := os.Symlink(prog, s+"/"+agent.FileAgent); err != nil {
-		return fail(err)
-	}
-	names := []string{"cwd", agent.FileAgent}
+	links := [][2]string{}
 	if req.Vars["SYNCSUM"] != "" {
 		// The task has buckets: the sync program, run straight from
 		// where it was built, as the agent is.
@@ -118,24 +118,27 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 		if err != nil {
 			return fail(err)
 		}
-		if err := os.Symlink(sp, s+"/"+agent.FileSync); err != nil {
-			return fail(err)
-		}
-		names = append(names, agent.FileSync)
+		links = append(links, [2]string{agent.FileSync, sp})
 	}
-	for _, f := range files {
-		names = append(names, f.name)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := os.Rename(s+"/"+n, d+"/"+n); err != nil {
+	for _, l := range links {
+		if err := putStartFile(d, l[0], first, func(path string, _ bool) error { return os.Symlink(l[1], path) }); err != nil {
 			return fail(err)
 		}
 	}
-	if err := os.Remove(s); err != nil {
-		return fail(err)
+	// The agent's link last: a node with it has every file in place. A
+	// node an agent server runs goes without one (its served file says an
+	// agent began: see AnswerHere); one that gets an agent of its own has
+	// it made before that agent starts.
+	link := func() error {
+		return putStartFile(d, agent.FileAgent, first, func(path string, _ bool) error { return os.Symlink(prog, path) })
 	}
-	if err := startAgent(ctx, prog, d, env, req.Vars); err != nil {
+	if !servable(ctx) {
+		if err := link(); err != nil {
+			return fail(err)
+		}
+		link = func() error { return nil }
+	}
+	if err := startAgent(ctx, prog, d, env, req.Vars, link); err != nil {
 		return fail(err)
 	}
 	return true, nil
@@ -192,15 +195,67 @@ func startPayload(payload []byte) ([]startFile, bool) {
 }
 
 // writeStartFile writes f as tar unpacks it for root: its mode exactly, its
-// modification time.
-func writeStartFile(path string, f startFile) error {
-	if err := os.WriteFile(path, f.data, 0o600); err != nil {
+// modification time. excl: the file must not be there yet.
+func writeStartFile(path string, f startFile, excl bool) error {
+	if err := writeFile(path, f.data, 0o600, excl); err != nil {
 		return err
 	}
 	if err := os.Chmod(path, f.mode); err != nil {
 		return err
 	}
 	return os.Chtimes(path, time.Time{}, f.mod)
+}
+
+// writeFile writes data to a new file at path (excl: one that is not there
+// yet) with perm, less the umask.
+func writeFile(path string, data []byte, perm fs.FileMode, excl bool) error {
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if excl {
+		flag |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flag, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// putStartFile puts one of Start's files, name, in node directory d with
+// write (given the path to make and whether it must be new). The Start that
+// claimed the node (first) makes it in place, where nothing is yet; where
+// something is (another Start finished the node first) or when finishing a
+// start, it is made beside and renamed over, whole.
+func putStartFile(d, name string, first bool, write func(path string, excl bool) error) error {
+	path := d + "/" + name
+	if first {
+		err := write(path, true)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	tmp := d + "/.start." + name + "." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(startTmps.Add(1), 10)
+	if err := write(tmp, true); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// startTmps numbers the files putStartFile writes beside their place.
+var startTmps atomic.Uint64
+
+// claimed says whether an agent has claimed node directory d (or is about
+// to record its pid there).
+func claimed(d string) bool {
+	return exists(d+"/"+agent.FilePID) || exists(d+"/"+agent.FileBegun) || exists(d+"/"+agent.FileServed)
 }
 
 type agentExitKey struct{}
@@ -261,8 +316,9 @@ func startDetached(prog string, args []string, dir string, env []string) (*exec.
 // WithAgentServer, else as a program of its own in a session of its own)
 // and returns once it has recorded its pid: the agent closes its fd 3, the
 // write end of a pipe, when it has, and the pipe's end is seen at once if
-// it dies first. vars are the Start script's (NOTICE, ENDPOINT, GRACE).
-func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string) error {
+// it dies first. vars are the Start script's (NOTICE, ENDPOINT, GRACE);
+// link makes the node's agent link, which an agent of its own needs first.
+func startAgent(ctx context.Context, prog, d string, env []string, vars map[string]string, link func() error) error {
 	grace := vars["GRACE"]
 	if grace == "" {
 		grace = agent.DefaultGrace.String()
@@ -271,6 +327,9 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 		if handled, err := startServed(ctx, prog, sock, d, env, vars); handled {
 			return err
 		}
+	}
+	if err := link(); err != nil {
+		return err
 	}
 	cmd, pr, err := startDetached(prog, []string{"run", "-ready-fd", "3", "-notice", vars["NOTICE"], "-notice-endpoint", vars["ENDPOINT"], "-grace", grace, d},
 		d, append(env[:len(env):len(env)], "PWD="+d, DirEnv+"="+d))
@@ -288,7 +347,7 @@ func startAgent(ctx context.Context, prog, d string, env []string, vars map[stri
 		}
 	}()
 	waitClosed(ctx, pr)
-	if exists(d+"/pid") || exists(d+"/begun") {
+	if claimed(d) {
 		return nil
 	}
 	return fmt.Errorf("the node agent wrote no pid file within 5s; see %s", d)

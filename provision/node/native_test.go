@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,7 +268,8 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	spec := StartSpec{Run: "env | LC_ALL=C sort; grep -E '^Sig(Ign|Blk)' /proc/self/status; pwd; ls -l --time-style=+%s ..", Env: map[string]string{"K": "v"}}
 	a, b := startBothCtx(t, ctx, spec, env)
-	if _, served := ctx.Value(agentServerKey{}).(string); served {
+	_, served := ctx.Value(agentServerKey{}).(string)
+	if served {
 		pid, id := AgentPID(b), ""
 		if v, err := os.ReadFile(filepath.Join(b, agent.FileServed)); err == nil {
 			id = strings.TrimSpace(string(v))
@@ -275,7 +277,16 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 		if id == "" || pid <= 1 {
 			t.Fatalf("the node was not served (pid %d, id %q)", pid, id)
 		}
+		if exists(filepath.Join(b, agent.FileBegun)) {
+			t.Error("a served node has a begun file: the server claims it by served alone")
+		}
+		if _, err := os.Lstat(filepath.Join(b, agent.FileAgent)); err == nil {
+			t.Error("a served node has an agent link")
+		}
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	if left, _ := filepath.Glob(filepath.Join(b, ".start*")); len(left) != 0 {
+		t.Errorf("StartHere left beside the node's files: %v", left)
 	}
 	again, _ := Decode(script(startBody, "D", b, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
 	if ok, err := StartHere(ctx, again, mustTar(t), env); !ok || err != nil {
@@ -302,15 +313,19 @@ func startHereMatchesStartScript(t *testing.T, ctx context.Context) {
 		var keep []string
 		for _, l := range strings.Split(s, "\n") {
 			if f := strings.Fields(l); len(f) == 9 && f[6] == "agent" && f[7] == "->" {
+				if served {
+					// A node an agent server runs has no agent link.
+					continue
+				}
 				l = f[0] + " " + f[6]
 			} else if len(f) == 7 {
 				switch f[6] {
 				case "env", "run.sh":
 					l = f[0] + " " + f[4] + " " + f[5] + " " + f[6]
 				case "cwd":
-					// Written when Start runs: its time is the clock's, and
-					// the two starts may fall in different seconds.
-					l = f[0] + " " + f[4] + " " + f[6]
+					// The script writes it always; StartHere only for a
+					// working directory other than the default.
+					continue
 				case "started", "workdir":
 					l = f[0] + " " + f[6]
 				default:
@@ -548,5 +563,155 @@ func TestStartHereTellsOfTheAgentsExit(t *testing.T) {
 	case <-exited:
 		t.Error("told of the exit twice")
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A start cut short after the claim (started made, a file half written,
+// no agent begun) is finished by the next StartHere: every file is put in
+// whole, the task runs once, and nothing is left beside the files.
+func TestStartHereFinishesAHalfStart(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(base, "node-0")
+	if err := os.MkdirAll(filepath.Join(d, "started"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "run.sh"), "exi") // cut short
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	payload, err := tarFiles([]tarFile{{"env", []byte("export K=v\n"), 0o600}, {"run.sh", []byte("echo \"$K\"; exit 7\n"), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := Decode(script(startBody, "D", d, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	for range 2 { // the second finds the agent begun and does nothing
+		if ok, err := StartHere(context.Background(), req, payload, env); !ok || err != nil {
+			t.Fatalf("StartHere = %v, %v", ok, err)
+		}
+	}
+	waitReaped(t, d)
+	if ec, _ := os.ReadFile(filepath.Join(d, "exit_code")); string(ec) != "run 7 -\n" {
+		t.Errorf("exit_code %q, want run 7", ec)
+	}
+	if log, _ := os.ReadFile(filepath.Join(d, "log")); string(log) != "v\n" {
+		t.Errorf("log %q, want the task to have run once with its env", log)
+	}
+	if exists(filepath.Join(d, "cwd")) {
+		t.Error("a cwd file for the default working directory")
+	}
+	for _, name := range []string{"run.sh", "env"} {
+		fi, err := os.Stat(filepath.Join(d, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "run.sh" && fi.Mode().Perm() != 0o644 {
+			t.Errorf("run.sh mode %v, want 0644 as the payload says", fi.Mode().Perm())
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(d, ".start*"))
+	if len(left) != 0 {
+		t.Errorf("left beside the node's files: %v", left)
+	}
+}
+
+// While an agent server runs a node this process asked for, ServedHere
+// hands out a channel, closed once the server is done with the node: its
+// exit code written and its lock on the node let go.
+func TestServedHereUntilTheServerIsDone(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, gate := filepath.Join(base, "node-0"), filepath.Join(base, "gate")
+	ctx := WithAgentServer(context.Background(), filepath.Join(base, "agent.sock"))
+	payload, err := tarFiles([]tarFile{{"run.sh", []byte("while [ ! -e " + gate + " ]; do sleep 0.01; done\n"), 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := Decode(script(startBody, "D", d, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	if ok, err := StartHere(ctx, req, payload, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}); !ok || err != nil {
+		t.Fatalf("StartHere = %v, %v", ok, err)
+	}
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644); waitReaped(t, d) })
+	done, ok := ServedHere(d)
+	if !ok {
+		t.Fatal("ServedHere: no channel for a node the server runs")
+	}
+	select {
+	case <-done:
+		t.Fatal("the channel closed while the task still runs")
+	default:
+	}
+	write(t, gate, "")
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the channel did not close after the task ended")
+	}
+	if !exists(filepath.Join(d, "exit_code")) {
+		t.Error("done before the exit code was written")
+	}
+	f, err := os.Open(filepath.Join(d, agent.FileServed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		t.Errorf("the server still holds the node's lock once done: %v", err)
+	}
+	if _, ok := ServedHere(d); ok {
+		t.Error("ServedHere still answers for a node the server is done with")
+	}
+}
+
+// A working directory other than the default is written down in cwd, and
+// the task runs there; `jobs ssh` finds it the same way (shellBody).
+func TestStartHereWritesCwdForAnotherWorkdir(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	a, b := startBothCtx(t, context.Background(), StartSpec{Run: "pwd", Workdir: "w d"}, env)
+	for _, d := range []string{a, b} {
+		waitReaped(t, d)
+		if cwd, err := os.ReadFile(filepath.Join(d, "cwd")); err != nil || string(cwd) != d+"/w d" {
+			t.Errorf("%s: cwd %q, %v; want %q", d, cwd, err, d+"/w d")
+		}
+		if log, _ := os.ReadFile(filepath.Join(d, "log")); string(log) != d+"/w d\n" {
+			t.Errorf("%s: the task ran in %q", d, log)
+		}
+	}
+}
+
+// A server that takes the request and never answers may yet run the node:
+// the start fails, and no agent of the node's own is started beside it.
+func TestUnansweredServerGetsNoAgentBesideIt(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(base, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // read nothing, answer nothing
+		}
+	}()
+	d := filepath.Join(base, "node-0")
+	ctx, cancel := context.WithTimeout(WithAgentServer(context.Background(), sock), 300*time.Millisecond)
+	defer cancel()
+	req, _ := Decode(script(startBody, "D", d, "W", "", "SUM", "x", "NOTICE", "", "ENDPOINT", "", "GRACE", "30s"))
+	ok, err := StartHere(ctx, req, mustTar(t), []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()})
+	if !ok || err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("StartHere = %v, %v; want the start failed for want of an answer", ok, err)
+	}
+	if claimed(d) {
+		t.Error("an agent claimed the node beside the server that was asked")
 	}
 }

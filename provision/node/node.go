@@ -410,12 +410,9 @@ func besideExecutable(env, name string) (string, error) {
 		}
 		return p, nil
 	}
-	exe, err := os.Executable()
+	exe, err := executable()
 	if err != nil {
 		return "", fmt.Errorf("find %s: %w", name, err)
-	}
-	if r, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = r
 	}
 	p := filepath.Join(filepath.Dir(exe), name)
 	if _, err := os.Stat(p); err != nil {
@@ -423,6 +420,19 @@ func besideExecutable(env, name string) (string, error) {
 	}
 	return p, nil
 }
+
+// executable is this process's executable, its symlinks resolved: looked
+// up once, as it does not move while the process runs.
+var executable = sync.OnceValues(func() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return exe, nil
+})
 
 // findProgram is AgentProgram with its sha256, computed once per version
 // of the file.

@@ -30,6 +30,13 @@ func WithAgentServer(ctx context.Context, sock string) context.Context {
 	return context.WithValue(ctx, agentServerKey{}, sock)
 }
 
+// servable says whether a start with ctx asks an agent server first: ctx
+// names one, on a socket path the system can listen on.
+func servable(ctx context.Context) bool {
+	sock, _ := ctx.Value(agentServerKey{}).(string)
+	return sock != "" && len(sock) <= maxSocketPath
+}
+
 // maxSocketPath is what a unix socket's path may hold (sun_path, less
 // its terminating zero).
 const maxSocketPath = 107
@@ -39,7 +46,8 @@ var serverStartMu sync.Mutex
 
 // startServed asks the agent server on sock to run node directory d's
 // task. handled is false, with nothing begun, when no server could be
-// reached: the caller then starts an agent of the node's own.
+// reached: the caller then starts an agent of the node's own. Once a
+// server was asked, the node is its own or no one's.
 func startServed(ctx context.Context, prog, sock, d string, env []string, vars map[string]string) (handled bool, err error) {
 	if len(sock) > maxSocketPath {
 		return false, nil
@@ -51,20 +59,22 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 	}
 	line = append(line, '\n')
 	exited, _ := ctx.Value(agentExitKey{}).(func())
+	asked := false
 	for try := 0; try < 3; try++ {
 		conn, err := net.DialTimeout("unix", sock, time.Second)
 		if err != nil {
 			if err := startServer(ctx, prog, sock, env); err != nil {
-				return false, nil
+				break
 			}
 			continue
 		}
+		asked = true
 		reply, r, err := askServer(ctx, conn, line)
 		if err != nil {
 			// The server went as this came (idle, or killed): the node
 			// was not begun unless its files say so.
 			conn.Close()
-			if exists(d+"/pid") || exists(d+"/begun") {
+			if claimed(d) {
 				return true, nil
 			}
 			continue
@@ -76,8 +86,10 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 		if reply.Started {
 			// Told when the task ends, while this process lives (as
 			// WithAgentExit promises), or when the server goes.
+			done := running.add(d)
 			go func() {
 				defer conn.Close()
+				defer running.end(d, done)
 				for {
 					l, err := r.ReadBytes('\n')
 					var rep agent.ServeReply
@@ -95,12 +107,56 @@ func startServed(ctx context.Context, prog, sock, d string, env []string, vars m
 				exited()
 			}
 		}
-		if exists(d+"/pid") || exists(d+"/begun") {
+		if claimed(d) {
 			return true, nil
 		}
 		return true, fmt.Errorf("the node agent wrote no pid file; see %s", d)
 	}
+	if asked {
+		// A server that had the request may yet claim the node: an
+		// agent of the node's own, which claims it by another file
+		// (begun, not served), must not run it too.
+		return true, fmt.Errorf("the agent server on %s did not answer for the node; see %s", sock, d)
+	}
 	return false, nil
+}
+
+// running is the nodes an agent server runs for this process: each one's
+// channel is closed once the server is done with it (its Ended reply, or
+// the connection's end), when it holds no lock on the node any more.
+var running = servedNodes{m: map[string]chan struct{}{}}
+
+type servedNodes struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (r *servedNodes) add(d string) chan struct{} {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.m[d] = ch
+	r.mu.Unlock()
+	return ch
+}
+
+func (r *servedNodes) end(d string, ch chan struct{}) {
+	r.mu.Lock()
+	if r.m[d] == ch {
+		delete(r.m, d)
+	}
+	r.mu.Unlock()
+	close(ch)
+}
+
+// ServedHere returns a channel closed once the agent server this process
+// asked to run node directory dir (as StartHere resolved it) is done with
+// it; ok is false when this process asked for no such node, or the server
+// is done already.
+func ServedHere(dir string) (done <-chan struct{}, ok bool) {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	ch, ok := running.m[dir]
+	return ch, ok
 }
 
 // askServer sends a request line on conn and reads the first reply, by

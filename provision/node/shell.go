@@ -10,20 +10,25 @@ import (
 
 // shellBody runs the user's command (or an interactive shell when there
 // is none) where the task ran and with what it saw: in the directory of
-// the cwd file, with the env file sourced, and with the node's own HOME
+// the cwd file (the default working directory without one), with the env
+// file sourced, and with the node's own HOME
 // when the node has one (a local node's home directory, beside its
 // attempts' directories).
 // The paths come as assignments before the prelude, so nothing the task
 // wrote into its env file can change where the shell goes.
 const shellBody = `
-if [ ! -f "$D/cwd" ] || [ ! -f "$D/env" ]; then
-	echo "sortie: $D holds no task (no cwd or env file): the task never started on this node" >&2
+if [ ! -f "$D/env" ]; then
+	echo "sortie: $D holds no task (no env file): the task never started on this node" >&2
 	exit 125
 fi
 eval "set -- $SORTIE_SHELL_ARGV"
 unset SORTIE_SHELL_ARGV
-IFS= read -r -d '' W <"$D/cwd"
-while [[ $W == *$'\n' ]]; do W=${W%$'\n'}; done
+# No cwd file: the task ran in the default working directory.
+W=$D/workdir
+if [ -f "$D/cwd" ]; then
+	IFS= read -r -d '' W <"$D/cwd"
+	while [[ $W == *$'\n' ]]; do W=${W%$'\n'}; done
+fi
 if [ -d "$D/home" ]; then
 	export HOME=$D/home
 elif [ -d "${D%/*}/home" ]; then

@@ -73,6 +73,16 @@ func TestShellRunsWhereTheTaskRanWithItsEnv(t *testing.T) {
 		t.Errorf("HOME %q, want the node's home %s", out.String(), filepath.Join(r.dir, "home"))
 	}
 
+	// A node without a cwd file (a local start in the default working
+	// directory writes none) is entered in that directory.
+	if err := os.Remove(filepath.Join(r.dir, "cwd")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code, err := node.Shell(ctx, r, []string{"pwd"}, provision.Stdio{Out: &out}); err != nil || code != 0 || out.String() != wd+"\n" {
+		t.Errorf("without cwd: exit %d, %v, pwd %q; want %s", code, err, out.String(), wd)
+	}
+
 	// Input reaches the command.
 	out.Reset()
 	if code, err := node.Shell(ctx, r, []string{"cat"}, provision.Stdio{In: strings.NewReader("typed\n"), Out: &out}); err != nil || code != 0 || out.String() != "typed\n" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,15 +106,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.Grace <= 0 {
 		a.Grace = DefaultGrace
 	}
-	ok, err := claim(a.Dir)
-	if err != nil || !ok {
-		return err
-	}
-	if a.Served != "" {
-		// Locked for as long as this runs the node (and by no one once
-		// the server is gone): what removes the node directory waits
-		// for the lock, so that nothing is written there after.
-		f, err := os.OpenFile(filepath.Join(a.Dir, FileServed), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if a.Served == "" {
+		ok, err := claim(a.Dir, FileBegun)
+		if err != nil || !ok {
+			return err
+		}
+	} else {
+		// An agent server claims the node with the served file (no
+		// begun), locked for as long as this runs the node (and by no
+		// one once the server is gone): what removes the node directory
+		// waits for the lock, so that nothing is written there after.
+		f, err := os.OpenFile(filepath.Join(a.Dir, FileServed), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -142,7 +148,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer stop()
 		go a.Watch(wctx, a.onNotice)
 	}
-	err = a.runPhases(ctx)
+	err := a.runPhases(ctx)
 	var mine func(int) bool
 	if a.Served != "" {
 		a.mu.Lock()
@@ -192,9 +198,14 @@ func (a *Agent) runPhases(ctx context.Context) error {
 	return a.finish(phase, code, "")
 }
 
-// readCwd reads the cwd file as $(cat cwd) would: trailing newlines dropped.
+// readCwd reads the cwd file as $(cat cwd) would: trailing newlines
+// dropped. Without one, the task runs in the default working directory
+// (DefaultWorkdir), which a start on this machine does not write down.
 func readCwd(dir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, FileCwd))
+	if errors.Is(err, fs.ErrNotExist) {
+		return filepath.Join(dir, DefaultWorkdir), nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -220,8 +231,8 @@ func (a *Agent) gone() bool {
 // phase runs one phase and returns its exit code, 128+N when a signal N
 // ended it.
 func (a *Agent) phase(name, w string) int {
-	os.WriteFile(filepath.Join(a.Dir, FilePhase+".tmp"), []byte(name+"\n"), 0o644)
-	os.Rename(filepath.Join(a.Dir, FilePhase+".tmp"), filepath.Join(a.Dir, FilePhase))
+	// The phase shows in its group's file (pgid.<phase>), written once
+	// the phase runs: Answer reads it there.
 	if a.stopping() {
 		return 143
 	}

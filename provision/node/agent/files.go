@@ -6,18 +6,22 @@
 //
 // It keeps everything in the node directory, which outlives it:
 //
-//	env cwd setup.sh run.sh  written by Start before the agent begins
+//	env cwd setup.sh run.sh  written by Start before the agent begins (no cwd: the task
+//	                         runs in workdir, DefaultWorkdir)
 //	container.sh             runs a phase in the task's container image, when it has one
 //	agent                    a symlink to the agent program this node runs
-//	begun                    made by the agent that owns the node, first (O_EXCL)
+//	begun                    made first (O_EXCL) by the agent of the node's own that owns it
 //	pid                      the agent's pid (its own session and group)
 //	gone                     the node was taken away as a VM is (the local provider's
 //	                         preemption): an agent server running it records nothing more
 //	served                   the instance id of the agent server running this node's task
-//	                         (sortie-agent serve, for many nodes at once): pid is then the
-//	                         server's, and not the node's own process group; the server
-//	                         holds an exclusive flock on it while it runs the node
-//	phase pgid.setup pgid.run  the current phase and each phase's process group
+//	                         (sortie-agent serve, for many nodes at once), made first
+//	                         (O_EXCL) in begun's place: pid is then the server's, and not
+//	                         the node's own process group; the server holds an exclusive
+//	                         flock on it while it runs the node
+//	pgid.setup pgid.run      each phase's process group, once the phase runs: the last one
+//	                         is the current phase (an agent before this one also wrote it
+//	                         in phase, which Answer still reads first)
 //	pid.is.N pgid.<phase>.is.N the same, when the disk had no room for the file's bytes
 //	log                      stdout and stderr of both phases, and the agent's own words
 //	exit_code                "<phase> <code> <-|stop>", written once, durably
@@ -69,6 +73,10 @@ const (
 	PhaseSetup = "setup"
 	PhaseRun   = "run"
 )
+
+// DefaultWorkdir is where in the node directory the task runs when it has
+// no workdir of its own (and the node no cwd file).
+const DefaultWorkdir = "workdir"
 
 // DirEnv is set, to the node directory, in the environment of the agent's
 // phases, so that a provider running nodes on its own machine can find all of
@@ -138,10 +146,11 @@ func mark(dir, name string, n int) error {
 	return f.Close()
 }
 
-// claim makes the empty file begun, which only the first agent can; an
-// empty file needs no data block, so a full disk does not stop the claim.
-func claim(dir string) (bool, error) {
-	f, err := os.OpenFile(filepath.Join(dir, FileBegun), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// claim makes the empty file name (begun), which only the first agent
+// can; an empty file needs no data block, so a full disk does not stop the
+// claim.
+func claim(dir, name string) (bool, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}

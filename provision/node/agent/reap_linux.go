@@ -138,15 +138,28 @@ func children() []int {
 }
 
 // leftovers lists the children no waiter waits for (what tasks left
-// behind) that mine claims; nil mine claims all.
+// behind) that mine claims; nil mine claims all. One that has ended and
+// is not reaped yet is listed whoever's it was (its environment is gone,
+// and with it the mark of its node), so that the caller's next reap takes
+// it before it says none is left.
 func leftovers(mine func(pid int) bool) []int {
 	var out []int
 	for _, pid := range children() {
-		if !filed(pid) && (mine == nil || mine(pid)) {
+		if !filed(pid) && (mine == nil || zombie(pid) || mine(pid)) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// zombie says whether process pid has ended and waits to be reaped.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndex(stat, []byte(") "))
+	return i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z'
 }
 
 // endLeftovers ends what the task left running once its last phase has

@@ -58,17 +58,47 @@ type Server struct {
 	// client connected; then it closes the listener and Serve returns.
 	Idle time.Duration
 
+	// Free hands the heap's unused memory back to the system
+	// (debug.FreeOSMemory when nil): when the last node running ends, at
+	// most once every FreeEvery (with nodes launched one after another
+	// that is often), and on the first idle tick of closeWhenIdle
+	// otherwise.
+	Free func()
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
 	mu      sync.Mutex
 	busy    int // connections being answered and nodes running
 	last    time.Time
-	closing bool
+	closing  bool
+	freed    bool // nothing was busy since the last Free
+	lastFree time.Time
+}
+
+// FreeEvery is how often at most a server hands memory back as its last
+// running node ends.
+const FreeEvery = 250 * time.Millisecond
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) free() {
+	if s.Free != nil {
+		s.Free()
+	} else {
+		debug.FreeOSMemory()
+	}
 }
 
 // Serve answers requests on ln until the server has been idle for Idle,
 // then closes ln and returns once no node runs.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	s.last = time.Now()
+	s.last = s.now()
 	s.mu.Unlock()
 	stop := make(chan struct{})
 	defer close(stop)
@@ -88,49 +118,80 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
+		if !s.begin() {
 			conn.Close()
 			continue
 		}
-		s.busy++
-		s.mu.Unlock()
 		go s.answer(conn)
 	}
 }
 
-// closeWhenIdle closes ln once nothing has been busy for Idle.
+// closeWhenIdle closes ln once nothing has been busy for Idle (tick).
 func (s *Server) closeWhenIdle(ln net.Listener, stop <-chan struct{}) {
-	tick := time.NewTicker(max(s.Idle/4, 10*time.Millisecond))
-	defer tick.Stop()
+	t := time.NewTicker(max(s.Idle/4, 10*time.Millisecond))
+	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
+		case now := <-t.C:
+			if s.tick(now) {
+				ln.Close()
+				return
+			}
 		}
-		s.mu.Lock()
-		if s.busy == 0 && time.Since(s.last) >= s.Idle {
-			s.closing = true
-			s.mu.Unlock()
-			ln.Close()
-			return
-		}
-		s.mu.Unlock()
 	}
 }
 
+// begin counts a connection as busy until done; false when the server is
+// closing and takes no more.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.busy++
+	s.freed = false
+	return true
+}
+
+// tick is closeWhenIdle's look at the time now: it says whether to close,
+// nothing having been busy for Idle. Before that, the first tick that
+// finds nothing busy hands what the last burst of nodes took back to the
+// system (Free), once per burst.
+func (s *Server) tick(now time.Time) (closing bool) {
+	s.mu.Lock()
+	if s.busy == 0 && now.Sub(s.last) >= s.Idle {
+		s.closing = true
+		s.mu.Unlock()
+		return true
+	}
+	free := s.busy == 0 && !s.freed
+	if free {
+		s.freed, s.lastFree = true, now
+	}
+	s.mu.Unlock()
+	if free {
+		s.free()
+	}
+	return false
+}
+
+// done ends what begin counted; the last one running hands memory back,
+// unless that was done less than FreeEvery ago.
 func (s *Server) done() {
+	now := s.now()
 	s.mu.Lock()
 	s.busy--
-	s.last = time.Now()
-	idle := s.busy == 0
+	s.last = now
+	free := s.busy == 0 && !s.freed && now.Sub(s.lastFree) >= FreeEvery
+	if free {
+		s.freed, s.lastFree = true, now
+	}
 	s.mu.Unlock()
-	if idle {
-		// Nothing runs: what the last burst of nodes took goes back to
-		// the system now, not when the runtime gets to it.
-		debug.FreeOSMemory()
+	if free {
+		s.free()
 	}
 }
 

@@ -47,10 +47,10 @@ func Answer(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
-	}
+	// The files are read through dir as given; AgentAlive resolves it
+	// where it must (an agent of the node's own has the real path among
+	// its arguments).
+	d := dir
 	pid := RecordedPID(d)
 	alive := pid > 0 && AgentAlive(d, pid)
 	afterAliveCheck()
@@ -58,12 +58,19 @@ func Answer(dir string) ([]byte, error) {
 	if alive {
 		b.WriteString("alive=1\n")
 	}
-	if exists(d+"/"+FileBegun) || pid > 0 {
+	if exists(d+"/"+FileBegun) || pid > 0 || exists(d+"/"+FileServed) {
 		b.WriteString("started=1\n")
 	}
 	done := false
 	for _, f := range [...]struct{ name, key string }{{FilePhase, "phase="}, {FileExitCode, "exit="}} {
 		if !isRegular(d + "/" + f.name) {
+			if f.name == FilePhase {
+				// The phase is the last one whose group the agent
+				// recorded (an agent before this one wrote it down).
+				if p := recordedPhase(d); p != "" {
+					b.WriteString("phase=" + p + "\n")
+				}
+			}
 			continue
 		}
 		v, err := readHead(d+"/"+f.name, MaxStateValue+1)
@@ -109,6 +116,17 @@ func Answer(dir string) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// recordedPhase is the phase whose process group the agent recorded last
+// in d: run once run began, else setup once setup began, else "".
+func recordedPhase(d string) string {
+	for _, p := range [...]string{PhaseRun, PhaseSetup} {
+		if ReadPID(filepath.Join(d, "pgid."+p)) > 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // afterAliveCheck is called between Answer's look at the agent and its read
@@ -186,6 +204,9 @@ func AgentAlive(d string, pid int) bool {
 		id, err := readHead(filepath.Join(d, FileServed), MaxStateValue)
 		want := strings.TrimSpace(string(id))
 		return err == nil && want != "" && slices.Contains(args, InstanceFlag+"="+want)
+	}
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
 	}
 	return slices.Contains(args[1:], d)
 }
