@@ -95,7 +95,7 @@ type taskDir struct {
 
 // taskDirs reads each of dirs and its subdirectories once for the marks
 // of a start (started), an agent's claim (begun, or served: an agent server
-// runs it) and its end (agent.FileReaped).
+// runs it) and its end (agent.FileReaped, or that line of the served file).
 func taskDirs(dirs []string) []taskDir {
 	var out []taskDir
 	look := func(d string) {
@@ -103,7 +103,11 @@ func taskDirs(dirs []string) []taskDir {
 			_, err := os.Lstat(filepath.Join(d, name))
 			return err == nil
 		}
-		out = append(out, taskDir{path: d, began: has(agent.FileBegun), started: has("started"), reaped: has(agent.FileReaped), served: has(agent.FileServed)})
+		t := taskDir{path: d, began: has(agent.FileBegun), started: has("started"), reaped: has(agent.FileReaped), served: has(agent.FileServed)}
+		if t.served && !t.reaped {
+			_, _, t.reaped = agent.ReadServed(d)
+		}
+		out = append(out, t)
 	}
 	for _, d := range dirs {
 		look(d)

@@ -14,6 +14,7 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/node"
+	"sortie/provision/node/agent"
 )
 
 // waitFor polls cond every 10ms for up to 10s.
@@ -444,7 +445,7 @@ while [ ! -s left1 ] || [ ! -s left2 ]; do sleep 0.01; done
 touch ready`)
 	d := rs[0].Dir()
 	waitFor(t, "exit code", func() bool { return poll(t, rs[0]).Done })
-	waitFor(t, "the agent's reaped mark", func() bool { return exists(filepath.Join(d, "reaped")) })
+	waitFor(t, "the agent's reaped mark", func() bool { return agent.Reaped(d) })
 	for _, f := range []string{"left1", "left2"} {
 		b, err := os.ReadFile(filepath.Join(d, "workdir", f))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sortie/provision/node"
+	"sortie/provision/node/agent"
 )
 
 // servedBy returns the pid and instance id of the agent server running the
@@ -53,7 +54,7 @@ while [ ! -e go ]; do sleep 0.01; done`)
 		t.Fatal(err)
 	}
 	waitFor(t, "node a's exit code", func() bool { return poll(t, ra[0]).Done })
-	waitFor(t, "node a's reaped mark", func() bool { return exists(filepath.Join(a, "reaped")) })
+	waitFor(t, "node a's reaped mark", func() bool { return agent.Reaped(a) })
 	left, err := os.ReadFile(filepath.Join(a, "workdir", "left"))
 	if err != nil {
 		t.Fatal(err)

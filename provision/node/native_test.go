@@ -256,7 +256,7 @@ func TestServedStartFallsBackToAnAgentOfItsOwn(t *testing.T) {
 func waitReaped(t *testing.T, d string) {
 	t.Helper()
 	for range 2000 {
-		if exists(d + "/reaped") {
+		if agent.Reaped(d) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

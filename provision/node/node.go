@@ -147,20 +147,25 @@ recorded() {
 }
 
 # agent_alive: the recorded pid is a live sortie-agent with $D among its
-# arguments, or the agent server whose instance id $D/served holds.
+# arguments, or the agent server whose instance id and pid $D/served holds
+# ("ID PID").
 agent_alive() {
 	local p l rest a want
-	recorded pid && p=$REPLY && kill -0 "$p" 2>/dev/null || return 1
+	want=$D
+	if [ -f "$D/served" ]; then
+		read -r l p 2>/dev/null <"$D/served" && [ -n "$l" ] || return 1
+		want="-instance=$l"
+		p=${p%% *}
+	fi
+	if [ -z "$p" ]; then
+		recorded pid && p=$REPLY || return 1
+	fi
+	kill -0 "$p" 2>/dev/null || return 1
 	[ -d /proc/self ] || return 0
 	read -r l 2>/dev/null <"/proc/$p/stat" || return 1
 	rest=${l##*) }
 	a=($rest)
 	case ${a[0]} in Z | X | x) return 1 ;; esac
-	want=$D
-	if [ -f "$D/served" ]; then
-		read -r l <"$D/served" && [ -n "$l" ] || return 1
-		want="-instance=$l"
-	fi
 	tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | {
 		read -r l || exit 1
 		[ "${l##*/}" = sortie-agent ] || exit 1

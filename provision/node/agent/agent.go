@@ -106,9 +106,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.Grace <= 0 {
 		a.Grace = DefaultGrace
 	}
+	var served *os.File
 	if a.Served == "" {
 		ok, err := claim(a.Dir, FileBegun)
 		if err != nil || !ok {
+			return err
+		}
+		if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
 			return err
 		}
 	} else {
@@ -127,12 +131,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 			return err
 		}
-		if _, err := f.WriteString(a.Served + "\n"); err != nil {
+		// The server's instance id and pid, in place of a pid file.
+		if _, err := f.WriteString(a.Served + " " + strconv.Itoa(os.Getpid()) + "\n"); err != nil {
 			return err
 		}
-	}
-	if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
-		return err
+		served = f
 	}
 	if a.Reap {
 		if err := becomeSubreaper(); err != nil {
@@ -157,7 +160,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		mine = func(pid int) bool { return ofNode(pid, a.Dir, sids) }
 	}
 	if a.Reap && !a.gone() && endLeftovers(a.Grace, mine) {
-		os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
+		if served != nil {
+			// A line of the served file, whose block has room for it
+			// (a full disk does not stop it), in place of a reaped file.
+			served.WriteString(FileReaped + "\n")
+		} else {
+			os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
+		}
 	}
 	return err
 }

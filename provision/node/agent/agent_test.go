@@ -486,3 +486,36 @@ func TestRunWatchesForNotices(t *testing.T) {
 		t.Errorf("exit_code = %q, want the notice's SIGTERM, stopped", got)
 	}
 }
+
+// A node an agent server runs keeps the server's id and pid in its served
+// file, and the server's word that no process of the task is left as a
+// line of it.
+func TestServedFileHoldsThePidAndTheReapedMark(t *testing.T) {
+	d := t.TempDir()
+	if id, pid, reaped := ReadServed(d); id != "" || pid != 0 || reaped || RecordedPID(d) != 0 || Reaped(d) {
+		t.Fatalf("no served file: %q %d %v", id, pid, reaped)
+	}
+	path := filepath.Join(d, FileServed)
+	if err := os.WriteFile(path, []byte("0a1b 4321\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if id, pid, reaped := ReadServed(d); id != "0a1b" || pid != 4321 || reaped {
+		t.Errorf("ReadServed = %q %d %v; want 0a1b 4321, not reaped", id, pid, reaped)
+	}
+	if RecordedPID(d) != 4321 || Reaped(d) {
+		t.Errorf("RecordedPID %d, Reaped %v; want 4321, false", RecordedPID(d), Reaped(d))
+	}
+	if err := os.WriteFile(path, []byte("0a1b 4321\nreaped\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !Reaped(d) {
+		t.Error("the reaped line was not read")
+	}
+	// A pid file of the node's own agent comes first.
+	if err := os.WriteFile(filepath.Join(d, FilePID), []byte("999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if RecordedPID(d) != 999 {
+		t.Errorf("RecordedPID = %d, want the pid file's 999", RecordedPID(d))
+	}
+}

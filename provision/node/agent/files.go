@@ -11,14 +11,15 @@
 //	container.sh             runs a phase in the task's container image, when it has one
 //	agent                    a symlink to the agent program this node runs
 //	begun                    made first (O_EXCL) by the agent of the node's own that owns it
-//	pid                      the agent's pid (its own session and group)
+//	pid                      the agent's pid (its own session and group), when the node
+//	                         has an agent of its own
 //	gone                     the node was taken away as a VM is (the local provider's
 //	                         preemption): an agent server running it records nothing more
-//	served                   the instance id of the agent server running this node's task
-//	                         (sortie-agent serve, for many nodes at once), made first
-//	                         (O_EXCL) in begun's place: pid is then the server's, and not
-//	                         the node's own process group; the server holds an exclusive
-//	                         flock on it while it runs the node
+//	served                   "ID PID": the instance id and pid of the agent server running
+//	                         this node's task (sortie-agent serve, for many nodes at once),
+//	                         made first (O_EXCL) in the place of begun and pid; the server
+//	                         holds an exclusive flock on it while it runs the node, and
+//	                         adds a line "reaped" in the place of the reaped file
 //	pgid.setup pgid.run      each phase's process group, once the phase runs: the last one
 //	                         is the current phase (an agent before this one also wrote it
 //	                         in phase, which Answer still reads first)

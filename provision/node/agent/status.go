@@ -134,9 +134,47 @@ func recordedPhase(d string) string {
 var afterAliveCheck = func() {}
 
 // RecordedPID returns the pid the agent recorded in dir, from pid or from
-// the name of pid.is.N; 0 when there is none.
+// the name of pid.is.N, or the agent server's from the served file; 0 when
+// there is none.
 func RecordedPID(dir string) int {
-	return ReadPID(filepath.Join(dir, FilePID))
+	if pid := ReadPID(filepath.Join(dir, FilePID)); pid > 0 {
+		return pid
+	}
+	_, pid, _ := ReadServed(dir)
+	return pid
+}
+
+// ReadServed reads the served file of node directory dir: the instance id
+// and pid of the agent server that runs its task (its first line, "ID
+// PID"), and whether the server said that none of the task's processes is
+// left (a line FileReaped). id is "" when there is no such file.
+func ReadServed(dir string) (id string, pid int, reaped bool) {
+	b, err := readHead(filepath.Join(dir, FileServed), MaxStateValue)
+	if err != nil {
+		return "", 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	f := strings.Fields(lines[0])
+	if len(f) > 0 {
+		id = f[0]
+	}
+	if len(f) > 1 {
+		if n, err := strconv.Atoi(f[1]); err == nil && n > 1 {
+			pid = n
+		}
+	}
+	return id, pid, len(lines) > 1 && lines[1] == FileReaped
+}
+
+// Reaped says whether the agent of node directory dir said that none of
+// its task's processes is left: the reaped file, or that line in the served
+// file of a node an agent server ran.
+func Reaped(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, FileReaped)); err == nil {
+		return true
+	}
+	_, _, reaped := ReadServed(dir)
+	return reaped
 }
 
 // ReadPID reads a process id the agent recorded at path (or in the name of
@@ -201,9 +239,8 @@ func AgentAlive(d string, pid int) bool {
 		if exists(filepath.Join(d, FileGone)) {
 			return false
 		}
-		id, err := readHead(filepath.Join(d, FileServed), MaxStateValue)
-		want := strings.TrimSpace(string(id))
-		return err == nil && want != "" && slices.Contains(args, InstanceFlag+"="+want)
+		want, _, _ := ReadServed(d)
+		return want != "" && slices.Contains(args, InstanceFlag+"="+want)
 	}
 	if r, err := filepath.EvalSymlinks(d); err == nil {
 		d = r

@@ -124,9 +124,19 @@ func agentVmRSS(home string) (agent, task int64, ok bool) {
 	for _, f := range append(pgids, more...) {
 		dir := filepath.Dir(f)
 		pgid, err1 := os.ReadFile(f)
-		pid, err2 := os.ReadFile(filepath.Join(dir, "pid"))
-		if err1 != nil || err2 != nil {
+		if err1 != nil {
 			continue
+		}
+		// An agent of the node's own in pid, else the agent server that
+		// runs the node, in served ("ID PID").
+		pid, err2 := os.ReadFile(filepath.Join(dir, "pid"))
+		if err2 != nil {
+			served, err := os.ReadFile(filepath.Join(dir, "served"))
+			if f := strings.Fields(string(served)); err != nil || len(f) < 2 {
+				continue
+			} else {
+				pid = []byte(f[1])
+			}
 		}
 		cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cmdline")
 		if err != nil || !strings.HasPrefix(filepath.Base(strings.Split(string(cmdline), "\x00")[0]), "sortie-agent") {
