@@ -419,3 +419,27 @@ func TestALocalAttemptKeepsItsLogByALink(t *testing.T) {
 		t.Errorf("the kept log has %d names and mode %v, want the kept one alone and %v", st.Nlink, fi.Mode().Perm(), home.FileMode)
 	}
 }
+
+// A known failure's log_path is the directory its attempt's logs are kept
+// in, the job's, where they lie.
+func TestAFailuresLogPathHoldsItsLogs(t *testing.T) {
+	ctx := context.Background()
+	c := localController(t)
+	id, err := c.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte(`{"tasks":[{"run":"echo failing; exit 3","resources":{"job_recovery":{"max_restarts_on_errors":0}}}]}`), NumTasks: 1, InputKey: "k-failing"}, make([]store.NewTask, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := untilEnded(t, id, func() *Controller { return c }); j.Status != lifecycle.Failed {
+		t.Fatalf("job %s (%s), want FAILED", j.Status, j.StatusReason)
+	}
+	f, err := c.Store.KnownFailure(ctx, "k-failing")
+	if err != nil || f == nil {
+		t.Fatalf("known failure: %+v, %v", f, err)
+	}
+	if f.LogPath != home.JobLogDir(c.Config.Home, id) {
+		t.Errorf("log_path is %s, want the job's log directory %s", f.LogPath, home.JobLogDir(c.Config.Home, id))
+	}
+	if b, err := os.ReadFile(filepath.Join(f.LogPath, "task-0.attempt-1.node-0.log")); err != nil || string(b) != "failing\n" {
+		t.Errorf("the log in log_path holds %q, %v", b, err)
+	}
+}
