@@ -79,12 +79,12 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	// renamed over), so that an agent the first Start begins meanwhile
 	// never reads a part of one.
 	first := true
-	if err := os.Mkdir(d+"/started", 0o777); err != nil {
-		if claimed(d) || !isDir(d+"/started") {
-			if isDir(d + "/started") {
-				return true, nil
-			}
+	if err := agent.WriteNew(d+"/started", nil, 0o666, true); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
 			return fail(err)
+		}
+		if claimed(d) {
+			return true, nil
 		}
 		first = false
 	}
