@@ -89,7 +89,7 @@ func nodeDirOf(env, key []byte) (string, bool) {
 // attempt's directory below one (the node package's), with the marks its
 // start and agent left there.
 type taskDir struct {
-	path                          string
+	path                           string
 	began, started, reaped, served bool
 }
 
@@ -264,12 +264,12 @@ func waitServed(ctx context.Context, served []string, d time.Duration) error {
 			timer.Stop()
 		}
 		for {
-			f, err := os.Open(filepath.Join(dir, agent.FileServed))
+			fd, err := syscall.Open(filepath.Join(dir, agent.FileServed), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				break
 			}
-			err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-			f.Close()
+			err = syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB)
+			syscall.Close(fd)
 			if err == nil {
 				break
 			}

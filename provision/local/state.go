@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 	"sortie/schema"
 )
 
@@ -148,7 +149,7 @@ func writeJSON(path string, v any) error {
 // read loads a cluster's record; fs.ErrNotExist when there is none.
 func (p *Provider) read(name string) (*record, error) {
 	path := filepath.Join(p.clusterDir(name), recordFile)
-	b, err := os.ReadFile(path)
+	b, err := agent.ReadHead(path, -1)
 	if err != nil {
 		return nil, err
 	}

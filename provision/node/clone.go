@@ -11,7 +11,7 @@ import (
 // remote's default branch) into $T, replacing what a half-done earlier
 // clone left there. Once the task has started it does nothing, as Upload.
 const cloneBody = `
-if [ -d "$D/started" ]; then
+if [ -e "$D/started" ]; then
 	exit 0
 fi
 if ! command -v git >/dev/null 2>&1; then

@@ -79,12 +79,12 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	// renamed over), so that an agent the first Start begins meanwhile
 	// never reads a part of one.
 	first := true
-	if err := os.Mkdir(d+"/started", 0o777); err != nil {
-		if claimed(d) || !isDir(d+"/started") {
-			if isDir(d + "/started") {
-				return true, nil
-			}
+	if err := agent.WriteNew(d+"/started", nil, 0o666, true); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
 			return fail(err)
+		}
+		if claimed(d) {
+			return true, nil
 		}
 		first = false
 	}
@@ -209,19 +209,7 @@ func writeStartFile(path string, f startFile, excl bool) error {
 // writeFile writes data to a new file at path (excl: one that is not there
 // yet) with perm, less the umask.
 func writeFile(path string, data []byte, perm fs.FileMode, excl bool) error {
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if excl {
-		flag |= os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flag, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return agent.WriteNew(path, data, perm, excl)
 }
 
 // putStartFile puts one of Start's files, name, in node directory d with

@@ -7,7 +7,8 @@
 //
 // The runner's Dir holds the agent's files (see package agent), and:
 //
-//	started/   made atomically by the first Start
+//	started    made atomically (O_EXCL) by the first Start; a directory where
+//	           an earlier version made it
 //	workdir/   the default working directory of the task
 //
 // On a VM the agent program is copied once per node, beside the attempts'
@@ -267,15 +268,15 @@ if [ ! -d "$D" ]; then
 fi
 S=$(mktemp -d "$D/.start.XXXXXX")
 tar -x -f - -C "$S" --no-same-owner
-# The first Start to make this directory owns the node; a later one (a
+# The first Start to make started (noclobber: O_EXCL) owns the node; a later one (a
 # controller that restarted and does not know) leaves the running task
 # alone. A start whose controller died between the claim and the agent's
 # beginning is finished by the next one: the agent's own claim (begun)
 # keeps two from running.
-if ! mkdir "$D/started" 2>/dev/null; then
-	if [ -e "$D/begun" ] || [ -e "$D/pid" ] || [ ! -d "$D/started" ]; then
+if ! (set -C && : >"$D/started") 2>/dev/null; then
+	if [ -e "$D/begun" ] || [ -e "$D/pid" ] || [ -e "$D/served" ] || [ ! -e "$D/started" ]; then
 		rm -rf "$S"
-		[ -d "$D/started" ] && exit 0
+		[ -e "$D/started" ] && exit 0
 		echo "cannot make $D/started" >&2
 		exit 1
 	fi

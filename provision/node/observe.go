@@ -134,7 +134,7 @@ func ReadLog(ctx context.Context, r provision.Runner, offset int64) ([]byte, err
 const stopBody = `
 mkdir -p "$D" && D=$(cd "$D" && pwd -P) && cd "$D" || exit 1
 : >stop
-[ -d started ] || exit 0
+[ -e started ] || exit 0
 termed=" "
 i=0
 while :; do

@@ -30,7 +30,7 @@ func reserved(name string) bool {
 // upload is skipped: a controller that restarted repeats upload and start, and
 // must not rewrite files under a running task.
 const uploadBody = `
-if [ -d "$D/started" ]; then
+if [ -e "$D/started" ]; then
 	cat >/dev/null
 	exit 0
 fi
@@ -41,7 +41,7 @@ tar -x -f - -C "$T" --no-same-owner
 
 // uploadFileBody writes stdin to the file $T.
 const uploadFileBody = `
-if [ -d "$D/started" ]; then
+if [ -e "$D/started" ]; then
 	cat >/dev/null
 	exit 0
 fi

@@ -165,7 +165,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			// (a full disk does not stop it), in place of a reaped file.
 			served.WriteString(FileReaped + "\n")
 		} else {
-			os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
+			WriteNew(filepath.Join(a.Dir, FileReaped), nil, 0o644, false)
 		}
 	}
 	return err
@@ -211,7 +211,7 @@ func (a *Agent) runPhases(ctx context.Context) error {
 // dropped. Without one, the task runs in the default working directory
 // (DefaultWorkdir), which a start on this machine does not write down.
 func readCwd(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, FileCwd))
+	b, err := readFile(filepath.Join(dir, FileCwd))
 	if errors.Is(err, fs.ErrNotExist) {
 		return filepath.Join(dir, DefaultWorkdir), nil
 	}

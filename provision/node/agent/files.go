@@ -132,7 +132,7 @@ func syncDir(dir string) error {
 // written must not be taken for a dead one.
 func mark(dir, name string, n int) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	err := os.WriteFile(tmp, []byte(strconv.Itoa(n)+"\n"), 0o644)
+	err := WriteNew(tmp, []byte(strconv.Itoa(n)+"\n"), 0o644, false)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
@@ -151,14 +151,11 @@ func mark(dir, name string, n int) error {
 // can; an empty file needs no data block, so a full disk does not stop the
 // claim.
 func claim(dir, name string) (bool, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err := WriteNew(filepath.Join(dir, name), nil, 0o644, true)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return true, f.Close()
+	return err == nil, err
 }
 
 // exists is test -e.

@@ -124,7 +124,7 @@ func children() []int {
 	}
 	var out []int
 	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		b, err := readFile("/proc/self/task/" + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
@@ -154,7 +154,7 @@ func leftovers(mine func(pid int) bool) []int {
 
 // zombie says whether process pid has ended and waits to be reaped.
 func zombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	stat, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
 	}
@@ -216,7 +216,7 @@ func waitNoLeftovers(d time.Duration, mine func(pid int) bool) bool {
 // node's phases', each the leader of its own).
 func ofNode(pid int, dir string, sids []int) bool {
 	p := "/proc/" + strconv.Itoa(pid)
-	if stat, err := os.ReadFile(p + "/stat"); err == nil {
+	if stat, err := readFile(p + "/stat"); err == nil {
 		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 {
 			// state ppid pgrp session ...
 			if f := strings.Fields(string(stat[i+2:])); len(f) > 3 {
@@ -234,7 +234,7 @@ func ofNode(pid int, dir string, sids []int) bool {
 	// moment: looked at again before it is taken for no node's.
 	var env []byte
 	for try := 0; try < 20; try++ {
-		b, err := os.ReadFile(p + "/environ")
+		b, err := readFile(p + "/environ")
 		if err != nil {
 			return false
 		}

@@ -67,9 +67,9 @@ type Server struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	mu      sync.Mutex
-	busy    int // connections being answered and nodes running
-	last    time.Time
+	mu       sync.Mutex
+	busy     int // connections being answered and nodes running
+	last     time.Time
 	closing  bool
 	freed    bool // nothing was busy since the last Free
 	lastFree time.Time

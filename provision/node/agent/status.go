@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -180,7 +179,7 @@ func Reaped(dir string) bool {
 // ReadPID reads a process id the agent recorded at path (or in the name of
 // path.is.N); 0 when there is none, or it is not a number above 1.
 func ReadPID(path string) int {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		names, _ := filepath.Glob(path + ".is.*")
 		if len(names) == 0 {
@@ -212,7 +211,7 @@ func AgentAlive(d string, pid int) bool {
 	if _, err := os.Stat("/proc/self"); err != nil {
 		return true // no /proc to look further
 	}
-	stat, err := os.ReadFile(p + "/stat")
+	stat, err := readFile(p + "/stat")
 	if err != nil {
 		return false
 	}
@@ -225,7 +224,7 @@ func AgentAlive(d string, pid int) bool {
 			return false
 		}
 	}
-	cmdline, err := os.ReadFile(p + "/cmdline")
+	cmdline, err := readFile(p + "/cmdline")
 	if err != nil {
 		return false
 	}
@@ -265,11 +264,4 @@ func unwrittenMarker(d string) string {
 }
 
 // readHead reads at most n bytes from the start of the file at path.
-func readHead(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
-}
+func readHead(path string, n int64) ([]byte, error) { return ReadHead(path, n) }
