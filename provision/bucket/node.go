@@ -115,11 +115,11 @@ func (n Node) local(m SpecMount) (string, error) {
 	if filepath.IsAbs(m.Path) {
 		return m.Path, nil
 	}
-	cwd, err := os.ReadFile(filepath.Join(n.Dir, "cwd"))
+	cwd, err := agent.ReadCwd(n.Dir)
 	if err != nil {
 		return "", fmt.Errorf("read the working directory: %w", err)
 	}
-	return filepath.Join(strings.TrimRight(string(cwd), "\n"), m.Path), nil
+	return filepath.Join(cwd, m.Path), nil
 }
 
 // manifestPath keeps one manifest per mount and local path, beside the

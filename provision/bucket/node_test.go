@@ -120,3 +120,21 @@ func TestS3DeniedIsErrDenied(t *testing.T) {
 		t.Errorf("List on a 403 = %v, want ErrDenied", err)
 	}
 }
+
+// A node with no cwd file (a local start in the default working
+// directory writes none) has its relative mounts under workdir.
+func TestNodeWithoutACwdFileSyncsUnderWorkdir(t *testing.T) {
+	st := newMem("data")
+	st.buckets["data"]["in/a"] = []byte("abc")
+	d := nodeDir(t, `{"interval_ms":30000,"mounts":[{"path":"data","store":"s3","bucket":"data","prefix":"in/","mode":"COPY"}]}`)
+	if err := os.Remove(filepath.Join(d, "cwd")); err != nil {
+		t.Fatal(err)
+	}
+	n := Node{Dir: d, Open: func(context.Context, string) (Store, error) { return st, nil }}
+	if err := n.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(d, "workdir/data/a")); string(b) != "abc" {
+		t.Errorf("workdir/data/a: %q, %v; want the bucket's file", b, err)
+	}
+}

@@ -104,7 +104,7 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	if err := os.MkdirAll(w, 0o777); err != nil {
 		return fail(err)
 	}
-	// The default working directory goes without saying (agent.readCwd).
+	// The default working directory goes without saying (agent.ReadCwd).
 	if w != d+"/"+agent.DefaultWorkdir {
 		if err := putStartFile(d, agent.FileCwd, first, func(path string, excl bool) error { return writeFile(path, []byte(w), 0o666, excl) }); err != nil {
 			return fail(err)

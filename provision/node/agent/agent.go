@@ -174,7 +174,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // runPhases runs setup, when there is one, then run, and records the exit
 // code that ended the task.
 func (a *Agent) runPhases(ctx context.Context) error {
-	w, err := readCwd(a.Dir)
+	w, err := ReadCwd(a.Dir)
 	if err != nil {
 		return a.finish(PhaseRun, 1, fmt.Sprintf("read the working directory: %v", err))
 	}
@@ -207,10 +207,11 @@ func (a *Agent) runPhases(ctx context.Context) error {
 	return a.finish(phase, code, "")
 }
 
-// readCwd reads the cwd file as $(cat cwd) would: trailing newlines
-// dropped. Without one, the task runs in the default working directory
+// ReadCwd reads the working directory of the task in node directory dir,
+// from the cwd file as $(cat cwd) would: trailing newlines dropped.
+// Without one, the task runs in the default working directory
 // (DefaultWorkdir), which a start on this machine does not write down.
-func readCwd(dir string) (string, error) {
+func ReadCwd(dir string) (string, error) {
 	b, err := readFile(filepath.Join(dir, FileCwd))
 	if errors.Is(err, fs.ErrNotExist) {
 		return filepath.Join(dir, DefaultWorkdir), nil
