@@ -246,22 +246,41 @@ func servedOf(ts []taskDir) []string {
 }
 
 // waitServed waits, for up to d, until no agent server runs a task in
-// dirs (it holds the served file's lock while it does): once the task's
+// served (it holds the served file's lock while it does): once the task's
 // processes are gone, the server records its exit code, and nothing may
-// write in a directory being removed.
-func waitServed(ctx context.Context, served []string, d time.Duration) error {
+// write in a directory being removed. Every rescanEvery meanwhile it calls
+// rescan, which ends what a server began after the caller looked (a phase
+// it forked just then).
+func waitServed(ctx context.Context, served []string, d time.Duration, rescan func()) error {
 	deadline := time.Now().Add(d)
+	next := time.Now().Add(rescanEvery)
+	again := func() {
+		if rescan != nil && time.Now().After(next) {
+			rescan()
+			next = time.Now().Add(rescanEvery)
+		}
+	}
 	for _, dir := range served {
 		if done, ok := node.ServedHere(dir); ok {
 			// This process's own request: the server says when it is
 			// done, with no look at the lock meanwhile.
 			timer := time.NewTimer(time.Until(deadline))
-			select {
-			case <-done:
-			case <-timer.C:
-			case <-ctx.Done():
+			tick := time.NewTicker(rescanEvery)
+		wait:
+			for {
+				select {
+				case <-done:
+					break wait
+				case <-timer.C:
+					break wait
+				case <-ctx.Done():
+					break wait
+				case <-tick.C:
+					again()
+				}
 			}
 			timer.Stop()
+			tick.Stop()
 		}
 		for {
 			fd, err := syscall.Open(filepath.Join(dir, agent.FileServed), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
@@ -276,6 +295,7 @@ func waitServed(ctx context.Context, served []string, d time.Duration) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("the agent server still runs the task in %s after %s", dir, d)
 			}
+			again()
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -285,6 +305,10 @@ func waitServed(ctx context.Context, served []string, d time.Duration) error {
 	}
 	return nil
 }
+
+// rescanEvery is how often waitServed looks again for the processes of
+// nodes whose server has not let go of them.
+const rescanEvery = 100 * time.Millisecond
 
 // killNodes ends every process of the node directories: SIGTERM and up to
 // grace to exit, then SIGKILL (at once when grace is zero). It returns once
@@ -299,7 +323,13 @@ func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
 		// What the kill ended may have claimed its node meanwhile.
 		ts = taskDirs(dirs)
 	}
-	return waitServed(ctx, servedOf(ts), 10*time.Second)
+	return waitServed(ctx, servedOf(ts), 10*time.Second, func() {
+		// A phase its server began after the look above (forked just
+		// as it looked) holds the server: ended now, at once.
+		if procs, err := scanProcs(dirs); err == nil && len(procs) > 0 {
+			signal(agentsFirst(procs), syscall.SIGKILL)
+		}
+	})
 }
 
 // killNodeProcs is killNodes but for the wait for agent servers, given

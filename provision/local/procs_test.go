@@ -493,3 +493,32 @@ func TestTerminateScansWhileTheAgentRuns(t *testing.T) {
 	}
 	waitFor(t, "the node's groups gone", func() bool { return !anyGroupAlive(groups) })
 }
+
+// A teardown whose look at the machine's processes came just before the
+// agent server forked the task's phase (it found nothing) still ends that
+// phase while it waits for the server, and returns once the server is
+// done, not after its 10 s with the task left running.
+func TestTerminateEndsAPhaseBegunAfterItsLook(t *testing.T) {
+	p := newProvider(t)
+	name := "sortie-31-0-1"
+	_, rs := launchRunning(t, p, name, 1, `touch ready; sleep 300`)
+	group := node.Groups(rs[0].Dir())
+	scans := 0
+	scanProcs = func(dirs []string) ([]proc, error) {
+		scans++
+		if scans == 1 {
+			return nil, nil // the phase not forked yet
+		}
+		return nodeProcs(dirs)
+	}
+	t.Cleanup(func() { scanProcs = nodeProcs })
+	if err := p.Terminate(context.Background(), name); err != nil {
+		t.Fatalf("Terminate: %v", err)
+	}
+	if scans < 2 {
+		t.Errorf("%d looks at the processes; want another while waiting for the server", scans)
+	}
+	if anyGroupAlive(group) {
+		t.Errorf("the task's group %v still runs after Terminate", group)
+	}
+}
