@@ -98,16 +98,13 @@ func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
 	}
 }
 
-// A node log that could not be kept is said so, with its reason, beside
-// the logs that were, and the command fails instead of printing nothing.
-func TestLogsSayWhichLogWasNotKept(t *testing.T) {
+// preemptedAttempt runs the next attempt of job id's task 0 on two aws
+// nodes, from status, and ends it preempted, as policy decides (last: the
+// job's last attempt).
+func preemptedAttempt(t *testing.T, s *Service, id int64, status lifecycle.Status, policy strategy.Policy, last bool) {
+	t.Helper()
 	ctx := context.Background()
-	s := testService(t)
-	id, err := s.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte("{}")}, []store.NewTask{{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.Store.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, lifecycle.Starting)
+	a, err := s.Store.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, status)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +115,22 @@ func TestLogsSayWhichLogWasNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := strategy.Ended{Outcome: strategy.Preempted, ExitCodes: []*int{nil, nil}}
-	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, e, true)
+	d := strategy.Decide(policy, strategy.Counters{}, e, last)
 	if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.Outcome, ExitCodes: e.ExitCodes}, d, store.Facts{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A node log that could not be kept is said so, with its reason, beside
+// the logs that were, and the command fails instead of printing nothing.
+func TestLogsSayWhichLogWasNotKept(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	id, err := s.Store.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte("{}")}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	preemptedAttempt(t, s, id, lifecycle.Starting, strategy.Policy{}, true)
 	dir := home.JobLogDir(s.Home, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -207,21 +216,7 @@ func TestLogsReadTheOldLayoutBesideTheNew(t *testing.T) {
 		if n > 1 {
 			status = lifecycle.Recovering
 		}
-		a, err := s.Store.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, status)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Store.MarkLaunched(ctx, a.ID, "aws", "us-east-1", "us-east-1a", []string{"i-0", "i-1"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Store.MarkRunning(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		e := strategy.Ended{Outcome: strategy.Preempted, ExitCodes: []*int{nil, nil}}
-		d := strategy.Decide(strategy.Policy{MaxRestartsOnErrors: 5}, strategy.Counters{}, e, n == 3)
-		if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.Outcome, ExitCodes: e.ExitCodes}, d, store.Facts{}); err != nil {
-			t.Fatal(err)
-		}
+		preemptedAttempt(t, s, id, status, strategy.Policy{MaxRestartsOnErrors: 5}, n == 3)
 	}
 	write := func(path, text string) {
 		t.Helper()

@@ -106,7 +106,7 @@ func StartHere(ctx context.Context, req Request, payload []byte, env []string) (
 	}
 	// The default working directory goes without saying (agent.ReadCwd).
 	if w != d+"/"+agent.DefaultWorkdir {
-		if err := putStartFile(d, agent.FileCwd, first, func(path string, excl bool) error { return writeFile(path, []byte(w), 0o666, excl) }); err != nil {
+		if err := putStartFile(d, agent.FileCwd, first, func(path string, excl bool) error { return agent.WriteNew(path, []byte(w), 0o666, excl) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -197,19 +197,13 @@ func startPayload(payload []byte) ([]startFile, bool) {
 // writeStartFile writes f as tar unpacks it for root: its mode exactly, its
 // modification time. excl: the file must not be there yet.
 func writeStartFile(path string, f startFile, excl bool) error {
-	if err := writeFile(path, f.data, 0o600, excl); err != nil {
+	if err := agent.WriteNew(path, f.data, 0o600, excl); err != nil {
 		return err
 	}
 	if err := os.Chmod(path, f.mode); err != nil {
 		return err
 	}
 	return os.Chtimes(path, time.Time{}, f.mod)
-}
-
-// writeFile writes data to a new file at path (excl: one that is not there
-// yet) with perm, less the umask.
-func writeFile(path string, data []byte, perm fs.FileMode, excl bool) error {
-	return agent.WriteNew(path, data, perm, excl)
 }
 
 // putStartFile puts one of Start's files, name, in node directory d with

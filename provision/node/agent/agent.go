@@ -108,7 +108,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	var served *os.File
 	if a.Served == "" {
-		ok, err := claim(a.Dir, FileBegun)
+		ok, err := claim(a.Dir)
 		if err != nil || !ok {
 			return err
 		}

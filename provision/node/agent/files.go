@@ -147,11 +147,10 @@ func mark(dir, name string, n int) error {
 	return f.Close()
 }
 
-// claim makes the empty file name (begun), which only the first agent
-// can; an empty file needs no data block, so a full disk does not stop the
-// claim.
-func claim(dir, name string) (bool, error) {
-	err := WriteNew(filepath.Join(dir, name), nil, 0o644, true)
+// claim makes the empty file begun, which only the first agent can; an
+// empty file needs no data block, so a full disk does not stop the claim.
+func claim(dir string) (bool, error) {
+	err := WriteNew(filepath.Join(dir, FileBegun), nil, 0o644, true)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
