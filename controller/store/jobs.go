@@ -84,7 +84,9 @@ const (
 // CreateJob stores a new PENDING job and its tasks and returns its id. When
 // j.RetryOf is set, the original must have ended; the new job joins the
 // original's chain (root_id) and the original gains retried_in, in the same
-// transaction.
+// transaction. The job's changes of status are written to the notification
+// outbox only when its spec names notify (NamesNotify) or default webhooks
+// are recorded (SetDefaultWebhooks).
 func (s *Store) CreateJob(ctx context.Context, j *Job, tasks []NewTask) (int64, error) {
 	return s.CreateJobWith(ctx, j, tasks, nil)
 }
@@ -118,10 +120,11 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		}
 		var err error
 		id, err = insertID(ctx, tx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
-			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at, owner)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at, owner, notify)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.Name, lifecycle.Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
-			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now), j.Owner)
+			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now), j.Owner,
+			boolInt(NamesNotify(j.Spec)))
 		if err != nil {
 			return err
 		}

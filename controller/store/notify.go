@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,12 +12,53 @@ import (
 	"sortie/controller/lifecycle"
 )
 
-// The outbox of notifications. Every change of a job's status is written
-// to notify_events by a trigger, in the transaction that changes it
-// (migration 0003), so no event is lost to a crash and none is made twice.
-// The notifier dispatches each event into one delivery per webhook that
-// wants it, and records each delivery's try before it sends and its
-// outcome after.
+// The outbox of notifications. Every change of a job's status that a
+// webhook can want is written to notify_events by a trigger, in the
+// transaction that changes it (migration 0003), so no event is lost to a
+// crash and none is made twice. The notifier dispatches each event into
+// one delivery per webhook that wants it, and records each delivery's try
+// before it sends and its outcome after.
+//
+// A webhook can want a job's events when the job's spec names notify (its
+// tasks' own webhooks: jobs.notify, set when the job is stored) or when
+// the controller has default webhooks (notify_defaults, which its notifier
+// writes when it starts); the trigger writes nothing for a job with
+// neither (migration 0011), as its events would go nowhere.
+
+// NamesNotify says whether a stored spec names notify, which a spec with a
+// task that has webhooks of its own does. A job whose spec does not has
+// only the default webhooks.
+func NamesNotify(spec []byte) bool { return bytes.Contains(spec, []byte(`"notify"`)) }
+
+// SetDefaultWebhooks records whether there are default webhooks, the ones
+// of every task without notify: without them, the changes of a job whose
+// spec names no notify are not written to the outbox. It writes only when
+// that changes what is recorded.
+func (s *Store) SetDefaultWebhooks(ctx context.Context, on bool) error {
+	was, err := s.DefaultWebhooks(ctx)
+	if err != nil || was == on {
+		return err
+	}
+	return s.exec(ctx, `UPDATE notify_defaults SET webhooks = ? WHERE id = 1`, boolInt(on))
+}
+
+// DefaultWebhooks says whether default webhooks are recorded (a store no
+// notifier has started on says yes).
+func (s *Store) DefaultWebhooks(ctx context.Context) (bool, error) {
+	var on int
+	err := s.db.QueryRowContext(ctx, `SELECT webhooks FROM notify_defaults WHERE id = 1`).Scan(&on)
+	if err != nil {
+		return false, fmt.Errorf("read notify_defaults: %w", err)
+	}
+	return on != 0, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // NotifyEvent is one change of a job's status.
 type NotifyEvent struct {

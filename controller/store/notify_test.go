@@ -175,3 +175,75 @@ func testDeliveriesAreRecordedBeforeAndAfterEachTry(t *testing.T, b backend) {
 		t.Fatalf("due after delivery: %+v", d)
 	}
 }
+
+// Without default webhooks, the changes of a job whose spec names no
+// notify are not written to the outbox at all (no webhook can want them);
+// those of a job that names notify are, and with default webhooks every
+// job's are. A job stored before jobs.notify existed (the column's
+// default) keeps its events.
+func TestOutboxOnlyForJobsAWebhookCanWant(t *testing.T) {
+	onEach(t, testOutboxOnlyForJobsAWebhookCanWant)
+}
+
+func testOutboxOnlyForJobsAWebhookCanWant(t *testing.T, b backend) {
+	ctx := context.Background()
+	s, _ := openTest(t, b)
+	if on, err := s.DefaultWebhooks(ctx); err != nil || !on {
+		t.Fatalf("a new store's default webhooks: %v %v, want true until a notifier says", on, err)
+	}
+	if err := s.SetDefaultWebhooks(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := s.DefaultWebhooks(ctx); err != nil || on {
+		t.Fatalf("default webhooks after turning them off: %v %v", on, err)
+	}
+	create := func(spec string) int64 {
+		t.Helper()
+		id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(spec)}, []NewTask{{Name: "t"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	// moves job id through STARTING and RUNNING to FAILED: three changes.
+	move := func(id int64) { t.Helper(); endFailed(t, s, id, "exit code 1") }
+	stored := func(id int64) int {
+		t.Helper()
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM notify_events WHERE job_id = ?`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	plain := create(`{"tasks":[{"name":"t","run":"true"}]}`)
+	hooked := create(`{"tasks":[{"name":"t","notify":{"webhooks":[{"url":"http://127.0.0.1:1/h"}]},"run":"true"}]}`)
+	// As an older sortie stored a job: without naming jobs.notify.
+	var old int64
+	if err := s.db.QueryRowContext(ctx, `INSERT INTO jobs (name, status, spec, submitted_at) VALUES ('old', ?, '{}', ?) RETURNING id`,
+		lifecycle.Pending, fmtTime(time.Now())).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status) VALUES (?, 0, 't', ?)`, old, lifecycle.Pending); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{plain, hooked, old} {
+		move(id)
+	}
+	if n := stored(plain); n != 0 {
+		t.Errorf("job without notify, no default webhooks: %d events written, want none", n)
+	}
+	if n := stored(hooked); n != 3 {
+		t.Errorf("job with notify: %d events written, want 3", n)
+	}
+	if n := stored(old); n != 3 {
+		t.Errorf("job stored without jobs.notify: %d events written, want 3", n)
+	}
+	if err := s.SetDefaultWebhooks(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	later := create(`{"tasks":[{"name":"t","run":"true"}]}`)
+	move(later)
+	if n := stored(later); n != 3 {
+		t.Errorf("job without notify, default webhooks: %d events written, want 3", n)
+	}
+}
