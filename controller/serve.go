@@ -127,12 +127,18 @@ func run(ctx context.Context, h string, cfg config.Config, st *store.Store, log 
 	}
 	defer stopMetrics()
 	// Notifications are sent beside the loop, never in it: a slow
-	// receiver holds up only the notifier's own goroutines.
+	// receiver holds up only the notifier's own goroutines. Whether jobs
+	// without notify have webhooks (this config's defaults) is recorded
+	// before the loop or the API changes any job's status.
+	n := NewNotifier(st, cfg, c.Log, c.Now)
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
 	nctx, stopNotifier := context.WithCancel(ctx)
 	notified := make(chan struct{})
 	go func() {
 		defer close(notified)
-		NewNotifier(st, cfg, c.Log, c.Now).Run(nctx)
+		n.Run(nctx)
 	}()
 	defer func() { stopNotifier(); <-notified }()
 	args := []any{"home", h, "store", store.Redact(cfg.StoreURL()), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D()}

@@ -1,10 +1,10 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
+	"sortie/controller/store"
 	"sortie/schema"
 )
 
@@ -38,7 +38,7 @@ func (n *Notifier) job(ctx context.Context, id int64) (*jobHooks, error) {
 	h = &jobHooks{name: j.Name}
 	// Without default webhooks, most jobs name none: their spec need not
 	// be decoded to say so.
-	if len(n.Default) > 0 || bytes.Contains(j.Spec, []byte(`"notify"`)) {
+	if len(n.Default) > 0 || store.NamesNotify(j.Spec) {
 		p, err := schema.Unmarshal(j.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", id, err)

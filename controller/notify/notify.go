@@ -1,6 +1,7 @@
 // Package notify posts a job's events to the webhooks its task (or
 // config.yaml) names. It works from the store's outbox: every change of a
-// job's status is an event there, written in the transaction that made it;
+// job's status is an event there, written in the transaction that made it
+// (only for jobs a webhook can want: see Notifier.Start);
 // the Notifier turns each into one delivery per webhook that wants it and
 // sends those, recording each try before it sends and its outcome after,
 // so that a controller stopped at any moment neither loses an event nor
@@ -49,10 +50,11 @@ type Notifier struct {
 	// takes (defaults 4 and 64).
 	Senders, Batch int
 
-	wake  chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	cache map[int64]*jobHooks // by job id
+	wake    chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	cache   map[int64]*jobHooks // by job id
+	started bool                // Start recorded Default in the store
 }
 
 // Retry is a capped doubling back-off.
@@ -118,6 +120,23 @@ func (n *Notifier) init() {
 	})
 }
 
+// Start records in the store whether n has default webhooks. Without
+// them, a job whose spec names no notify has no webhook, and its changes
+// of status are not written to the outbox at all; with them, every job's
+// are. The controller calls it before any job's status changes under it
+// (a change made before would be gated by what the last notifier
+// recorded); Run calls it until it succeeds when it was not called.
+func (n *Notifier) Start(ctx context.Context) error {
+	n.init()
+	if err := n.Store.SetDefaultWebhooks(ctx, len(n.Default) > 0); err != nil {
+		return fmt.Errorf("record whether there are default webhooks (config.yaml notify.webhooks): %w", err)
+	}
+	n.mu.Lock()
+	n.started = true
+	n.mu.Unlock()
+	return nil
+}
+
 // Wake makes Run look at the outbox now; it never blocks.
 func (n *Notifier) Wake() {
 	n.init()
@@ -132,6 +151,14 @@ func (n *Notifier) Wake() {
 func (n *Notifier) Run(ctx context.Context) {
 	n.init()
 	for {
+		n.mu.Lock()
+		started := n.started
+		n.mu.Unlock()
+		if !started {
+			if err := n.Start(ctx); err != nil && ctx.Err() == nil {
+				n.Log.Warn("notifications", "err", err)
+			}
+		}
 		full, err := n.Round(ctx)
 		if ctx.Err() != nil {
 			return
@@ -171,8 +198,9 @@ func (n *Notifier) Round(ctx context.Context) (full bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("read the outbox: %w", err)
 	}
-	// One transaction for the batch: most events go to no webhook, and a
-	// write each would queue behind the controller's own writes.
+	// One transaction for the batch: many events go to no webhook (a kind
+	// no webhook asked for), and a write each would queue behind the
+	// controller's own writes.
 	ds := make([]store.Dispatch, len(evs))
 	for i, e := range evs {
 		ds[i] = n.dispatch(ctx, e)

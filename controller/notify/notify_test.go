@@ -500,6 +500,9 @@ func TestRunSendsWhenWokenAndStopsAtOnce(t *testing.T) {
 	if err := st.FinishJob(context.Background(), id, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "cancelled"}); err != nil {
 		t.Fatal(err)
 	}
+	if on, err := st.DefaultWebhooks(context.Background()); err != nil || on {
+		t.Errorf("Run did not record that there are no default webhooks before its first round: %v %v", on, err)
+	}
 	n.Wake()
 	wait("after a wake")
 	cancel()
@@ -532,5 +535,69 @@ func TestBodyWithoutExitCodes(t *testing.T) {
 				t.Errorf("body %s lacks %s", b, want)
 			}
 		}
+	}
+}
+
+// Without default webhooks, a job that names no notify writes nothing to
+// the outbox and the notifier never reads it; a job with its own webhook
+// gets its deliveries. A notifier with default webhooks records that it
+// has them, and a job without notify gets its deliveries there; one
+// without them records that too.
+func TestOnlyJobsAWebhookCanWantAreNotified(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	st := openStore(t, filepath.Join(t.TempDir(), "state.db"), clk)
+	rcv := newReceiver(t, 0, 0)
+	n := newNotifier(st, clk)
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := st.DefaultWebhooks(ctx); err != nil || on {
+		t.Fatalf("after a start without default webhooks: %v %v", on, err)
+	}
+	plain := submit(t, st, "name: plain\nrun: \"true\"\n")
+	hooked := submit(t, st, task(rcv.URL, "[status]"))
+	start(t, st, plain, 0)
+	start(t, st, hooked, 0)
+	evs, err := st.UndispatchedEvents(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.JobID != hooked {
+			t.Errorf("an event of job %d, which no webhook can want: %+v", e.JobID, e)
+		}
+	}
+	if len(evs) != 2 {
+		t.Errorf("%d events, want the 2 changes of job %d", len(evs), hooked)
+	}
+	if _, err := n.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, read := n.cache[plain]; read {
+		t.Errorf("the notifier read job %d, which no webhook can want", plain)
+	}
+	if ds, _ := st.Deliveries(ctx, hooked); len(ds) != 2 || ds[0].State != store.DeliveryDelivered || ds[1].State != store.DeliveryDelivered {
+		t.Errorf("deliveries of the job with its own webhook: %+v", ds)
+	}
+
+	withDefault := &Notifier{Store: st, Now: clk.Now, Default: []schema.Webhook{{URL: rcv.URL + "/default", Events: []string{"status"}}}}
+	if err := withDefault.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := submit(t, st, "name: later\nrun: \"true\"\n")
+	start(t, st, later, 0)
+	if _, err := withDefault.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := st.Deliveries(ctx, later)
+	if len(ds) != 2 || ds[0].URL != rcv.URL+"/default" || ds[1].State != store.DeliveryDelivered {
+		t.Errorf("deliveries of a job without notify, with default webhooks: %+v", ds)
+	}
+	if err := newNotifier(st, clk).Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := st.DefaultWebhooks(ctx); err != nil || on {
+		t.Errorf("after a start without default webhooks again: %v %v", on, err)
 	}
 }
