@@ -86,3 +86,62 @@ func TestLaunchRefusesInputsNoNodeCanTake(t *testing.T) {
 		t.Errorf("stored %d jobs", len(jobs))
 	}
 }
+
+// With default webhooks in config.yaml, opening the home records that
+// there are some, so that a cancel made while no controller runs (or after
+// one without them) is written to the outbox for them; a config without
+// them leaves what the controller recorded as it is.
+func TestOpenRecordsDefaultWebhooks(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("SORTIE_POLL_INTERVAL", "")
+	h := filepath.Join(t.TempDir(), "home")
+	if err := home.Make(h); err != nil {
+		t.Fatal(err)
+	}
+	// The last controller had no default webhooks.
+	st, err := store.Open(ctx, home.State(h), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SetDefaultWebhooks(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Service {
+		t.Helper()
+		s, err := Open(ctx, h, clouds.Light())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		s.StartDaemon = func(context.Context, string) error { return nil }
+		s.FindDaemon = nil
+		return s
+	}
+	open()
+	if on, err := st.DefaultWebhooks(ctx); err != nil || on {
+		t.Fatalf("after opening a home without default webhooks: %v %v, want false as the controller left it", on, err)
+	}
+	if err := os.WriteFile(home.Config(h), []byte("notify:\n  webhooks:\n  - {url: https://hooks.example.com/all}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := open()
+	if on, err := st.DefaultWebhooks(ctx); err != nil || !on {
+		t.Fatalf("after opening a home with default webhooks: %v %v, want true", on, err)
+	}
+	task := filepath.Join(t.TempDir(), "task.yaml")
+	if err := os.WriteFile(task, []byte("run: train\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Launch(ctx, LaunchRequest{File: task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, CancelRequest{IDs: []int64{j.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.UndispatchedEvents(ctx, 10)
+	if err != nil || len(evs) != 1 || evs[0].JobID != j.ID || evs[0].To != "CANCELLING" {
+		t.Errorf("outbox after the cancel: %+v %v, want the job's change to CANCELLING", evs, err)
+	}
+}

@@ -74,6 +74,17 @@ func Open(ctx context.Context, h string, cls []clouds.Cloud) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
+	// Tasks without notify post to config.yaml's webhooks. When it has
+	// some, every job's changes are written to the outbox, a cancel made
+	// while no controller runs too: this is recorded before the next
+	// controller records it. A config without them never turns it off
+	// here; the controller's notifier decides that.
+	if len(cfg.Notify.Webhooks) > 0 {
+		if err := st.SetDefaultWebhooks(ctx, true); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	return &Service{Home: h, Store: st, Config: cfg, Clouds: clouds.NewSet(cfg, cls), Now: time.Now, Getenv: os.Getenv,
 		StartDaemon: startDaemon(st, daemon.Ensure), FindDaemon: func() error { _, err := daemon.BinaryPath(os.Getenv); return err },
 		Asker: LocalAsker(os.Getenv)}, nil
