@@ -14,6 +14,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -368,14 +369,54 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 }
 
 // spec decodes a job's stored pipeline.
+// The pipeline is shared with every other step of the job that reads the
+// same spec: callers read it and never change it.
 func spec(j *store.Job) (*schema.Pipeline, error) {
-	p, err := schema.Unmarshal(j.Spec)
+	p, err := specs.parse(j.ID, j.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("job %d spec: %w", j.ID, err)
 	}
 	if j.CurrentTask >= len(p.Tasks) {
 		return nil, fmt.Errorf("job %d: current task %d of %d", j.ID, j.CurrentTask, len(p.Tasks))
 	}
+	return p, nil
+}
+
+// specCache keeps the pipelines of the jobs stepped lately, each decoded
+// once: a job's spec never changes once stored, and every step of the job
+// reads it again. A pipeline is given back only for the same text.
+type specCache struct {
+	mu sync.Mutex
+	m  map[int64]parsedSpec
+}
+
+type parsedSpec struct {
+	text []byte
+	p    *schema.Pipeline
+}
+
+// maxSpecs bounds the pipelines kept; past it the cache starts afresh.
+const maxSpecs = 4096
+
+var specs = specCache{m: map[int64]parsedSpec{}}
+
+func (c *specCache) parse(id int64, text []byte) (*schema.Pipeline, error) {
+	c.mu.Lock()
+	got, ok := c.m[id]
+	c.mu.Unlock()
+	if ok && bytes.Equal(got.text, text) {
+		return got.p, nil
+	}
+	p, err := schema.Unmarshal(text)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxSpecs {
+		clear(c.m)
+	}
+	c.m[id] = parsedSpec{text: bytes.Clone(text), p: p}
+	c.mu.Unlock()
 	return p, nil
 }
 

@@ -64,11 +64,11 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	for i, id := range ids {
 		rec.Nodes = append(rec.Nodes, nodeRecord{Rank: i, InstanceID: id, State: provision.NodeRunning})
 	}
-	// The cluster is built, record written and synced, in a directory of
+	// The cluster is built, record written, in a directory of
 	// its own outside the lock; the lock is held only to look again and
 	// rename it into place, so launches at once wait on each other for a
 	// rename, not for each other's writes.
-	tmp, err := p.build(rec)
+	tmp, crowded, err := p.build(rec)
 	if err != nil {
 		// A launch of the same name elsewhere may have won and cleared
 		// this build away.
@@ -102,7 +102,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 			spec.Name, at, o, capacityArg(o)))
 	}
 	err = os.Rename(tmp, p.clusterDir(rec.Name))
-	if err == nil {
+	if err == nil && crowded {
 		p.clearBuilds(rec.Name)
 	}
 	unlock()
@@ -123,27 +123,43 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 // renames it into place, so that a crash leaves the whole cluster or none.
 // A build left by a crash is hidden from List, never mistaken for a
 // cluster, and removed once a Launch of its cluster has put one in place.
-func (p *Provider) build(rec *record) (string, error) {
-	if err := os.MkdirAll(p.clustersDir(), 0o700); err != nil {
-		return "", err
+//
+// The build is ".new-NAME"; only when that is taken (a crash left it, or
+// a launch of the same name elsewhere builds there) is it ".new-NAME.*",
+// and crowded says so: then, and only then, the launch that wins looks
+// for builds to clear, which spares every other launch a scan of the
+// clusters directory.
+func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
+	tmp = filepath.Join(p.clustersDir(), ".new-"+rec.Name)
+	err = os.Mkdir(tmp, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(p.clustersDir(), 0o700); err == nil {
+			err = os.Mkdir(tmp, 0o700)
+		}
 	}
-	tmp, err := os.MkdirTemp(p.clustersDir(), ".new-"+rec.Name+".")
+	if errors.Is(err, fs.ErrExist) {
+		crowded = true
+		tmp, err = os.MkdirTemp(p.clustersDir(), ".new-"+rec.Name+".")
+	}
 	if err != nil {
-		return "", err
+		return "", crowded, err
 	}
 	for _, n := range rec.Nodes {
 		if err := os.Mkdir(filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank)), 0o700); err != nil {
 			os.RemoveAll(tmp)
-			return "", err
+			return "", crowded, err
 		}
 	}
-	// The record is written in place, synced: the build directory is
-	// nobody's until its rename, which makes the record appear whole.
+	// The record is written in place: the build directory is nobody's
+	// until its rename, which makes the record appear whole. It is not
+	// synced: what would lose it (the machine going down) ends every
+	// local node with it, and a record cut short reads as broken, which
+	// ends its job and terminates the cluster.
 	if err := writeNew(filepath.Join(tmp, recordFile), rec); err != nil {
 		os.RemoveAll(tmp)
-		return "", err
+		return "", crowded, err
 	}
-	return tmp, nil
+	return tmp, crowded, nil
 }
 
 // clearBuilds removes what launches of cluster name left unfinished (a

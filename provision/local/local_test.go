@@ -228,6 +228,34 @@ func TestInterruptedLaunchLeavesNothing(t *testing.T) {
 	}
 }
 
+// A crash can leave a build under each of its names: the launch that
+// finds the first taken builds under the second kind, and once its
+// cluster is in place, clears both.
+func TestLaunchClearsEveryBuildACrashLeft(t *testing.T) {
+	p := newProvider(t)
+	s := spec("sortie-3-0-2", pl("local", "local-a"), 1)
+	left := []string{".new-" + s.Name, ".new-" + s.Name + ".123"}
+	for _, d := range left {
+		if err := os.MkdirAll(filepath.Join(p.clustersDir(), d, "node-0"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Launch(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(p.clustersDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != s.Name {
+		t.Errorf("clusters directory holds %v; want only %s", names, s.Name)
+	}
+}
+
 func TestRemovedNodeDirectoryIsGone(t *testing.T) {
 	p := newProvider(t)
 	ctx := context.Background()

@@ -113,7 +113,8 @@ func taskDirs(dirs []string) []taskDir {
 		look(d)
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
-			if e.IsDir() {
+			// The node's HOME is the task's, never an agent's.
+			if e.IsDir() && e.Name() != homeName {
 				look(filepath.Join(d, e.Name()))
 			}
 		}

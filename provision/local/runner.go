@@ -22,7 +22,10 @@ type runner struct{ dir string }
 // homeDir is the node's own HOME, under its directory, as a VM has its
 // user's: what a task does to ~ (setup appending to ~/.bashrc) stays on
 // the node, never in the home of whoever runs sortie.
-func (r *runner) homeDir() string { return filepath.Join(r.dir, "home") }
+func (r *runner) homeDir() string { return filepath.Join(r.dir, homeName) }
+
+// homeName is the directory of a node's directory that is its HOME.
+const homeName = "home"
 
 // Exec runs script with bash -c in the node directory. The command gets a
 // process group of its own so that cancelling ctx ends all of it; what it

@@ -124,18 +124,13 @@ func writeSynced(f *os.File, data []byte) error {
 	return f.Close()
 }
 
-// writeNew writes v as JSON to path, a file that must not exist yet, and
-// syncs it.
+// writeNew writes v as JSON to path, a file that must not exist yet.
 func writeNew(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	return writeSynced(f, append(b, '\n'))
+	return agent.WriteNew(path, append(b, '\n'), 0o600, true)
 }
 
 func writeJSON(path string, v any) error {
