@@ -144,8 +144,15 @@ func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
 	if err != nil {
 		return "", crowded, err
 	}
+	// A node's directories kept from a teardown are moved in whole, with
+	// the attempt's directory named for this launch's attempt (spare.go).
+	attempt, aerr := strconv.Atoi(rec.Tags[provision.TagAttempt])
 	for _, n := range rec.Nodes {
-		if err := os.Mkdir(filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank)), 0o700); err != nil {
+		node := filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank))
+		if aerr == nil && attempt > 0 && p.spares().take(node, attempt) {
+			continue
+		}
+		if err := os.Mkdir(node, 0o700); err != nil {
 			os.RemoveAll(tmp)
 			return "", crowded, err
 		}
@@ -303,7 +310,11 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 		if e.Name() == recordFile {
 			continue
 		}
-		if err := removeAll(filepath.Join(dir, e.Name())); err != nil {
+		path := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), "node-") && p.spares().keep(p.home, path) {
+			continue
+		}
+		if err := removeAll(path); err != nil {
 			return fmt.Errorf("terminate %s: %w", name, err)
 		}
 	}

@@ -1,0 +1,247 @@
+package local
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Node directories are kept for reuse. A local node is four directories
+// (the node's, its HOME, the attempt's, the attempt's workdir), made at its
+// launch and start and removed at its teardown. On a disk that makes each
+// new directory cost a search for a free inode and a block, which grows
+// with what was removed in the last minutes (ext4 without a journal skips
+// every inode freed lately), that was most of what a short local job cost
+// sortie. So a teardown that finds a node's directories as a start makes
+// them, once emptied of what the task and its agent left, moves them aside
+// whole, and the next launch of a node moves them into place, its
+// attempt's directory renamed to the new attempt's number.
+//
+// The kept directories are this process's own, under
+// local/spare/PID.NONCE; a process that finds another's there whose
+// process is gone removes them. A node's directories are kept only when
+// they are exactly what a start makes, with the modes it gives them and
+// this user's; anything else is removed as before. Nothing a task wrote
+// is ever kept: only empty directories are.
+
+// maxSpares bounds the node directories a process keeps.
+const maxSpares = 32
+
+// spares are the node directories this process keeps for reuse in home.
+type spares struct {
+	mu   sync.Mutex
+	dir  string   // this process's, made at the first keep
+	free []string // kept node directories in dir
+	seq  uint64
+}
+
+var sparesByHome sync.Map // home → *spares
+
+func (p *Provider) spares() *spares {
+	s, _ := sparesByHome.LoadOrStore(p.home, &spares{})
+	return s.(*spares)
+}
+
+// spareRoot holds every process's kept node directories.
+func spareRoot(home string) string { return filepath.Join(root(home), "spare") }
+
+// take moves a kept node directory to path (which must not exist), its
+// attempt's directory renamed to attempt-N; false when none is kept, or
+// when the move failed (path is then as it was).
+func (s *spares) take(path string, attempt int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.free) > 0 {
+		name := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		from := filepath.Join(s.dir, name)
+		kept, ok := keptAttempt(from)
+		if !ok {
+			os.RemoveAll(from)
+			continue
+		}
+		if want := "attempt-" + strconv.Itoa(attempt); kept != want {
+			if err := os.Rename(filepath.Join(from, kept), filepath.Join(from, want)); err != nil {
+				os.RemoveAll(from)
+				continue
+			}
+		}
+		if err := os.Rename(from, path); err != nil {
+			os.RemoveAll(from)
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// keptAttempt names the attempt directory of a kept node directory.
+func keptAttempt(dir string) (string, bool) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return "", false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "attempt-") {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// keep empties node directory dir of what its task and agent left and
+// moves it aside for reuse. false: dir is not as a start makes a node
+// (or there are enough kept), and the caller removes it as it is.
+func (s *spares) keep(home, dir string) bool {
+	if !emptyNode(dir) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.free) >= maxSpares {
+		return false
+	}
+	if s.dir == "" {
+		d, err := makeSpareDir(home)
+		if err != nil {
+			return false
+		}
+		s.dir = d
+	}
+	s.seq++
+	name := "node." + strconv.FormatUint(s.seq, 10)
+	if err := os.Rename(dir, filepath.Join(s.dir, name)); err != nil {
+		return false
+	}
+	s.free = append(s.free, name)
+	return true
+}
+
+// makeSpareDir makes this process's directory of kept node directories,
+// after removing those of processes that are gone.
+func makeSpareDir(home string) (string, error) {
+	r := spareRoot(home)
+	if entries, err := os.ReadDir(r); err == nil {
+		for _, e := range entries {
+			pid, _, _ := strings.Cut(e.Name(), ".")
+			if n, err := strconv.Atoi(pid); err == nil && n > 0 && !processAlive(n) {
+				os.RemoveAll(filepath.Join(r, e.Name()))
+			}
+		}
+	}
+	if err := os.MkdirAll(r, 0o700); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(r, strconv.Itoa(os.Getpid())+".")
+}
+
+// processAlive says whether process pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// emptyNode empties node directory dir for reuse: it must hold its HOME and
+// one attempt's directory with its workdir, each a directory of this
+// user's with the mode a start gives it; the task's files in HOME and
+// workdir and the agent's in the attempt's directory are removed. It says
+// whether dir is now that and nothing more.
+func emptyNode(dir string) bool {
+	if !plainDir(dir, 0o700) {
+		return false
+	}
+	names, ok := dirNames(dir)
+	if !ok || len(names) != 2 {
+		return false
+	}
+	var attempt string
+	for _, n := range names {
+		switch {
+		case n == homeName:
+		case strings.HasPrefix(n, "attempt-") && attempt == "":
+			attempt = n
+		default:
+			return false
+		}
+	}
+	if attempt == "" {
+		return false
+	}
+	home, a := filepath.Join(dir, homeName), filepath.Join(dir, attempt)
+	w := filepath.Join(a, "workdir")
+	if !plainDir(home, 0o700) || !plainDir(a, 0o777&^umask()) || !plainDir(w, 0o777&^umask()) {
+		return false
+	}
+	return emptyDir(home, "") && emptyDir(a, "workdir") && emptyDir(w, "")
+}
+
+// plainDir says whether path is a directory (not a link to one) of this
+// user's, with mode perm.
+func plainDir(path string, perm fs.FileMode) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() || fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != perm {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
+
+// emptyDir removes everything in dir but the entry named but.
+func emptyDir(dir, but string) bool {
+	names, ok := dirNames(dir)
+	if !ok {
+		return false
+	}
+	for _, n := range names {
+		if n == but {
+			continue
+		}
+		if err := removeAll(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func dirNames(dir string) ([]string, bool) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	return names, err == nil
+}
+
+// umask is this process's file mode creation mask, as the kernel shows it.
+var umask = sync.OnceValue(func() fs.FileMode {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return fs.FileMode(m)
+				}
+			}
+		}
+	}
+	// Unknown: no kept directory matches, and none is kept.
+	return fs.FileMode(0o7777)
+})
+
+// count is how many node directories are kept.
+func (s *spares) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.free)
+}
