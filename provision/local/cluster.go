@@ -131,7 +131,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 // clusters directory.
 func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
 	tmp = filepath.Join(p.clustersDir(), ".new-"+rec.Name)
-	err = os.Mkdir(tmp, 0o700)
+	if err = p.spares().takeCluster(tmp); err != nil && !errors.Is(err, fs.ErrExist) {
+		err = os.Mkdir(tmp, 0o700)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(p.clustersDir(), 0o700); err == nil {
 			err = os.Mkdir(tmp, 0o700)
@@ -328,6 +330,9 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	p.recs.forget(name)
 	if err := os.Remove(filepath.Join(dir, recordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("terminate %s: %w", name, err)
+	}
+	if p.spares().keepCluster(p.home, dir) {
+		return nil
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		if err := removeAll(dir); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Node directories are kept for reuse. A local node is four directories
@@ -34,10 +36,11 @@ const maxSpares = 32
 
 // spares are the node directories this process keeps for reuse in home.
 type spares struct {
-	mu   sync.Mutex
-	dir  string   // this process's, made at the first keep
-	free []string // kept node directories in dir
-	seq  uint64
+	mu       sync.Mutex
+	dir      string   // this process's, made at the first keep
+	free     []string // kept node directories in dir
+	clusters []string // kept (empty) cluster directories in dir
+	seq      uint64
 }
 
 var sparesByHome sync.Map // home → *spares
@@ -80,6 +83,37 @@ func (s *spares) take(path string, attempt int) bool {
 	return false
 }
 
+// takeCluster moves a kept cluster directory to path, which must not
+// exist: fs.ErrExist when it does, another error when none is kept or the
+// move failed otherwise (path is then as it was).
+func (s *spares) takeCluster(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.clusters) > 0 {
+		name := s.clusters[len(s.clusters)-1]
+		from := filepath.Join(s.dir, name)
+		err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			return fs.ErrExist // kept for the next launch
+		}
+		s.clusters = s.clusters[:len(s.clusters)-1]
+		if err == nil {
+			return nil
+		}
+		os.RemoveAll(from)
+	}
+	return fs.ErrNotExist
+}
+
+// keepCluster moves cluster directory dir aside for reuse when it is
+// empty and as a launch makes it; false: the caller removes it.
+func (s *spares) keepCluster(home, dir string) bool {
+	if names, ok := dirNames(dir); !ok || len(names) != 0 || !plainDir(dir, 0o700) {
+		return false
+	}
+	return s.keepDir(home, dir, &s.clusters, "cluster.")
+}
+
 // keptAttempt names the attempt directory of a kept node directory.
 func keptAttempt(dir string) (string, bool) {
 	f, err := os.Open(dir)
@@ -106,9 +140,15 @@ func (s *spares) keep(home, dir string) bool {
 	if !emptyNode(dir) {
 		return false
 	}
+	return s.keepDir(home, dir, &s.free, "node.")
+}
+
+// keepDir moves dir into this process's directory of kept ones, named
+// prefix and a number, and adds it to list.
+func (s *spares) keepDir(home, dir string, list *[]string, prefix string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.free) >= maxSpares {
+	if len(*list) >= maxSpares {
 		return false
 	}
 	if s.dir == "" {
@@ -119,11 +159,11 @@ func (s *spares) keep(home, dir string) bool {
 		s.dir = d
 	}
 	s.seq++
-	name := "node." + strconv.FormatUint(s.seq, 10)
+	name := prefix + strconv.FormatUint(s.seq, 10)
 	if err := os.Rename(dir, filepath.Join(s.dir, name)); err != nil {
 		return false
 	}
-	s.free = append(s.free, name)
+	*list = append(*list, name)
 	return true
 }
 
@@ -239,9 +279,9 @@ var umask = sync.OnceValue(func() fs.FileMode {
 	return fs.FileMode(0o7777)
 })
 
-// count is how many node directories are kept.
-func (s *spares) count() int {
+// count is how many node and cluster directories are kept.
+func (s *spares) count() (nodes, clusters int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.free)
+	return len(s.free), len(s.clusters)
 }

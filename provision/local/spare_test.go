@@ -80,7 +80,7 @@ func TestATornDownNodesDirectoriesAreTheNextLaunchs(t *testing.T) {
 	}
 	node := filepath.Join(p.clusterDir(a.Name), "node-0")
 	startedNode(t, node, 1)
-	ino := inode(t, node)
+	ino, cino := inode(t, node), inode(t, p.clusterDir(a.Name))
 	if err := p.Terminate(ctx, a.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +94,12 @@ func TestATornDownNodesDirectoriesAreTheNextLaunchs(t *testing.T) {
 	node = filepath.Join(p.clusterDir(b.Name), "node-0")
 	if got := inode(t, node); got != ino {
 		t.Errorf("node directory is inode %d; want the torn-down node's %d", got, ino)
+	}
+	if got := inode(t, p.clusterDir(b.Name)); got != cino {
+		t.Errorf("cluster directory is inode %d; want the torn-down cluster's %d", got, cino)
+	}
+	if got := tree(t, p.clusterDir(b.Name)); !slices.Equal(got, []string{"cluster.json", "node-0", "node-0/attempt-3", "node-0/attempt-3/workdir", "node-0/home"}) {
+		t.Errorf("reused cluster holds %v", got)
 	}
 	if got, want := tree(t, node), []string{"attempt-3", "attempt-3/workdir", "home"}; !slices.Equal(got, want) {
 		t.Errorf("reused node holds %v; want %v", got, want)
@@ -136,7 +142,7 @@ func TestANodeUnlikeAStartsIsRemoved(t *testing.T) {
 			if err := p.Terminate(ctx, s.Name); err != nil && name != "an unreadable HOME" {
 				t.Fatal(err)
 			}
-			if got := p.spares().count(); got != 0 {
+			if got, _ := p.spares().count(); got != 0 {
 				t.Errorf("%d node directories kept; want none", got)
 			}
 		})
@@ -171,7 +177,38 @@ func TestSparesOfAGoneProcessAreRemoved(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(gone)); !os.IsNotExist(err) {
 		t.Errorf("a gone process's kept directories are still there: %v", err)
 	}
-	if got := p.spares().count(); got != 1 {
+	if got, _ := p.spares().count(); got != 1 {
 		t.Errorf("%d node directories kept; want 1", got)
+	}
+}
+
+// A kept cluster directory never takes the place of a build already there:
+// the launch then builds beside it, and clears it once in place.
+func TestAKeptClusterDirectoryLeavesABuildAlone(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	a := attemptSpec("sortie-1-0-1", 1)
+	if _, err := p.Launch(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Terminate(ctx, a.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := p.spares().count(); kept != 1 {
+		t.Fatalf("%d cluster directories kept; want 1", kept)
+	}
+	b := attemptSpec("sortie-2-0-1", 1)
+	left := filepath.Join(p.clustersDir(), ".new-"+b.Name, "node-0")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Launch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, p.clustersDir()); !slices.Equal(got, []string{b.Name, b.Name + "/cluster.json", b.Name + "/node-0"}) {
+		t.Errorf("clusters directory holds %v", got)
+	}
+	if _, kept := p.spares().count(); kept != 1 {
+		t.Errorf("%d cluster directories kept; want the 1 not used", kept)
 	}
 }
