@@ -164,7 +164,7 @@ func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
 	// synced: what would lose it (the machine going down) ends every
 	// local node with it, and a record cut short reads as broken, which
 	// ends its job and terminates the cluster.
-	if err := writeNew(filepath.Join(tmp, recordFile), rec); err != nil {
+	if err := writeRecord(tmp, rec); err != nil {
 		os.RemoveAll(tmp)
 		return "", crowded, err
 	}
@@ -327,8 +327,10 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	defer unlock()
 	// The record, then the directory it leaves empty; whatever else came
 	// into it meanwhile goes with it.
+	// The record is renamed aside rather than removed: a cluster directory
+	// kept for reuse keeps it for the next record (spare.go).
 	p.recs.forget(name)
-	if err := os.Remove(filepath.Join(dir, recordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Rename(filepath.Join(dir, recordFile), filepath.Join(dir, spareRecord)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("terminate %s: %w", name, err)
 	}
 	if p.spares().keepCluster(p.home, dir) {

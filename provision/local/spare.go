@@ -1,6 +1,7 @@
 package local
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -105,13 +106,55 @@ func (s *spares) takeCluster(path string) error {
 	return fs.ErrNotExist
 }
 
-// keepCluster moves cluster directory dir aside for reuse when it is
-// empty and as a launch makes it; false: the caller removes it.
+// keepCluster moves cluster directory dir aside for reuse when it holds
+// nothing but its old record (spareRecord) and is as a launch makes it;
+// false: the caller removes it.
 func (s *spares) keepCluster(home, dir string) bool {
-	if names, ok := dirNames(dir); !ok || len(names) != 0 || !plainDir(dir, 0o700) {
+	names, ok := dirNames(dir)
+	if !ok || len(names) > 1 || len(names) == 1 && (names[0] != spareRecord || !plainFile(filepath.Join(dir, spareRecord))) || !plainDir(dir, 0o700) {
 		return false
 	}
 	return s.keepDir(home, dir, &s.clusters, "cluster.")
+}
+
+// spareRecord is the name a torn-down cluster's record is renamed to, so
+// that the next record written in its directory reuses its inode.
+const spareRecord = ".record"
+
+// plainFile says whether path is a regular file of this user's, with no
+// other name (no link to it is elsewhere).
+func plainFile(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid() && st.Nlink == 1
+}
+
+// writeRecord writes rec as the record of the cluster built in dir: into
+// the old record a kept directory holds, renamed to its place, else into a
+// new file.
+func writeRecord(dir string, rec *record) error {
+	spare := filepath.Join(dir, spareRecord)
+	fd, err := syscall.Open(spare, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return writeNew(filepath.Join(dir, recordFile), rec)
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	f := os.NewFile(uintptr(fd), spare)
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(spare, filepath.Join(dir, recordFile))
 }
 
 // keptAttempt names the attempt directory of a kept node directory.

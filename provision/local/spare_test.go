@@ -80,7 +80,7 @@ func TestATornDownNodesDirectoriesAreTheNextLaunchs(t *testing.T) {
 	}
 	node := filepath.Join(p.clusterDir(a.Name), "node-0")
 	startedNode(t, node, 1)
-	ino, cino := inode(t, node), inode(t, p.clusterDir(a.Name))
+	ino, cino, rino := inode(t, node), inode(t, p.clusterDir(a.Name)), inode(t, filepath.Join(p.clusterDir(a.Name), recordFile))
 	if err := p.Terminate(ctx, a.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +97,12 @@ func TestATornDownNodesDirectoriesAreTheNextLaunchs(t *testing.T) {
 	}
 	if got := inode(t, p.clusterDir(b.Name)); got != cino {
 		t.Errorf("cluster directory is inode %d; want the torn-down cluster's %d", got, cino)
+	}
+	if got := inode(t, filepath.Join(p.clusterDir(b.Name), recordFile)); got != rino {
+		t.Errorf("record is inode %d; want the torn-down cluster's %d", got, rino)
+	}
+	if c, err := p.Status(ctx, []string{b.Name}); err != nil || c[b.Name] == nil || c[b.Name].Tags[provision.TagAttempt] != "3" {
+		t.Errorf("the reused record reads %+v, %v; want attempt 3's cluster", c[b.Name], err)
 	}
 	if got := tree(t, p.clusterDir(b.Name)); !slices.Equal(got, []string{"cluster.json", "node-0", "node-0/attempt-3", "node-0/attempt-3/workdir", "node-0/home"}) {
 		t.Errorf("reused cluster holds %v", got)
