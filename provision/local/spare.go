@@ -42,6 +42,9 @@ type spares struct {
 	free     []string // kept node directories in dir
 	clusters []string // kept (empty) cluster directories in dir
 	seq      uint64
+	// noReplaceless: this file system cannot rename without replacing
+	// (RENAME_NOREPLACE), so no cluster directory is kept.
+	noReplaceless bool
 }
 
 var sparesByHome sync.Map // home → *spares
@@ -101,6 +104,9 @@ func (s *spares) takeCluster(path string) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			s.noReplaceless = true
+		}
 		os.RemoveAll(from)
 	}
 	return fs.ErrNotExist
@@ -110,8 +116,11 @@ func (s *spares) takeCluster(path string) error {
 // nothing but its old record (spareRecord) and is as a launch makes it;
 // false: the caller removes it.
 func (s *spares) keepCluster(home, dir string) bool {
+	s.mu.Lock()
+	off := s.noReplaceless
+	s.mu.Unlock()
 	names, ok := dirNames(dir)
-	if !ok || len(names) > 1 || len(names) == 1 && (names[0] != spareRecord || !plainFile(filepath.Join(dir, spareRecord))) || !plainDir(dir, 0o700) {
+	if off || !ok || len(names) > 1 || len(names) == 1 && (names[0] != spareRecord || !plainFile(filepath.Join(dir, spareRecord))) || !plainDir(dir, 0o700) {
 		return false
 	}
 	return s.keepDir(home, dir, &s.clusters, "cluster.")

@@ -218,3 +218,25 @@ func TestAKeptClusterDirectoryLeavesABuildAlone(t *testing.T) {
 		t.Errorf("%d cluster directories kept; want the 1 not used", kept)
 	}
 }
+
+// Where a rename cannot refuse to replace (a file system without
+// RENAME_NOREPLACE), no cluster directory is kept: its reuse could take a
+// build's place.
+func TestNoClusterDirectoryIsKeptWhereRenamesReplace(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	p.spares().noReplaceless = true
+	s := attemptSpec("sortie-1-0-1", 1)
+	if _, err := p.Launch(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Terminate(ctx, s.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := p.spares().count(); kept != 0 {
+		t.Errorf("%d cluster directories kept; want none", kept)
+	}
+	if _, err := os.Stat(p.clusterDir(s.Name)); !os.IsNotExist(err) {
+		t.Errorf("the cluster's directory is still there: %v", err)
+	}
+}
