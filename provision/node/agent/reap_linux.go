@@ -115,28 +115,27 @@ func reapAll() {
 	}
 }
 
-// children lists the children of this process's first thread: where the
-// kernel puts every orphan that comes to the agent as its subreaper (the
-// first live thread of the reaper, and Go never ends that one), and where
-// a child of a thread that ended goes too. The children other threads
-// have are the agent's own (its phases), which a waiter waits for: none
-// is a leftover, so they are not read.
+// children lists this process's children: those of each of its threads,
+// as the kernel may give an orphan to any of them.
 func children() []int {
-	b, err := readFile(selfChildren)
+	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return nil
 	}
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			out = append(out, pid)
+	for _, t := range tasks {
+		b, err := readFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
 		}
 	}
 	return out
 }
-
-// selfChildren is the children file of this process's first thread.
-var selfChildren = "/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"
 
 // leftovers lists the children no waiter waits for (what tasks left
 // behind) that mine claims; nil mine claims all. One that has ended and

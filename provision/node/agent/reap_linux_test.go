@@ -60,8 +60,7 @@ func TestAnEndedChildIsALeftoverUntilReaped(t *testing.T) {
 }
 
 // What a task leaves running when its shell ends comes to the agent, and
-// is a leftover of the node that claims it: found on the agent's first
-// thread, whichever thread started the shell.
+// is a leftover of the node that claims it.
 func TestAnOrphanLeftRunningIsALeftover(t *testing.T) {
 	pid := orphan(t, "sleep 30")
 	deadline := time.Now().Add(10 * time.Second)
