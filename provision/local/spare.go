@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sortie/provision/node/agent"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,25 +143,15 @@ func plainFile(path string) bool {
 }
 
 // writeRecord writes rec as the record of the cluster built in dir: into
-// the old record a kept directory holds, renamed to its place, else into a
-// new file.
+// the old record a kept directory holds (else a new file), then renamed to
+// its place. The build directory is nobody's until its own rename.
 func writeRecord(dir string, rec *record) error {
-	spare := filepath.Join(dir, spareRecord)
-	fd, err := syscall.Open(spare, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return writeNew(filepath.Join(dir, recordFile), rec)
-	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		syscall.Close(fd)
 		return err
 	}
-	f := os.NewFile(uintptr(fd), spare)
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	spare := filepath.Join(dir, spareRecord)
+	if err := agent.WriteNew(spare, append(b, '\n'), 0o600, false); err != nil {
 		return err
 	}
 	return os.Rename(spare, filepath.Join(dir, recordFile))
@@ -168,15 +159,7 @@ func writeRecord(dir string, rec *record) error {
 
 // keptAttempt names the attempt directory of a kept node directory.
 func keptAttempt(dir string) (string, bool) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return "", false
-	}
+	names, _ := dirNames(dir)
 	for _, n := range names {
 		if strings.HasPrefix(n, "attempt-") {
 			return n, true

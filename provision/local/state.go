@@ -124,15 +124,6 @@ func writeSynced(f *os.File, data []byte) error {
 	return f.Close()
 }
 
-// writeNew writes v as JSON to path, a file that must not exist yet.
-func writeNew(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return agent.WriteNew(path, append(b, '\n'), 0o600, true)
-}
-
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
