@@ -1,74 +1,158 @@
 package smoke_tests
 
 import (
-	"bufio"
-	"os"
 	"os/exec"
-
 	"strings"
 	"testing"
 )
 
-// TestLayout holds each package to the README's "Where things are" table:
-// none of what a package depends on, directly or not, may match what its
-// row says it must not import.
+// importRule says what the packages matching pkg (a path under sortie/,
+// "/..." for the path and everything under it) must not depend on, and why.
+type importRule struct {
+	pkg    string
+	banned []string
+	why    string
+}
+
+// Patterns that name the cloud SDKs.
+var cloudSDKs = []string{"github.com/aws/...", "cloud.google.com/...", "google.golang.org/...", "k8s.io/..."}
+
+// importRules are the layout's rules. Each package's doc comment says the
+// same in words.
+var importRules = []importRule{
+	{"cmd/sortie", append([]string{"sortie/controller/clouds/all", "sortie/provision/aws", "sortie/provision/gcp", "sortie/provision/kubernetes"}, cloudSDKs...),
+		"the command you type starts in milliseconds: only the controller program links the cloud SDKs"},
+	{"cmd/internal/cli", []string{"sortie/controller", "sortie/controller/clouds/all", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the CLI drives the service, never the reconcile loop, and links no cloud SDK"},
+	{"schema", []string{"sortie/..."},
+		"task files are read by every program; schema depends on nothing of sortie's"},
+	{"strategy", []string{"sortie/controller", "sortie/controller/store", "sortie/controller/service", "sortie/controller/clouds/...", "sortie/provision/...", "sortie/cmd/..."},
+		"decisions are pure functions of what the controller observed"},
+	{"controller", []string{"sortie/controller/service", "sortie/cmd/...", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the loop reaches clouds through the registry, and the service sits above it"},
+	{"controller/metrics", []string{"sortie/controller", "sortie/controller/store", "sortie/controller/service", "sortie/provision/...", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the registry is apart so that any process running a controller serves the same one"},
+	{"controller/notify", []string{"sortie/controller/service", "sortie/cmd/...", "sortie/provision/...", "github.com/aws/...", "cloud.google.com/..."},
+		"notifications read the store's outbox and nothing of the clouds"},
+	{"controller/lifecycle", []string{"sortie/..."},
+		"statuses and their moves are spelled once, below everything"},
+	{"controller/schedule", []string{"sortie/..."},
+		"scheduling knows jobs by their id only"},
+	{"controller/store", []string{"sortie/controller", "sortie/controller/service", "sortie/provision/..."},
+		"the store keeps state; it neither drives jobs nor reaches clouds"},
+	{"controller/store/pgtest", []string{"sortie/..."},
+		"a test server, usable by any package's tests"},
+	{"controller/service", []string{"sortie/controller", "sortie/controller/clouds/all", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the verbs run in the CLI too, which links no cloud SDK"},
+	{"controller/api", []string{"sortie/controller", "sortie/controller/clouds/all", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the API serves the service's verbs"},
+	{"controller/api/dashboard", []string{"sortie/controller", "sortie/controller/clouds/all", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the dashboard acts through the service's verbs"},
+	{"controller/api/client", []string{"sortie/controller", "sortie/controller/clouds/all", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the client is linked by the CLI"},
+	{"controller/config", []string{"sortie/controller", "sortie/controller/store", "sortie/controller/service", "sortie/controller/clouds/...", "sortie/provision/..."},
+		"config.yaml is read by every program, before anything else is opened"},
+	{"controller/clouds", []string{"github.com/aws/...", "cloud.google.com/...", "sortie/controller/clouds/all", "k8s.io/..."},
+		"the registry without the SDKs is what the CLI links"},
+	{"controller/clouds/all", []string{"sortie/controller"},
+		"the whole registry maps config onto providers; the loop imports it, not the other way"},
+	{"controller/daemon", []string{"sortie/controller", "sortie/provision/...", "github.com/aws/...", "net/http"},
+		"starting and finding the controller process is linked by the CLI"},
+	{"controller/profiling", []string{"sortie/..."},
+		"profiles are the controller program's alone"},
+	{"controller/home", []string{"sortie/..."},
+		"the paths of a home are needed everywhere"},
+	{"provision", []string{"sortie/controller/...", "sortie/strategy"},
+		"providers know nothing of jobs or decisions"},
+	{"provision/node", []string{"sortie/controller/..."},
+		"running a task on a node knows nothing of jobs"},
+	{"cmd/sortie-agent", []string{"sortie/controller/...", "sortie/provision", "sortie/schema", "github.com/...", "cloud.google.com/...", "golang.org/x/crypto/..."},
+		"the agent is a small static program copied to every node"},
+	{"provision/node/agent", []string{"sortie/controller/...", "sortie/provision", "sortie/schema", "net/http", "github.com/...", "cloud.google.com/..."},
+		"the agent is a small static program copied to every node"},
+	{"provision/node/notice", []string{"sortie/...", "net/http", "github.com/...", "cloud.google.com/..."},
+		"the CLI links it; it has no HTTP client"},
+	{"provision/node/notice/metadata", []string{"sortie/controller/...", "sortie/provision/node", "github.com/...", "cloud.google.com/..."},
+		"only the agent's program asks the metadata services"},
+	{"cmd/sortie-sync", []string{"sortie/controller/...", "sortie/schema"},
+		"the sync program is copied to nodes and runs alone"},
+	{"provision/bucket", []string{"sortie/controller/...", "sortie/schema"},
+		"bucket syncing runs on nodes, in sortie-sync"},
+	{"provision/local", []string{"sortie/controller/..."}, "a provider knows nothing of jobs"},
+	{"provision/sim", []string{"sortie/controller/..."}, "a provider knows nothing of jobs"},
+	{"provision/aws", []string{"sortie/controller/..."}, "a provider knows nothing of jobs"},
+	{"provision/gcp", []string{"sortie/controller/..."}, "a provider knows nothing of jobs"},
+	{"provision/kubernetes", []string{"sortie/controller/..."}, "a provider knows nothing of jobs"},
+	{"provision/sshrun", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
+	{"provision/vm", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
+	{"provision/fit", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
+}
+
+// directImportRules ban only a package's own imports (those of its
+// non-test files), for packages that may reach the banned one through
+// another: the CLI runs the service, which opens the store, but speaks the
+// service's types only.
+var directImportRules = []importRule{
+	{"cmd/internal/cli/...", []string{"sortie/controller/store"},
+		"the CLI speaks the service's types only"},
+	{"controller/api/dashboard/...", []string{"sortie/controller/store"},
+		"the dashboard speaks the service's types only"},
+	{"controller/api/client/...", []string{"sortie/controller/store"},
+		"the client speaks the service's types only"},
+}
+
+// TestLayout holds each package to importRules, where none of what a
+// package depends on, directly or not, may match what its rule bans, and
+// to directImportRules, where none of its own imports may.
 func TestLayout(t *testing.T) {
-	rows := layoutRows(t)
-	if len(rows) < 10 {
-		t.Fatalf("found %d rows in README.md's Where things are table; is the table still there?", len(rows))
+	out, err := exec.Command("go", "list", "sortie/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list sortie/...: %v\n%s", err, out)
 	}
-	for _, r := range rows {
-		for _, pkg := range r.packages {
-			out, err := exec.Command("go", "list", "-deps", "sortie/"+pkg).CombinedOutput()
+	all := strings.Fields(string(out))
+	check := func(r importRule, direct bool) {
+		var pkgs []string
+		for _, p := range all {
+			if matchImport("sortie/"+r.pkg, p) {
+				pkgs = append(pkgs, p)
+			}
+		}
+		if len(pkgs) == 0 {
+			t.Errorf("rule for %s: no such package", r.pkg)
+			return
+		}
+		for _, pkg := range pkgs {
+			args := []string{"list", "-deps", pkg}
+			if direct {
+				args = []string{"list", "-f", `{{join .Imports "\n"}}`, pkg}
+			}
+			out, err := exec.Command("go", args...).CombinedOutput()
 			if err != nil {
-				t.Errorf("go list -deps sortie/%s: %v\n%s", pkg, err, out)
+				t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 				continue
 			}
 			for _, dep := range strings.Fields(string(out)) {
-				if dep == "sortie/"+pkg {
+				if dep == pkg {
 					continue
 				}
 				for _, ban := range r.banned {
 					if matchImport(ban, dep) {
-						t.Errorf("%s depends on %s, which README.md says it must not import (%s)", pkg, dep, ban)
+						how := "depends on"
+						if direct {
+							how = "imports"
+						}
+						t.Errorf("%s %s %s, which it must not import (%s): %s", pkg, how, dep, ban, r.why)
 					}
 				}
 			}
 		}
 	}
-}
-
-type layoutRow struct{ packages, banned []string }
-
-// layoutRows reads the table under "## Where things are": its first column
-// names packages, its last what they must not import, both in backticks.
-func layoutRows(t *testing.T) []layoutRow {
-	f, err := os.Open("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	for _, r := range importRules {
+		check(r, false)
 	}
-	defer f.Close()
-	var rows []layoutRow
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "## "):
-			in = line == "## Where things are"
-		case in && strings.HasPrefix(line, "| `"):
-			cols := strings.Split(line, " | ")
-			var r layoutRow
-			for _, m := range backticked.FindAllStringSubmatch(cols[0], -1) {
-				r.packages = append(r.packages, m[1])
-			}
-			for _, m := range backticked.FindAllStringSubmatch(cols[len(cols)-1], -1) {
-				r.banned = append(r.banned, m[1])
-			}
-			rows = append(rows, r)
-		}
+	for _, r := range directImportRules {
+		check(r, true)
 	}
-	return rows
 }
 
 // matchImport says whether path is pattern, or under it when pattern ends
