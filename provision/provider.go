@@ -1,8 +1,3 @@
-// Package provision declares what sortie asks of a cloud: launch a cluster of
-// nodes for a placement, report the nodes' states in batches, terminate, find
-// what sortie launched, and reach a node to run commands on it. Each backend
-// lives in its own folder (local, sim, aws, gcp) and passes one conformance
-// suite (provisiontest).
 package provision
 
 import (

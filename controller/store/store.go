@@ -1,24 +1,3 @@
-// Package store keeps sortie's state: jobs, their tasks, every attempt with
-// its per-node exit codes, failed launch tries, known failures and the
-// notifications' outbox. Every state change is one transaction, so a
-// controller killed at any moment finds a consistent store when it starts
-// again.
-//
-// The store is SQLite by default (a file in SORTIE_HOME) and PostgreSQL for
-// a team (OpenURL with a postgres:// URL, through pgx's database/sql
-// driver). There is one code path for both: the SQL is written once with ?
-// placeholders, and dialect.go rewrites it for PostgreSQL and holds the few
-// places they differ (GLOB, row locks, which errors mean busy).
-//
-// Migrations are embedded, forward only, one transaction each, and recorded
-// by name in the migrations table. Each has two texts of the same name:
-// migrations/NNNN_name.sql for SQLite and migrations/postgres/NNNN_name.sql
-// for PostgreSQL. Whoever adds a migration writes both; a store test fails
-// when one has no twin, and the conformance suite applies every twin to a
-// real PostgreSQL. The PostgreSQL texts keep the SQLite column types'
-// meaning: ids are BIGINT identities, times are TEXT in the same RFC 3339
-// format, flags are INTEGER 0/1, and text compares byte by byte (COLLATE
-// "C", as SQLite's BINARY does), so every reader is the same on both.
 package store
 
 import (

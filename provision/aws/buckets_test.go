@@ -41,7 +41,7 @@ func TestInstanceProfile(t *testing.T) {
 	}
 }
 
-// resetProfile deletes sortie-node's profile and role, as the README
+// resetProfile deletes sortie-node's profile and role, as README.md here
 // says to.
 func resetProfile(t *testing.T, e *env) {
 	t.Helper()

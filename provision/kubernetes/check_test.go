@@ -15,7 +15,7 @@ import (
 )
 
 // TestCheckSaysWhatRBACLacks: a user with no Role is told each verb it
-// lacks; once bound to the Role Permissions lists (the README's), the
+// lacks; once bound to the Role Permissions lists (README.md here), the
 // check passes, and an unreachable context is named.
 func TestCheckSaysWhatRBACLacks(t *testing.T) {
 	ns := cp.Namespace(t)
