@@ -80,7 +80,7 @@ func browser(t *testing.T, d time.Duration) context.Context {
 }
 
 // screenshot keeps what the browser shows as DIR/name.png when
-// SORTIE_SCREENSHOTS=DIR is set: the README's pictures of the pages.
+// SORTIE_SCREENSHOTS=DIR is set: controller/README.md's pictures of the pages.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	dir := os.Getenv("SORTIE_SCREENSHOTS")
