@@ -119,15 +119,7 @@ func (d *decoder) unknown(path, key string, known []string, notes map[string]str
 		d.ps.missing(path, "%s", note)
 		return
 	}
-	if alias, ok := aliases()[strings.ToLower(key)]; ok && slices.Contains(known, alias) {
-		d.ps.missing(path, "unknown field; did you mean %q?", alias)
-		return
-	}
-	if s := suggest(key, known); s != "" {
-		d.ps.missing(path, "unknown field; did you mean %q?", s)
-		return
-	}
-	d.ps.missing(path, "unknown field; expected one of %s", strings.Join(known, ", "))
+	d.ps.list = append(d.ps.list, UnknownField(path, key, known))
 }
 
 // str reads a string field; null is the empty string.

@@ -3,22 +3,27 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
 
-// Problem is one thing wrong with a task file: where, what was there, and
-// what to do about it.
+// Problem is one thing wrong with a task file or config.yaml: where, what
+// was there, and what to do about it. The API's error body carries it as
+// JSON.
 type Problem struct {
 	// Path names the field, e.g. "resources.job_recovery.recover_on_exit_codes[1]",
 	// prefixed with "tasks[N]." in a file of several tasks. Empty for problems
 	// with the file as a whole.
-	Path string
+	Path string `json:"path"`
 	// Value is the offending value as written (strings quoted), or empty when
 	// there is none to show: a missing or unknown field, null, a secret.
-	Value string
+	Value string `json:"value,omitempty"`
 	// Message says what is wrong and how to fix it.
-	Message string
+	Message string `json:"message"`
+	// Line is the field's line in config.yaml; 0 where no line is known.
+	// Error leaves it to the file's error to show.
+	Line int `json:"-"`
 }
 
 func (p Problem) Error() string {
@@ -120,6 +125,19 @@ func typeName(v any) string {
 		return "a mapping"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// UnknownField is the problem of a key outside known: "did you mean" the
+// known name it is a typo or a common alias of, else the names there are.
+func UnknownField(path, key string, known []string) Problem {
+	s := suggest(key, known)
+	if alias, ok := aliases()[strings.ToLower(key)]; ok && slices.Contains(known, alias) {
+		s = alias
+	}
+	if s != "" {
+		return Problem{Path: path, Message: fmt.Sprintf("unknown field; did you mean %q?", s)}
+	}
+	return Problem{Path: path, Message: "unknown field; expected one of " + strings.Join(known, ", ")}
 }
 
 // suggest returns the known name closest to name when it is close enough to

@@ -14,36 +14,52 @@ import (
 	yaml "sigs.k8s.io/yaml/goyaml.v3"
 )
 
-// decodeYAML turns one document into JSON values: map[string]any, []any,
-// string, json.Number (numbers keep the text they were written with, so
-// none passes through a float), bool and nil. Scalars are read as
-// SkyPilot's YAML 1.1 reader reads them: yes, no, on and off are booleans
-// unless quoted. A duplicate key is an error: the second silently winning
-// hides mistakes. Errors name the line, and the column where YAML gives one.
+// decodeYAML is DecodeYAML for a task document, which needs no lines:
+// empty says the document holds no value.
 func decodeYAML(text string) (v any, empty bool, err error) {
+	v, yerr := DecodeYAML(text, nil)
+	if yerr != nil {
+		return nil, false, yerr
+	}
+	return v, v == nil, nil
+}
+
+// DecodeYAML is the one YAML reader of task files and config.yaml. It turns
+// one document into JSON values: map[string]any, []any, string,
+// json.Number (numbers keep the text they were written with, so none
+// passes through a float), bool and nil. Scalars are read as SkyPilot's
+// YAML 1.1 reader reads them: yes, no, on and off are booleans unless
+// quoted. A duplicate key is an error: the second silently winning hides
+// mistakes. Errors name the line, and the column where YAML gives one.
+// When lines is not nil, it receives the line of every value by its path
+// (controller.poll_interval, regions[0]): the key's line in a mapping, the
+// item's in a list, "" for the whole document.
+func DecodeYAML(text string, lines map[string]int) (any, *YAMLError) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, true, nil
+			return nil, nil
 		}
-		return nil, false, syntaxError(err, text)
+		return nil, syntaxError(err, text)
 	}
 	if len(doc.Content) == 0 {
-		return nil, true, nil
+		return nil, nil
 	}
 	// A flow value or a quoted string ends before its line does: whatever
 	// follows it would otherwise be dropped without a word.
 	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, false, trailingError(text, doc.Content[0])
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, &YAMLError{Line: next.Line, Msg: "a second document (after ---): the file holds one"}
+	case !errors.Is(err, io.EOF):
+		return nil, trailingError(text, doc.Content[0])
 	}
-	c := &converter{}
-	v, err = c.value(doc.Content[0])
-	if err != nil {
-		return nil, false, err
+	c := &converter{lines: lines}
+	if lines != nil {
+		lines[""] = doc.Content[0].Line
 	}
-	return v, v == nil, nil
+	return c.value(doc.Content[0], "")
 }
 
 // maxValues bounds how many values a document may expand to: aliases can
@@ -52,23 +68,37 @@ const maxValues = 100_000
 
 type converter struct {
 	values int
+	lines  map[string]int // nil when no lines are asked for
 }
 
-// nodeError is a problem at a place in the document.
-type nodeError struct {
-	line, column int
-	msg          string
+// YAMLError is a document that cannot be read: where, and what is wrong.
+type YAMLError struct {
+	Line, Column int // 0 when unknown
+	Msg          string
 }
 
-func (e *nodeError) Error() string {
-	return fmt.Sprintf("line %d, column %d: %s", e.line, e.column, e.msg)
+func (e *YAMLError) Error() string {
+	switch {
+	case e.Column > 0:
+		return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+	case e.Line > 0:
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
 }
 
-func errAt(n *yaml.Node, format string, args ...any) error {
-	return &nodeError{line: n.Line, column: n.Column, msg: fmt.Sprintf(format, args...)}
+func errAt(n *yaml.Node, format string, args ...any) *YAMLError {
+	return &YAMLError{Line: n.Line, Column: n.Column, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (c *converter) value(n *yaml.Node) (any, error) {
+// at records the line of the value at path, when lines are asked for.
+func (c *converter) at(path string, line int) {
+	if c.lines != nil {
+		c.lines[path] = line
+	}
+}
+
+func (c *converter) value(n *yaml.Node, path string) (any, *YAMLError) {
 	c.values++
 	if c.values > maxValues {
 		return nil, errAt(n, "the document expands to more than %d values; use fewer aliases", maxValues)
@@ -78,13 +108,18 @@ func (c *converter) value(n *yaml.Node) (any, error) {
 		if n.Alias == nil {
 			return nil, errAt(n, "unknown alias %q", n.Value)
 		}
-		return c.value(n.Alias)
+		return c.value(n.Alias, path)
 	case yaml.ScalarNode:
 		return scalar(n), nil
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
-		for _, item := range n.Content {
-			v, err := c.value(item)
+		for i, item := range n.Content {
+			p := ""
+			if c.lines != nil {
+				p = index(path, i)
+				c.at(p, item.Line)
+			}
+			v, err := c.value(item, p)
 			if err != nil {
 				return nil, err
 			}
@@ -92,23 +127,23 @@ func (c *converter) value(n *yaml.Node) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
-		return c.mapping(n)
+		return c.mapping(n, path)
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return c.value(n.Content[0])
+		return c.value(n.Content[0], path)
 	}
 	return nil, errAt(n, "unexpected YAML node")
 }
 
-func (c *converter) mapping(n *yaml.Node) (map[string]any, error) {
+func (c *converter) mapping(n *yaml.Node, path string) (map[string]any, *YAMLError) {
 	out := make(map[string]any, len(n.Content)/2)
 	var merged []map[string]any
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			ms, err := c.merge(val)
+			ms, err := c.merge(val, path)
 			if err != nil {
 				return nil, err
 			}
@@ -122,11 +157,22 @@ func (c *converter) mapping(n *yaml.Node) (map[string]any, error) {
 		if _, dup := out[key]; dup {
 			return nil, errAt(k, "key %q is given twice in the same mapping; keep one", key)
 		}
-		v, err := c.value(val)
+		p := ""
+		if c.lines != nil {
+			p = join(path, key)
+			c.at(p, k.Line)
+		}
+		v, err := c.value(val, p)
 		if err != nil {
 			return nil, err
 		}
 		out[key] = v
+	}
+	// The lines of keys written here, over those of merged ones.
+	for i := 0; c.lines != nil && i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+			c.at(join(path, k.Value), k.Line)
+		}
 	}
 	// Keys written in the mapping win over merged ones; earlier merges win
 	// over later ones, as YAML's merge key says.
@@ -141,8 +187,8 @@ func (c *converter) mapping(n *yaml.Node) (map[string]any, error) {
 }
 
 // merge reads the value of a "<<" key: a mapping or a list of them.
-func (c *converter) merge(n *yaml.Node) ([]map[string]any, error) {
-	v, err := c.value(n)
+func (c *converter) merge(n *yaml.Node, path string) ([]map[string]any, *YAMLError) {
+	v, err := c.value(n, path)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +209,7 @@ func (c *converter) merge(n *yaml.Node) ([]map[string]any, error) {
 	return nil, errAt(n, "merges %s; << takes a mapping or a list of mappings", typeName(v))
 }
 
-func mapKey(k *yaml.Node) (string, error) {
+func mapKey(k *yaml.Node) (string, *YAMLError) {
 	if k.Kind == yaml.AliasNode && k.Alias != nil {
 		k = k.Alias
 	}
@@ -251,10 +297,10 @@ func parserProblems() []string {
 
 // syntaxError makes the YAML library's error count lines from 1, within
 // the text: a problem at the end of the text is on its last line.
-func syntaxError(err error, text string) error {
+func syntaxError(err error, text string) *YAMLError {
 	m := yamlErrorText().FindStringSubmatch(err.Error())
 	if m == nil {
-		return err
+		return &YAMLError{Msg: err.Error()}
 	}
 	line, _ := strconv.Atoi(m[1])
 	if slices.ContainsFunc(parserProblems(), func(p string) bool { return strings.HasPrefix(m[2], p) }) {
@@ -264,28 +310,24 @@ func syntaxError(err error, text string) error {
 	if !strings.HasSuffix(text, "\n") {
 		lines++
 	}
-	line = min(line, max(lines, 1))
-	if line == 0 {
-		return errors.New(m[2])
-	}
-	return fmt.Errorf("line %d: %s", line, m[2])
+	return &YAMLError{Line: min(line, max(lines, 1)), Msg: m[2]}
 }
 
 // trailingError places what follows a document's value: the first
 // character after the flow collection or quoted string the value is.
 // Where that end cannot be found, it names the line after the value's
 // start line, which the text past the value is on or after.
-func trailingError(text string, root *yaml.Node) error {
+func trailingError(text string, root *yaml.Node) *YAMLError {
 	const msg = "something follows the end of the value; a document holds one value " +
 		"(separate tasks with a line of ---, and quote a value that starts with a quote, [ or { to keep it as text)"
 	start := offsetOf(text, root.Line, root.Column)
 	if end := endOfFlowValue(text, start); end >= 0 {
 		if at := skipBlank(text, end); at < len(text) {
 			line, col := lineColumn(text, at)
-			return &nodeError{line: line, column: col, msg: msg}
+			return &YAMLError{Line: line, Column: col, Msg: msg}
 		}
 	}
-	return fmt.Errorf("line %d: %s", root.Line, msg)
+	return &YAMLError{Line: root.Line, Msg: msg}
 }
 
 // offsetOf turns YAML's 1-based line and column (counted in characters)
