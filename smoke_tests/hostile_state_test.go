@@ -166,7 +166,7 @@ func TestTheHomeIsPrivate(t *testing.T) {
 func TestConfigErrorsNameTheKeyAndLine(t *testing.T) {
 	for _, tc := range []struct{ config, want string }{
 		{"controller:\n  sweep_interval: 1ns\n", "config.yaml line 2: controller.sweep_interval: 1ns is out of range; give a duration from 1s to 24h"},
-		{"controller:\n  max_parallel_lanches: 4\n", "config.yaml line 2: controller.max_parallel_lanches: unknown key (did you mean max_parallel_launches?)"},
+		{"controller:\n  max_parallel_lanches: 4\n", `config.yaml line 2: controller.max_parallel_lanches: unknown field; did you mean "max_parallel_launches"?`},
 		{"local:\n  regions: local\n", `config.yaml line 2: local.regions: "local" is not a list`},
 	} {
 		e := newEnv(t)

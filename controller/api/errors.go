@@ -24,7 +24,7 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Problems are a task's, path by path (invalid_task).
-	Problems []Problem `json:"problems,omitempty"`
+	Problems []schema.Problem `json:"problems,omitempty"`
 	// Job and Owner name the job of a forbidden (its owner) or a
 	// known_failure (the job that failed) error.
 	Job   int64  `json:"job,omitempty"`
@@ -35,13 +35,6 @@ type ErrorDetail struct {
 	Failure *service.FailureView `json:"failure,omitempty"`
 	// Limit is the size limit in bytes a too_large request passed.
 	Limit int64 `json:"limit,omitempty"`
-}
-
-// Problem is one problem of a task: schema.Problem in JSON.
-type Problem struct {
-	Path    string `json:"path"`
-	Value   string `json:"value,omitempty"`
-	Message string `json:"message"`
 }
 
 // Error codes, and the errors of the service each stands for.
@@ -112,9 +105,7 @@ func detail(err error) (int, ErrorDetail) {
 		return http.StatusForbidden, d
 	case errors.As(err, &ve):
 		d.Code = CodeInvalidTask
-		for _, p := range ve.Problems {
-			d.Problems = append(d.Problems, Problem{Path: p.Path, Value: p.Value, Message: p.Message})
-		}
+		d.Problems = ve.Problems
 		return http.StatusUnprocessableEntity, d
 	case errors.As(err, &ue):
 		d.Code = CodeUsage

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"sortie/schema"
 )
 
 // A value of zero, or a key left out, means the default; any other value
@@ -76,17 +78,17 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 
 // outOfRange lists the values outside their range, each at its line in
 // config.yaml, or under the environment variable that set it.
-func (cfg *Config) outOfRange(lines map[string]int, fromEnv map[string]string) []Problem {
-	var out []Problem
-	where := func(key string) Problem {
+func (cfg *Config) outOfRange(lines map[string]int, fromEnv map[string]string) []schema.Problem {
+	var out []schema.Problem
+	where := func(key string) schema.Problem {
 		if env, ok := fromEnv[key]; ok {
-			return Problem{Key: env}
+			return schema.Problem{Path: env}
 		}
-		return Problem{Key: key, Line: lines[key]}
+		return schema.Problem{Path: key, Line: lines[key]}
 	}
 	if b := cfg.Controller.LogMaxBytesPerAttempt; b != 0 && (b < minLogBytes || b > maxLogBytes) {
 		p := where("controller.log_max_bytes_per_attempt")
-		p.Msg = fmt.Sprintf("%s is out of range; give a size from %s to %s, or leave it out for %s", b, ByteSize(minLogBytes), ByteSize(maxLogBytes), DefaultLogMaxBytes)
+		p.Message = fmt.Sprintf("%s is out of range; give a size from %s to %s, or leave it out for %s", b, ByteSize(minLogBytes), ByteSize(maxLogBytes), DefaultLogMaxBytes)
 		out = append(out, p)
 	}
 	ds, ns := cfg.ranges()
@@ -95,7 +97,7 @@ func (cfg *Config) outOfRange(lines map[string]int, fromEnv map[string]string) [
 			continue
 		}
 		p := where(r.key)
-		p.Msg = fmt.Sprintf("%s is out of range; give a duration from %s to %s, or leave it out for %s", r.v.D(), showDuration(r.min), showDuration(r.max), r.def)
+		p.Message = fmt.Sprintf("%s is out of range; give a duration from %s to %s, or leave it out for %s", r.v.D(), showDuration(r.min), showDuration(r.max), r.def)
 		out = append(out, p)
 	}
 	for _, r := range ns {
@@ -103,7 +105,7 @@ func (cfg *Config) outOfRange(lines map[string]int, fromEnv map[string]string) [
 			continue
 		}
 		p := where(r.key)
-		p.Msg = fmt.Sprintf("%v is out of range; give a number from %v to %v, or leave it out for %s", r.v, r.min, r.max, r.def)
+		p.Message = fmt.Sprintf("%v is out of range; give a number from %v to %v, or leave it out for %s", r.v, r.min, r.max, r.def)
 		out = append(out, p)
 	}
 	return out

@@ -220,7 +220,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		if v := getenv(d.env); v != "" {
 			fromEnv[d.key] = d.env
 			if err := d.dst.UnmarshalJSON([]byte(strconv.Quote(v))); err != nil {
-				e.Problems = append(e.Problems, Problem{Key: d.env, Msg: err.Error()})
+				e.Problems = append(e.Problems, schema.Problem{Path: d.env, Message: err.Error()})
 			}
 		}
 	}
@@ -241,7 +241,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 			fromEnv[n.key] = n.env
 			i, err := strconv.Atoi(v)
 			if err != nil || i < 0 {
-				e.Problems = append(e.Problems, Problem{Key: n.env, Msg: fmt.Sprintf("%q is not a whole number >= 0", v)})
+				e.Problems = append(e.Problems, schema.Problem{Path: n.env, Message: fmt.Sprintf("%q is not a whole number >= 0", v)})
 				continue
 			}
 			*n.dst = i
@@ -251,14 +251,14 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
 		if msg := checkListen(c.MetricsListen); msg != "" {
-			e.Problems = append(e.Problems, Problem{Key: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Msg: msg})
+			e.Problems = append(e.Problems, schema.Problem{Path: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Message: msg})
 		}
 		if msg := checkStore(c.Store); msg != "" {
 			key, line := "controller.store", lines["controller.store"]
 			if from, ok := fromEnv[key]; ok {
 				key, line = from, 0
 			}
-			e.Problems = append(e.Problems, Problem{Key: key, Line: line, Msg: msg})
+			e.Problems = append(e.Problems, schema.Problem{Path: key, Line: line, Message: msg})
 		}
 	}
 	if len(e.Problems) > 0 {
@@ -332,7 +332,7 @@ func readConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is %s, not a regular file", schema.FileKind(fi.Mode()))}}}
+		return nil, &Error{Path: path, Problems: []schema.Problem{{Message: fmt.Sprintf("is %s, not a regular file", schema.FileKind(fi.Mode()))}}}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -344,7 +344,7 @@ func readConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > maxConfigSize {
-		return nil, &Error{Path: path, Problems: []Problem{{Msg: fmt.Sprintf("is larger than %d bytes; a configuration is a few lines", maxConfigSize)}}}
+		return nil, &Error{Path: path, Problems: []schema.Problem{{Message: fmt.Sprintf("is larger than %d bytes; a configuration is a few lines", maxConfigSize)}}}
 	}
 	return b, nil
 }

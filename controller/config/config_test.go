@@ -34,18 +34,18 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"controller:\n  poll_interval: 1e300\n", nil, []string{`line 2: controller.poll_interval: "1e300" is not a duration`}},
 		{"controller:\n  poll_interval: .nan\n", nil, []string{`line 2: controller.poll_interval: ".nan" is not a duration`}},
 		{"controller:\n  poll_interval: abc\n", nil, []string{`line 2: controller.poll_interval: "abc" is not a duration (e.g. 5s, 1m30s, 30d)`}},
-		{"controller:\n  pol_interval: 5s\n", nil, []string{"line 2: controller.pol_interval: unknown key (did you mean poll_interval?)"}},
-		{"controler:\n  poll_interval: 5s\n", nil, []string{"line 1: controler: unknown key (did you mean controller?); the keys here are aws, controller, gcp, kubernetes, local, notify, sim, ssh"}},
+		{"controller:\n  pol_interval: 5s\n", nil, []string{`line 2: controller.pol_interval: unknown field; did you mean "poll_interval"?`}},
+		{"controler:\n  poll_interval: 5s\n", nil, []string{`line 1: controler: unknown field; did you mean "controller"?`}},
 		{"controller: [1, 2]\n", nil, []string{"line 1: controller: a list is not a mapping of keys"}},
 		{"controller:\n  max_parallel_launches: many\n", nil, []string{`line 2: controller.max_parallel_launches: "many" is not a whole number`}},
 		{"controller:\n  max_parallel_launches: 99999999999999\n", nil, []string{`controller.max_parallel_launches: "99999999999999" is not a whole number`}},
 		{"controller:\n  launch_rounds: -1\n", nil, []string{"line 2: controller.launch_rounds: -1 is out of range; give a number from 1 to 1000"}},
-		{"controller:\n  poll_interval: 5s\n  poll_interval: 6s\n", nil, []string{"line 3: controller.poll_interval: the key is given twice"}},
+		{"controller:\n  poll_interval: 5s\n  poll_interval: 6s\n", nil, []string{`line 3: invalid YAML: key "poll_interval" is given twice in the same mapping; keep one`}},
 		{"local:\n  regions:\n  - name: r\n    zones: a\n", nil, []string{"line 4: local.regions[0].zones: \"a\" is not a list"}},
 		{"sim:\n  preempt_rate: 1.5\n  exit_codes:\n  - {code: 300, share: 0.5}\n", nil,
 			[]string{"line 2: sim.preempt_rate: 1.5 is out of range", "line 4: sim.exit_codes[0].code: 300 is out of range; give a number from 0 to 255"}},
-		{"controller:\n  poll_interval: 5s\n---\ncontroller: {}\n", nil, []string{"config.yaml line 3: a second document"}},
-		{"controller:\n  poll_interval: [5s\n", nil, []string{"it is not valid YAML"}},
+		{"controller:\n  poll_interval: 5s\n---\ncontroller: {}\n", nil, []string{"config.yaml line 3: invalid YAML: a second document (after ---)"}},
+		{"controller:\n  poll_interval: [5s\n", nil, []string{"config.yaml line 2: invalid YAML: did not find expected ',' or ']'"}},
 		{"controller:\n  log_retention: 30m\n", nil, []string{"line 2: controller.log_retention: 30m0s is out of range; give a duration from 1h to 87600h, or leave it out for 30d"}},
 		{"controller:\n  log_retention: forever\n", nil, []string{`line 2: controller.log_retention: "forever" is not a duration (e.g. 5s, 1m30s, 30d)`}},
 		{"controller:\n  log_max_bytes_per_attempt: 1KiB\n", nil, []string{"line 2: controller.log_max_bytes_per_attempt: 1KiB is out of range; give a size from 1MiB to 1TiB, or leave it out for 1GiB"}},
@@ -81,7 +81,12 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 			`line 3: kubernetes.spot_tolerations[0].effect: "NoSchedul" is not a taint effect`,
 			`line 4: kubernetes.spot_tolerations[1].value: "x": a toleration with operator Exists has no value`,
 			`line 5: kubernetes.spot_tolerations[2].key: empty; name the taint's key`}},
-		{"kubernetes:\n  contxt: prod\n", nil, []string{"line 2: kubernetes.contxt: unknown key (did you mean context?)"}},
+		{"kubernetes:\n  nodes: [a]\n", nil, []string{"line 2: kubernetes.nodes: unknown field; expected one of accelerator_label, allowed_contexts,"}},
+		{"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n" +
+			"d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", nil,
+			[]string{"invalid YAML: the document expands to more than 100000 values; use fewer aliases"}},
+		{"ssh: &s {proxy_command: x}\naws:\n  <<: *s\n", nil, []string{"line 1: aws.proxy_command: unknown field; expected one of endpoint,"}},
+		{"kubernetes:\n  contxt: prod\n", nil, []string{`line 2: kubernetes.contxt: unknown field; did you mean "context"?`}},
 		{"kubernetes:\n  spot_tolerations:\n  - {key: cloud.google.com/gke-spot, operator: Equal, value: \"true\", effect: NoSchedule}\n  - {operator: Exists}\n", nil, nil},
 		{"controller:\n  store: postgres://sortie:pw@db:5432/sortie\n", nil, nil},
 		{"controller:\n  store: sqlite:/var/lib/sortie/state.db\n", nil, nil},
@@ -220,7 +225,7 @@ func TestSigningKeysAreNeverShown(t *testing.T) {
 			t.Errorf("the error shows a signing key: %v", err)
 		}
 	}
-	if !strings.Contains(err.Error(), "notify.secrets.ops: the key is given twice") {
+	if !strings.Contains(err.Error(), `line 4: invalid YAML: key "ops" is given twice`) {
 		t.Errorf("no word of the repeated key: %v", err)
 	}
 }

@@ -3,12 +3,14 @@ package config
 import (
 	"fmt"
 	"net/url"
+
+	"sortie/schema"
 )
 
 // badEndpoints checks the metadata endpoints the node agents are given:
 // each is a base URL, http or https, a host and nothing after it.
-func (cfg *Config) badEndpoints(lines map[string]int) []Problem {
-	var out []Problem
+func (cfg *Config) badEndpoints(lines map[string]int) []schema.Problem {
+	var out []schema.Problem
 	for _, e := range []struct{ key, v, def string }{
 		{"aws.imds_endpoint", cfg.AWS.IMDSEndpoint, "EC2's own, http://169.254.169.254"},
 		{"gcp.metadata_endpoint", cfg.GCP.MetadataEndpoint, "GCE's own, http://metadata.google.internal"},
@@ -20,8 +22,8 @@ func (cfg *Config) badEndpoints(lines map[string]int) []Problem {
 		if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
 			continue
 		}
-		out = append(out, Problem{Key: e.key, Line: lines[e.key],
-			Msg: fmt.Sprintf("%q is not a base URL; give http://HOST[:PORT] (no path), or leave it out for %s", e.v, e.def)})
+		out = append(out, schema.Problem{Path: e.key, Line: lines[e.key],
+			Message: fmt.Sprintf("%q is not a base URL; give http://HOST[:PORT] (no path), or leave it out for %s", e.v, e.def)})
 	}
 	return out
 }

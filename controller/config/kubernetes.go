@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"slices"
+
+	"sortie/schema"
 )
 
 // KubernetesConfig is the kubernetes: section.
@@ -45,22 +47,22 @@ type KubernetesToleration struct {
 }
 
 // kubernetesProblems checks the tolerations' operators and effects.
-func (cfg *Config) kubernetesProblems(lines map[string]int) []Problem {
-	var out []Problem
+func (cfg *Config) kubernetesProblems(lines map[string]int) []schema.Problem {
+	var out []schema.Problem
 	for i, t := range cfg.Kubernetes.SpotTolerations {
 		key := fmt.Sprintf("kubernetes.spot_tolerations[%d]", i)
 		line := lines[key]
 		if !slices.Contains([]string{"", "Equal", "Exists"}, t.Operator) {
-			out = append(out, Problem{Key: key + ".operator", Line: line, Msg: fmt.Sprintf("%q is not a toleration operator; use Equal or Exists", t.Operator)})
+			out = append(out, schema.Problem{Path: key + ".operator", Line: line, Message: fmt.Sprintf("%q is not a toleration operator; use Equal or Exists", t.Operator)})
 		}
 		if !slices.Contains([]string{"", "NoSchedule", "PreferNoSchedule", "NoExecute"}, t.Effect) {
-			out = append(out, Problem{Key: key + ".effect", Line: line, Msg: fmt.Sprintf("%q is not a taint effect; use NoSchedule, PreferNoSchedule or NoExecute (or leave it out for all)", t.Effect)})
+			out = append(out, schema.Problem{Path: key + ".effect", Line: line, Message: fmt.Sprintf("%q is not a taint effect; use NoSchedule, PreferNoSchedule or NoExecute (or leave it out for all)", t.Effect)})
 		}
 		if t.Operator == "Exists" && t.Value != "" {
-			out = append(out, Problem{Key: key + ".value", Line: line, Msg: fmt.Sprintf("%q: a toleration with operator Exists has no value; drop it, or use operator Equal", t.Value)})
+			out = append(out, schema.Problem{Path: key + ".value", Line: line, Message: fmt.Sprintf("%q: a toleration with operator Exists has no value; drop it, or use operator Equal", t.Value)})
 		}
 		if t.Key == "" && t.Operator != "Exists" {
-			out = append(out, Problem{Key: key + ".key", Line: line, Msg: "empty; name the taint's key (only operator Exists may leave it out, to tolerate every taint)"})
+			out = append(out, schema.Problem{Path: key + ".key", Line: line, Message: "empty; name the taint's key (only operator Exists may leave it out, to tolerate every taint)"})
 		}
 	}
 	return out

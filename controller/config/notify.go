@@ -29,19 +29,20 @@ const minSecretLen = 16
 // notifyProblems checks the notify section: each default webhook as a
 // task's are checked, that every secret it names is given, and that every
 // key is long enough. Keys are never shown.
-func (cfg *Config) notifyProblems(lines map[string]int) []Problem {
-	var out []Problem
+func (cfg *Config) notifyProblems(lines map[string]int) []schema.Problem {
+	var out []schema.Problem
 	n := cfg.Notify
 	for i, w := range n.Webhooks {
 		base := fmt.Sprintf("notify.webhooks[%d]", i)
 		for _, p := range schema.CheckWebhook(w) {
-			key := base + "." + p.Path
-			out = append(out, Problem{Line: lineOf(lines, key, base), Key: key, Msg: strings.TrimSpace(p.Value + " " + p.Message)})
+			p.Path = base + "." + p.Path
+			p.Line = lineOf(lines, p.Path, base)
+			out = append(out, p)
 		}
 		if w.Secret != "" {
 			if _, ok := n.Secrets[w.Secret]; !ok {
-				out = append(out, Problem{Line: lineOf(lines, base+".secret", base), Key: base + ".secret",
-					Msg: fmt.Sprintf("%q names no key; add notify.secrets.%s (%d characters or more), or remove secret to send unsigned", w.Secret, w.Secret, minSecretLen)})
+				out = append(out, schema.Problem{Line: lineOf(lines, base+".secret", base), Path: base + ".secret",
+					Message: fmt.Sprintf("%q names no key; add notify.secrets.%s (%d characters or more), or remove secret to send unsigned", w.Secret, w.Secret, minSecretLen)})
 			}
 		}
 	}
@@ -53,8 +54,8 @@ func (cfg *Config) notifyProblems(lines map[string]int) []Problem {
 	for _, k := range names {
 		if len(n.Secrets[k]) < minSecretLen {
 			key := "notify.secrets." + k
-			out = append(out, Problem{Line: lines[key], Key: key,
-				Msg: fmt.Sprintf("is shorter than %d characters; give a long random key, e.g. the output of: openssl rand -hex 32", minSecretLen)})
+			out = append(out, schema.Problem{Line: lines[key], Path: key,
+				Message: fmt.Sprintf("is shorter than %d characters; give a long random key, e.g. the output of: openssl rand -hex 32", minSecretLen)})
 		}
 	}
 	return out

@@ -461,7 +461,7 @@ func strPtr(s string) *string { return &s }
 
 // A config.yaml that cannot be used is bad input: exit status 2.
 func TestConfigErrorsAreUsageErrors(t *testing.T) {
-	err := fmt.Errorf("open the service: %w", &config.Error{Path: "/h/config.yaml", Problems: []config.Problem{{Line: 2, Key: "controller.poll_interval", Msg: "1ns is out of range"}}})
+	err := fmt.Errorf("open the service: %w", &config.Error{Path: "/h/config.yaml", Problems: []schema.Problem{{Line: 2, Path: "controller.poll_interval", Message: "1ns is out of range"}}})
 	if got := exitCode(err); got != ExitUsage {
 		t.Errorf("exit %d for %v, want %d", got, err, ExitUsage)
 	}

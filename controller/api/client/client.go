@@ -56,10 +56,7 @@ func (e *remoteError) Unwrap() error { return e.err }
 func Error(status int, d api.ErrorDetail) error {
 	switch d.Code {
 	case api.CodeInvalidTask:
-		ve := &schema.ValidationError{}
-		for _, p := range d.Problems {
-			ve.Problems = append(ve.Problems, schema.Problem{Path: p.Path, Value: p.Value, Message: p.Message})
-		}
+		ve := &schema.ValidationError{Problems: d.Problems}
 		if ve.Error() == d.Message {
 			return ve
 		}

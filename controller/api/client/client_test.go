@@ -118,7 +118,7 @@ func TestErrorMapping(t *testing.T) {
 		t.Errorf("known failure: %v", kf)
 	}
 	ve := Error(422, api.ErrorDetail{Code: api.CodeInvalidTask, Message: "run: is required",
-		Problems: []api.Problem{{Path: "run", Message: "is required"}}})
+		Problems: []schema.Problem{{Path: "run", Message: "is required"}}})
 	if _, ok := ve.(*schema.ValidationError); !ok {
 		t.Errorf("a task's problems: %T %v", ve, ve)
 	}

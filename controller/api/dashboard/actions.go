@@ -69,7 +69,7 @@ func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, s *session) er
 	switch {
 	case errors.As(err, &ve):
 		for _, p := range detail.Problems {
-			form.SetsErr = append(form.SetsErr, schema.Problem{Path: p.Path, Value: p.Value, Message: p.Message}.Error())
+			form.SetsErr = append(form.SetsErr, p.Error())
 		}
 	case errors.As(err, &ue) && strings.HasPrefix(ue.Error(), "--reason"):
 		form.ReasonErr = detail.Message
