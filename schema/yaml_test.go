@@ -113,3 +113,22 @@ func TestTrailingContentIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// config.yaml's problems take their lines from DecodeYAML: a key's line in
+// a mapping, an item's in a list, and a key written beside a merge over
+// the merged one's.
+func TestDecodeYAMLLines(t *testing.T) {
+	lines := map[string]int{}
+	text := "base: &b {cpus: 2, memory: 8}\nr:\n  memory: 16\n  <<: *b\nl:\n- a\n- {x: 1}\n"
+	if _, err := DecodeYAML(text, lines); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"": 1, "base": 1, "base.cpus": 1, "base.memory": 1, "r": 2, "r.memory": 3, "r.cpus": 1,
+		"l": 5, "l[0]": 6, "l[1]": 7, "l[1].x": 7}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if _, err := DecodeYAML("a: 1\n---\nb: 2\n", nil); err == nil || err.Error() != "line 2: a second document (after ---): the file holds one" {
+		t.Errorf("two documents: %v", err)
+	}
+}
