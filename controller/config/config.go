@@ -262,6 +262,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		}
 	}
 	if len(e.Problems) > 0 {
+		inFileOrder(e.Problems)
 		return cfg, e
 	}
 	cfg.fillDefaults()

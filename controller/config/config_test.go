@@ -265,3 +265,22 @@ func TestStoreURL(t *testing.T) {
 		t.Errorf("a bad URL's error: %v", err)
 	}
 }
+
+// Problems are told in the file's order, not in the order of the keys' names.
+func TestConfigProblemsComeInTheFilesOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	text := "sim:\n  preempt_rate: 1.5\ncontroller:\n  poll_interval: 1ns\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(dir, func(string) string { return "" })
+	if err == nil {
+		t.Fatal("config.yaml with two bad values loaded")
+	}
+	msg := err.Error()
+	sim, ctl := strings.Index(msg, "sim.preempt_rate"), strings.Index(msg, "controller.poll_interval")
+	if sim < 0 || ctl < 0 || sim > ctl {
+		t.Errorf("want line 2's problem before line 4's, got:\n%s", msg)
+	}
+}

@@ -21,6 +21,18 @@ type Error struct {
 	Problems []schema.Problem
 }
 
+// inFileOrder sorts problems as a reader meets them in the file: by line,
+// those of no line (an environment variable, the cut-off note) last.
+func inFileOrder(ps []schema.Problem) {
+	order := func(p schema.Problem) int {
+		if p.Line == 0 {
+			return math.MaxInt
+		}
+		return p.Line
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return order(ps[i]) < order(ps[j]) })
+}
+
 // Error is one problem per line: at its line in config.yaml, under its
 // environment variable, or for the file as a whole.
 func (e *Error) Error() string {
