@@ -9,26 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sortie/strategy/clocktest"
 )
-
-// clock is a fake clock that sleeping advances.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) bool {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-	return ctx.Err() == nil
-}
 
 func nop(context.Context) error { return nil }
 
@@ -155,9 +138,9 @@ func TestCheckBound(t *testing.T) {
 // A follow-up leaves the pool: the other checks go on while it runs.
 func TestFollowUpLeavesThePool(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(0, 0)}
+	clk := clocktest.New(time.Unix(0, 0))
 	secondRan := make(chan struct{})
-	q := New(Config{Now: clk.Now, Sleep: clk.Sleep, Checkers: 1, Horizon: time.Second,
+	q := New(Config{Now: clk.Now, Sleep: clk.Skip, Checkers: 1, Horizon: time.Second,
 		Step: func(ctx context.Context, id int64) (bool, error) {
 			select {
 			case <-secondRan:
@@ -224,7 +207,7 @@ func TestFollowUps(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				start := time.Unix(0, 0)
-				clk := &clock{t: start}
+				clk := clocktest.New(start)
 				var (
 					mu       sync.Mutex
 					steps    []time.Duration
@@ -232,7 +215,7 @@ func TestFollowUps(t *testing.T) {
 					q        *Queue
 				)
 				q = New(Config{
-					Now: clk.Now, Sleep: clk.Sleep, Checkers: 2, Horizon: horizon,
+					Now: clk.Now, Sleep: clk.Skip, Checkers: 2, Horizon: horizon,
 					FirstChecks: []time.Duration{200 * ms, time.Second},
 					Step: func(ctx context.Context, id int64) (bool, error) {
 						mu.Lock()
@@ -291,10 +274,10 @@ func TestContinueAtNeedsAClaim(t *testing.T) {
 
 func TestWaitWaitsForEveryStartedWork(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(0, 0)}
+	clk := clocktest.New(time.Unix(0, 0))
 	var finished atomic.Int32
 	gate := make(chan struct{})
-	q := New(Config{Now: clk.Now, Sleep: clk.Sleep, Checkers: 2, Horizon: time.Second,
+	q := New(Config{Now: clk.Now, Sleep: clk.Skip, Checkers: 2, Horizon: time.Second,
 		Step: func(context.Context, int64) (bool, error) {
 			<-gate
 			finished.Add(1)
@@ -346,7 +329,7 @@ func TestWaitWaitsForEveryStartedWork(t *testing.T) {
 func pokeQueue(t *testing.T) (q *Queue, steps func() []time.Duration, release chan struct{}, sleeping chan struct{}) {
 	t.Helper()
 	start := time.Unix(0, 0)
-	clk := &clock{t: start}
+	clk := clocktest.New(start)
 	var (
 		mu  sync.Mutex
 		got []time.Duration
@@ -361,7 +344,7 @@ func pokeQueue(t *testing.T) (q *Queue, steps func() []time.Duration, release ch
 			case <-ctx.Done():
 				return false
 			case <-release:
-				return clk.Sleep(ctx, d)
+				return clk.Skip(ctx, d)
 			}
 		},
 		Step: func(ctx context.Context, id int64) (bool, error) {
