@@ -17,19 +17,10 @@ import (
 	"sortie/controller/store"
 	"sortie/schema"
 	"sortie/strategy"
+	"sortie/strategy/clocktest"
 )
 
-// clock is a test's clock: it moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func newClock() *clocktest.Clock { return clocktest.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) }
 
 // receiver is a webhook endpoint that answers fail (a status code) to the
 // first failFirst requests, and records every request.
@@ -90,7 +81,7 @@ func (r *receiver) accepted() map[string]int {
 
 const key = "0123456789abcdef-test-key"
 
-func openStore(t *testing.T, path string, clk *clock) *store.Store {
+func openStore(t *testing.T, path string, clk *clocktest.Clock) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), path, clk.Now)
 	if err != nil {
@@ -154,7 +145,7 @@ func task(url, events string) string {
 	return fmt.Sprintf("name: train\nnotify:\n  webhooks:\n  - {url: %q, events: %s, secret: ops}\nrun: \"true\"\n", url, events)
 }
 
-func newNotifier(st *store.Store, clk *clock) *Notifier {
+func newNotifier(st *store.Store, clk *clocktest.Clock) *Notifier {
 	return &Notifier{Store: st, Now: clk.Now, Secrets: map[string]string{"ops": key}, Senders: 1}
 }
 
@@ -188,12 +179,12 @@ func TestFailingReceiverGetsEveryEventOnceWithBackoff(t *testing.T) {
 		t.Errorf("kinds: %v", k)
 	}
 	// Nothing is due before the back-off ends.
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	n.Round(ctx)
 	if len(rcv.requests()) != 3 {
 		t.Fatalf("a try before its time: %d requests", len(rcv.requests()))
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	n.Round(ctx)
 	ds, _ = st.Deliveries(ctx, id)
 	for _, d := range ds {
@@ -202,7 +193,7 @@ func TestFailingReceiverGetsEveryEventOnceWithBackoff(t *testing.T) {
 		}
 	}
 	// Rounds after: nothing more is sent.
-	clk.Add(time.Hour)
+	clk.Advance(time.Hour)
 	n.Round(ctx)
 	reqs := rcv.requests()
 	if len(reqs) != 6 {
@@ -294,7 +285,7 @@ func TestGivingUp(t *testing.T) {
 				if _, err := n.Round(ctx); err != nil {
 					t.Fatal(err)
 				}
-				clk.Add(time.Minute)
+				clk.Advance(time.Minute)
 			}
 			ds, _ := st.Deliveries(ctx, id)
 			if len(ds) != 1 || ds[0].State != store.DeliveryFailed || ds[0].LastError != tc.want || ds[0].DoneAt == nil {
@@ -428,7 +419,7 @@ func TestANewControllerNeitherLosesNorResends(t *testing.T) {
 		if _, err := n2.Round(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 	}
 	acc := rcv.accepted()
 	for _, id := range []int64{job1, job2} {
