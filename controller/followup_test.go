@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"sortie/provision"
 	"sortie/provision/sim"
 	"sortie/schema"
+	"sortie/strategy/clocktest"
 )
 
 func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
@@ -60,25 +60,6 @@ func TestRecoveryGoesOnBeforeTheNextTick(t *testing.T) {
 	}
 }
 
-// clock is a fake clock that sleeping advances.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) sleep(ctx context.Context, d time.Duration) bool {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-	return ctx.Err() == nil
-}
-
 func TestNewAttemptIsCheckedEarly(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -90,11 +71,11 @@ func TestNewAttemptIsCheckedEarly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			hollow := sim.New(sim.Config{RunTime: 100 * time.Millisecond, Now: clk.Now})
 			c := newTestController(t, &fakeCloud{})
 			c.Providers = oneCloud{hollow}
-			c.Now, c.sched.Sleep = clk.Now, clk.sleep
+			c.Now, c.sched.Sleep = clk.Now, clk.Skip
 			c.sched.Follow(tc.following)
 			p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"))
 			if err != nil {

@@ -15,20 +15,21 @@ import (
 	"sortie/controller/store"
 	"sortie/provision/sim"
 	"sortie/schema"
+	"sortie/strategy/clocktest"
 )
 
 // replicaPair is two replicas of one store, a and b, driving one
 // simulated cloud on one fake clock.
 type replicaPair struct {
 	a, b *Controller
-	clk  *clock
+	clk  *clocktest.Clock
 	path string
 }
 
 func newReplicaPair(t *testing.T) replicaPair {
 	t.Helper()
 	home := t.TempDir()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	hollow := sim.New(sim.Config{RunTime: 3 * time.Second, Now: clk.Now})
 	cfg, err := config.Load(home, func(string) string { return "" })
 	if err != nil {
@@ -42,7 +43,7 @@ func newReplicaPair(t *testing.T) replicaPair {
 		}
 		t.Cleanup(func() { st.Close() })
 		c := New(st, cfg, oneCloud{hollow}, slog.New(slog.NewTextHandler(testWriter{t, name}, nil)))
-		c.Now, c.sched.Sleep = clk.Now, clk.sleep
+		c.Now, c.sched.Sleep = clk.Now, clk.Skip
 		c.Rand = func() float64 { return 0 }
 		if err := c.AsReplica(ReplicaOptions{Name: name, TTL: 10 * time.Second}); err != nil {
 			t.Fatal(err)
@@ -123,12 +124,12 @@ func TestReplicasShareAndTakeOver(t *testing.T) {
 	}
 
 	// a is killed: it renews no more. Within the TTL b claims nothing.
-	r.clk.sleep(ctx, 5*time.Second)
+	r.clk.Advance(5 * time.Second)
 	r.b.renew(ctx)
 	if got, err := r.b.claim(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("b claimed %v (%v) while a's leases were live", got, err)
 	}
-	r.clk.sleep(ctx, 6*time.Second)
+	r.clk.Advance(6 * time.Second)
 	r.b.renew(ctx)
 	got, err := r.b.claim(ctx)
 	if err != nil {
@@ -168,7 +169,7 @@ func TestReplicasShareAndTakeOver(t *testing.T) {
 	// b finishes every job, each with the one attempt it had.
 	for range 20 {
 		tickAndWait(t, r.b)
-		r.clk.sleep(ctx, time.Second)
+		r.clk.Advance(time.Second)
 		r.b.renew(ctx)
 	}
 	for _, id := range ids {
@@ -211,12 +212,12 @@ func TestFailedRenewalsDropTheLeases(t *testing.T) {
 		t.Fatalf("a holds %v", r.a.Held())
 	}
 	r.a.Store.Close() // every renewal now fails
-	r.clk.sleep(ctx, 4*time.Second)
+	r.clk.Advance(4 * time.Second)
 	r.a.renew(ctx)
 	if len(r.a.Held()) != 2 {
 		t.Fatalf("one failed renewal 4s after the last dropped the leases: %v", r.a.Held())
 	}
-	r.clk.sleep(ctx, 3*time.Second)
+	r.clk.Advance(3 * time.Second)
 	r.a.renew(ctx)
 	if h := r.a.Held(); len(h) != 0 {
 		t.Fatalf("renewals failing for 7s of a 10s TTL: a still holds %v", h)
