@@ -12,17 +12,12 @@ import (
 
 	"sortie/controller/lifecycle"
 	"sortie/strategy"
+	"sortie/strategy/clocktest"
 )
 
-// setClock is a clock that moves only when a test moves it.
-type setClock struct{ t time.Time }
-
-func (c *setClock) Now() time.Time          { return c.t }
-func (c *setClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
-
-func openLeaseTest(t *testing.T, b backend) (*Store, *setClock) {
+func openLeaseTest(t *testing.T, b backend) (*Store, *clocktest.Clock) {
 	t.Helper()
-	clk := &setClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	s, err := OpenURL(context.Background(), b.newStore(t), clk.Now)
 	if err != nil {
 		t.Fatal(err)

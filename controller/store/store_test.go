@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,22 +14,8 @@ import (
 	"sortie/controller/lifecycle"
 	"sortie/controller/store/pgtest"
 	"sortie/strategy"
+	"sortie/strategy/clocktest"
 )
-
-// fakeClock moves a second at each look. Two stores of one PostgreSQL
-// database write at once (nothing in the process orders them, as SQLite's
-// write lock does), so the clock takes a lock of its own.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Second)
-	return c.t
-}
 
 // pgServer is the test binary's PostgreSQL server; nil when none is
 // installed (the PostgreSQL half of each test skips, saying so).
@@ -67,7 +52,7 @@ func onEach(t *testing.T, test func(t *testing.T, b backend)) {
 func openTest(t *testing.T, b backend) (*Store, string) {
 	t.Helper()
 	u := b.newStore(t)
-	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := clocktest.NewStepping(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Second)
 	s, err := OpenURL(context.Background(), u, clk.Now)
 	if err != nil {
 		t.Fatal(err)
