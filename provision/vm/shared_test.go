@@ -33,7 +33,7 @@ func TestSharedAnswersWhileYoung(t *testing.T) {
 		{999 * time.Millisecond, false, 3},
 	}
 	for i, st := range steps {
-		clk.now = clk.now.Add(st.advance)
+		clk.Advance(st.advance)
 		if st.forget {
 			s.Forget("us-east-1")
 		}

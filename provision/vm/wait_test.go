@@ -10,20 +10,16 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/sshrun"
+	"sortie/strategy/clocktest"
 )
 
-// clock is a clock the test moves.
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
-func newClock() *clock { return &clock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func newClock() *clocktest.Clock { return clocktest.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // deadline is a minute's wait whose pauses do not sleep.
-func deadline(c *clock) *Deadline { return NewDeadline(c.Now, 0, time.Minute) }
+func deadline(c *clocktest.Clock) *Deadline { return NewDeadline(c.Now, 0, time.Minute) }
 
 // longDeadline is a wait whose pauses would sleep an hour.
-func longDeadline(c *clock) *Deadline { return NewDeadline(c.Now, time.Hour, 2*time.Hour) }
+func longDeadline(c *clocktest.Clock) *Deadline { return NewDeadline(c.Now, time.Hour, 2*time.Hour) }
 
 func errText(err error) string {
 	if err == nil {
@@ -38,7 +34,7 @@ func TestDeadlinePause(t *testing.T) {
 	if err := d.Pause(context.Background(), "x"); err != nil {
 		t.Errorf("before the deadline: %v", err)
 	}
-	c.now = c.now.Add(time.Minute)
+	c.Advance(time.Minute)
 	if err := d.Pause(context.Background(), "instances of c to run"); errText(err) != "waited 1m0s for instances of c to run" {
 		t.Errorf("at the deadline: %v", err)
 	}
@@ -119,7 +115,7 @@ func TestAwaitSSH(t *testing.T) {
 	// the node and keeping the last error.
 	c := newClock()
 	d := deadline(c)
-	c.now = c.now.Add(time.Hour)
+	c.Advance(time.Hour)
 	err := AwaitSSH(context.Background(), cluster, opener([]*node{{}, {}}, refused), d)
 	if !errors.Is(err, refused) || errText(err) != "waited 1m0s for SSH on c node 0; last error: connection refused" {
 		t.Errorf("never answering: %v", err)
