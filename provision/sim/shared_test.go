@@ -9,6 +9,7 @@ import (
 	"sortie/provision"
 	"sortie/provision/node"
 	"sortie/schema"
+	"sortie/strategy/clocktest"
 )
 
 // Two processes' views of one shared cloud: what one launches, starts,
@@ -17,7 +18,7 @@ import (
 func TestSharedCloudIsOneCloud(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() *Provider {
 		p, err := OpenShared(dir, Config{RunTime: time.Minute, Now: clk.Now})
 		if err != nil {
@@ -60,7 +61,7 @@ func TestSharedCloudIsOneCloud(t *testing.T) {
 	}
 	// a sees the task b's start found started, and polls it to its end.
 	r, _ := a.Runner(ctx, cl, 0)
-	clk.t = clk.t.Add(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	s, err := node.Poll(ctx, node.ForAttempt(r, 1))
 	if err != nil || !s.Started || !s.Done {
 		t.Fatalf("poll after the run time: %+v, %v", s, err)
@@ -82,7 +83,3 @@ func TestSharedRefusesCapacity(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.t }

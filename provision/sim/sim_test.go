@@ -7,44 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sortie/provision"
 	"sortie/provision/node"
 	"sortie/schema"
+	"sortie/strategy/clocktest"
 )
 
-// clock is a fake clock; Sleep advances it.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+func newClock() *clocktest.Clock { return clocktest.New(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
-func newClock() *clock { return &clock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	c.Advance(d)
-	return ctx.Err()
-}
-
-func newSim(t *testing.T, cfg Config) (*Provider, *clock) {
+func newSim(t *testing.T, cfg Config) (*Provider, *clocktest.Clock) {
 	t.Helper()
 	clk := newClock()
-	cfg.Now, cfg.Sleep = clk.Now, clk.Sleep
+	cfg.Now, cfg.Sleep = clk.Now, clk.SkipErr
 	return New(cfg), clk
 }
 
@@ -345,7 +322,7 @@ func TestDecisionLog(t *testing.T) {
 func TestStateSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sim", "state.json")
 	clk := newClock()
-	cfg := Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.Sleep, SaveEvery: time.Hour}
+	cfg := Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.SkipErr, SaveEvery: time.Hour}
 	p, err := Open(path, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +368,7 @@ func TestStateSurvivesReopen(t *testing.T) {
 func TestBackgroundSave(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	clk := newClock()
-	p, err := Open(path, Config{Now: clk.Now, Sleep: clk.Sleep, SaveEvery: time.Minute})
+	p, err := Open(path, Config{Now: clk.Now, Sleep: clk.SkipErr, SaveEvery: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +420,7 @@ func TestStartsCountedAndSavedAtOnce(t *testing.T) {
 	clk := newClock()
 	// SaveEvery zero: every change is written before the call returns,
 	// as a crash test needs of a cloud that outlives the controller.
-	p, err := Open(path, Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.Sleep})
+	p, err := Open(path, Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.SkipErr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +445,7 @@ func TestStartsCountedAndSavedAtOnce(t *testing.T) {
 		t.Errorf("after teardown: clusters %v starts %v; want none up, the start kept", st.Clusters, st.Starts)
 	}
 	p.Close()
-	p2, err := Open(path, Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.Sleep})
+	p2, err := Open(path, Config{RunTime: time.Minute, Now: clk.Now, Sleep: clk.SkipErr})
 	if err != nil {
 		t.Fatal(err)
 	}
