@@ -22,6 +22,7 @@ package clocktest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -41,7 +42,7 @@ type Clock struct {
 	waiting []*wait
 	// waits are all the waits asked for, in order.
 	waits []time.Duration
-	// changed is closed, and replaced, whenever waiting changes.
+	// changed is closed, and replaced, whenever waiting or waits change.
 	changed chan struct{}
 }
 
@@ -118,13 +119,13 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.waits = append(c.waits, d)
+	c.changedLocked()
 	w := &wait{until: c.now.Add(d), fire: make(chan time.Time, 1)}
 	if d <= 0 {
 		w.fire <- c.now
 		return w.fire
 	}
 	c.waiting = append(c.waiting, w)
-	c.changedLocked()
 	return w.fire
 }
 
@@ -164,6 +165,7 @@ func (c *Clock) Skip(ctx context.Context, d time.Duration) bool {
 func (c *Clock) SkipErr(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	c.waits = append(c.waits, d)
+	c.changedLocked()
 	c.setLocked(c.now.Add(d))
 	c.mu.Unlock()
 	return ctx.Err()
@@ -188,19 +190,33 @@ func (c *Clock) Waiting() int {
 // each change of the waits: it never sleeps.
 func (c *Clock) BlockUntil(t testing.TB, n int) {
 	t.Helper()
+	c.block(t, fmt.Sprintf("%d waits not yet over", n), func() bool { return len(c.waiting) == n })
+}
+
+// BlockUntilAsked waits until n waits (After, Sleep, Skip) have been
+// asked for in all, over or not, as BlockUntil waits.
+func (c *Clock) BlockUntilAsked(t testing.TB, n int) {
+	t.Helper()
+	c.block(t, fmt.Sprintf("%d waits asked for", n), func() bool { return len(c.waits) >= n })
+}
+
+// block waits until cond, called with c.mu held, holds.
+func (c *Clock) block(t testing.TB, what string, cond func() bool) {
+	t.Helper()
 	limit := time.NewTimer(Patience)
 	defer limit.Stop()
 	for {
 		c.mu.Lock()
-		got, changed := len(c.waiting), c.changed
+		ok, changed := cond(), c.changed
+		waiting, waits := len(c.waiting), len(c.waits)
 		c.mu.Unlock()
-		if got == n {
+		if ok {
 			return
 		}
 		select {
 		case <-changed:
 		case <-limit.C:
-			t.Fatalf("clocktest: %d waits, not %d, after %v", got, n, Patience)
+			t.Fatalf("clocktest: not %s within %v (%d asked for, %d not over)", what, Patience, waits, waiting)
 		}
 	}
 }

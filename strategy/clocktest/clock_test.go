@@ -82,3 +82,12 @@ func TestWithin(t *testing.T) {
 		t.Error("a false condition was reported true")
 	}
 }
+
+func TestBlockUntilAskedSeesAWaitAlreadyOver(t *testing.T) {
+	c := New(time.Time{})
+	go func() { <-c.After(0) }()
+	c.BlockUntilAsked(t, 1)
+	if c.Waiting() != 0 {
+		t.Errorf("%d waits not over; a wait of 0 is over at once", c.Waiting())
+	}
+}
