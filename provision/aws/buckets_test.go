@@ -1,12 +1,10 @@
 package aws
 
 import (
-	"context"
 	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/internal/testenv"
+	"sortie/strategy/clocktest"
 )
 
 // The instance profile of tasks with buckets, phase after phase on one
@@ -202,27 +201,6 @@ func nodeProfileDeniedSaysWhat(t *testing.T, e *env) {
 	}
 }
 
-// fakeClock is a clock whose Sleep moves it.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	slept []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.slept = append(c.slept, d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
-
 const profileUnknown = "Value (sortie-node) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name"
 
 // EC2 may refuse a profile IAM has just made: RunInstances is tried again
@@ -231,8 +209,8 @@ const profileUnknown = "Value (sortie-node) for parameter iamInstanceProfile.nam
 // had its time to settle.
 func runInstancesWaitsForNewProfile(t *testing.T, e *env) {
 	ctx := testContext(t)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	p := e.provider(t, func(c *Config) { c.Now = clock.Now; c.Sleep = clock.Sleep })
+	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	p := e.provider(t, func(c *Config) { c.Now = clock.Now; c.Sleep = clock.SkipErr })
 	s := spec(907, 1, zone("us-east-1a"), spot())
 	s.Buckets = true
 	for range 2 {
@@ -242,14 +220,12 @@ func runInstancesWaitsForNewProfile(t *testing.T, e *env) {
 	if n := e.proxy.Calls("RunInstances", ""); n != 3 {
 		t.Errorf("RunInstances called %d times, want 3 (two refusals, then the launch)", n)
 	}
-	if want := []time.Duration{profileRetry, profileRetry}; !slices.Equal(clock.slept[:min(2, len(clock.slept))], want) {
-		t.Errorf("slept %v, want %v first", clock.slept, want)
+	if slept, want := clock.Waits(), []time.Duration{profileRetry, profileRetry}; !slices.Equal(slept[:min(2, len(slept))], want) {
+		t.Errorf("slept %v, want %v first", slept, want)
 	}
 
 	// The settling time over: the refusal is final.
-	clock.mu.Lock()
-	clock.now = clock.now.Add(profileSettle)
-	clock.mu.Unlock()
+	clock.Advance(profileSettle)
 	e.proxy.ResetCalls()
 	e.proxy.FailNext("RunInstances", "InvalidParameterValue", profileUnknown)
 	s = spec(908, 1, zone("us-east-1a"), spot())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"sortie/provision"
 	"sortie/schema"
+	"sortie/strategy/clocktest"
 )
 
 // TestPodsCarryTheRequest checks what a launch asks of Kubernetes: the
@@ -131,19 +131,6 @@ func TestBadRequestsAreRefusedNamingTheField(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // TestUnschedulableIsCapacityOnlyAfterTheProvisionTimeout: a pod no node
 // fits is waited for until kubernetes.provision_timeout has passed since
 // the scheduler said so, then the launch is a capacity error and the
@@ -151,7 +138,7 @@ func (c *fakeClock) Add(d time.Duration) {
 func TestUnschedulableIsCapacityOnlyAfterTheProvisionTimeout(t *testing.T) {
 	e := newEnv(t, 1)
 	e.kubelet.Full(e.ns[0], true)
-	clock := &fakeClock{now: time.Now()}
+	clock := clocktest.New(time.Now())
 	p := e.provider(t, func(c *Config) { c.Now, c.ProvisionTimeout = clock.Now, 5*time.Minute })
 	s := spec(7303, 2, e.ns[0], schema.Resources{})
 	waiting := make(chan string, 100)
@@ -173,7 +160,7 @@ func TestUnschedulableIsCapacityOnlyAfterTheProvisionTimeout(t *testing.T) {
 		t.Fatalf("Launch returned %v before the provision timeout passed", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	clock.Add(6 * time.Minute)
+	clock.Advance(6 * time.Minute)
 	err := <-done
 	if provision.Classify(err) != provision.ClassCapacity || !strings.Contains(err.Error(), "unschedulable for over 5m0s") {
 		t.Fatalf("Launch: %v (%s), want a capacity error naming the provision timeout", err, provision.Classify(err))
