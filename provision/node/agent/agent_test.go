@@ -16,6 +16,7 @@ import (
 
 	"sortie/provision/node/agenttest"
 	"sortie/provision/node/notice"
+	"sortie/strategy/clocktest"
 )
 
 func TestMain(m *testing.M) { os.Exit(agenttest.Main(m)) }
@@ -193,33 +194,21 @@ func TestBashrcIsSourcedAndSetupEditsReachRun(t *testing.T) {
 	}
 }
 
-// fakeClock hands out the timers the agent waits on.
-type fakeClock struct {
-	now   time.Time
-	waits chan time.Duration
-	fire  chan time.Time
+func newClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 }
 
-func newClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), waits: make(chan time.Duration, 10), fire: make(chan time.Time)}
+// firstWait waits until the agent waits on clock, and returns how long.
+func firstWait(t *testing.T, clock *clocktest.Clock) time.Duration {
+	t.Helper()
+	clock.BlockUntilAsked(t, 1)
+	return clock.Waits()[0]
 }
 
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.waits <- d
-	return c.fire
-}
-
-// waitFor polls cond for up to 10s of real time: the task is a real process.
+// waitFor waits for cond in real time: the task is a real process.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within 10s", what)
+	clocktest.Eventually(t, what, cond)
 }
 
 // A notice that ends the node is recorded, sends SIGTERM to the task's
@@ -248,12 +237,13 @@ func TestNoticeStopsTheTask(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- a.Run(context.Background()) }()
 			waitFor(t, "the task's trap", func() bool { _, err := os.Stat(d + "/trapped"); return err == nil })
-			n := notice.Notice{Kind: notice.KindPreempted, Source: notice.SourceLocal, At: clock.now}
+			n := notice.Notice{Kind: notice.KindPreempted, Source: notice.SourceLocal, At: clock.Now()}
 			if tc.deadline != 0 {
-				n.Deadline = clock.now.Add(tc.deadline)
+				n.Deadline = clock.Now().Add(tc.deadline)
 			}
 			a.onNotice(Notice(n), n.Ends())
-			if got := <-clock.waits; got != tc.wantWait {
+			got := firstWait(t, clock)
+			if got != tc.wantWait {
 				t.Errorf("SIGKILL after %s, want %s", got, tc.wantWait)
 			}
 			waitFor(t, "the task's checkpoint", func() bool { _, err := os.Stat(d + "/marker"); return err == nil })
@@ -262,7 +252,7 @@ func TestNoticeStopsTheTask(t *testing.T) {
 				t.Fatal("the task ended on SIGTERM; it traps it")
 			default:
 			}
-			clock.fire <- clock.now
+			clock.Advance(got)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
@@ -295,16 +285,14 @@ func TestNoticeDuringSetupSkipsRun(t *testing.T) {
 		defer a.mu.Unlock()
 		return a.group > 0
 	})
-	rebalance := notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS, At: clock.now}
+	rebalance := notice.Notice{Kind: notice.KindRebalance, Source: notice.SourceAWS, At: clock.Now()}
 	a.onNotice(Notice(rebalance), rebalance.Ends())
-	select {
-	case w := <-clock.waits:
-		t.Fatalf("a rebalance recommendation scheduled a SIGKILL in %s", w)
-	case <-time.After(50 * time.Millisecond):
+	if clocktest.Within(50*time.Millisecond, func() bool { return len(clock.Waits()) > 0 }) {
+		t.Fatalf("a rebalance recommendation scheduled a SIGKILL in %s", clock.Waits())
 	}
-	spot := notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: clock.now, Deadline: clock.now.Add(2 * time.Minute)}
+	spot := notice.Notice{Kind: notice.KindSpotInterruption, Source: notice.SourceAWS, At: clock.Now(), Deadline: clock.Now().Add(2 * time.Minute)}
 	a.onNotice(Notice(spot), spot.Ends())
-	<-clock.waits
+	clock.BlockUntilAsked(t, 1)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +456,7 @@ func TestRunWatchesForNotices(t *testing.T) {
 	a.Watch = func(ctx context.Context, found func(Notice, bool)) {
 		for {
 			if _, err := os.Stat(d + "/trapped"); err == nil {
-				found(Notice{Kind: notice.KindPreempted, Source: notice.SourceGCE, At: clock.now}, true)
+				found(Notice{Kind: notice.KindPreempted, Source: notice.SourceGCE, At: clock.Now()}, true)
 				return
 			}
 			select {
@@ -480,7 +468,7 @@ func TestRunWatchesForNotices(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
-	<-clock.waits
+	clock.BlockUntilAsked(t, 1)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,10 @@ func TestBucketsSyncAroundTheTask(t *testing.T) {
 	a.Now, a.After = clock.Now, clock.After
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
-	if got := <-clock.waits; got != 30*time.Second {
+	if got := firstWait(t, clock); got != 30*time.Second {
 		t.Fatalf("uploads every %s, want 30s", got)
 	}
-	clock.fire <- clock.now
+	clock.Advance(30 * time.Second)
 	waitFor(t, "the periodic upload", func() bool { b, _ := os.ReadFile(d + "/ops"); return strings.Count(string(b), "up ") == 1 })
 	if err := os.WriteFile(d+"/go", nil, 0o644); err != nil {
 		t.Fatal(err)
