@@ -37,6 +37,8 @@ type Clock struct {
 	mu   sync.Mutex
 	now  time.Time
 	step time.Duration
+	// hold keeps waits of 0 or less until the clock is next moved.
+	hold bool
 	// waiting are the waits not yet over, woken when the clock reaches
 	// their end.
 	waiting []*wait
@@ -65,6 +67,16 @@ func New(start time.Time) *Clock {
 func NewStepping(start time.Time, step time.Duration) *Clock {
 	c := New(start)
 	c.step = step
+	return c
+}
+
+// HoldOverdue makes every wait last until the test moves the clock, a
+// wait of 0 or less too (Advance(0) ends it): a test may then look at
+// what happened before the wait ended. It returns c.
+func (c *Clock) HoldOverdue() *Clock {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hold = true
 	return c
 }
 
@@ -121,7 +133,7 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 	c.waits = append(c.waits, d)
 	c.changedLocked()
 	w := &wait{until: c.now.Add(d), fire: make(chan time.Time, 1)}
-	if d <= 0 {
+	if d <= 0 && !c.hold {
 		w.fire <- c.now
 		return w.fire
 	}

@@ -91,3 +91,15 @@ func TestBlockUntilAskedSeesAWaitAlreadyOver(t *testing.T) {
 		t.Errorf("%d waits not over; a wait of 0 is over at once", c.Waiting())
 	}
 }
+
+func TestHoldOverdueKeepsAWaitOfZeroUntilTheClockMoves(t *testing.T) {
+	c := New(time.Time{}).HoldOverdue()
+	ch := c.After(0)
+	select {
+	case <-ch:
+		t.Fatal("a held wait of 0 ended before the clock moved")
+	default:
+	}
+	c.Advance(0)
+	<-ch
+}
