@@ -194,8 +194,11 @@ func TestBashrcIsSourcedAndSetupEditsReachRun(t *testing.T) {
 	}
 }
 
+// newClock is the agent's clock in tests: every wait, one of 0 too, lasts
+// until the test moves it, so that the test sees what SIGTERM did before
+// SIGKILL comes.
 func newClock() *clocktest.Clock {
-	return clocktest.New(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	return clocktest.New(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)).HoldOverdue()
 }
 
 // firstWait waits until the agent waits on clock, and returns how long.
