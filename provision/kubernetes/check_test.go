@@ -18,6 +18,7 @@ import (
 // lacks; once bound to the Role Permissions lists (README.md here), the
 // check passes, and an unreachable context is named.
 func TestCheckSaysWhatRBACLacks(t *testing.T) {
+	kubetest.Need(t, cp)
 	ns := cp.Namespace(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.Kubeconfig(kubeconfig, cp.UserToken, ns, ctxA); err != nil {

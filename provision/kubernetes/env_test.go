@@ -53,6 +53,7 @@ func newQuietEnv(t *testing.T, n int) *env {
 
 func makeEnv(t *testing.T, n int, serve bool) *env {
 	t.Helper()
+	kubetest.Need(t, cp)
 	e := &env{t: t, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
 	for range n {
 		e.ns = append(e.ns, cp.Namespace(t))

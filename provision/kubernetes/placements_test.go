@@ -10,10 +10,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/provision"
+	"sortie/provision/kubernetes/kubetest"
 	"sortie/schema"
 )
 
 func TestPlacementsAreContextsAndNamespaces(t *testing.T) {
+	kubetest.Need(t, cp)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.Kubeconfig(kubeconfig, cp.Token, "from-context", ctxA, ctxB); err != nil {
 		t.Fatal(err)
@@ -78,6 +80,7 @@ func TestKubeconfigProblemsAreNamed(t *testing.T) {
 	if _, err := New(context.Background(), Config{Kubeconfig: filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "kubernetes.kubeconfig") {
 		t.Errorf("New with a missing kubeconfig: %v", err)
 	}
+	kubetest.Need(t, cp)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := cp.Kubeconfig(kubeconfig, cp.Token, "ns", ctxA); err != nil {
 		t.Fatal(err)

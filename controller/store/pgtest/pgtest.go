@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -317,6 +318,12 @@ func (s *Server) NewDatabase(t testing.TB) string {
 // *srv to it (nil when no server binaries are installed: tests that need
 // one skip, saying why), runs the tests and stops the server.
 func Main(m *testing.M, srv **Server) int {
+	// -short (make unit) starts no server outside the test binary.
+	flag.Parse()
+	if testing.Short() {
+		short = true
+		return m.Run()
+	}
 	s, err := Start()
 	switch {
 	case errors.Is(err, ErrNoServer):
@@ -334,9 +341,16 @@ func Main(m *testing.M, srv **Server) int {
 	return m.Run()
 }
 
-// Need returns s, or skips t when no server binaries are installed.
+// short says Main started no server because of -short.
+var short bool
+
+// Need returns s, or skips t when no server binaries are installed or
+// the tests run with -short.
 func Need(t testing.TB, s *Server) *Server {
 	t.Helper()
+	if s == nil && short {
+		t.Skip("needs PostgreSQL, which -short (make unit) does not start; make test runs it")
+	}
 	if s == nil {
 		t.Skip(ErrNoServer.Error())
 	}

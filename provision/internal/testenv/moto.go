@@ -31,6 +31,7 @@ type Moto struct {
 // would let the AWS backend go untested without anyone noticing.
 func StartMoto(t testing.TB) *Moto {
 	t.Helper()
+	SkipShort(t, "the moto EC2 emulator")
 	if out, err := exec.Command("python3", "-c", "import moto").CombinedOutput(); err != nil {
 		t.Fatalf("the AWS tests need the moto EC2 emulator: python3 -c 'import moto' failed (%v: %s); install it with: pip install 'moto[server]'",
 			err, strings.TrimSpace(string(out)))
@@ -130,4 +131,13 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// SkipShort skips t under -short (make unit), which starts no server
+// outside the test binary: what (moto, an sshd) is started by make test.
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s, which -short (make unit) does not start; make test runs it", what)
+	}
 }

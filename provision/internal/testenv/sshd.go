@@ -45,6 +45,7 @@ type SSHD struct {
 // ensure-sshd.sh, failing the test with what to do when it cannot.
 func EnsureSSHD(t testing.TB) {
 	t.Helper()
+	SkipShort(t, "an sshd")
 	if _, err := os.Stat(SSHDPath); err == nil {
 		return
 	}

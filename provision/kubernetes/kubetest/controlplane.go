@@ -16,6 +16,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -309,7 +310,13 @@ func get(url, token string) bool {
 
 // Main starts a control plane for a test binary, sets it in *cp, runs
 // the tests and stops it. A control plane that cannot start fails the run.
+// With -short (make unit) it starts none, and the tests that need one
+// skip (Need).
 func Main(m *testing.M, cp **ControlPlane) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	started, err := Start(ctx)
 	cancel()
@@ -320,4 +327,13 @@ func Main(m *testing.M, cp **ControlPlane) int {
 	*cp = started
 	defer started.Stop()
 	return m.Run()
+}
+
+// Need returns cp, or skips t when there is none because of -short.
+func Need(t testing.TB, cp *ControlPlane) *ControlPlane {
+	t.Helper()
+	if cp == nil && testing.Short() {
+		t.Skip("needs etcd and kube-apiserver, which -short (make unit) does not start; make test runs them")
+	}
+	return cp
 }
