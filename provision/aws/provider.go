@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go/logging"
 
 	"sortie/provision"
 	"sortie/provision/vm"
@@ -62,7 +63,8 @@ type Config struct {
 	// Sleep waits d or until ctx ends; nil means a timer. Tests give one
 	// that moves their clock.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Logger receives launch and termination events; nil means slog.Default.
+	// Logger receives launch and termination events, and the AWS SDK's
+	// own warnings; nil logs nothing.
 	Logger *slog.Logger
 
 	// Credentials replaces the standard credential chain (tests).
@@ -154,7 +156,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Sleep = sleep
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.RetryMaxAttempts <= 0 {
 		cfg.RetryMaxAttempts = 3
@@ -200,6 +202,11 @@ func loadAWSConfig(ctx context.Context, cfg Config) (awssdk.Config, error) {
 	}
 	if cfg.Credentials != nil {
 		opts = append(opts, config.WithCredentialsProvider(cfg.Credentials))
+	}
+	if cfg.Logger != nil {
+		opts = append(opts, config.WithLogger(sdkLogger(cfg.Logger)))
+	} else {
+		opts = append(opts, config.WithLogger(logging.Nop{}))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -264,4 +271,17 @@ func (p *Provider) sshAddress(ctx context.Context, region, instanceID string) (s
 		return addr, nil
 	}
 	return "", fmt.Errorf("instance %s in %s has no IP address", instanceID, region)
+}
+
+// sdkLogger hands the AWS SDK's messages (a retried call's warning, a
+// response without a checksum), which it would print as plain text on
+// stderr, to log as JSON lines of the controller's log.
+func sdkLogger(log *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		level := slog.LevelDebug
+		if c == logging.Warn {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, fmt.Sprintf(format, v...), "source", "aws-sdk")
+	})
 }

@@ -89,7 +89,7 @@ type Config struct {
 	// the ticks' shards together cost one list per poll interval. Zero
 	// means every Status lists afresh.
 	StatusMaxAge time.Duration
-	// Logger receives launch and termination events; nil means slog.Default.
+	// Logger receives launch and termination events; nil logs nothing.
 	Logger *slog.Logger
 	// PollInterval is how often operations and booting VMs are checked;
 	// zero means 2s.
@@ -219,7 +219,7 @@ func withDefaults(cfg Config) (Config, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second

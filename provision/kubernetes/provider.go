@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"sortie/provision"
 	"sortie/provision/vm"
@@ -87,7 +88,7 @@ type Config struct {
 	// PollInterval is how often Launch looks at its pods in the informer's
 	// cache; zero means one second.
 	PollInterval time.Duration
-	// Logger receives launch and termination events; nil means slog.Default.
+	// Logger receives launch and termination events; nil logs nothing.
 	Logger *slog.Logger
 	// Calls, when set, is told of every call to the Kubernetes API.
 	Calls provision.APICalls
@@ -115,6 +116,10 @@ var (
 // placement needs it).
 func New(_ context.Context, cfg Config) (*Provider, error) {
 	cfg = withDefaults(cfg)
+	// client-go logs through klog, which would print plain text on
+	// stderr: its lines go to the provider's logger, as JSON in the
+	// controller's log. klog is one per process, as the controller's log is.
+	klog.SetSlogLogger(cfg.Logger.With("source", "client-go"))
 	p := &Provider{cfg: cfg, contexts: map[string]*kubeContext{}, deleting: map[string]bool{}, stopped: map[string]bool{}}
 	if cfg.REST == nil {
 		k, err := loadKubeconfig(cfg.Kubeconfig)
@@ -146,7 +151,7 @@ func withDefaults(cfg Config) Config {
 		cfg.PollInterval = time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.AllowedContexts = slices.Clone(cfg.AllowedContexts)
 	cfg.AllowedNamespaces = slices.Clone(cfg.AllowedNamespaces)

@@ -102,7 +102,7 @@ type Config struct {
 	// (a Launch or a Start). See decisions.go.
 	DecisionLog string
 	// Log receives what the provider cannot return (a failed save of the
-	// state file); nil means slog.Default().
+	// state file); nil logs nothing.
 	Log *slog.Logger
 }
 
@@ -138,7 +138,7 @@ func New(cfg Config) *Provider {
 		cfg.Regions = DefaultRegions()
 	}
 	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Provider{cfg: cfg, clusters: map[string]*cluster{}, broken: map[string]string{}, inUse: map[string]int{}, capacity: map[string]int{}, seen: map[taskKey]seenEnd{}, starts: map[string]int{}}
 	if cfg.DecisionLog != "" {
