@@ -111,7 +111,7 @@ func run(ctx context.Context, h string, cfg config.Config, st *store.Store, log 
 	}
 	provs := clouds.NewSet(cfg, cls)
 	c := New(st, cfg, provs, log)
-	provs.APICalls = c.Metrics.APICall
+	provs.APICalls, provs.Log = c.Metrics.APICall, log
 	c.Pause, err = PauseFromEnv(os.Getenv, func(point string, job int64, attempt int) {
 		log.Info("pause point", "point", point, "job", job, "attempt", attempt)
 	})

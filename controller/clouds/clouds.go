@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -26,8 +27,9 @@ import (
 // Cloud is one entry of the registry.
 type Cloud struct {
 	Name string
-	// Open builds the cloud's provider from the configuration.
-	Open func(ctx context.Context, cfg config.Config) (provision.Provider, error)
+	// Open builds the cloud's provider from the configuration; the
+	// provider logs to log (the controller's, with the cloud's name).
+	Open func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error)
 	// Check says whether the cloud is usable; nil leaves it out of
 	// `sortie check` (sim, a test cloud).
 	Check func(ctx context.Context, cfg config.Config) Check
@@ -69,7 +71,9 @@ func Light() []Cloud { return []Cloud{Local(), Sim()} }
 func Local() Cloud {
 	return Cloud{
 		Name: "local",
-		Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) { return LocalProvider(cfg), nil },
+		Open: func(_ context.Context, cfg config.Config, _ *slog.Logger) (provision.Provider, error) {
+			return LocalProvider(cfg), nil
+		},
 		Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
 			return LocalProvider(cfg).Placements(ctx, r)
 		},
@@ -108,6 +112,10 @@ type Set struct {
 	// APICalls, when set before the first Provider, is told of every call
 	// the providers opened afterwards make to their cloud's API.
 	APICalls func(cloud, call string, err error)
+	// Log, when set before the first Provider, is the logger of the
+	// providers opened afterwards, each with its cloud's name ("cloud");
+	// nil logs nothing.
+	Log *slog.Logger
 
 	mu   sync.Mutex
 	open map[string]provision.Provider
@@ -148,7 +156,11 @@ func (s *Set) Provider(ctx context.Context, cloud string) (provision.Provider, e
 	if count := s.APICalls; count != nil {
 		ctx = provision.WithAPICalls(ctx, func(call string, err error) { count(cloud, call, err) })
 	}
-	p, err := c.Open(ctx, s.cfg)
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p, err := c.Open(ctx, s.cfg, log.With("cloud", cloud))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cloud, err)
 	}

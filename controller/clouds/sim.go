@@ -2,6 +2,7 @@ package clouds
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -14,11 +15,13 @@ import (
 // Sim is the cloud of hollow nodes, for scale and chaos tests of the
 // controller.
 func Sim() Cloud {
-	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) {
+	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
+		c := SimConfig(cfg)
+		c.Log = log
 		if cfg.Sim.Shared {
-			return sim.OpenShared(SimSharedDir(cfg.Home), SimConfig(cfg))
+			return sim.OpenShared(SimSharedDir(cfg.Home), c)
 		}
-		return sim.Open(SimStatePath(cfg.Home), SimConfig(cfg))
+		return sim.Open(SimStatePath(cfg.Home), c)
 	}, Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
 		// A provider that is never launched on reads and saves no state.
 		return sim.New(SimConfig(cfg)).Placements(ctx, r)

@@ -2,6 +2,7 @@ package all
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"sortie/controller/clouds"
@@ -15,9 +16,9 @@ import (
 func AWS() clouds.Cloud {
 	return clouds.Cloud{
 		Name: "aws",
-		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
+		Open: func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
 			c := AWSConfig(cfg)
-			c.Calls = provision.APICallsFrom(ctx)
+			c.Calls, c.Logger = provision.APICallsFrom(ctx), log
 			return aws.New(ctx, c)
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {

@@ -2,6 +2,7 @@ package all
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 func GCP() clouds.Cloud {
 	return clouds.Cloud{
 		Name: "gcp",
-		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
+		Open: func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
 			c := GCPConfig(cfg)
-			c.Calls = provision.APICallsFrom(ctx)
+			c.Calls, c.Logger = provision.APICallsFrom(ctx), log
 			return gcp.New(ctx, c)
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {

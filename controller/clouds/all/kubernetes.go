@@ -2,6 +2,7 @@ package all
 
 import (
 	"context"
+	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -17,9 +18,9 @@ import (
 func Kubernetes() clouds.Cloud {
 	return clouds.Cloud{
 		Name: kubernetes.CloudName,
-		Open: func(ctx context.Context, cfg config.Config) (provision.Provider, error) {
+		Open: func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
 			c := KubernetesConfig(cfg)
-			c.Calls = provision.APICallsFrom(ctx)
+			c.Calls, c.Logger = provision.APICallsFrom(ctx), log
 			return kubernetes.New(ctx, c)
 		},
 		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
