@@ -110,10 +110,11 @@ const maxParallelChecks = 32
 // decisions of the jobs that go on would wait behind all of it.
 const maxParallelCancels = 64
 
-// New returns a controller; nil clock, rand and logger get real ones.
+// New returns a controller; nil clock and rand get real ones, a nil
+// logger logs nothing.
 func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) *Controller {
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Controller{
 		Store: st, Config: cfg, Providers: provs, Log: log,

@@ -86,7 +86,7 @@ func (n *Notifier) init() {
 		n.wake = make(chan struct{}, 1)
 		n.cache = map[int64]*jobHooks{}
 		if n.Log == nil {
-			n.Log = slog.Default()
+			n.Log = slog.New(slog.DiscardHandler)
 		}
 		if n.Now == nil {
 			n.Now = time.Now
