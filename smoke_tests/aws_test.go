@@ -86,6 +86,30 @@ func TestAWSSpotJobEndToEnd(t *testing.T) {
 		},
 		live: func() []string { return cloudtest.LiveInstances(t, e.moto.URL, "us-east-1") },
 	})
+	jsonLog(t, filepath.Join(e.home, "controller.log"), "aws")
+}
+
+// jsonLog checks that every line of a controller's log is a JSON object
+// (the providers' lines and their SDKs' too, none plain text), and that
+// some line names cloud, as the provider's lines do.
+func jsonLog(t *testing.T, path, cloud string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("%s line %d is not JSON (%v): %q", path, i+1, err, line)
+			continue
+		}
+		named = named || rec["cloud"] == cloud
+	}
+	if !named {
+		t.Errorf("no line of %s has cloud %q", path, cloud)
+	}
 }
 
 // spotCase is one cloud's part of the spot scenario.
