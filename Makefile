@@ -89,6 +89,15 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
 
+# unit is the unit tier: it installs and starts nothing outside the test
+# binaries (no PostgreSQL, moto, sshd, Chromium or kube-apiserver: under
+# -short their tests skip, saying make test runs them), so it runs on a
+# fresh clone with Go alone. It takes about 2 minutes on 2 cores from a
+# warm build cache (the first build of the cloud SDKs adds about 5).
+# test is the whole suite, as CI runs it: deps installs sshd, Chromium and
+# PostgreSQL, kube-control-plane builds etcd and kube-apiserver (about 10
+# minutes the first time), and the tests start them and moto; it takes
+# about 40 minutes on 2 cores.
 unit:
 	$(GO) test -count=1 -short ./schema/... ./strategy/... ./controller/... ./provision/...
 
