@@ -92,12 +92,13 @@ fuzz:
 # unit is the unit tier: it installs and starts nothing outside the test
 # binaries (no PostgreSQL, moto, sshd, Chromium or kube-apiserver: under
 # -short their tests skip, saying make test runs them), so it runs on a
-# fresh clone with Go alone. It takes about 2 minutes on 2 cores from a
-# warm build cache (the first build of the cloud SDKs adds about 5).
+# fresh clone with Go alone. It took 2m48s on 2 cores shared with other
+# builds (load average 13 to 18), from a warm build cache; a first build of
+# the cloud SDKs comes on top.
 # test is the whole suite, as CI runs it: deps installs sshd, Chromium and
 # PostgreSQL, kube-control-plane builds etcd and kube-apiserver (about 10
-# minutes the first time), and the tests start them and moto; it takes
-# about 40 minutes on 2 cores.
+# minutes the first time), and the tests start them and moto; it is given
+# up to $(TIMEOUT).
 unit:
 	$(GO) test -count=1 -short ./schema/... ./strategy/... ./controller/... ./provision/...
 
