@@ -315,7 +315,7 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 			// to one (sortie local preempt --notice).
 			continue
 		}
-		w := schedule.Work{ID: j.ID, Run: c.leasedRun(j.ID, func(ctx context.Context) error { return c.reconcile(ctx, j, a, snap) })}
+		w := schedule.Work{ID: j.ID, Run: c.leasedRun(j.ID, func(ctx context.Context, s *jobStep) error { return s.reconcile(ctx, j, a, snap) })}
 		if running {
 			watched = append(watched, w)
 			continue

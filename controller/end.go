@@ -24,7 +24,7 @@ import (
 // unless the task restarts on it. Recording first means a controller killed
 // at any point leaves either no end (the next one observes the nodes as
 // they are, real exit codes included) or the true one.
-func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
+func (c *jobStep) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
 	if e.seen.IsZero() {
 		e.seen = time.Now()
 	}
@@ -52,7 +52,7 @@ func (c *Controller) endAttempt(ctx context.Context, j *store.Job, a *store.Atte
 // decision does not depend on the task's policy: a cancel, a launch
 // failure, a controller error (which may be that the spec cannot be read).
 // w is what wrapUp found of the attempt's cluster, nil when it was not asked.
-func (c *Controller) finish(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, e ended, w *wrapped) error {
+func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, e ended, w *wrapped) error {
 	tasks, err := c.Store.Tasks(ctx, j.ID)
 	if err != nil {
 		return fmt.Errorf("read tasks: %w", err)
@@ -173,7 +173,7 @@ func afterEnd(ctx context.Context) (context.Context, context.CancelFunc) {
 // finishJob ends a job that has no open attempt as e decides (a cancel, a
 // controller error), and tears down the cluster its last attempt kept for
 // a restart.
-func (c *Controller) finishJob(ctx context.Context, j *store.Job, e ended) error {
+func (c *jobStep) finishJob(ctx context.Context, j *store.Job, e ended) error {
 	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
 	if err != nil {
 		return fmt.Errorf("read the last attempt: %w", err)

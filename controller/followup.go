@@ -32,7 +32,7 @@ var firstChecks = [...]time.Duration{200 * time.Millisecond, time.Second}
 
 // step goes on with job id between ticks: it reads the job afresh and
 // moves it a step, and says false once the job has ended.
-func (c *Controller) step(ctx context.Context, id int64) (bool, error) {
+func (c *jobStep) step(ctx context.Context, id int64) (bool, error) {
 	j, err := c.Store.Job(ctx, id)
 	if err != nil {
 		return false, fmt.Errorf("read job: %w", err)

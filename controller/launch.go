@@ -19,7 +19,7 @@ import (
 // strategy's order. Capacity errors move on; when every placement failed the
 // job waits PENDING for the next round, or ends FAILED_NO_RESOURCE after the
 // last; an error no retry can fix ends it FAILED_PRECHECKS at once.
-func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pipeline, a *store.Attempt) error {
+func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pipeline, a *store.Attempt) error {
 	select {
 	case c.launch <- struct{}{}:
 		defer func() { <-c.launch }()
@@ -100,7 +100,7 @@ func (c *Controller) launchAttempt(ctx context.Context, j *store.Job, p *schema.
 
 // launchAt launches a's cluster at one candidate placement, recording the
 // placement first so that a restarted controller looks for it there.
-func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, cand strategy.Candidate) (*provision.Cluster, error) {
+func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, cand strategy.Candidate) (*provision.Cluster, error) {
 	pl := cand.Placement
 	prov, err := c.Providers.Provider(ctx, pl.Cloud)
 	if err != nil {
@@ -148,7 +148,7 @@ func (c *Controller) launchAt(ctx context.Context, j *store.Job, a *store.Attemp
 }
 
 // adopt finds a cluster launched for a before a controller restart.
-func (c *Controller) adopt(ctx context.Context, a *store.Attempt) (bool, error) {
+func (c *jobStep) adopt(ctx context.Context, a *store.Attempt) (bool, error) {
 	prov, err := c.Providers.Provider(ctx, a.Cloud)
 	if err != nil {
 		return false, nil
@@ -170,7 +170,7 @@ func (c *Controller) adopt(ctx context.Context, a *store.Attempt) (bool, error) 
 	return true, c.Store.MarkLaunched(ctx, a.ID, cl.Placement.Cloud, cl.Placement.Region, cl.Placement.Zone, instanceIDs(cl))
 }
 
-func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt, cl *provision.Cluster) error {
+func (c *jobStep) launched(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt, cl *provision.Cluster) error {
 	if requested, err := c.Store.CancelRequested(ctx, j.ID); err == nil && requested {
 		// Cancelled as the launch ended: the attempt stays launching, so
 		// the cancel tears the cluster down without reaching its nodes,
@@ -194,7 +194,7 @@ func (c *Controller) launched(ctx context.Context, j *store.Job, task *schema.Ta
 // endLaunch ends an attempt that never got its task started, and its job:
 // FAILED_PRECHECKS when no retry can fix why (prechecks), else
 // FAILED_NO_RESOURCE. reason says what failed.
-func (c *Controller) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, prechecks bool, reason string) error {
+func (c *jobStep) endLaunch(ctx context.Context, j *store.Job, a *store.Attempt, p *schema.Pipeline, prechecks bool, reason string) error {
 	return c.finish(ctx, j, a, p, ended{outcome: strategy.LaunchFailed, reason: reason, detail: reason, prechecks: prechecks}, nil)
 }
 

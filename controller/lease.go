@@ -19,7 +19,8 @@ import (
 // claims more while it holds less than its fair share, and stops driving a
 // job at once when the job's lease is lost: every step of a job runs under
 // a context that ends then, and every store write of the step checks the
-// lease in its own transaction (store.WithLease). A replica killed with
+// lease in its own transaction (its step writes through a store.Fenced
+// handle, jobStep). A replica killed with
 // kill -9 leaves its leases to expire; another claims the jobs and picks
 // up their launches and attempts as a controller started again does.
 // Without AsReplica the controller drives every job, as it always has.
@@ -113,47 +114,54 @@ func (c *Controller) Held() []int64 {
 	return out
 }
 
-// leased returns the context a step of job id runs under: one that ends
-// when the job's lease is lost, whose store writes check the lease. It says
-// false when c, a replica, does not hold the job. A controller that is no
-// replica drives every job under ctx itself.
-func (c *Controller) leased(ctx context.Context, id int64) (context.Context, func(), bool) {
+// leased returns what a step of job id runs under: a context that ends
+// when the job's lease is lost, and the step, whose store writes check the
+// lease. It says false when c, a replica, does not hold the job. A
+// controller that is no replica drives every job under ctx, with its own
+// store.
+func (c *Controller) leased(ctx context.Context, id int64) (context.Context, *jobStep, func(), bool) {
 	if c.lease == nil {
-		return ctx, func() {}, true
+		return ctx, c.unleased(), func() {}, true
 	}
 	c.lease.mu.Lock()
 	h := c.lease.held[id]
 	c.lease.mu.Unlock()
 	if h == nil {
-		return ctx, func() {}, false
+		return ctx, nil, func() {}, false
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(h.ctx, cancel)
-	return store.WithLease(lctx, c.lease.id, h.lease), func() { stop(); cancel() }, true
+	s := &jobStep{Controller: c, Store: c.Store.Fenced(store.Fence{Holder: c.lease.id, Lease: h.lease})}
+	return lctx, s, func() { stop(); cancel() }, true
 }
+
+// unleased is a step that writes through the controller's own store,
+// checking no lease: that of a controller that is no replica, or of a job
+// that has ended, which nobody holds.
+func (c *Controller) unleased() *jobStep { return &jobStep{Controller: c, Store: c.Store} }
 
 // leasedRun runs run under job id's lease, and nothing when it is not
 // held; a write refused for a lost lease drops the lease at once.
-func (c *Controller) leasedRun(id int64, run func(ctx context.Context) error) func(ctx context.Context) error {
+func (c *Controller) leasedRun(id int64, run func(ctx context.Context, s *jobStep) error) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		lctx, done, ok := c.leased(ctx, id)
+		lctx, s, done, ok := c.leased(ctx, id)
 		if !ok {
 			return nil
 		}
 		defer done()
-		return c.lostLease(id, run(lctx))
+		return c.lostLease(id, run(lctx, s))
 	}
 }
 
 // leasedStep is step under job id's lease: a follow-up of a job whose
 // lease was lost stops.
 func (c *Controller) leasedStep(ctx context.Context, id int64) (bool, error) {
-	lctx, done, ok := c.leased(ctx, id)
+	lctx, s, done, ok := c.leased(ctx, id)
 	if !ok {
 		return false, nil
 	}
 	defer done()
-	more, err := c.step(lctx, id)
+	more, err := s.step(lctx, id)
 	return more, c.lostLease(id, err)
 }
 
@@ -403,21 +411,30 @@ func (c *Controller) readShard(ctx context.Context, scope tickScope) ([]*store.J
 }
 
 // drainable says whether c drains replaced attempt a, and under which
-// context: a replica drains those of the jobs it holds, and those of jobs
-// that have ended, which nobody holds.
-func (c *Controller) drainable(ctx context.Context, a *store.Attempt) (context.Context, func(), bool) {
-	lctx, done, ok := c.leased(ctx, a.JobID)
+// context and step: a replica drains those of the jobs it holds, under
+// their leases, and those of jobs that have ended, which nobody holds.
+func (c *Controller) drainable(ctx context.Context, a *store.Attempt) (context.Context, *jobStep, func(), bool) {
+	lctx, s, done, ok := c.leased(ctx, a.JobID)
 	if ok {
-		return lctx, done, true
+		return lctx, s, done, true
 	}
 	j, err := c.Store.Job(ctx, a.JobID)
 	if err != nil || !j.Status.Terminal() {
-		return ctx, func() {}, false
+		return ctx, nil, func() {}, false
 	}
-	return ctx, func() {}, true
+	return ctx, c.unleased(), func() {}, true
 }
 
 // claimEvery is how often a replica looks for jobs to claim: every second,
 // or TTL/3 when shorter, so that a dead replica's jobs are taken soon
 // after their leases expire.
 func claimEvery(ttl time.Duration) time.Duration { return min(time.Second, ttl/3) }
+
+// jobStep is one step of one job: the controller, with Store the handle
+// the step writes through. On a replica it is bound to the job's lease
+// (store.Fenced), so a step of a job whose lease was lost writes nothing;
+// otherwise it is the controller's own store.
+type jobStep struct {
+	*Controller
+	Store *store.Store
+}

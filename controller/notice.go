@@ -89,7 +89,7 @@ func noticeEnds(n *store.Notice) bool {
 // whether a was replaced: a is then the drain's, not the observer's. A task
 // that ended on its own on every node (ownEnd), before the notice's SIGTERM
 // reached it, keeps its outcome: its exit codes are judged as they are.
-func (c *Controller) heard(ctx context.Context, j *store.Job, a *store.Attempt, rank int, n notice.Notice, ownEnd bool) (bool, error) {
+func (c *jobStep) heard(ctx context.Context, j *store.Job, a *store.Attempt, rank int, n notice.Notice, ownEnd bool) (bool, error) {
 	if a.Notice == nil || (a.Notice.Kind == store.NoticeRebalance && n.Ends()) {
 		s := storedNotice(n)
 		if _, err := c.Store.RecordNotice(ctx, a, s); err != nil {
@@ -120,7 +120,7 @@ func endedOnItsOwn(sts []node.Status) bool {
 // a recovery, records it (store.ReplaceAttempt) and goes on with the job at
 // once. Any other decision (a budget of recoveries spent, a cancel) waits
 // for a to end as it would without a notice.
-func (c *Controller) replace(ctx context.Context, j *store.Job, a *store.Attempt, rank int) (bool, error) {
+func (c *jobStep) replace(ctx context.Context, j *store.Job, a *store.Attempt, rank int) (bool, error) {
 	p, err := spec(j)
 	if err != nil {
 		return false, nil // the step that needs the spec ends the job with this error
@@ -217,7 +217,7 @@ func (c *Controller) drainAll(ctx context.Context) error {
 		if busy {
 			continue
 		}
-		dctx, done, ok := c.drainable(ctx, a)
+		dctx, s, done, ok := c.drainable(ctx, a)
 		if !ok {
 			c.drains.mu.Lock()
 			delete(c.drains.active, a.ID)
@@ -233,7 +233,7 @@ func (c *Controller) drainAll(ctx context.Context) error {
 				delete(c.drains.active, a.ID)
 				c.drains.mu.Unlock()
 			}()
-			if err := c.lostLease(a.JobID, c.drain(dctx, a)); err != nil && ctx.Err() == nil {
+			if err := c.lostLease(a.JobID, s.drain(dctx, a)); err != nil && ctx.Err() == nil {
 				c.Log.Warn("drain a replaced attempt", "job", a.JobID, "attempt", a.Attempt, "err", err)
 			}
 		}()
@@ -245,7 +245,7 @@ func (c *Controller) drainAll(ctx context.Context) error {
 // stopped, the notice's deadline has passed, or its job has ended: as
 // preempted, with its logs kept and its cluster torn down. The job's next
 // attempt, waiting to start its task, then goes on.
-func (c *Controller) drain(ctx context.Context, a *store.Attempt) error {
+func (c *jobStep) drain(ctx context.Context, a *store.Attempt) error {
 	j, err := c.Store.Job(ctx, a.JobID)
 	if err != nil {
 		return fmt.Errorf("read job: %w", err)
@@ -271,7 +271,7 @@ func (c *Controller) drain(ctx context.Context, a *store.Attempt) error {
 }
 
 // drained says whether replaced attempt a is over, and why.
-func (c *Controller) drained(ctx context.Context, j *store.Job, a *store.Attempt) (string, bool, error) {
+func (c *jobStep) drained(ctx context.Context, j *store.Job, a *store.Attempt) (string, bool, error) {
 	if j.Status.Terminal() || j.CancelRequested {
 		return fmt.Sprintf("job %s while its node was under a %s notice", cmpStatus(j), a.Notice.Kind), true, nil
 	}

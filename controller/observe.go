@@ -30,7 +30,7 @@ type ended struct {
 // observe checks a running attempt: the provider's view of its nodes first
 // (a node the cloud took away ends the attempt whatever its processes say),
 // then each node's agent for exit codes.
-func (c *Controller) observe(ctx context.Context, j *store.Job, p *schema.Pipeline, a *store.Attempt, snap snapshot) error {
+func (c *jobStep) observe(ctx context.Context, j *store.Job, p *schema.Pipeline, a *store.Attempt, snap snapshot) error {
 	if _, failed := snap.failed[a.Cloud]; failed {
 		return nil // the cloud did not answer this tick: state unknown, not gone
 	}
@@ -107,7 +107,7 @@ func (c *Controller) preemptedSince(ctx context.Context, prov provision.Provider
 // node (the others are stopped once the end is recorded, so their codes
 // are unknown), when an agent died without an exit code, or when every
 // node has ended.
-func (c *Controller) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
+func (c *jobStep) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
 	c.recordStorage(ctx, a, sts)
 	// A notice first: the replacement begins now, before the node goes.
 	rank, n, ok := nodeNotice(sts)
@@ -220,7 +220,7 @@ func failure(sts []node.Status, codes []*int) ended {
 // unreachable counts a failed check of a node its provider says is running.
 // Failing to reach a node is not a failure of the job: only after
 // unreachable_checks checks in a row does the attempt count as node_lost.
-func (c *Controller) unreachable(ctx context.Context, j *store.Job, a *store.Attempt, rank int, cause error) error {
+func (c *jobStep) unreachable(ctx context.Context, j *store.Job, a *store.Attempt, rank int, cause error) error {
 	n := a.Unreachable + 1
 	limit := c.Config.Controller.UnreachableChecks
 	if n >= limit {

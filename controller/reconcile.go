@@ -19,7 +19,7 @@ import (
 // panics (on state read back from a node, a provider's file, the store)
 // ends its job FAILED_CONTROLLER with the panic as the reason; the daemon
 // and the other jobs go on.
-func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) (err error) {
+func (c *jobStep) reconcile(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) (err error) {
 	ctx = c.withStep(ctx, j, a)
 	defer func() {
 		if r := recover(); r != nil {
@@ -31,7 +31,7 @@ func (c *Controller) reconcile(ctx context.Context, j *store.Job, a *store.Attem
 
 // failPanicked ends j after a step of it panicked with r: its open attempt,
 // if any (the step may have created it), ends with the job.
-func (c *Controller) failPanicked(ctx context.Context, j *store.Job, r any, stack []byte) (err error) {
+func (c *jobStep) failPanicked(ctx context.Context, j *store.Job, r any, stack []byte) (err error) {
 	c.logger(ctx).Error("job step panicked", "panic", fmt.Sprint(r), "stack", string(stack))
 	defer func() {
 		if r2 := recover(); r2 != nil {
@@ -60,7 +60,7 @@ func (c *Controller) brokenState(ctx context.Context, cloud string) error {
 	return nil
 }
 
-func (c *Controller) reconcileStep(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
+func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Attempt, snap snapshot) error {
 	if j.CancelRequested {
 		select {
 		case c.cancels <- struct{}{}:
@@ -146,7 +146,7 @@ func attemptName(a *store.Attempt) string {
 // nextAttempt creates the current task's next attempt: on the same cluster
 // when the last one asked for a restart and its cluster is still healthy,
 // else on a new cluster.
-func (c *Controller) nextAttempt(ctx context.Context, j *store.Job) (*store.Attempt, error) {
+func (c *jobStep) nextAttempt(ctx context.Context, j *store.Job) (*store.Attempt, error) {
 	last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
 	if err != nil {
 		return nil, fmt.Errorf("read the last attempt: %w", err)
@@ -232,7 +232,7 @@ func (c *Controller) terminate(ctx context.Context, a *store.Attempt) {
 
 // cancel stops the job's running attempt, keeps its logs, and ends the job
 // CANCELLED; the tasks after it never start.
-func (c *Controller) cancel(ctx context.Context, j *store.Job, a *store.Attempt) error {
+func (c *jobStep) cancel(ctx context.Context, j *store.Job, a *store.Attempt) error {
 	e := ended{outcome: strategy.Cancelled, reason: reasonCancelled}
 	if a == nil {
 		return c.finishJob(ctx, j, e)
@@ -277,7 +277,7 @@ func (c *Controller) overTime(j *store.Job) (string, bool) {
 // stops the running attempt (SIGTERM, then SIGKILL after the grace) and
 // keeps its logs; a job between attempts, backing off, ends at once. The
 // decision (FAILED, never recovered) is strategy.Decide's for timed_out.
-func (c *Controller) timeOut(ctx context.Context, j *store.Job, a *store.Attempt, reason string) error {
+func (c *jobStep) timeOut(ctx context.Context, j *store.Job, a *store.Attempt, reason string) error {
 	e := ended{outcome: strategy.TimedOut, reason: reason, detail: reason}
 	if a == nil {
 		return c.finishJob(ctx, j, e)
@@ -289,7 +289,7 @@ func (c *Controller) timeOut(ctx context.Context, j *store.Job, a *store.Attempt
 
 // cancelNow cancels job id as it now is, after its launch or start was
 // stopped for the cancel: the attempt may have moved on meanwhile.
-func (c *Controller) cancelNow(ctx context.Context, id int64) error {
+func (c *jobStep) cancelNow(ctx context.Context, id int64) error {
 	j, err := c.Store.Job(ctx, id)
 	if err != nil {
 		return fmt.Errorf("read job %d: %w", id, err)
@@ -327,7 +327,7 @@ const reasonCancelled = "cancelled by user"
 // failController ends a job FAILED_CONTROLLER: sortie itself cannot go on
 // with it (a spec it cannot read). Never silent: the reason is stored, and
 // the open attempt, if any, ends with outcome controller_error.
-func (c *Controller) failController(ctx context.Context, j *store.Job, a *store.Attempt, cause error) error {
+func (c *jobStep) failController(ctx context.Context, j *store.Job, a *store.Attempt, cause error) error {
 	e := c.controllerError(ctx, cause)
 	if a == nil {
 		return c.finishJob(ctx, j, e)

@@ -22,7 +22,7 @@ import (
 // startAttempt copies the workdir to every node and starts the node
 // agent there. Both steps are idempotent, so a controller that died half
 // way does them again safely.
-func (c *Controller) startAttempt(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt) error {
+func (c *jobStep) startAttempt(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt) error {
 	prov, cl, err := c.cluster(ctx, a)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // the environment and the task's files to every node at once. What such a
 // node cannot do (buckets, a git workdir, files past the provider's limit)
 // ends the job FAILED_PRECHECKS, naming the field.
-func (c *Controller) startTasks(ctx context.Context, tr provision.TaskRunner, cl *provision.Cluster, j *store.Job, task *schema.Task, a *store.Attempt, secrets map[string]string) error {
+func (c *jobStep) startTasks(ctx context.Context, tr provision.TaskRunner, cl *provision.Cluster, j *store.Job, task *schema.Task, a *store.Attempt, secrets map[string]string) error {
 	cloud := a.Cloud
 	if problem := unsupportedOn(task, cloud); problem != "" {
 		return c.endLaunch(ctx, j, a, nil, true, problem)

@@ -172,7 +172,7 @@ func (c *Controller) deleteBuckets(ctx context.Context, j *store.Job, p *schema.
 
 // recordStorage keeps what each node's bucket syncs did, as its agent
 // reported it, when the report changed since the last one recorded.
-func (c *Controller) recordStorage(ctx context.Context, a *store.Attempt, sts []node.Status) {
+func (c *jobStep) recordStorage(ctx context.Context, a *store.Attempt, sts []node.Status) {
 	for rank, st := range sts {
 		if st.Storage == nil {
 			continue

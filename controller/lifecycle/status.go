@@ -1,5 +1,7 @@
 // Package lifecycle defines the statuses of a managed job and the states of
-// its attempts, once, and the moves between them (moves.go). Everything
+// its attempts, once; the moves between them (moves.go); and how a job's
+// status moves on each event the controller records (transitions.go), as
+// pure functions the store asks before it writes. Everything
 // else spells a status through these constants: the strategy's decisions,
 // the store and its SQL, the service and the CLI. It imports nothing else
 // of sortie's.

@@ -195,9 +195,6 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 // starts in state "starting"; otherwise it is "launching" on a new cluster
 // named by clusterName(attempt number).
 func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterName func(attempt int) string, reuse *Attempt, jobStatus lifecycle.Status) (*Attempt, error) {
-	if jobStatus != lifecycle.Starting && jobStatus != lifecycle.Recovering {
-		return nil, fmt.Errorf("job %d: a new attempt makes a job %s or %s, not %s", jobID, lifecycle.Starting, lifecycle.Recovering, jobStatus)
-	}
 	var out *Attempt
 	err := s.tx(ctx, func(tx *dbTx) error {
 		if err := s.d.lockJob(ctx, tx, jobID); err != nil {
@@ -207,23 +204,16 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		if err != nil {
 			return err
 		}
-		if j.status.Terminal() {
-			return fmt.Errorf("job %d is %s: %w", jobID, j.status, ErrTerminal)
-		}
-		if j.cancelRequested {
-			return fmt.Errorf("job %d: %w", jobID, ErrCancelRequested)
-		}
-		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
-			return err
-		}
-		if err := lifecycle.CheckJob(jobID, j.status, jobStatus); err != nil {
-			return err
-		}
-		ts, err := readTask(ctx, tx, jobID, task)
+		open, err := openAttempt(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		if err := lifecycle.CheckTask(jobID, task, ts, jobStatus); err != nil {
+		t, err := readTask(ctx, tx, jobID, task)
+		if err != nil {
+			return err
+		}
+		c, err := lifecycle.NewAttempt(j.Job, open, t, jobStatus, reuse != nil)
+		if err != nil {
 			return err
 		}
 		var n int
@@ -231,11 +221,10 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			return err
 		}
 		now := s.now()
-		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: lifecycle.AttemptLaunching, StartedAt: now}
+		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: c.Attempt, StartedAt: now}
 		a.Cluster = clusterName(a.Attempt)
 		if reuse != nil {
 			a.Cluster, a.Cloud, a.Region, a.Zone, a.InstanceIDs = reuse.Cluster, reuse.Cloud, reuse.Region, reuse.Zone, reuse.InstanceIDs
-			a.State = lifecycle.AttemptStarting
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
 		// The attempt asks for the size the last escalation chose.
@@ -251,10 +240,10 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,
-			jobStatus, fmtTime(now), jobID, task); err != nil {
+			c.Task, fmtTime(now), jobID, task); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', next_action_at = NULL WHERE id = ?`, jobStatus, jobID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', next_action_at = NULL WHERE id = ?`, c.Job, jobID); err != nil {
 			return err
 		}
 		out = a
@@ -281,11 +270,12 @@ func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region
 		if err != nil {
 			return err
 		}
-		if err := a.moveTo(lifecycle.AttemptStarting); err != nil {
+		c, err := lifecycle.Launched(a.Attempt)
+		if err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ?`,
-			lifecycle.AttemptStarting, cloud, region, zone, string(ids), attemptID)
+			c.Attempt, cloud, region, zone, string(ids), attemptID)
 		return err
 	})
 }
@@ -301,38 +291,29 @@ func (s *Store) MarkRunning(ctx context.Context, at *Attempt) error {
 		if err != nil {
 			return err
 		}
-		if err := a.moveTo(lifecycle.AttemptRunning); err != nil {
-			return err
-		}
-		ts, err := readTask(ctx, tx, a.job, a.task)
+		t, err := readTask(ctx, tx, a.Job, a.Task)
 		if err != nil {
 			return err
 		}
-		if err := lifecycle.CheckTask(a.job, a.task, ts, lifecycle.Running); err != nil {
-			return err
-		}
-		j, err := readJob(ctx, tx, a.job)
+		j, err := readJob(ctx, tx, a.Job)
 		if err != nil {
 			return err
 		}
-		next := lifecycle.Running
-		if j.cancelRequested {
-			next = j.status
-		}
-		if err := lifecycle.CheckJob(a.job, j.status, next); err != nil {
+		c, err := lifecycle.TaskRunning(j.Job, t, a.Attempt)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ?`, lifecycle.AttemptRunning, at.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ? WHERE id = ?`, c.Attempt, at.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, lifecycle.Running, a.job, a.task); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, c.Task, a.Job, a.Task); err != nil {
 			return err
 		}
-		if j.cancelRequested {
-			return nil
+		if c.Job == "" {
+			return nil // a job being cancelled stays as it is
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', started_at = COALESCE(started_at, ?) WHERE id = ?`,
-			lifecycle.Running, fmtTime(s.now()), a.job)
+			c.Job, fmtTime(s.now()), a.Job)
 		return err
 	})
 }
@@ -372,17 +353,15 @@ func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, reason st
 		if err != nil {
 			return err
 		}
-		if j.cancelRequested && !j.status.Terminal() {
-			return fmt.Errorf("job %d: %w", jobID, ErrCancelRequested)
-		}
-		if err := lifecycle.CheckJob(jobID, j.status, lifecycle.Pending); err != nil {
+		c, err := lifecycle.Waiting(j.Job)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET launch_round = ? WHERE job_id = ? AND idx = ?`, launchRound, jobID, task); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, next_action_at = ? WHERE id = ?`,
-			lifecycle.Pending, reason, fmtTimePtr(next), jobID)
+			c.Job, reason, fmtTimePtr(next), jobID)
 		return err
 	})
 }
@@ -408,25 +387,11 @@ func (s *Store) Clouds(ctx context.Context) ([]string, error) {
 
 // ErrOpenAttempt is returned when a change needs the job to have no
 // attempt running, and it has one: a job never has two live attempts.
-var ErrOpenAttempt = errors.New("job has an attempt that has not ended")
+var ErrOpenAttempt = lifecycle.ErrOpenAttempt
 
-// ErrCancelRequested is returned when a new attempt is asked for a job
-// being cancelled.
-var ErrCancelRequested = errors.New("job is being cancelled")
-
-// noOpenAttempt fails with ErrOpenAttempt while the job has an attempt
-// that has not ended and is not replaced: a replaced attempt (its node
-// under a preemption notice) is the one overlap allowed.
-func noOpenAttempt(ctx context.Context, tx *dbTx, jobID int64) error {
-	var open int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE job_id = ? AND replaced_at IS NULL AND `+openSQL, jobID).Scan(&open); err != nil {
-		return err
-	}
-	if open > 0 {
-		return fmt.Errorf("job %d: %w", jobID, ErrOpenAttempt)
-	}
-	return nil
-}
+// ErrCancelRequested is returned when a new attempt, or a wait for
+// capacity, is asked for a job being cancelled.
+var ErrCancelRequested = lifecycle.ErrCancelRequested
 
 // LiveClusters names the clusters that must not be torn down at now:
 // those of attempts that have not ended, those kept for a restart (the

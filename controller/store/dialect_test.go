@@ -98,7 +98,7 @@ func TestAMissingTwinIsAnError(t *testing.T) {
 		"migrations/postgres/0001_a.sql": {Data: []byte("CREATE TABLE a (x TEXT);")},
 		"migrations/0002_b.sql":          {Data: []byte("CREATE TABLE b (x TEXT);")},
 	}
-	s := &Store{d: &dialect{postgres: true}, sources: src}
+	s := &Store{conn: &conn{d: &dialect{postgres: true}, sources: src}}
 	if _, err := s.migrationText("0001_a.sql"); err != nil {
 		t.Fatal(err)
 	}

@@ -37,44 +37,6 @@ type Facts struct {
 	KeptUntil *time.Time
 }
 
-// after is what a decision changes besides the attempt that ended.
-type after struct {
-	task, job    lifecycle.Status // the ended attempt's task's status, the job's
-	nextTask     bool             // the job moves on to its next task
-	statusReason string           // why the job is in that status, while it has not ended
-	failure      string           // the job's failure reason; "" keeps it
-}
-
-// afterDecision is the one place a decision becomes statuses: what the task
-// whose attempt ended and its job move to, given the job as it is now.
-// Recover, Restart and Escalate make both RECOVERING; NextTask makes the task
-// SUCCEEDED and the job STARTING its next task; Succeed, Fail and Cancel
-// end both with the decision's status. A job being cancelled keeps its
-// status (CANCELLING) unless the decision ends it: the cancel ends it next.
-func afterDecision(d strategy.Decision, j jobNow) (after, error) {
-	var n after
-	switch d.Action {
-	case strategy.Recover, strategy.Restart, strategy.Escalate:
-		n = after{task: lifecycle.Recovering, job: lifecycle.Recovering, statusReason: d.Reason}
-	case strategy.NextTask:
-		n = after{task: lifecycle.Succeeded, job: lifecycle.Starting, nextTask: true}
-	case strategy.Succeed, strategy.Fail, strategy.Cancel:
-		if !d.Status.Terminal() || (d.Action == strategy.Succeed) != (d.Status == lifecycle.Succeeded) {
-			return n, fmt.Errorf("job %d: decision %s with status %q does not end a job", j.id, d.Action, d.Status)
-		}
-		n = after{task: d.Status, job: d.Status}
-		if d.Action == strategy.Fail {
-			n.failure = d.Reason
-		}
-	default:
-		return n, fmt.Errorf("job %d: unknown decision %q", j.id, d.Action)
-	}
-	if j.cancelRequested && !n.job.Terminal() {
-		n.job, n.statusReason = j.status, "cancel requested"
-	}
-	return n, nil
-}
-
 // ending begins each transaction that ends an attempt (EndAttempt,
 // ReplaceAttempt, EndReplaced): it locks attempt id's job, reads the
 // attempt, and fails with ErrAttemptEnded when it has ended.
@@ -86,26 +48,24 @@ func (s *Store) ending(ctx context.Context, tx *dbTx, id int64) (attemptNow, err
 	if err != nil {
 		return at, err
 	}
-	return at, at.moveTo(lifecycle.AttemptEnded)
+	_, err = lifecycle.Ending(at.Attempt)
+	return at, err
 }
 
 // decide reads the job of at, an attempt ending with decision d (EndAttempt,
-// ReplaceAttempt), and returns it with what d moves the task and the job
-// to. It fails with ErrTerminal when the job has ended, and with
-// ErrNotAMove when the lifecycle does not list the job's move.
-func decide(ctx context.Context, tx *dbTx, at attemptNow, d strategy.Decision) (jobNow, after, error) {
-	j, err := readJob(ctx, tx, at.job)
+// ReplaceAttempt), and its tasks, and returns the job with what d moves
+// the task and the job to (lifecycle.AfterDecision).
+func decide(ctx context.Context, tx *dbTx, at attemptNow, d strategy.Decision) (jobNow, lifecycle.Change, error) {
+	j, err := readJob(ctx, tx, at.Job)
 	if err != nil {
-		return j, after{}, err
+		return j, lifecycle.Change{}, err
 	}
-	if err := j.ended(); err != nil {
-		return j, after{}, err
-	}
-	n, err := afterDecision(d, j)
+	tasks, err := readTasks(ctx, tx, j.ID)
 	if err != nil {
-		return j, n, err
+		return j, lifecycle.Change{}, err
 	}
-	return j, n, lifecycle.CheckJob(j.id, j.status, n.job)
+	n, err := lifecycle.AfterDecision(j.Job, tasks, at.Task, decision(d))
+	return j, n, err
 }
 
 // EndAttempt records how attempt a ended (o) and what follows (d, from
@@ -131,22 +91,6 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 		if err != nil {
 			return err
 		}
-		tasks, err := readTasks(ctx, tx, j.id)
-		if err != nil {
-			return err
-		}
-		for _, t := range tasks {
-			switch {
-			case t.idx == at.task:
-				err = lifecycle.CheckTask(j.id, t.idx, t.status, n.task)
-			case n.job.Terminal() && t.status == lifecycle.Pending:
-				// The tasks after the one that ended the job never run.
-				err = lifecycle.CheckTask(j.id, t.idx, t.status, lifecycle.Cancelled)
-			}
-			if err != nil {
-				return err
-			}
-		}
 
 		codes := []byte("[]")
 		if o.ExitCodes != nil {
@@ -155,7 +99,7 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 			}
 		}
 		var kept any
-		if n.job.Terminal() && f.KeptUntil != nil {
+		if n.Job.Terminal() && f.KeptUntil != nil {
 			kept = fmtTime(*f.KeptUntil)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?,
@@ -163,7 +107,7 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 			return err
 		}
 		var taskEnded, preempted any
-		if n.task.Terminal() {
+		if n.Task.Terminal() {
 			taskEnded = fmtTime(now)
 		}
 		if d.Action == strategy.Recover {
@@ -176,18 +120,18 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, recovery_count = ?, restarts_on_errors = ?,
 			preempted_in = COALESCE(?, preempted_in), launch_round = 0, ended_at = COALESCE(?, ended_at), size = COALESCE(?, size) WHERE job_id = ? AND idx = ?`,
-			n.task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, size, j.id, at.task); err != nil {
+			n.Task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, size, j.ID, at.Task); err != nil {
 			return err
 		}
 		var jobEnded, next any
-		if n.job.Terminal() {
+		if n.Job.Terminal() {
 			jobEnded = fmtTime(now)
 		}
 		if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
 			next = fmtTimePtr(f.NextActionAt)
 		}
 		advance := 0
-		if n.nextTask {
+		if n.NextTask {
 			advance = 1
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, failure_reason = COALESCE(?, failure_reason),
@@ -195,19 +139,19 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 			recovery_count = (SELECT COALESCE(SUM(recovery_count), 0) FROM tasks WHERE job_id = ?),
 			restarts_on_errors = (SELECT COALESCE(SUM(restarts_on_errors), 0) FROM tasks WHERE job_id = ?)
 			WHERE id = ?`,
-			n.job, n.statusReason, nullStr(n.failure), next, string(codes), advance, jobEnded, j.id, j.id, j.id); err != nil {
+			n.Job, n.StatusReason, nullStr(n.Failure), next, string(codes), advance, jobEnded, j.ID, j.ID, j.ID); err != nil {
 			return err
 		}
-		if !n.job.Terminal() {
+		if n.Others != "" {
+			// The tasks after the one that ended the job never run.
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, n.Others, j.ID, lifecycle.Pending); err != nil {
+				return err
+			}
+		}
+		if !n.Job.Terminal() || j.inputKey == "" {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, lifecycle.Cancelled, j.id, lifecycle.Pending); err != nil {
-			return err
-		}
-		if j.inputKey == "" {
-			return nil
-		}
-		switch n.job {
+		switch n.Job {
 		case lifecycle.Failed, lifecycle.FailedSetup:
 			if o.Outcome != strategy.UserFailure && o.Outcome != strategy.SetupFailure {
 				// FAILED by a limit (max_duration, max_recoveries, strategy
@@ -224,8 +168,8 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 			if err != nil {
 				return fmt.Errorf("attempt %d size: %w", a.ID, err)
 			}
-			return recordFailure(ctx, tx, &KnownFailure{InputKey: j.inputKey, JobID: j.id, TaskName: f.TaskName,
-				Status: n.job, ExitCodes: o.ExitCodes, LogPath: f.LogPath, Size: failedAt}, now)
+			return recordFailure(ctx, tx, &KnownFailure{InputKey: j.inputKey, JobID: j.ID, TaskName: f.TaskName,
+				Status: n.Job, ExitCodes: o.ExitCodes, LogPath: f.LogPath, Size: failedAt}, now)
 		case lifecycle.Succeeded:
 			_, err := tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, j.inputKey)
 			return err
@@ -246,45 +190,29 @@ func (s *Store) FinishJob(ctx context.Context, jobID int64, d strategy.Decision)
 		if err := s.d.lockJob(ctx, tx, jobID); err != nil {
 			return err
 		}
-		if err := noOpenAttempt(ctx, tx, jobID); err != nil {
+		open, err := openAttempt(ctx, tx, jobID)
+		if err != nil {
 			return err
 		}
 		j, err := readJob(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		if err := lifecycle.CheckJob(jobID, j.status, j.status); err != nil {
-			return err // ended
-		}
-		n, err := afterDecision(d, j)
-		if err != nil {
-			return err
-		}
-		if !n.job.Terminal() {
-			return fmt.Errorf("job %d: FinishJob ends a job; decision %s does not", jobID, d.Action)
-		}
-		if err := lifecycle.CheckJob(jobID, j.status, n.job); err != nil {
-			return err
-		}
 		tasks, err := readTasks(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
-		for _, t := range tasks {
-			if t.status.Terminal() {
-				continue
-			}
-			if err := lifecycle.CheckTask(jobID, t.idx, t.status, n.task); err != nil {
-				return err
-			}
+		n, err := lifecycle.Finish(j.Job, open, tasks, decision(d))
+		if err != nil {
+			return err
 		}
 		now := fmtTime(s.now())
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', failure_reason = COALESCE(?, failure_reason),
-			next_action_at = NULL, ended_at = ? WHERE id = ?`, n.job, nullStr(n.failure), now, jobID); err != nil {
+			next_action_at = NULL, ended_at = ? WHERE id = ?`, n.Job, nullStr(n.Failure), now, jobID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = ?, ended_at = COALESCE(ended_at, ?) WHERE job_id = ? AND status NOT IN `+terminalSQL,
-			n.task, now, jobID)
+			n.Others, now, jobID)
 		return err
 	})
 }

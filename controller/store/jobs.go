@@ -118,11 +118,16 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		if trigger == "" {
 			trigger = "user"
 		}
+		links := make([]bool, len(tasks))
+		for i, t := range tasks {
+			links[i] = t.Linked != nil
+		}
+		status, taskStatus := lifecycle.NewJob(links)
 		var err error
 		id, err = insertID(ctx, tx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
 			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at, owner, notify)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			j.Name, lifecycle.Pending, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
+			j.Name, status, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
 			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now), j.Owner,
 			boolInt(NamesNotify(j.Spec)))
 		if err != nil {
@@ -144,17 +149,16 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		}
 		linked := 0
 		for i, t := range tasks {
-			status := lifecycle.Pending
 			var linkJob, linkTask any
 			if t.Linked != nil {
 				if i != linked {
 					return fmt.Errorf("task %d is linked after task %d, which runs: %w", i, linked, ErrLinkNotAPrefix)
 				}
 				linked++
-				status, linkJob, linkTask = lifecycle.Succeeded, t.Linked.Job, t.Linked.Task
+				linkJob, linkTask = t.Linked.Job, t.Linked.Task
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key, linked_job, linked_task)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, id, i, t.Name, status, nullStr(t.InputKey), linkJob, linkTask); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, id, i, t.Name, taskStatus[i], nullStr(t.InputKey), linkJob, linkTask); err != nil {
 				return err
 			}
 		}
@@ -425,14 +429,15 @@ func (s *Store) RequestCancelBy(ctx context.Context, ids []int64, by string) ([]
 			if err != nil {
 				return err
 			}
-			if j.status.Terminal() {
-				continue
+			c, err := lifecycle.Cancel(j.Job)
+			if errors.Is(err, ErrTerminal) {
+				continue // a job that has ended is left as it is
 			}
-			if err := lifecycle.CheckJob(id, j.status, lifecycle.Cancelling); err != nil {
+			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = 'cancel requested', cancelled_by = ? WHERE id = ?`,
-				lifecycle.Cancelling, by, id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, status = ?, status_reason = ?, cancelled_by = ? WHERE id = ?`,
+				c.Job, c.StatusReason, by, id); err != nil {
 				return err
 			}
 			if err := recordAction(ctx, tx, Action{At: now, Actor: by, Verb: "cancel", JobID: id}); err != nil {

@@ -11,16 +11,17 @@ import (
 // Several controllers (replicas) on one store share the unfinished jobs
 // through leases: a job is driven by the replica that holds its lease, until
 // the lease expires unless renewed. Every claim bumps the job's lease
-// generation, and every write a replica makes for a job checks, inside its
-// own transaction, that the job's lease is still the one the replica was
-// given (WithLease): a replica that was paused past its lease, whose job
-// another replica has claimed since, can no longer change that job.
+// generation, and every write a replica makes for a job goes through a
+// handle on the store bound to the lease it was given (Fenced), which
+// checks, inside the write's own transaction, that the lease is still that
+// one: a replica that was paused past its lease, whose job another replica
+// has claimed since, can no longer change that job.
 //
 // Lease times are compared with the clock of the replica that asks, so
 // the replicas' clocks must agree within a small part of the lease TTL.
 
-// ErrLeaseLost is wrapped by the error of a write made under a lease
-// (WithLease) that the replica no longer holds.
+// ErrLeaseLost is wrapped by the error of a write made through a handle
+// fenced by a lease (Fenced) that the replica no longer holds.
 var ErrLeaseLost = errors.New("the job's lease was lost to another replica")
 
 // Replica is one running controller of a shared store.
@@ -47,40 +48,44 @@ type Lease struct {
 	Gen int64
 }
 
-type leaseKey struct{}
-
-type fence struct {
-	holder string
-	lease  Lease
+// Fence is what the writes of a replica for one job check: that the job
+// of Lease is still held by Holder (the replica's id) at Lease's
+// generation.
+type Fence struct {
+	Holder string
+	Lease  Lease
 }
 
-// WithLease returns a context under which every write transaction of the
-// store first checks that the job of l is still held by holder at l's
-// generation, and fails with ErrLeaseLost (changing nothing) when not.
-func WithLease(ctx context.Context, holder string, l Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, fence{holder: holder, lease: l})
+// Fenced returns a handle on s whose every write transaction first checks
+// f, and fails with ErrLeaseLost (changing nothing) when the replica no
+// longer holds the lease. Reads are not checked. s itself is not changed.
+func (s *Store) Fenced(f Fence) *Store {
+	return &Store{conn: s.conn, fence: &f}
 }
 
-// checkFence is the check WithLease asks for, made at the start of a write
+// Fence is the fence s checks, or nil for a store that checks none.
+func (s *Store) Fence() *Fence { return s.fence }
+
+// checkFence is the check Fenced asks for, made at the start of a write
 // transaction. It is an UPDATE of the job's row, not a SELECT: on a
 // database with row locks (PostgreSQL) the row stays locked until the
 // transaction ends, so no claim can take the lease between the check and
 // the commit; on SQLite the write transaction holds the whole database.
-func checkFence(ctx context.Context, tx *dbTx) error {
-	f, ok := ctx.Value(leaseKey{}).(fence)
-	if !ok {
+func (s *Store) checkFence(ctx context.Context, tx *dbTx) error {
+	f := s.fence
+	if f == nil {
 		return nil
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_gen = lease_gen WHERE id = ? AND lease_holder = ? AND lease_gen = ?`,
-		f.lease.Job, f.holder, f.lease.Gen)
+		f.Lease.Job, f.Holder, f.Lease.Gen)
 	if err != nil {
-		return fmt.Errorf("check the lease of job %d: %w", f.lease.Job, err)
+		return fmt.Errorf("check the lease of job %d: %w", f.Lease.Job, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		if err != nil {
-			return fmt.Errorf("check the lease of job %d: %w", f.lease.Job, err)
+			return fmt.Errorf("check the lease of job %d: %w", f.Lease.Job, err)
 		}
-		return fmt.Errorf("job %d (lease %d): %w", f.lease.Job, f.lease.Gen, ErrLeaseLost)
+		return fmt.Errorf("job %d (lease %d): %w", f.Lease.Job, f.Lease.Gen, ErrLeaseLost)
 	}
 	return nil
 }

@@ -207,15 +207,15 @@ func testFencedWritesFailAfterTheLeaseIsTaken(t *testing.T, b backend) {
 		leaseOf[l.Job] = l
 	}
 	run, idle := ids[0], ids[1]
-	actx := WithLease(ctx, "a1", leaseOf[run])
-	a, err := s.NewAttempt(actx, run, 0, clusterName(run, 0), nil, lifecycle.Starting)
+	sa := s.Fenced(Fence{Holder: "a1", Lease: leaseOf[run]})
+	a, err := sa.NewAttempt(ctx, run, 0, clusterName(run, 0), nil, lifecycle.Starting)
 	if err != nil {
 		t.Fatalf("a's write under its lease: %v", err)
 	}
-	if err := s.MarkLaunched(actx, a.ID, "sim", "r", "z", []string{"i"}); err != nil {
+	if err := sa.MarkLaunched(ctx, a.ID, "sim", "r", "z", []string{"i"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkRunning(actx, a); err != nil {
+	if err := sa.MarkRunning(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 
@@ -233,16 +233,16 @@ func testFencedWritesFailAfterTheLeaseIsTaken(t *testing.T, b backend) {
 			t.Errorf("%s by the replica that lost the lease: got %v, want ErrLeaseLost", what, err)
 		}
 	}
-	lost("end the attempt", s.EndAttempt(actx, a, ok, done, Facts{}))
-	lost("set the status reason", s.SetStatusReason(actx, run, "waiting"))
+	lost("end the attempt", sa.EndAttempt(ctx, a, ok, done, Facts{}))
+	lost("set the status reason", sa.SetStatusReason(ctx, run, "waiting"))
 	lost("record a notice", func() error {
-		_, err := s.RecordNotice(actx, a, Notice{Kind: "preempted", Source: "sim", At: clk.Now()})
+		_, err := sa.RecordNotice(ctx, a, Notice{Kind: "preempted", Source: "sim", At: clk.Now()})
 		return err
 	}())
-	ictx := WithLease(ctx, "a1", leaseOf[idle])
-	_, err = s.NewAttempt(ictx, idle, 0, clusterName(idle, 0), nil, lifecycle.Starting)
+	si := s.Fenced(Fence{Holder: "a1", Lease: leaseOf[idle]})
+	_, err = si.NewAttempt(ctx, idle, 0, clusterName(idle, 0), nil, lifecycle.Starting)
 	lost("start a launch", err)
-	lost("finish the job", s.FinishJob(ictx, idle, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "x"}))
+	lost("finish the job", si.FinishJob(ctx, idle, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "x"}))
 
 	// Nothing a wrote after losing the lease is there.
 	as, _ := s.Attempts(ctx, run)
@@ -261,7 +261,7 @@ func testFencedWritesFailAfterTheLeaseIsTaken(t *testing.T, b backend) {
 	for _, l := range taken {
 		gen[l.Job] = l
 	}
-	if err := s.EndAttempt(WithLease(ctx, "b1", gen[run]), a, ok, done, Facts{}); err != nil {
+	if err := s.Fenced(Fence{Holder: "b1", Lease: gen[run]}).EndAttempt(ctx, a, ok, done, Facts{}); err != nil {
 		t.Fatalf("the new holder's end: %v", err)
 	}
 	// The same replica with its old generation is fenced too: a claim it
@@ -271,8 +271,8 @@ func testFencedWritesFailAfterTheLeaseIsTaken(t *testing.T, b backend) {
 	if err != nil || len(again) != 1 || again[0].Job != idle || again[0].Gen != 3 {
 		t.Fatalf("a's claim again: %v %v", again, err)
 	}
-	lost("finish with the old generation", s.FinishJob(ictx, idle, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "x"}))
-	if err := s.FinishJob(WithLease(ctx, "a1", again[0]), idle, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "x"}); err != nil {
+	lost("finish with the old generation", si.FinishJob(ctx, idle, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "x"}))
+	if err := s.Fenced(Fence{Holder: "a1", Lease: again[0]}).FinishJob(ctx, idle, strategy.Decision{Action: strategy.Cancel, Status: lifecycle.Cancelled, Reason: "x"}); err != nil {
 		t.Fatalf("finish with the new generation: %v", err)
 	}
 }

@@ -327,3 +327,18 @@ func testDecisionsThatEndNothingAreRefused(t *testing.T, b backend) {
 		t.Errorf("a refused decision wrote (-before +after):\n%s", diff)
 	}
 }
+
+// The lifecycle reads the strategy's actions by name (lifecycle.Decision):
+// each of them moves a running job.
+func TestTheLifecycleKnowsEveryStrategyAction(t *testing.T) {
+	for a, status := range map[strategy.Action]lifecycle.Status{
+		strategy.Recover: "", strategy.Restart: "", strategy.Escalate: "", strategy.NextTask: "",
+		strategy.Succeed: lifecycle.Succeeded, strategy.Fail: lifecycle.Failed, strategy.Cancel: lifecycle.Cancelled,
+	} {
+		j := lifecycle.Job{ID: 1, Status: lifecycle.Running}
+		c, err := lifecycle.AfterDecision(j, []lifecycle.Task{{Idx: 0, Status: lifecycle.Running}}, 0, decision(strategy.Decision{Action: a, Status: status}))
+		if err != nil || c.Job == "" {
+			t.Errorf("%s: %+v, %v", a, c, err)
+		}
+	}
+}

@@ -62,13 +62,6 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 		if err != nil {
 			return err
 		}
-		ts, err := readTask(ctx, tx, j.id, at.task)
-		if err != nil {
-			return err
-		}
-		if err := lifecycle.CheckTask(j.id, at.task, ts, n.task); err != nil {
-			return err
-		}
 		now := fmtTime(s.now())
 		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET action = ?, decision = ?, replaced_at = ? WHERE id = ?`,
 			d.Action, d.Reason, now, a.ID); err != nil {
@@ -77,13 +70,13 @@ func (s *Store) ReplaceAttempt(ctx context.Context, a *Attempt, d strategy.Decis
 		b, _ := json.Marshal(schema.Placement{Cloud: at.cloud, Region: at.region, Zone: at.zone})
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, recovery_count = ?, restarts_on_errors = ?,
 			preempted_in = ?, launch_round = 0 WHERE job_id = ? AND idx = ?`,
-			n.task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, string(b), j.id, at.task); err != nil {
+			n.Task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, string(b), j.ID, at.Task); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, next_action_at = ?,
 			recovery_count = (SELECT COALESCE(SUM(recovery_count), 0) FROM tasks WHERE job_id = ?),
 			restarts_on_errors = (SELECT COALESCE(SUM(restarts_on_errors), 0) FROM tasks WHERE job_id = ?)
-			WHERE id = ?`, n.job, n.statusReason, fmtTimePtr(f.NextActionAt), j.id, j.id, j.id)
+			WHERE id = ?`, n.Job, n.StatusReason, fmtTimePtr(f.NextActionAt), j.ID, j.ID, j.ID)
 		return err
 	})
 }

@@ -44,8 +44,17 @@ var ErrAttemptEnded = lifecycle.ErrAttemptEnded
 // change would move a status in a way the lifecycle's tables do not list.
 var ErrNotAMove = lifecycle.ErrNotAMove
 
-// Store is the state of one SORTIE_HOME, or of a team's PostgreSQL.
+// Store is the state of one SORTIE_HOME, or of a team's PostgreSQL. The
+// Store Open returns writes for whoever calls it; Fenced (lease.go) gives
+// a handle on the same store whose every write checks a replica's lease.
 type Store struct {
+	*conn
+	// fence, when set, is checked at the start of every write transaction.
+	fence *Fence
+}
+
+// conn is what every handle on one store shares.
+type conn struct {
 	db  *db
 	d   *dialect
 	now func() time.Time
@@ -210,7 +219,7 @@ func start(ctx context.Context, sdb *sql.DB, d *dialect, where string, now func(
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: &db{sql: sdb, d: d}, d: d, now: now, where: where, busy: busy, sources: migrations}
+	s := &Store{conn: &conn{db: &db{sql: sdb, d: d}, d: d, now: now, where: where, busy: busy, sources: migrations}}
 	// Opening a new store switches it to WAL, which SQLite does without
 	// waiting for a lock: two processes opening one new home at once (a CLI
 	// and the daemon it starts) can find it busy. That passes in moments.
@@ -407,7 +416,7 @@ func (s *Store) tx1(ctx context.Context, fn func(tx *dbTx) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	if err := checkFence(ctx, tx); err != nil {
+	if err := s.checkFence(ctx, tx); err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
@@ -435,7 +444,7 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) error {
 }
 
 func (s *Store) execResult(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if _, fenced := ctx.Value(leaseKey{}).(fence); fenced {
+	if s.fence != nil {
 		// A write under a lease checks it first, in one transaction.
 		var res sql.Result
 		err := s.tx(ctx, func(tx *dbTx) error {
