@@ -14,7 +14,7 @@ import (
 // Sim is the cloud of hollow nodes, for scale and chaos tests of the
 // controller.
 func Sim() Cloud {
-	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) {
+	return Cloud{Name: "sim", Task: schema.Cloud{Hidden: true}, Open: func(_ context.Context, cfg config.Config) (provision.Provider, error) {
 		if cfg.Sim.Shared {
 			return sim.OpenShared(SimSharedDir(cfg.Home), SimConfig(cfg))
 		}
