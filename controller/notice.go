@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision/node"
@@ -37,15 +38,11 @@ const noticeSlack = 5 * time.Second
 const noticeWithoutDeadline = 2 * time.Minute
 
 // noticeSource says where the agents on cloud's nodes hear preemption
-// notices, and at which address ("" for the cloud's own).
+// notices, and at which address ("" for the cloud's own), as the registry
+// says; "" where they hear none.
 func (c *Controller) noticeSource(cloud string) (source, endpoint string) {
-	switch cloud {
-	case "local":
-		return notice.SourceLocal, ""
-	case "aws":
-		return notice.SourceAWS, c.Config.AWS.IMDSEndpoint
-	case "gcp":
-		return notice.SourceGCE, c.Config.GCP.MetadataEndpoint
+	if f := clouds.Lookup(cloud).Notice; f != nil {
+		return f(c.Config)
 	}
 	return "", ""
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/clouds"
 	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -216,8 +217,7 @@ func containerFor(ctx context.Context, r provision.Runner, task *schema.Task, at
 	// A VM sortie launched boots a stock image, which may lack an engine:
 	// it may install one there, never on this machine (local) or on
 	// hollow nodes (sim).
-	install := at.Cloud != "local" && at.Cloud != "sim"
-	engine, err := node.ContainerEngine(ctx, r, install)
+	engine, err := node.ContainerEngine(ctx, r, clouds.Lookup(at.Cloud).Remote)
 	var lacks *node.PrecheckError
 	if errors.As(err, &lacks) {
 		return nil, &node.PrecheckError{Msg: fmt.Sprintf("resources.image_id docker:%s: %s; start the engine, launch on an image that has docker or podman, or drop the docker: prefix to run on the node itself",

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/provision/node"
 	"sortie/schema"
@@ -21,9 +21,9 @@ const (
 
 // storageSpec is the node's buckets as the sync program reads them
 // (bucket.Spec), the FUSE programs its MOUNT buckets need, and the env the
-// sync program gets on cloud: on local, the controller's own credential
-// chain; on aws, where to find the store and the instance's role (see
-// awsStorageEnv); on another VM, none (its service account).
+// sync program gets on cloud, as the registry says (Cloud.StorageEnv): on
+// this machine, the controller's own credential chain; on a VM, where to
+// find the store and the instance's role, or none (its service account).
 func (c *Controller) storageSpec(task *schema.Task, cloud, region string) (spec []byte, fuse [][]string, env map[string]string, err error) {
 	mounts, probs := task.Buckets("")
 	if len(probs) > 0 {
@@ -57,49 +57,10 @@ func (c *Controller) storageSpec(task *schema.Task, cloud, region string) (spec 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	switch cloud {
-	case "local":
-		env = localStorageEnv()
-	case "aws":
-		env = awsStorageEnv(os.Getenv, region, c.Config.AWS.IMDSEndpoint)
+	if f := clouds.Lookup(cloud).StorageEnv; f != nil {
+		env = f(c.Config, os.Getenv, region)
 	}
 	return spec, fuse, env, nil
-}
-
-// awsStorageEnv is what an EC2 node's sync program gets: never
-// credentials (it takes the instance profile's role from the instance
-// metadata service, aws.imds_endpoint when one is set), the instance's
-// region, and the controller's S3 endpoint settings, so that with an
-// S3-compatible store the nodes use the store the controller prepared.
-func awsStorageEnv(getenv func(string) string, region, imds string) map[string]string {
-	env := map[string]string{}
-	if region != "" {
-		env["AWS_REGION"] = region
-	}
-	if imds != "" {
-		env["AWS_EC2_METADATA_SERVICE_ENDPOINT"] = imds
-	}
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
-		if v := getenv(k); v != "" {
-			env[k] = v
-		}
-	}
-	return env
-}
-
-// localStorageEnv is what of the controller's environment a local node's
-// sync program gets: the stores' credential and endpoint settings, and
-// HOME, where the shared credential files are.
-func localStorageEnv() map[string]string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_") || k == "STORAGE_EMULATOR_HOST" || k == "GOOGLE_APPLICATION_CREDENTIALS" ||
-			strings.HasPrefix(k, "CLOUDSDK_") || k == "HOME" {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 // prepareBuckets makes each storage mount's bucket when it is missing and
@@ -108,8 +69,8 @@ func localStorageEnv() map[string]string {
 // set, is why no retry can help (the bucket cannot be read, a URL's
 // bucket does not exist); err is worth a retry.
 //
-// On aws a new S3 bucket, on gcp a new GCS one, is made in the attempt's
-// region.
+// A new bucket of the attempt's cloud's own store (on aws S3, on gcp GCS:
+// the registry's Task.Store) is made in the attempt's region.
 func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.Attempt, task *schema.Task) (problem string, err error) {
 	mounts, probs := task.Buckets("")
 	if len(probs) > 0 {
@@ -119,7 +80,7 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.
 		args := []string{"ensure", "-store", m.Store, "-bucket", m.Bucket, "-prefix", m.Prefix}
 		if m.Create {
 			args = append(args, "-create")
-			if a.Region != "" && ((a.Cloud == "aws" && m.Store == schema.StoreS3) || (a.Cloud == "gcp" && m.Store == schema.StoreGCS)) {
+			if own := clouds.Lookup(a.Cloud).Task.Store; a.Region != "" && own != "" && m.Store == own {
 				args = append(args, "-region", a.Region)
 			}
 		}

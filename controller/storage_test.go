@@ -11,32 +11,7 @@ import (
 	"sortie/schema"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-// An EC2 node's sync program gets the store's endpoint, its region and
-// the metadata service to take the instance role from; the controller's
-// own keys never leave its machine.
-func TestAWSStorageEnv(t *testing.T) {
-	controllerEnv := map[string]string{
-		"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "tok", "AWS_PROFILE": "me",
-		"AWS_ENDPOINT_URL_S3": "http://minio:9000", "AWS_ENDPOINT_URL": "http://all:4566", "HOME": "/home/me",
-	}
-	got := awsStorageEnv(func(k string) string { return controllerEnv[k] }, "us-west-2", "http://127.0.0.1:1338")
-	want := map[string]string{
-		"AWS_REGION": "us-west-2", "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:1338",
-		"AWS_ENDPOINT_URL_S3": "http://minio:9000", "AWS_ENDPOINT_URL": "http://all:4566",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("env (-want +got):\n%s", diff)
-	}
-	// On EC2 itself: the default metadata service, AWS's S3.
-	got = awsStorageEnv(func(string) string { return "" }, "eu-west-1", "")
-	if diff := cmp.Diff(map[string]string{"AWS_REGION": "eu-west-1"}, got); diff != "" {
-		t.Errorf("env with nothing set (-want +got):\n%s", diff)
-	}
-}
 
 // A storage mount's new bucket is made in the attempt's region where its
 // store is that cloud's (S3 on aws, GCS on gcp), and GCS buckets in

@@ -117,11 +117,8 @@ func BucketNameProblem(store, name string) string {
 // defaultStore is the store a storage mount without store: uses on cloud,
 // as SkyPilot picks the cloud's own; "" where a cloud has none.
 func defaultStore(cloud string) string {
-	switch cloud {
-	case "aws":
-		return StoreS3
-	case "gcp":
-		return StoreGCS
+	if c, ok := registeredCloud(cloud); ok {
+		return c.Store
 	}
 	return ""
 }
@@ -186,7 +183,7 @@ func (t *Task) Buckets(prefix string) ([]BucketMount, []Problem) {
 			b.Store = defaultStore(t.Resources.Cloud)
 		}
 		if b.Store == "" {
-			ps.missing(join(field, "store"), "is missing; give store: s3 or store: gcs (a storage mount takes its cloud's own store only on aws and gcp)")
+			ps.missing(join(field, "store"), "is missing; give store: s3 or store: gcs (a storage mount takes its cloud's own store only on %s)", storeClouds())
 			continue
 		}
 		if why := BucketNameProblem(b.Store, b.Bucket); why != "" {

@@ -3,7 +3,6 @@ package schema
 import (
 	"maps"
 	"slices"
-	"strings"
 )
 
 // DefaultCloud is where a task runs when nothing in it names a place.
@@ -20,11 +19,11 @@ func (p *Pipeline) ApplyDefaults() {
 // safe to call again:
 //
 //   - num_nodes 1;
-//   - the cloud of a region or zone given without one, when its name is
-//     one only AWS or only GCP uses (us-east-1 / us-east-1a are AWS's,
-//     us-east1 / us-east1-b GCP's), as SkyPilot finds the cloud that has
-//     the region; for the resources, or for a candidate when the resources
-//     name no cloud;
+//   - the cloud of a region or zone given without one, when its name has
+//     the form of one registered cloud's places (Cloud.Place: us-east-1 /
+//     us-east-1a are AWS's, us-east1 / us-east1-b GCP's), as SkyPilot
+//     finds the cloud that has the region; for the resources, or for a
+//     candidate when the resources name no cloud;
 //   - resources.cloud "local" when neither the resources nor any any_of /
 //     ordered candidate names a cloud, region or zone (infra included);
 //   - resources.job_recovery {strategy: EAGER_NEXT_REGION,
@@ -56,15 +55,6 @@ func (t *Task) ApplyDefaults() {
 	t.Notify.applyDefaults()
 }
 
-// AWS and GCP name their regions differently: us-east-1 and us-east1.
-var (
-	awsPlace = lazyRegexp(`^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|southwest)-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z])?$`)
-	// awsZoneRegion takes the region out of a zone: us-east-1a, and a
-	// Local Zone us-west-2-lax-1a.
-	awsZoneRegion = lazyRegexp(`^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)(?:[a-z]|-[a-z]+-[0-9]+[a-z])$`)
-	gcpPlace      = lazyRegexp(`^[a-z]+-(north|south|east|west|central|northeast|northwest|southeast|southwest)[0-9]+(-[a-z])?$`)
-)
-
 // fillPlace gives r the cloud its region or zone names, and the region
 // of its zone.
 func fillPlace(r *Resources) {
@@ -72,19 +62,20 @@ func fillPlace(r *Resources) {
 	r.Region = regionOfZone(*r)
 }
 
-// regionOfZone is r's region, or the region an AWS or GCP zone is in
-// (us-east-1a: us-east-1, us-central1-a: us-central1) when r names a zone
-// and no region, as SkyPilot reads a zone alone.
+// regionOfZone is r's region, or the region its zone is in by the zone's
+// name (us-east-1a: us-east-1, us-central1-a: us-central1) when r names a
+// zone and no region, as SkyPilot reads a zone alone: the zone of r's
+// cloud, or of any cloud when r names none.
 func regionOfZone(r Resources) string {
-	if r.Region != "" || r.Zone == "" || (r.Cloud != "" && r.Cloud != "aws" && r.Cloud != "gcp") {
+	if r.Region != "" || r.Zone == "" {
 		return r.Region
 	}
-	switch z := r.Zone; {
-	case gcpPlace().MatchString(z) && strings.Count(z, "-") == 2:
-		return z[:strings.LastIndex(z, "-")]
-	case awsPlace().MatchString(z):
-		if m := awsZoneRegion().FindStringSubmatch(z); m != nil {
-			return m[1]
+	for _, c := range registeredClouds() {
+		if c.Place == nil || (r.Cloud != "" && r.Cloud != c.Name) {
+			continue
+		}
+		if region, ok := c.Place(r.Zone); ok && region != "" {
+			return region
 		}
 	}
 	return r.Region
@@ -97,12 +88,16 @@ func cloudOfPlace(r Resources) string {
 		return r.Cloud
 	}
 	for _, name := range []string{r.Zone, r.Region} {
-		switch {
-		case name == "":
-		case awsPlace().MatchString(name):
-			return "aws"
-		case gcpPlace().MatchString(name):
-			return "gcp"
+		if name == "" {
+			continue
+		}
+		for _, c := range registeredClouds() {
+			if c.Place == nil {
+				continue
+			}
+			if _, ok := c.Place(name); ok {
+				return c.Name
+			}
 		}
 	}
 	return ""

@@ -12,12 +12,6 @@ import (
 	"time"
 )
 
-// Clouds are the values resources.cloud accepts.
-func Clouds() []string { return []string{"local", "sim", "aws", "gcp", "kubernetes"} }
-
-// cloudAliases are other names SkyPilot accepts for a cloud sortie provides.
-func cloudAliases() map[string]string { return map[string]string{"k8s": "kubernetes"} }
-
 func resourceFields(candidate bool) []string {
 	f := []string{"cloud", "infra", "region", "zone", "instance_type", "cpus", "memory",
 		"accelerators", "gpus", "use_spot", "disk_size", "disk_tier", "network_tier", "image_id", "ports", "labels"}
@@ -146,7 +140,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 // otherClouds are the clouds SkyPilot knows and sortie has no provider
 // for, by the names (and aliases) SkyPilot accepts.
 func otherClouds() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"azure": "azure", "lambda": "lambda",
 		"runpod": "runpod", "oci": "oci", "ibm": "ibm", "fluidstack": "fluidstack",
 		"paperspace": "paperspace", "cudo": "cudo", "do": "do", "nebius": "nebius",
@@ -154,6 +148,13 @@ func otherClouds() map[string]string {
 		"hyperbolic": "hyperbolic", "slurm": "slurm", "seeweb": "seeweb",
 		"shadeform": "shadeform", "primeintellect": "primeintellect", "coreweave": "coreweave",
 	}
+	// A cloud registered since is sortie's.
+	for name := range m {
+		if _, ok := registeredCloud(name); ok {
+			delete(m, name)
+		}
+	}
+	return m
 }
 
 // otherCloud names the cloud sortie does not provide yet that a candidate
@@ -192,11 +193,8 @@ func (d *decoder) oldRecoveryName(path string, m map[string]any) map[string]any 
 
 func (d *decoder) cloud(path, c string) string {
 	lc := strings.ToLower(strings.TrimSpace(c))
-	if name, ok := cloudAliases()[lc]; ok {
-		lc = name
-	}
-	if slices.Contains(Clouds(), lc) {
-		return lc
+	if known, ok := registeredCloud(lc); ok {
+		return known.Name
 	}
 	if name, ok := otherClouds()[lc]; ok {
 		also := ""
@@ -214,15 +212,10 @@ func (d *decoder) cloud(path, c string) string {
 	return ""
 }
 
-// userClouds are the clouds a task may name (sim is for tests).
-func userClouds() []string {
-	return slices.DeleteFunc(Clouds(), func(c string) bool { return c == "sim" })
-}
-
 // canonicalCloud is c's own name when c is an alias (k8s: kubernetes).
 func (d *decoder) canonicalCloud(c string) string {
-	if name, ok := cloudAliases()[strings.ToLower(strings.TrimSpace(c))]; ok {
-		return name
+	if known, ok := registeredCloud(c); ok && !strings.EqualFold(strings.TrimSpace(c), known.Name) {
+		return known.Name
 	}
 	return c
 }
@@ -237,9 +230,8 @@ func (d *decoder) infra(path string, r *Resources) {
 		d.cloud(path, parts[0])
 		return
 	}
-	if first := strings.ToLower(strings.TrimSpace(parts[0])); first == "kubernetes" || cloudAliases()[first] == "kubernetes" {
-		// infra: k8s/CONTEXT, as SkyPilot writes it: the context is the
-		// region, slashes and all; the namespace (the zone) is never in it.
+	if known, ok := registeredCloud(parts[0]); ok && known.WholeRegion {
+		// infra: k8s/CONTEXT: the region, slashes and all, and no zone.
 		parts = []string{parts[0], strings.Join(parts[1:], "/")}
 	}
 	if len(parts) > 3 {

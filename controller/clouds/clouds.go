@@ -1,11 +1,17 @@
-// Package clouds is the registry of clouds: for each, how its provider is
-// opened from config.yaml and how `sortie check` asks whether it is usable.
-// The clouds without an SDK (local, sim) are here; the ones that link a
-// cloud SDK are in controller/clouds/all, which only the controller process
-// imports, so the CLI does not pay for them.
+// Package clouds is the registry of clouds: for each, what a task file may
+// say of it (schema knows the clouds from here alone), where its nodes hear
+// notices, what their sync program gets, how its provider is opened from
+// config.yaml and how `sortie check` asks whether it is usable. Nothing
+// outside the registry and provision/<cloud> branches on a cloud's name.
+//
+// Every cloud's facts are here (Known), so the CLI knows every cloud; the
+// providers of the clouds without an SDK (local, sim) are opened here too,
+// those that link a cloud SDK in controller/clouds/all, which only the
+// controller process imports, so the CLI does not pay for them.
 //
 // Adding a cloud: its provider in a folder under provision/, its section in
-// controller/config, and one entry in controller/clouds/all.
+// controller/config, its facts in a file here listed in Known, and its
+// Open and Check in controller/clouds/all.
 package clouds
 
 import (
@@ -14,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -21,12 +28,39 @@ import (
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/local"
+	"sortie/provision/node/notice"
 	"sortie/schema"
 )
 
 // Cloud is one entry of the registry.
 type Cloud struct {
 	Name string
+	// Task is what a task file may say of the cloud: other names, how
+	// its regions and zones are named, its bucket store. The registry
+	// registers it with schema (Name filled in) when a program starts.
+	Task schema.Cloud
+	// Remote says that the cloud's nodes are machines (VMs, pods) sortie
+	// launches from an image and of a size: a container engine may be
+	// installed there, and a size is picked when the task asks none.
+	// False for this machine (local) and hollow nodes (sim).
+	Remote bool
+	// Notice says where the agents on the cloud's nodes hear preemption
+	// notices (a notice.Source...), and at which address ("" for the
+	// cloud's own); nil when they hear none.
+	Notice func(cfg config.Config) (source, endpoint string)
+	// StorageEnv is the environment a node's sync program gets in region,
+	// from the controller's getenv; nil gives none (a VM's service
+	// account).
+	StorageEnv func(cfg config.Config, getenv func(string) string, region string) map[string]string
+	// Regions are the regions config.yaml offers the cloud, for a
+	// placement that names none; nil when it lists none.
+	Regions func(cfg config.Config) []string
+	// BucketNear says whether a bucket of the cloud's store (Task.Store)
+	// at location, as sortie-sync region prints it, is near the cloud's
+	// region; BucketBills names who bills a transfer between regions.
+	// Nil for a cloud without a store.
+	BucketNear  func(location, region string) bool
+	BucketBills string
 	// Open builds the cloud's provider from the configuration; the
 	// provider logs to log (the controller's, with the cloud's name).
 	Open func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error)
@@ -64,13 +98,49 @@ func NewCheck(problems []string, err error, details ...[2]string) Check {
 	return c
 }
 
-// Light lists the clouds that link no cloud SDK: local and sim.
+// Light lists the clouds that link no cloud SDK, whose providers this
+// package opens: local and sim.
 func Light() []Cloud { return []Cloud{Local(), Sim()} }
+
+// Known lists every cloud's facts, in the order messages list them; only
+// the Light ones can be opened from it (Open is nil for the others,
+// whose providers controller/clouds/all opens).
+func Known() []Cloud { return append(Light(), AWS(), GCP(), Kubernetes()) }
+
+// known is Known by name.
+var known = sync.OnceValue(func() map[string]Cloud {
+	m := map[string]Cloud{}
+	for _, c := range Known() {
+		m[c.Name] = c
+	}
+	return m
+})
+
+// Lookup is the facts of the cloud named name ("" means local); the zero
+// Cloud, which has none, for a name the registry does not hold.
+func Lookup(name string) Cloud {
+	if name == "" {
+		name = "local"
+	}
+	return known()[name]
+}
+
+// With a program that links the registry, task files may name every
+// cloud it holds.
+func init() {
+	for _, c := range Known() {
+		t := c.Task
+		t.Name = c.Name
+		schema.RegisterCloud(t)
+	}
+}
 
 // Local is this machine: each node a directory and a process group.
 func Local() Cloud {
 	return Cloud{
-		Name: "local",
+		Name:       "local",
+		Notice:     func(config.Config) (string, string) { return notice.SourceLocal, "" },
+		StorageEnv: localStorageEnv,
 		Open: func(_ context.Context, cfg config.Config, _ *slog.Logger) (provision.Provider, error) {
 			return LocalProvider(cfg), nil
 		},
@@ -85,6 +155,21 @@ func Local() Cloud {
 			return Check{Details: []string{"regions: " + strings.Join(regions, "; ")}}
 		},
 	}
+}
+
+// localStorageEnv is what of the controller's environment a local node's
+// sync program gets: the stores' credential and endpoint settings, and
+// HOME, where the shared credential files are.
+func localStorageEnv(config.Config, func(string) string, string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_") || k == "STORAGE_EMULATOR_HOST" || k == "GOOGLE_APPLICATION_CREDENTIALS" ||
+			strings.HasPrefix(k, "CLOUDSDK_") || k == "HOME" {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // LocalProvider is the local provider over the configured regions.

@@ -15,7 +15,7 @@ import (
 // Sim is the cloud of hollow nodes, for scale and chaos tests of the
 // controller.
 func Sim() Cloud {
-	return Cloud{Name: "sim", Open: func(_ context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
+	return Cloud{Name: "sim", Task: schema.Cloud{Hidden: true}, Open: func(_ context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
 		c := SimConfig(cfg)
 		c.Log = log
 		if cfg.Sim.Shared {

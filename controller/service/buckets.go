@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/clouds"
+	"sortie/controller/config"
 	"sortie/provision/node"
 	"sortie/schema"
 )
@@ -80,23 +82,13 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 	return probs, nil
 }
 
-// storeClouds are, for each bucket store, the cloud whose clusters it is
-// near, and how a bucket's location compares with a cluster's region.
-var storeClouds = map[string]struct {
-	cloud, bills string
-	near         func(location, region string) bool
-}{
-	schema.StoreS3:  {"aws", "AWS", func(location, region string) bool { return location == region }},
-	schema.StoreGCS: {"gcp", "Google", gcsNear},
-}
-
 // bucketRegionWarnings says, for the dry run, which S3 (GCS) buckets live
 // in another region than the AWS (GCP) placements the task may run in:
 // allowed, but every sync then crosses regions. Where the store cannot
 // tell (no credentials here, a bucket still to be created), it says
-// nothing. configured are each cloud's configured regions, for a
-// placement that names none.
-func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, configured map[string][]string) []string {
+// nothing. A placement that names no region may run in any region cfg
+// offers its cloud.
+func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, cfg config.Config) []string {
 	var warns []string
 	asked := map[string]string{} // store:bucket -> location, "" when unknown
 	for i, t := range p.Tasks {
@@ -109,19 +101,18 @@ func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskP
 		}
 		mounts, _ := t.Buckets(prefix)
 		for _, m := range mounts {
-			sc, ok := storeClouds[m.Store]
-			if !ok {
-				continue
-			}
 			var regions []string
+			var sc clouds.Cloud
 			for _, pl := range plans[i].Placements {
-				if pl.Cloud != sc.cloud {
+				c := clouds.Lookup(pl.Cloud)
+				if c.Task.Store != m.Store || c.BucketNear == nil {
 					continue
 				}
+				sc = c
 				if pl.Region != nil {
 					regions = appendNew(regions, *pl.Region)
-				} else {
-					for _, r := range configured[sc.cloud] {
+				} else if c.Regions != nil {
+					for _, r := range c.Regions(cfg) {
 						regions = appendNew(regions, r)
 					}
 				}
@@ -142,7 +133,7 @@ func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskP
 			}
 			var far []string
 			for _, r := range regions {
-				if !sc.near(where, r) {
+				if !sc.BucketNear(where, r) {
 					far = append(far, r)
 				}
 			}
@@ -150,34 +141,10 @@ func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskP
 				continue
 			}
 			warns = append(warns, fmt.Sprintf("%s: bucket %s is in %s, and the task may run in %s: every sync crosses regions (slower, and %s bills the transfer); a bucket in the cluster's region avoids it",
-				m.Field, m.Bucket, where, strings.Join(far, ", "), sc.bills))
+				m.Field, m.Bucket, where, strings.Join(far, ", "), sc.BucketBills))
 		}
 	}
 	return warns
-}
-
-// gcsNear says whether a Cloud Storage bucket at location (lower-cased, as
-// sortie-sync region prints it) is near a GCP region: the same region, or
-// the multi-region that holds it (us holds us-*, eu europe-*, asia
-// asia-*). A dual-region, or a name it does not know, counts as near: the
-// dry run warns only of what it is sure of.
-func gcsNear(location, region string) bool {
-	location, region = strings.ToLower(location), strings.ToLower(region)
-	switch location {
-	case region:
-		return true
-	case "us":
-		return strings.HasPrefix(region, "us-")
-	case "eu":
-		return strings.HasPrefix(region, "europe-")
-	case "asia":
-		return strings.HasPrefix(region, "asia-")
-	}
-	// A region reads as a word, one dash, a word ending in a digit
-	// ("us-central1", "europe-west4"); "nam4" or "eur4" are dual-regions.
-	last := location[len(location)-1]
-	isRegion := strings.Count(location, "-") == 1 && !strings.HasPrefix(location, "-") && last >= '0' && last <= '9'
-	return !isRegion
 }
 
 func appendNew(list []string, s string) []string {

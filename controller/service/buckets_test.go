@@ -94,24 +94,3 @@ run: "true"
 		t.Errorf("the sync program was asked:\n%s", got)
 	}
 }
-
-func TestGCSNear(t *testing.T) {
-	for _, c := range []struct {
-		location, region string
-		near             bool
-	}{
-		{"us-central1", "us-central1", true},
-		{"europe-west4", "us-central1", false},
-		{"us", "us-east1", true},
-		{"us", "europe-west4", false},
-		{"eu", "europe-west1", true},
-		{"asia", "asia-east1", true},
-		{"asia", "us-west1", false},
-		{"nam4", "europe-west4", true}, // a dual-region: not sure, no warning
-		{"northamerica-northeast1", "us-east1", false},
-	} {
-		if got := gcsNear(c.location, c.region); got != c.near {
-			t.Errorf("gcsNear(%q, %q) = %v, want %v", c.location, c.region, got, c.near)
-		}
-	}
-}

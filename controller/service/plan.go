@@ -194,7 +194,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	if len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
 	}
-	for _, w := range bucketRegionWarnings(ctx, p, plan.Tasks, map[string][]string{"aws": s.Config.AWS.Regions, "gcp": s.Config.GCP.Regions}) {
+	for _, w := range bucketRegionWarnings(ctx, p, plan.Tasks, s.Config) {
 		plan.Warnings = append(plan.Warnings, w)
 		if warn != nil {
 			warn(w)
@@ -238,17 +238,13 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		}
 		// A VM cloud picks the smallest machine with these when nothing
 		// is asked.
-		if vmCloud(c.Placement.Cloud) && r.InstanceType == "" && r.CPUs == "" && r.Memory == "" && len(r.Accelerators) == 0 {
+		if c.Placement.Cloud != "" && clouds.Lookup(c.Placement.Cloud).Remote && r.InstanceType == "" && r.CPUs == "" && r.Memory == "" && len(r.Accelerators) == 0 {
 			pp.CPUs, pp.Memory = strPtr(fit.DefaultCPUs), strPtr(fit.DefaultMemory)
 		}
 		out = append(out, pp)
 	}
 	return out, nil
 }
-
-// vmCloud says whether a cloud launches machines of a size, rather than
-// running nodes on this machine (local) or nowhere (sim).
-func vmCloud(cloud string) bool { return cloud != "local" && cloud != "sim" && cloud != "" }
 
 // formatAccelerators writes accelerators as a task file does: "A100:1",
 // several in name order separated by ", ".

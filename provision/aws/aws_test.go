@@ -217,13 +217,16 @@ func TestStatusReadsStateReasons(t *testing.T) {
 	e := newEnv(t)
 	p := e.provider(t)
 	ctx := testContext(t)
-	c := launch(t, p, spec(701, 5, zone("us-west-2c"), spot()))
+	c := launch(t, p, spec(701, 8, zone("us-west-2c"), spot()))
 	marks := []struct{ state, code string }{
 		{"terminated", ReasonSpotTermination},
 		{"terminated", ReasonUserShutdown},
 		{"terminated", ""},
 		{"stopped", ReasonUserShutdown},
 		{"running", ""},
+		{"stopped", ReasonSpotShutdown},
+		{"terminated", ReasonServerInternalError},
+		{"terminated", ReasonInsufficientCapacity},
 	}
 	for i, m := range marks {
 		e.proxy.MarkInstance(c.Nodes[i].InstanceID, m.state, m.code, m.code)
@@ -236,7 +239,8 @@ func TestStatusReadsStateReasons(t *testing.T) {
 	for _, n := range got[c.Name].Nodes {
 		states = append(states, n.State)
 	}
-	want := []provision.NodeState{provision.NodePreempted, provision.NodeTerminated, provision.NodeGone, provision.NodeStopped, provision.NodeRunning}
+	want := []provision.NodeState{provision.NodePreempted, provision.NodeTerminated, provision.NodeGone, provision.NodeStopped, provision.NodeRunning,
+		provision.NodePreempted, provision.NodeGone, provision.NodeGone}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("node states (-want +got):\n%s", diff)
 	}

@@ -344,9 +344,10 @@ func allRunning(c *provision.Cluster, want int) (bool, error) {
 		case provision.NodeRunning:
 		case provision.NodePending:
 			return false, nil
-		case provision.NodePreempted:
-			return false, provision.Capacity(fmt.Errorf("node %d (%s) was taken back while starting: %s", n.Rank, n.InstanceID, n.Reason))
 		default:
+			if r := reasonOf(n.Reason); r.capacity {
+				return false, provision.Capacity(fmt.Errorf("node %d (%s) was taken back while starting: %s (%s)", n.Rank, n.InstanceID, n.Reason, r.why))
+			}
 			return false, fmt.Errorf("node %d (%s) is %s while starting: %s", n.Rank, n.InstanceID, n.State, n.Reason)
 		}
 	}

@@ -18,40 +18,94 @@ import (
 	"sortie/schema"
 )
 
-// StateReason codes EC2 gives a spot instance it takes back.
+// The StateReason codes EC2 documents (API_StateReason) that sortie tells
+// apart by name.
 const (
-	ReasonSpotTermination = "Server.SpotInstanceTermination"
-	ReasonSpotShutdown    = "Server.SpotInstanceShutdown"
-	ReasonUserShutdown    = "Client.UserInitiatedShutdown"
+	ReasonSpotTermination      = "Server.SpotInstanceTermination"
+	ReasonSpotShutdown         = "Server.SpotInstanceShutdown"
+	ReasonScheduledStop        = "Server.ScheduledStop"
+	ReasonInsufficientCapacity = "Server.InsufficientInstanceCapacity"
+	ReasonServerInternalError  = "Server.InternalError"
+	ReasonUserShutdown         = "Client.UserInitiatedShutdown"
+	ReasonUserHibernate        = "Client.UserInitiatedHibernate"
+	ReasonInstanceShutdown     = "Client.InstanceInitiatedShutdown"
+	ReasonInstanceTerminated   = "Client.InstanceTerminated"
+	ReasonClientInternalError  = "Client.InternalError"
+	ReasonVolumeLimit          = "Client.VolumeLimitExceeded"
+	ReasonSnapshotNotFound     = "Client.InvalidSnapshot.NotFound"
 )
 
-// nodeState maps an instance's state and StateReason code to sortie's view.
-// A terminated or stopped instance with a cloud-side reason (Server.*) was
-// taken away by the cloud: preempted. Only those are: a stop for any other
-// reason (a user's, Client.UserInitiatedShutdown) is stopped, which the
-// controller counts as a lost node. Terminated at a user's request
-// (sortie's own Terminate, or someone in the console) is terminated.
-// Terminated for any other reason, or none, is gone.
+// stateReason is what an instance that stops or terminates for one
+// StateReason code means to sortie.
+type stateReason struct {
+	// stopped is the node's state when the instance is stopping or
+	// stopped, terminated when it is shutting down or terminated.
+	stopped, terminated provision.NodeState
+	// capacity makes an instance that ends so while its cluster starts a
+	// capacity error: the launch moves on to the next placement. Any
+	// other end while starting fails the launch as a plain error.
+	capacity bool
+	// why says it for a person.
+	why string
+}
+
+// stateReasons is how sortie reads EC2's StateReason codes: the one place
+// that decides whether the cloud took a node away (a spot interruption).
+//
+//	code                                 stopped    terminated  while starting  meaning
+//	Server.SpotInstanceTermination       preempted  preempted   capacity        spot interruption: EC2 took the capacity back
+//	Server.SpotInstanceShutdown          preempted  preempted   capacity        spot interruption of an instance that stops when interrupted
+//	Server.ScheduledStop                 preempted  preempted   capacity        EC2 stopped it for a scheduled retirement of its host
+//	Server.InsufficientInstanceCapacity  gone       gone        capacity        no capacity for the launch: a failed launch, not a preemption
+//	Server.InternalError                 gone       gone        capacity        EC2 ended it while it launched: a failed launch, not a preemption
+//	Client.UserInitiatedShutdown         stopped    terminated  error           stopped or terminated through the EC2 API (sortie's Terminate, or a person)
+//	Client.UserInitiatedHibernate        stopped    gone        error           hibernated through the EC2 API
+//	Client.InstanceInitiatedShutdown     stopped    gone        error           shut down from its own operating system
+//	Client.InstanceTerminated            stopped    gone        error           terminated or rebooted during AMI creation
+//	Client.InternalError                 stopped    gone        error           a client error ended it while it launched
+//	Client.VolumeLimitExceeded           stopped    gone        error           the account's EBS volume limit ended it while it launched
+//	Client.InvalidSnapshot.NotFound      stopped    gone        error           its snapshot was not found while it launched
+//	any other code, or none              stopped    gone        error           not the cloud's known doing
+//
+// Only the first three are preemptions, which the job's strategy recovers
+// from without counting a failure; a stopped node is a lost node, a gone
+// one ended without sortie asking, a terminated one because it asked.
+var stateReasons = map[string]stateReason{
+	ReasonSpotTermination:      {provision.NodePreempted, provision.NodePreempted, true, "spot interruption: EC2 took the capacity back"},
+	ReasonSpotShutdown:         {provision.NodePreempted, provision.NodePreempted, true, "spot interruption: EC2 took the capacity back and stopped the instance"},
+	ReasonScheduledStop:        {provision.NodePreempted, provision.NodePreempted, true, "EC2 stopped the instance for a scheduled retirement of its host"},
+	ReasonInsufficientCapacity: {provision.NodeGone, provision.NodeGone, true, "EC2 had no capacity for the launch"},
+	ReasonServerInternalError:  {provision.NodeGone, provision.NodeGone, true, "an internal error of EC2 ended the instance while it launched"},
+	ReasonUserShutdown:         {provision.NodeStopped, provision.NodeTerminated, false, "stopped or terminated through the EC2 API"},
+	ReasonUserHibernate:        {provision.NodeStopped, provision.NodeGone, false, "hibernated through the EC2 API"},
+	ReasonInstanceShutdown:     {provision.NodeStopped, provision.NodeGone, false, "shut down from its own operating system"},
+	ReasonInstanceTerminated:   {provision.NodeStopped, provision.NodeGone, false, "terminated or rebooted during AMI creation"},
+	ReasonClientInternalError:  {provision.NodeStopped, provision.NodeGone, false, "a client error ended the instance while it launched"},
+	ReasonVolumeLimit:          {provision.NodeStopped, provision.NodeGone, false, "the account's EBS volume limit ended the instance while it launched"},
+	ReasonSnapshotNotFound:     {provision.NodeStopped, provision.NodeGone, false, "a snapshot of the instance's was not found while it launched"},
+}
+
+// reasonOf is what code means (stateReasons), an unknown code or none
+// being stopped or gone and nobody's known doing.
+func reasonOf(code string) stateReason {
+	if r, ok := stateReasons[code]; ok {
+		return r
+	}
+	return stateReason{stopped: provision.NodeStopped, terminated: provision.NodeGone}
+}
+
+// nodeState maps an instance's state and StateReason code to sortie's
+// view, as stateReasons says.
 func nodeState(state types.InstanceStateName, reasonCode string) provision.NodeState {
-	cloudSide := strings.HasPrefix(reasonCode, "Server.")
 	switch state {
 	case types.InstanceStateNamePending:
 		return provision.NodePending
 	case types.InstanceStateNameRunning:
 		return provision.NodeRunning
 	case types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated:
-		switch {
-		case cloudSide:
-			return provision.NodePreempted
-		case reasonCode == ReasonUserShutdown:
-			return provision.NodeTerminated
-		}
-		return provision.NodeGone
+		return reasonOf(reasonCode).terminated
 	case types.InstanceStateNameStopping, types.InstanceStateNameStopped:
-		if cloudSide {
-			return provision.NodePreempted
-		}
-		return provision.NodeStopped
+		return reasonOf(reasonCode).stopped
 	}
 	return provision.NodeGone
 }

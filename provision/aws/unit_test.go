@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -76,7 +77,14 @@ func TestNodeState(t *testing.T) {
 		{types.InstanceStateNameRunning, "", provision.NodeRunning},
 		{types.InstanceStateNameTerminated, ReasonSpotTermination, provision.NodePreempted},
 		{types.InstanceStateNameShuttingDown, ReasonSpotTermination, provision.NodePreempted},
-		{types.InstanceStateNameTerminated, "Server.InternalError", provision.NodePreempted},
+		// A launch EC2 failed is not a preemption, nor is a Server.* code
+		// sortie does not know.
+		{types.InstanceStateNameTerminated, ReasonServerInternalError, provision.NodeGone},
+		{types.InstanceStateNameTerminated, ReasonInsufficientCapacity, provision.NodeGone},
+		{types.InstanceStateNameTerminated, "Server.SomethingNew", provision.NodeGone},
+		{types.InstanceStateNameStopped, "Server.SomethingNew", provision.NodeStopped},
+		{types.InstanceStateNameStopped, ReasonScheduledStop, provision.NodePreempted},
+		{types.InstanceStateNameStopped, ReasonUserHibernate, provision.NodeStopped},
 		{types.InstanceStateNameTerminated, ReasonUserShutdown, provision.NodeTerminated},
 		{types.InstanceStateNameTerminated, "Client.InstanceInitiatedShutdown", provision.NodeGone},
 		{types.InstanceStateNameTerminated, "", provision.NodeGone},
@@ -89,6 +97,50 @@ func TestNodeState(t *testing.T) {
 	for _, tt := range tests {
 		if got := nodeState(tt.state, tt.code); got != tt.want {
 			t.Errorf("nodeState(%s, %q) = %s, want %s", tt.state, tt.code, got, tt.want)
+		}
+	}
+}
+
+// A node that ends while its cluster starts fails the launch: as a
+// capacity error (the next placement is tried) when EC2 took it back or
+// had no room for it, as a plain error otherwise.
+func TestAllRunningTellsCapacityFromOtherEnds(t *testing.T) {
+	for _, tt := range []struct {
+		state    provision.NodeState
+		code     string
+		capacity bool
+	}{
+		{provision.NodePreempted, ReasonSpotTermination, true},
+		{provision.NodeGone, ReasonInsufficientCapacity, true},
+		{provision.NodeGone, ReasonServerInternalError, true},
+		{provision.NodeGone, ReasonInstanceShutdown, false},
+		{provision.NodeTerminated, ReasonUserShutdown, false},
+		{provision.NodeGone, "", false},
+	} {
+		c := &provision.Cluster{Nodes: []provision.Node{{Rank: 0, State: provision.NodeRunning}, {Rank: 1, State: tt.state, Reason: tt.code}}}
+		ok, err := allRunning(c, 2)
+		var perr *provision.Error
+		isCapacity := errors.As(err, &perr) && perr.Class == provision.ClassCapacity
+		if ok || err == nil || isCapacity != tt.capacity {
+			t.Errorf("%s %q: allRunning = %t, %v (capacity %t), want capacity %t", tt.state, tt.code, ok, err, isCapacity, tt.capacity)
+		}
+	}
+}
+
+// Every code the table names reads as its row says, stopped and
+// terminated; only the spot and retirement codes are preemptions.
+func TestStateReasonsPreemptOnlyForTheCloudsOwnTakeBacks(t *testing.T) {
+	preempts := []string{ReasonSpotTermination, ReasonSpotShutdown, ReasonScheduledStop}
+	for code, r := range stateReasons {
+		want := slices.Contains(preempts, code)
+		for _, st := range []types.InstanceStateName{types.InstanceStateNameStopped, types.InstanceStateNameTerminated} {
+			got := nodeState(st, code)
+			if (got == provision.NodePreempted) != want {
+				t.Errorf("nodeState(%s, %s) = %s; the table says %+v", st, code, got, r)
+			}
+		}
+		if r.why == "" {
+			t.Errorf("%s has no reason for a person", code)
 		}
 	}
 }

@@ -14,20 +14,19 @@ import (
 // AWS is EC2. Credentials come from the standard chain (environment,
 // profile, SSO, instance role).
 func AWS() clouds.Cloud {
-	return clouds.Cloud{
-		Name: "aws",
-		Open: func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
-			c := AWSConfig(cfg)
-			c.Calls, c.Logger = provision.APICallsFrom(ctx), log
-			return aws.New(ctx, c)
-		},
-		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
-			r, err := aws.Check(ctx, AWSConfig(cfg))
-			return clouds.NewCheck(r.Problems, err,
-				[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")},
-				[2]string{"buckets", r.Buckets}, [2]string{"instance profile", r.InstanceProfile})
-		},
+	cloud := clouds.AWS()
+	cloud.Open = func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
+		c := AWSConfig(cfg)
+		c.Calls, c.Logger = provision.APICallsFrom(ctx), log
+		return aws.New(ctx, c)
 	}
+	cloud.Check = func(ctx context.Context, cfg config.Config) clouds.Check {
+		r, err := aws.Check(ctx, AWSConfig(cfg))
+		return clouds.NewCheck(r.Problems, err,
+			[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")},
+			[2]string{"buckets", r.Buckets}, [2]string{"instance profile", r.InstanceProfile})
+	}
+	return cloud
 }
 
 // AWSConfig maps the aws: and ssh: sections onto the EC2 provider's config.

@@ -15,20 +15,19 @@ import (
 
 // GCP is Compute Engine. Credentials are application default credentials.
 func GCP() clouds.Cloud {
-	return clouds.Cloud{
-		Name: "gcp",
-		Open: func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
-			c := GCPConfig(cfg)
-			c.Calls, c.Logger = provision.APICallsFrom(ctx), log
-			return gcp.New(ctx, c)
-		},
-		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
-			r, err := gcp.Check(ctx, GCPConfig(cfg))
-			return clouds.NewCheck(r.Problems, err, [2]string{"credentials", r.CredentialSource},
-				[2]string{"project", r.Project}, [2]string{"regions", strings.Join(r.Regions, ", ")},
-				[2]string{"buckets", gcsAccess(ctx, r.Project)})
-		},
+	cloud := clouds.GCP()
+	cloud.Open = func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
+		c := GCPConfig(cfg)
+		c.Calls, c.Logger = provision.APICallsFrom(ctx), log
+		return gcp.New(ctx, c)
 	}
+	cloud.Check = func(ctx context.Context, cfg config.Config) clouds.Check {
+		r, err := gcp.Check(ctx, GCPConfig(cfg))
+		return clouds.NewCheck(r.Problems, err, [2]string{"credentials", r.CredentialSource},
+			[2]string{"project", r.Project}, [2]string{"regions", strings.Join(r.Regions, ", ")},
+			[2]string{"buckets", gcsAccess(ctx, r.Project)})
+	}
+	return cloud
 }
 
 // gcsAccess says what the credentials may do with Cloud Storage buckets in

@@ -16,20 +16,19 @@ import (
 // section. Credentials are the kubeconfig's (or the pod's own service
 // account).
 func Kubernetes() clouds.Cloud {
-	return clouds.Cloud{
-		Name: kubernetes.CloudName,
-		Open: func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
-			c := KubernetesConfig(cfg)
-			c.Calls, c.Logger = provision.APICallsFrom(ctx), log
-			return kubernetes.New(ctx, c)
-		},
-		Check: func(ctx context.Context, cfg config.Config) clouds.Check {
-			r, err := kubernetes.Check(ctx, KubernetesConfig(cfg))
-			out := clouds.NewCheck(r.Problems, err)
-			out.Details = append(out.Details, r.Contexts...)
-			return out
-		},
+	cloud := clouds.Kubernetes()
+	cloud.Open = func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
+		c := KubernetesConfig(cfg)
+		c.Calls, c.Logger = provision.APICallsFrom(ctx), log
+		return kubernetes.New(ctx, c)
 	}
+	cloud.Check = func(ctx context.Context, cfg config.Config) clouds.Check {
+		r, err := kubernetes.Check(ctx, KubernetesConfig(cfg))
+		out := clouds.NewCheck(r.Problems, err)
+		out.Details = append(out.Details, r.Contexts...)
+		return out
+	}
+	return cloud
 }
 
 // KubernetesConfig maps the kubernetes: section onto the provider's config.

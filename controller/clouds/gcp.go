@@ -1,0 +1,62 @@
+package clouds
+
+import (
+	"strings"
+
+	"sortie/controller/config"
+	"sortie/provision/node/notice"
+	"sortie/schema"
+)
+
+// GCP is Compute Engine's facts; controller/clouds/all opens its provider.
+// Its nodes' sync program takes the instance's service account.
+func GCP() Cloud {
+	return Cloud{
+		Name:        "gcp",
+		Task:        schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS},
+		Remote:      true,
+		Notice:      func(cfg config.Config) (string, string) { return notice.SourceGCE, cfg.GCP.MetadataEndpoint },
+		Regions:     func(cfg config.Config) []string { return cfg.GCP.Regions },
+		BucketNear:  gcsNear,
+		BucketBills: "Google",
+	}
+}
+
+// gcpPlaceRE is the form of GCP's regions (us-east1) and zones
+// (us-east1-b).
+var gcpPlaceRE = lazyRegexp(`^[a-z]+-(north|south|east|west|central|northeast|northwest|southeast|southwest)[0-9]+(-[a-z])?$`)
+
+// gcpPlace says whether name is a GCP region or zone, and a zone's region.
+func gcpPlace(name string) (zoneRegion string, ok bool) {
+	if !gcpPlaceRE().MatchString(name) {
+		return "", false
+	}
+	if strings.Count(name, "-") == 2 {
+		return name[:strings.LastIndex(name, "-")], true
+	}
+	return "", true
+}
+
+// gcsNear says whether a Cloud Storage bucket at location (lower-cased, as
+// sortie-sync region prints it) is near a GCP region: the same region, or
+// the multi-region that holds it (us holds us-*, eu europe-*, asia
+// asia-*). A dual-region, or a name it does not know, counts as near: the
+// dry run warns only of what it is sure of.
+func gcsNear(location, region string) bool {
+	location, region = strings.ToLower(location), strings.ToLower(region)
+	switch location {
+	case region:
+		return true
+	case "us":
+		return strings.HasPrefix(region, "us-")
+	case "eu":
+		return strings.HasPrefix(region, "europe-")
+	case "asia":
+		return strings.HasPrefix(region, "asia-")
+	}
+	// A region reads as a word, one dash, a word ending in a digit
+	// ("us-central1", "europe-west4"); "nam4" or "eur4" are dual-regions.
+	last := location[len(location)-1]
+	isRegion := strings.Count(location, "-") == 1 && !strings.HasPrefix(location, "-") && last >= '0' && last <= '9'
+	return !isRegion
+}
