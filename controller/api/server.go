@@ -314,30 +314,6 @@ func intQuery(r *http.Request, name string, def int) (int, error) {
 	return n, nil
 }
 
-// LaunchResult is POST /v1/jobs's answer: the job, and the warnings the
-// CLI prints (fields sortie accepts and ignores).
-type LaunchResult struct {
-	Job      *service.JobView `json:"job"`
-	Warnings []string         `json:"warnings"`
-}
-
-// RetryResults is POST /v1/jobs/retry's answer.
-type RetryResults struct {
-	Retries  []service.RetryResult `json:"retries"`
-	Warnings []string              `json:"warnings"`
-}
-
-// Cancelled is a cancel's answer: the ids marked.
-type Cancelled struct {
-	Cancelled []int64 `json:"cancelled"`
-}
-
-// Forgotten is a forget's answer: the key, or how many.
-type Forgotten struct {
-	Key   string `json:"key,omitempty"`
-	Count int64  `json:"count"`
-}
-
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(OpenAPI)
