@@ -622,3 +622,15 @@ func ForServer(svc *service.Service, up *Uploads, wake func()) *service.Service 
 	svc.Asker = nil
 	return svc
 }
+
+// TokenAuth signs the server's users in to the dashboard: a token names
+// its user, as a bearer token does for the API.
+func TokenAuth(st *store.Store) func(ctx context.Context, token string) (*service.Asker, error) {
+	return func(ctx context.Context, token string) (*service.Asker, error) {
+		u, err := UserByToken(ctx, st, token)
+		if err != nil {
+			return nil, err
+		}
+		return &service.Asker{Name: u.Name, Admin: u.Admin}, nil
+	}
+}
