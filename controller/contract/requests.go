@@ -131,7 +131,7 @@ type RetryRequest struct {
 type RetryResult struct {
 	Original JobView    `json:"original"`
 	Retry    *JobView   `json:"retry"`
-	Override []Override `json:"overrides"`
+	Override []Override `json:"overrides" schema:"nullable"`
 	// FromTask is the task the retry starts at with --from-failed-task
 	// (the tasks before it are linked); null when it starts at the first.
 	FromTask *int `json:"from_task"`
@@ -143,7 +143,7 @@ type FailureView struct {
 	JobID      int64            `json:"job_id"`
 	TaskName   string           `json:"task_name"`
 	Status     lifecycle.Status `json:"status"`
-	ExitCodes  []*int           `json:"exit_codes"`
+	ExitCodes  []*int           `json:"exit_codes" schema:"nullable"`
 	LogPath    string           `json:"log_path"`
 	RecordedAt time.Time        `json:"recorded_at"`
 	// Size is the size an escalation had chosen for the attempt that

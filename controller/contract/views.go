@@ -22,7 +22,7 @@ type JobView struct {
 	NumTasks         int              `json:"num_tasks"`
 	RecoveryCount    int              `json:"recovery_count"`
 	RestartsOnErrors int              `json:"restarts_on_errors"`
-	ExitCodes        []*int           `json:"exit_codes"`
+	ExitCodes        []*int           `json:"exit_codes" schema:"nullable"`
 	RetryOf          *int64           `json:"retry_of"`
 	RetriedIn        *int64           `json:"retried_in"`
 	RootID           int64            `json:"root_id"`
@@ -34,7 +34,7 @@ type JobView struct {
 	// CancelledBy asked for the job's cancel; null when no one did.
 	CancelledBy   *string    `json:"cancelled_by"`
 	RetryReason   *string    `json:"retry_reason"`
-	Overrides     []Override `json:"overrides"`
+	Overrides     []Override `json:"overrides" schema:"nullable"`
 	InputKey      *string    `json:"input_key"`
 	FailureReason *string    `json:"failure_reason"`
 	SubmittedAt   time.Time  `json:"submitted_at"`
@@ -162,12 +162,12 @@ type AttemptView struct {
 	Attempt     int                    `json:"attempt"`
 	State       lifecycle.AttemptState `json:"state"`
 	Outcome     *string                `json:"outcome"`
-	ExitCodes   []*int                 `json:"exit_codes"`
+	ExitCodes   []*int                 `json:"exit_codes" schema:"nullable"`
 	Cluster     string                 `json:"cluster"`
 	Cloud       *string                `json:"cloud"`
 	Region      *string                `json:"region"`
 	Zone        *string                `json:"zone"`
-	InstanceIDs []string               `json:"instance_ids"`
+	InstanceIDs []string               `json:"instance_ids" schema:"nullable"`
 	Reason      *string                `json:"reason"`
 	Action      *string                `json:"action"`
 	Decision    *string                `json:"decision"`
