@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"sortie/schema"
 )
 
 // An answer's JSON schema is made from its Go type: each exported field
@@ -57,7 +59,7 @@ var Objects = []Object{
 	{"log_event", typeOf[LogEvent](), "One line of GET /v1/jobs/{id}/logs (application/x-ndjson)."},
 	{"log_end", typeOf[LogEnd](), "The end of a log stream."},
 	{"error_detail", typeOf[ErrorDetail](), "What went wrong: a code a program can test, the message a person reads, and what the code needs besides."},
-	{"problem", typeOf[Problem](), "One problem of a task."},
+	{"problem", typeOf[schema.Problem](), "One problem of a task."},
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
