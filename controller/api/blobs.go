@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"sortie/controller/contract"
 	"sortie/controller/service"
 )
 
@@ -30,7 +31,7 @@ func (u *Uploads) blob(d string) string     { return filepath.Join(u.Dir, "blobs
 func (u *Uploads) unpacked(d string) string { return filepath.Join(u.Dir, "unpacked", d) }
 
 func checkDigest(d string) error {
-	if !service.Digest.MatchString(d) {
+	if !contract.Digest.MatchString(d) {
 		return &service.UsageError{Err: fmt.Errorf("blob %q: name a blob by its SHA-256, 64 lower-case hex digits", d)}
 	}
 	return nil
@@ -49,14 +50,6 @@ func (s *Server) hasBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 	w.Header().Set("Content-Length", fmt.Sprint(info.Size()))
 	w.WriteHeader(http.StatusOK)
 	return nil
-}
-
-// BlobResult is PUT /v1/blobs/{sha256}'s answer.
-type BlobResult struct {
-	SHA256 string `json:"sha256"`
-	Size   int64  `json:"size"`
-	// Stored is false when the server had the blob already.
-	Stored bool `json:"stored"`
 }
 
 // putBlob stores an upload whose bytes hash to its name; one the server

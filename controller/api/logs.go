@@ -8,23 +8,6 @@ import (
 	"sortie/controller/service"
 )
 
-// LogEvent is one line of GET /v1/jobs/{id}/logs, which streams
-// newline-delimited JSON (application/x-ndjson), flushed line by line:
-// a piece of log (Text, or Bytes where it is not UTF-8), the start of an
-// attempt's log when following (Attempt), and last End, with the error
-// that ended the listing (a node's log not kept, logs removed...) or none.
-type LogEvent struct {
-	Text    string               `json:"text,omitempty"`
-	Bytes   []byte               `json:"bytes,omitempty"`
-	Attempt *service.AttemptView `json:"attempt,omitempty"`
-	End     *LogEnd              `json:"end,omitempty"`
-}
-
-// LogEnd closes a log stream.
-type LogEnd struct {
-	Error *ErrorDetail `json:"error"`
-}
-
 // ndjson writes each piece as a LogEvent and flushes it.
 type ndjson struct {
 	w       http.ResponseWriter

@@ -314,30 +314,6 @@ func intQuery(r *http.Request, name string, def int) (int, error) {
 	return n, nil
 }
 
-// LaunchResult is POST /v1/jobs's answer: the job, and the warnings the
-// CLI prints (fields sortie accepts and ignores).
-type LaunchResult struct {
-	Job      *service.JobView `json:"job"`
-	Warnings []string         `json:"warnings"`
-}
-
-// RetryResults is POST /v1/jobs/retry's answer.
-type RetryResults struct {
-	Retries  []service.RetryResult `json:"retries"`
-	Warnings []string              `json:"warnings"`
-}
-
-// Cancelled is a cancel's answer: the ids marked.
-type Cancelled struct {
-	Cancelled []int64 `json:"cancelled"`
-}
-
-// Forgotten is a forget's answer: the key, or how many.
-type Forgotten struct {
-	Key   string `json:"key,omitempty"`
-	Count int64  `json:"count"`
-}
-
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(OpenAPI)
@@ -645,4 +621,16 @@ func ForServer(svc *service.Service, up *Uploads, wake func()) *service.Service 
 	}
 	svc.Asker = nil
 	return svc
+}
+
+// TokenAuth signs the server's users in to the dashboard: a token names
+// its user, as a bearer token does for the API.
+func TokenAuth(st *store.Store) func(ctx context.Context, token string) (*service.Asker, error) {
+	return func(ctx context.Context, token string) (*service.Asker, error) {
+		u, err := UserByToken(ctx, st, token)
+		if err != nil {
+			return nil, err
+		}
+		return &service.Asker{Name: u.Name, Admin: u.Admin}, nil
+	}
 }

@@ -24,17 +24,6 @@ func (s *Service) Check(ctx context.Context) ([]clouds.Check, error) {
 // private; "" when it is private.
 func (s *Service) HomeWarning() (string, error) { return home.ExposedWarning(s.Home) }
 
-// SSHKey is sortie's SSH identity: what the VM clouds log in to their
-// instances with.
-type SSHKey struct {
-	// Path is the private key's file; the public half is Path + ".pub".
-	Path string `json:"path"`
-	// PublicKey is one authorized_keys line.
-	PublicKey string `json:"public_key"`
-	// Created says this call generated it.
-	Created bool `json:"created"`
-}
-
 // SSHKey returns sortie's SSH key of this home, generating it when missing
 // (as the first launch on a VM cloud would).
 func (s *Service) SSHKey() (SSHKey, error) {

@@ -22,12 +22,12 @@ func TestKnownFailureSaysTheSize(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	f := &store.KnownFailure{JobID: 12, Status: lifecycle.Failed, ExitCodes: []*int{&code}, RecordedAt: now.Add(-time.Hour),
 		Size: &strategy.Size{Memory: "64"}}
-	msg := (&KnownFailureError{Failure: f, Now: now}).Error()
+	msg := knownFailure(f, now, "").Error()
 	if !strings.Contains(msg, "failed in job 12 (exit code 137 at memory 64 GB, 1 hour ago)") {
 		t.Errorf("message %q does not say the size", msg)
 	}
 	f.Size = nil
-	msg = (&KnownFailureError{Failure: f, Now: now}).Error()
+	msg = knownFailure(f, now, "").Error()
 	if !strings.Contains(msg, "failed in job 12 (exit code 137, 1 hour ago)") {
 		t.Errorf("message %q", msg)
 	}

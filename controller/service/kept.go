@@ -12,23 +12,6 @@ import (
 	"sortie/strategy"
 )
 
-// Errors of `jobs ssh` and `jobs release` about the job's kept cluster.
-var (
-	// ErrJobRunning: the job has not ended, so nothing is kept yet.
-	ErrJobRunning = errors.New("the job is still running")
-	// ErrNotKept: the job kept no cluster.
-	ErrNotKept = store.ErrNotKept
-	// ErrReleased: the kept cluster is gone.
-	ErrReleased = store.ErrReleased
-)
-
-// ReleaseView is what `jobs release` did.
-type ReleaseView struct {
-	JobID     int64     `json:"job_id"`
-	Cluster   string    `json:"cluster"`
-	KeptUntil time.Time `json:"kept_until"`
-}
-
 // keptAttempt returns job id's kept attempt, or an error that says why
 // there is none in the user's words.
 func (s *Service) keptAttempt(ctx context.Context, id int64) (*store.Attempt, error) {
@@ -89,7 +72,7 @@ func (s *Service) Release(ctx context.Context, id int64) (*ReleaseView, error) {
 				return nil, released(a, s.Now())
 			}
 		}
-		return nil, fmt.Errorf("release job %d: %w", id, err)
+		return nil, fmt.Errorf("release job %d: %w", id, asSentinel(err))
 	}
 	if err := s.StartDaemon(ctx, s.Home); err != nil {
 		return nil, err
@@ -121,16 +104,6 @@ func (s *Service) releaseOnCancel(ctx context.Context, ids []int64) ([]int64, er
 		}
 	}
 	return out, nil
-}
-
-// ShellRequest is `jobs ssh`.
-type ShellRequest struct {
-	ID int64
-	// Node is the node's rank (0 unless --node).
-	Node int
-	// Argv is the command to run; empty opens an interactive shell.
-	Argv  []string
-	Stdio provision.Stdio
 }
 
 // Shell runs a command (or a shell) on a node of job id's kept cluster,
@@ -191,3 +164,19 @@ func plural(n int, what string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
+
+// asSentinel is err, a store's, answering errors.Is for the service's
+// sentinel it stands for too: its message stays the store's.
+func asSentinel(err error) error {
+	for _, s := range []struct{ store, service error }{{store.ErrNotKept, ErrNotKept}, {store.ErrReleased, ErrReleased}} {
+		if errors.Is(err, s.store) {
+			return &sentinelError{err: err, is: s.service}
+		}
+	}
+	return err
+}
+
+type sentinelError struct{ err, is error }
+
+func (e *sentinelError) Error() string   { return e.err.Error() }
+func (e *sentinelError) Unwrap() []error { return []error{e.err, e.is} }

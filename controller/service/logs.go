@@ -3,47 +3,19 @@ package service
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
 )
-
-// LogsRequest is `jobs logs`.
-type LogsRequest struct {
-	ID int64 `json:"id"`
-	// Attempt picks one attempt of the task (Task); 0 means the newest.
-	Attempt int `json:"attempt,omitempty"`
-	Task    int `json:"task,omitempty"`
-	// Follow keeps printing as the job runs, attempt after attempt, until it ends.
-	Follow bool `json:"follow,omitempty"`
-	// FromStart follows from the first attempt rather than the newest.
-	FromStart bool `json:"from_start,omitempty"`
-	// Poll is how often a followed log is read; 0 means 500ms.
-	Poll time.Duration `json:"-"`
-	// Banner, when set, is told each time a new attempt's log begins.
-	Banner func(a AttemptView) `json:"-"`
-}
-
-// ErrLogNotKept is returned, after what was kept is printed, when a node's
-// log of an ended attempt could not be kept (the node was gone, or did not
-// answer in time).
-var ErrLogNotKept = errors.New("log not kept")
-
-// ErrLogsRemoved is returned, after saying when and why, for a job whose
-// kept logs the controller removed (controller.log_retention).
-var ErrLogsRemoved = errors.New("logs removed")
-
-// ErrNoAttempt is returned when the job has no attempt to show logs of.
-var ErrNoAttempt = fmt.Errorf("no such attempt")
 
 // Logs writes a job's logs to w: kept copies for ended attempts, the node's
 // live log for a running one. Lines of a multi-node task are prefixed with
@@ -60,7 +32,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 		}
 		if at != nil {
 			fmt.Fprintf(w, "sortie: the logs of job %d were removed on %s (%s ago): %s\n",
-				j.ID, at.UTC().Format("2006-01-02 15:04:05 UTC"), Age(s.Now().Sub(*at)), why)
+				j.ID, at.UTC().Format("2006-01-02 15:04:05 UTC"), contract.Age(s.Now().Sub(*at)), why)
 			return fmt.Errorf("job %d: %w, as said above", j.ID, ErrLogsRemoved)
 		}
 	}
@@ -211,7 +183,7 @@ func (s *Service) emit(ctx context.Context, a *store.Attempt, cur *cursor, w io.
 			chunks, err = LiveLogs(ctx, prov, a, cur.offsets)
 		}
 	case s.RemoteLogs != nil:
-		chunks, err = s.RemoteLogs(ctx, a, cur.offsets)
+		chunks, err = s.RemoteLogs(ctx, a.JobID, a.TaskIdx, a.Attempt, cur.offsets)
 		if err != nil && cur.following {
 			// Asked again at the next poll, like a node that did not
 			// answer; the kept copy follows when the attempt ends.

@@ -1,19 +1,10 @@
 package service
 
 import (
-	"fmt"
 	"os/user"
 
 	"sortie/controller/store"
 )
-
-// Asker is who asks for a verb: the name recorded as a job's owner, a
-// retry's requested_by and a cancel's cancelled_by, and whether the
-// owner check lets them act on others' jobs.
-type Asker struct {
-	Name  string `json:"name"`
-	Admin bool   `json:"admin"`
-}
 
 // LocalAsker is the user of a CLI that runs without a server: the name
 // is $SORTIE_USER, else the OS user's; such a user owns the home (the
@@ -27,19 +18,6 @@ func LocalAsker(getenv func(string) string) *Asker {
 		name = v
 	}
 	return &Asker{Name: name, Admin: true}
-}
-
-// ForbiddenError refuses a cancel, retry or forget of a job its asker does
-// not own: only the owner or an admin may.
-type ForbiddenError struct {
-	Job   int64  `json:"job"`
-	Owner string `json:"owner"`
-	// Verb is what was refused: cancel, retry, forget, release or ssh.
-	Verb string `json:"verb"`
-}
-
-func (e *ForbiddenError) Error() string {
-	return fmt.Sprintf("job %d belongs to %s: only %s or an admin may %s it", e.Job, e.Owner, e.Owner, e.Verb)
 }
 
 // asker is s.Asker, or a local one.

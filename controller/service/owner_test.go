@@ -81,11 +81,11 @@ func TestKnownFailureSharedAcrossUsers(t *testing.T) {
 	}
 	failJob(t, s, id)
 	f, _ := s.Store.KnownFailure(ctx, "kkkk1")
-	err = (&KnownFailureError{Failure: f, Now: f.RecordedAt, Asker: "bob"})
+	err = knownFailure(f, f.RecordedAt, "bob")
 	if !strings.Contains(err.Error(), "already failed in alice's job") {
 		t.Fatalf("bob is told: %v", err)
 	}
-	err = (&KnownFailureError{Failure: f, Now: f.RecordedAt, Asker: "alice"})
+	err = knownFailure(f, f.RecordedAt, "alice")
 	if strings.Contains(err.Error(), "alice's") {
 		t.Fatalf("alice is told of her own job as another's: %v", err)
 	}

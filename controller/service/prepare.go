@@ -16,58 +16,6 @@ import (
 	"sortie/schema"
 )
 
-// LaunchRequest is `jobs launch`, and the body of the API's POST /v1/jobs.
-type LaunchRequest struct {
-	// File is the task file's path. Through a server it only names the
-	// file (in messages and the default job name): Task holds it.
-	File string `json:"file"`
-	// Task is the task file's content; nil reads File.
-	Task []byte `json:"task,omitempty"`
-	// Dir is where a relative workdir or file_mounts source is taken from:
-	// the directory the command runs in, as SkyPilot does. Empty means this
-	// process's working directory. A server ignores it: Inputs hold them.
-	Dir  string `json:"dir,omitempty"`
-	Name string `json:"name,omitempty"`
-	// Envs override and fill every task's envs (--env, --env-file); a
-	// variable the file declares without a value must be given here.
-	Envs map[string]string `json:"envs,omitempty"`
-	// Secrets override every task's secrets (--secret).
-	Secrets map[string]string `json:"secrets,omitempty"`
-	// SecretEnv holds the values, from the asker's environment, of secrets
-	// the file declares without a value: a server reads no environment of
-	// the user's. Nil takes them from this process's environment.
-	SecretEnv map[string]string `json:"secret_env,omitempty"`
-	// Inputs, through a server, name the uploaded workdirs and local
-	// file_mounts sources: each source as the task (after --workdir) writes
-	// it, to its upload (PUT /v1/blobs). A server reads nothing of the
-	// user's disk: a source not here is a problem of the task.
-	Inputs map[string]Upload `json:"inputs,omitempty"`
-	// Resource overrides from the command line, applied to every task and
-	// to each of its candidates that sets the field: "" leaves the field
-	// as the file has it, "none" removes it.
-	Cloud        string   `json:"cloud,omitempty"`
-	Region       string   `json:"region,omitempty"`
-	Zone         string   `json:"zone,omitempty"`
-	Infra        string   `json:"infra,omitempty"`
-	InstanceType string   `json:"instance_type,omitempty"`
-	CPUs         string   `json:"cpus,omitempty"`
-	Memory       string   `json:"memory,omitempty"`
-	GPUs         string   `json:"gpus,omitempty"`
-	DiskSize     string   `json:"disk_size,omitempty"`
-	DiskTier     string   `json:"disk_tier,omitempty"`
-	NetworkTier  string   `json:"network_tier,omitempty"`
-	ImageID      string   `json:"image_id,omitempty"`
-	Ports        []string `json:"ports,omitempty"`
-	NumNodes     *int     `json:"num_nodes,omitempty"`
-	UseSpot      *bool    `json:"use_spot,omitempty"`
-	// Workdir replaces every task's workdir (--workdir).
-	Workdir     string `json:"workdir,omitempty"`
-	RetryFailed bool   `json:"retry_failed,omitempty"`
-	// Warn is told each field the task file sets that sortie accepts and
-	// ignores, one line each; nil drops them.
-	Warn func(string) `json:"-"`
-}
-
 // prepared is a launch request made into a pipeline ready to store.
 type prepared struct {
 	pipeline *schema.Pipeline

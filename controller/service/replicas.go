@@ -9,26 +9,6 @@ import (
 	"sortie/controller/store"
 )
 
-// ReplicaView is one replica of the controller sharing the store, as
-// `sortie replicas status -o json` prints it.
-type ReplicaView struct {
-	Name        string    `json:"name"`
-	ID          string    `json:"id"`
-	Host        string    `json:"host"`
-	PID         int       `json:"pid"`
-	StartedAt   time.Time `json:"started_at"`
-	HeartbeatAt time.Time `json:"heartbeat_at"`
-	// HeartbeatAge is how long ago the last heartbeat was, in seconds.
-	HeartbeatAge float64 `json:"heartbeat_age_s"`
-	// LeaseTTL is how long its leases last unless renewed, in seconds.
-	LeaseTTL float64 `json:"lease_ttl_s"`
-	// Live is false once the heartbeat is older than the TTL: the
-	// replica is dead, and its jobs go to the others.
-	Live bool `json:"live"`
-	// Jobs is how many unfinished jobs it holds a live lease on.
-	Jobs int `json:"jobs"`
-}
-
 // Replicas lists the replicas of the store, newest heartbeat first.
 func (s *Service) Replicas(ctx context.Context) ([]ReplicaView, error) {
 	rs, err := s.Store.Replicas(ctx)

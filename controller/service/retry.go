@@ -14,40 +14,6 @@ import (
 	"sortie/schema"
 )
 
-// RetryRequest is `jobs retry`: the jobs by id, or by filter.
-type RetryRequest struct {
-	IDs []int64 `json:"ids,omitempty"`
-	// Filter selects ended jobs when IDs is empty.
-	Filter
-	Reason string   `json:"reason"`
-	Sets   []string `json:"sets,omitempty"`
-	// RequestedBy is recorded as who asked; empty is the Asker. A server
-	// sets it to the user its token names, whatever the body says.
-	RequestedBy string `json:"requested_by,omitempty"`
-	// SecretEnv holds values, from the asker's environment, of secrets the
-	// stored task declares without a value (as LaunchRequest's).
-	SecretEnv map[string]string `json:"secret_env,omitempty"`
-	// FromFailedTask starts each retry at the task of the pipeline that
-	// failed, linking the tasks that succeeded before it instead of running
-	// them again. Jobs that ended SUCCEEDED or CANCELLED failed in no task
-	// and are refused; a job that failed in its first task (a single-task
-	// job, always) has nothing to link and is retried whole.
-	FromFailedTask bool `json:"from_failed_task,omitempty"`
-	// Warn is told each field a --set gives that sortie accepts and
-	// ignores; nil drops them.
-	Warn func(string) `json:"-"`
-}
-
-// RetryResult pairs a retried job with its new retry.
-type RetryResult struct {
-	Original JobView    `json:"original"`
-	Retry    *JobView   `json:"retry"`
-	Override []Override `json:"overrides"`
-	// FromTask is the task the retry starts at with --from-failed-task
-	// (the tasks before it are linked); null when it starts at the first.
-	FromTask *int `json:"from_task"`
-}
-
 // RetryTargets resolves the jobs a retry names and checks that each can be
 // retried: it exists and has ended.
 func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView, error) {
@@ -256,25 +222,6 @@ func (s *Service) knownFailureNote(ctx context.Context, key string) string {
 	return fmt.Sprintf("inputs already failed in job %d", f.JobID)
 }
 
-// FailureView is one known failure as `jobs failures -o json` prints it.
-type FailureView struct {
-	InputKey   string           `json:"input_key"`
-	JobID      int64            `json:"job_id"`
-	TaskName   string           `json:"task_name"`
-	Status     lifecycle.Status `json:"status"`
-	ExitCodes  []*int           `json:"exit_codes"`
-	LogPath    string           `json:"log_path"`
-	RecordedAt time.Time        `json:"recorded_at"`
-	// Size is the size an escalation had chosen for the attempt that
-	// failed; null for the task's own resources.
-	Size *SizeView `json:"size"`
-	// LogsRemovedAt is when the controller removed the failed job's logs
-	// (controller.log_retention); null while they are kept at LogPath.
-	LogsRemovedAt *time.Time `json:"logs_removed_at"`
-	// Owner is the owner of the job that failed; null before owners.
-	Owner *string `json:"owner"`
-}
-
 // Failures lists the known failures, newest first.
 func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	fs, err := s.Store.KnownFailures(ctx)
@@ -283,11 +230,28 @@ func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
 	}
 	out := make([]FailureView, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
-			ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt),
-			Owner: strPtr(f.Owner)})
+		out = append(out, viewFailure(f))
 	}
 	return out, nil
+}
+
+func viewFailure(f *store.KnownFailure) FailureView {
+	return FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
+		ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt),
+		Owner: strPtr(f.Owner)}
+}
+
+// knownFailure is the error that refuses a launch of inputs that failed
+// in f. Its failure carries no size, as the API's error has none: the
+// message says how big the job had grown.
+func knownFailure(f *store.KnownFailure, now time.Time, asker string) *KnownFailureError {
+	v := viewFailure(f)
+	v.Size = nil
+	e := &KnownFailureError{Failure: &v, Now: now, Asker: asker}
+	if f.Size != nil && !f.Size.IsZero() {
+		e.Grown = f.Size.String()
+	}
+	return e
 }
 
 // ForgetFailure forgets the known failure whose key starts with prefix.

@@ -46,7 +46,7 @@ type Service struct {
 	CheckClouds func(ctx context.Context) ([]clouds.Check, error)
 	// RemoteLogs reads a running attempt's node logs on a cloud that is
 	// not in Clouds; nil leaves such logs to their kept copies.
-	RemoteLogs func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error)
+	RemoteLogs func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error)
 	// RemoteShell runs `jobs ssh` on a cloud that is not in Clouds; nil
 	// refuses such a job.
 	RemoteShell func(ctx context.Context, req ShellRequest) (int, error)
@@ -156,7 +156,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 			return nil, fmt.Errorf("look up known failures: %w", err)
 		}
 		if f != nil {
-			return nil, &KnownFailureError{Failure: f, Now: s.Now(), Asker: s.asker().Name}
+			return nil, knownFailure(f, s.Now(), s.asker().Name)
 		}
 	}
 	stored, err := p.WithoutSecretValues().Marshal()
@@ -193,23 +193,6 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	}
 	v := viewJob(got)
 	return &v, nil
-}
-
-// QueueRequest is `jobs queue`.
-type QueueRequest struct {
-	All      bool               `json:"all,omitempty"`
-	Statuses []lifecycle.Status `json:"statuses,omitempty"`
-	NameGlob string             `json:"name,omitempty"`
-	// Finished is how many of the newest finished jobs the default view
-	// shows besides every unfinished one.
-	Finished int `json:"finished,omitempty"`
-	// Owner keeps the jobs of one owner; "" lists everyone's.
-	Owner string `json:"owner,omitempty"`
-	// Limit is a page's size: at most this many jobs; 0 lists them all.
-	Limit int `json:"limit,omitempty"`
-	// Before is a page's cursor: only the jobs of the listing whose id
-	// is below it (the last id of the page before); 0 starts at the newest.
-	Before int64 `json:"before,omitempty"`
 }
 
 // Queue lists jobs: every job with All, else the unfinished ones and the
@@ -300,9 +283,6 @@ func (s *Service) queueEach(ctx context.Context, req QueueRequest, f store.JobFi
 	}
 	return nil
 }
-
-// ErrNoSuchJob is returned for an id that names no job.
-var ErrNoSuchJob = errors.New("no such job")
 
 // Show returns a job with its tasks, attempts, launch tries and retry chain.
 func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
@@ -412,14 +392,6 @@ func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
 		return nil, fmt.Errorf("read job %d: %w", id, err)
 	}
 	return j, nil
-}
-
-// CancelRequest is `jobs cancel`: ids, a filter, or every unfinished job.
-type CancelRequest struct {
-	IDs []int64 `json:"ids,omitempty"`
-	// Filter selects unfinished jobs when IDs is empty and All is not set.
-	Filter
-	All bool `json:"all,omitempty"`
 }
 
 // CancelTargets lists the jobs a cancel names that have not ended, oldest

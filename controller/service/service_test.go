@@ -76,7 +76,7 @@ func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	s.RemoteLogs = func(context.Context, *store.Attempt, []int64) ([][]byte, error) {
+	s.RemoteLogs = func(context.Context, int64, int, int, []int64) ([][]byte, error) {
 		calls++
 		if calls == 1 {
 			return nil, errors.New("the controller program could not be run")
@@ -90,7 +90,7 @@ func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
 		t.Errorf("follow returned %v after printing %q; want it to go on past the failed read and print step 1", err, out.String())
 	}
 	// Printed once, not following: the error is the command's.
-	s.RemoteLogs = func(context.Context, *store.Attempt, []int64) ([][]byte, error) {
+	s.RemoteLogs = func(context.Context, int64, int, int, []int64) ([][]byte, error) {
 		return nil, errors.New("the controller program could not be run")
 	}
 	if err := s.Logs(context.Background(), LogsRequest{ID: id}, &bytes.Buffer{}); err == nil {

@@ -3,26 +3,12 @@ package service
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"sortie/controller/contract"
 	"sortie/schema"
 )
-
-// Upload is one workdir or file mount uploaded to a server: a tar archive
-// named by its SHA-256. A directory's archive holds the directory's
-// contents; a single file's holds that file alone, named File.
-type Upload struct {
-	SHA256 string `json:"sha256"`
-	// File is the name of the single file the archive holds; "" for a
-	// directory.
-	File string `json:"file,omitempty"`
-}
-
-// Digest is the form of an upload's name: the SHA-256 of its bytes, in
-// lower-case hex.
-var Digest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // uploadedInputs points every workdir and local file_mounts source of p at
 // its upload, as a server launches: inputs maps each source as written to
@@ -39,7 +25,7 @@ func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]Upload) (
 				Message: "was not uploaded with the request: through a server every workdir and local file_mounts source travels as an upload (inputs)"})
 			return src
 		}
-		if !Digest.MatchString(d) {
+		if !contract.Digest.MatchString(d) {
 			probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(d),
 				Message: "names no upload: give the SHA-256 of the upload, 64 lower-case hex digits"})
 			return src

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 )
 
 // CancelOptions are `jobs cancel`'s flags.
@@ -65,7 +65,7 @@ func runCancel(ctx context.Context, f *Factory, opts *CancelOptions) error {
 	if err != nil {
 		return err
 	}
-	req := service.CancelRequest{IDs: opts.IDs, Filter: filter, All: opts.All}
+	req := contract.CancelRequest{IDs: opts.IDs, Filter: filter, All: opts.All}
 	return withService(ctx, f, func(svc Service) error {
 		targets, err := svc.CancelTargets(ctx, req)
 		if err != nil {
@@ -108,7 +108,7 @@ func runCancel(ctx context.Context, f *Factory, opts *CancelOptions) error {
 		for i, j := range targets {
 			ids[i] = j.ID
 		}
-		marked, err := svc.Cancel(ctx, service.CancelRequest{IDs: ids})
+		marked, err := svc.Cancel(ctx, contract.CancelRequest{IDs: ids})
 		for _, id := range marked {
 			fmt.Fprintf(f.Out, "Cancelling job %d.\n", id)
 		}

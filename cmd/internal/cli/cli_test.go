@@ -18,7 +18,6 @@ import (
 
 	"sortie/controller/config"
 	"sortie/controller/service"
-	"sortie/controller/store"
 	"sortie/schema"
 )
 
@@ -253,7 +252,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{&schema.ValidationError{Problems: []schema.Problem{{Path: "run", Message: "missing"}}}, ExitUsage},
 		{fmt.Errorf("launch: %w", &service.UsageError{Err: errors.New("x")}), ExitUsage},
-		{&service.KnownFailureError{Failure: &store.KnownFailure{JobID: 1}}, ExitKnownFailure},
+		{&service.KnownFailureError{Failure: &service.FailureView{JobID: 1}}, ExitKnownFailure},
 		{&exitError{code: ExitFailed}, ExitFailed},
 		{errors.New("disk full"), ExitFailed},
 	}

@@ -15,9 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/daemon"
-	"sortie/controller/service"
-	"sortie/controller/store"
 )
 
 // NewCmdController builds `controller run|status|stop`.
@@ -110,14 +109,14 @@ func checkClouds(f *Factory) func(ctx context.Context) ([]clouds.Check, error) {
 
 // remoteLogs asks the controller program for a running attempt's node logs
 // on a cloud this binary does not link.
-func remoteLogs(f *Factory) func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error) {
-	return func(ctx context.Context, a *store.Attempt, offsets []int64) ([][]byte, error) {
+func remoteLogs(f *Factory) func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error) {
+	return func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error) {
 		offs := make([]string, len(offsets))
 		for i, o := range offsets {
 			offs[i] = strconv.FormatInt(o, 10)
 		}
-		out, err := controllerProgram(ctx, f, "node-logs", strconv.FormatInt(a.JobID, 10), strconv.Itoa(a.TaskIdx),
-			strconv.Itoa(a.Attempt), "--offsets", strings.Join(offs, ","))
+		out, err := controllerProgram(ctx, f, "node-logs", strconv.FormatInt(job, 10), strconv.Itoa(task),
+			strconv.Itoa(attempt), "--offsets", strings.Join(offs, ","))
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +131,8 @@ func remoteLogs(f *Factory) func(ctx context.Context, a *store.Attempt, offsets 
 // remoteShell runs `jobs ssh` through the controller program for a cloud
 // this binary does not link: its input and output are this command's, and
 // its exit status the command's on the node.
-func remoteShell(f *Factory) func(ctx context.Context, req service.ShellRequest) (int, error) {
-	return func(ctx context.Context, req service.ShellRequest) (int, error) {
+func remoteShell(f *Factory) func(ctx context.Context, req contract.ShellRequest) (int, error) {
+	return func(ctx context.Context, req contract.ShellRequest) (int, error) {
 		bin, err := daemon.BinaryPath(f.Getenv)
 		if err != nil {
 			return 0, err

@@ -2,9 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"sortie/strategy"
 
 	"github.com/spf13/cobra"
+
+	"sortie/strategy"
 )
 
 // NewCmdFailures builds `jobs failures [forget KEY | --all]`.

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 )
 
 // FilterOptions are the job filter flags `jobs retry` and `jobs cancel`
@@ -15,7 +15,7 @@ type FilterOptions struct {
 	Statuses []string
 	Name     string
 	// Since is a duration back from now (24h, 2d) or a time (2026-11-30,
-	// 2026-11-30T15:04:05Z), read by service.ParseSince.
+	// 2026-11-30T15:04:05Z), read by contract.ParseSince.
 	Since string
 }
 
@@ -32,12 +32,12 @@ func (o *FilterOptions) given() bool { return len(o.Statuses) > 0 || o.Name != "
 
 // filter turns the flags into the service's filter, reading --since
 // against f's clock.
-func (o *FilterOptions) filter(f *Factory) (service.Filter, error) {
-	since, err := service.ParseSince(o.Since, f.Now())
+func (o *FilterOptions) filter(f *Factory) (contract.Filter, error) {
+	since, err := contract.ParseSince(o.Since, f.Now())
 	if err != nil {
-		return service.Filter{}, err
+		return contract.Filter{}, err
 	}
-	return service.Filter{Statuses: statuses(o.Statuses), NameGlob: o.Name, Since: since}, nil
+	return contract.Filter{Statuses: statuses(o.Statuses), NameGlob: o.Name, Since: since}, nil
 }
 
 // stdinIsTerminal says whether this process's standard input is a

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -135,32 +135,32 @@ func varFlags(flag string, vals []string, lookup func(string) (string, bool)) (m
 
 // launchRequest turns the flags into a request: --env wins over
 // --env-file, and relative paths are taken from the working directory.
-func launchRequest(f *Factory, opts *LaunchOptions) (service.LaunchRequest, error) {
+func launchRequest(f *Factory, opts *LaunchOptions) (contract.LaunchRequest, error) {
 	lookup := f.lookupEnv
 	envs := map[string]string{}
 	if opts.EnvFile != "" {
 		b, err := schema.ReadFile(opts.EnvFile)
 		if err != nil {
-			return service.LaunchRequest{}, usageErrorf("--env-file: %v", err)
+			return contract.LaunchRequest{}, usageErrorf("--env-file: %v", err)
 		}
 		if envs, err = parseEnvFile(string(b), lookup); err != nil {
-			return service.LaunchRequest{}, usageErrorf("--env-file %s: %v", opts.EnvFile, err)
+			return contract.LaunchRequest{}, usageErrorf("--env-file %s: %v", opts.EnvFile, err)
 		}
 	}
 	flagEnvs, err := varFlags("--env", opts.Envs, lookup)
 	if err != nil {
-		return service.LaunchRequest{}, err
+		return contract.LaunchRequest{}, err
 	}
 	maps.Copy(envs, flagEnvs)
 	secrets, err := varFlags("--secret", opts.Secrets, lookup)
 	if err != nil {
-		return service.LaunchRequest{}, err
+		return contract.LaunchRequest{}, err
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return service.LaunchRequest{}, fmt.Errorf("working directory: %w", err)
+		return contract.LaunchRequest{}, fmt.Errorf("working directory: %w", err)
 	}
-	req := service.LaunchRequest{File: opts.File, Dir: dir, Name: opts.Name, Envs: envs, Secrets: secrets,
+	req := contract.LaunchRequest{File: opts.File, Dir: dir, Name: opts.Name, Envs: envs, Secrets: secrets,
 		Cloud: opts.Cloud, Region: opts.Region, Zone: opts.Zone, Infra: opts.Infra,
 		InstanceType: opts.Instance, CPUs: opts.CPUs, Memory: opts.Memory, GPUs: opts.GPUs, DiskSize: opts.DiskSize,
 		DiskTier: opts.DiskTier, NetworkTier: opts.NetworkTier, ImageID: opts.ImageID, Ports: opts.Ports,
@@ -210,10 +210,10 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 // followToEnd prints a job's logs, attempt after attempt, until it ends, and
 // turns its final status into the exit status.
 func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
-	banner := func(a service.AttemptView) {
+	banner := func(a contract.AttemptView) {
 		fmt.Fprintf(f.Err, "== job %d, task %d, attempt %d ==\n", id, a.Task, a.Attempt)
 	}
-	if err := svc.Logs(ctx, service.LogsRequest{ID: id, Follow: true, FromStart: true, Banner: banner}, f.Out); err != nil {
+	if err := svc.Logs(ctx, contract.LogsRequest{ID: id, Follow: true, FromStart: true, Banner: banner}, f.Out); err != nil {
 		return err
 	}
 	d, err := svc.Show(ctx, id)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 )
 
 // LogsOptions are `jobs logs`'s flags.
@@ -36,7 +36,7 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cob
 				return runF(cmd.Context(), opts)
 			}
 			return withService(cmd.Context(), f, func(svc Service) error {
-				return svc.Logs(cmd.Context(), service.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task, Follow: opts.Follow}, f.Out)
+				return svc.Logs(cmd.Context(), contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task, Follow: opts.Follow}, f.Out)
 			})
 		},
 	}

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sortie/controller/service"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"sortie/controller/contract"
 )
 
 // outputFlag validates -o.
@@ -164,10 +165,10 @@ func (t *table) flush() error {
 }
 
 // ago says how long before now t was, as every table shows it.
-func ago(now, t time.Time) string { return service.Age(now.Sub(t)) + " ago" }
+func ago(now, t time.Time) string { return contract.Age(now.Sub(t)) + " ago" }
 
 // duration is how long a job or attempt ran, as every table shows it.
-func duration(start, end *time.Time, now time.Time) string { return service.Elapsed(start, end, now) }
+func duration(start, end *time.Time, now time.Time) string { return contract.Elapsed(start, end, now) }
 
 func orDash(s *string) string {
 	if s == nil || *s == "" {

@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 )
 
 // printPlan writes `jobs launch --dry-run`'s plan as a person reads it.
-func printPlan(w io.Writer, p *service.Plan) error {
+func printPlan(w io.Writer, p *contract.Plan) error {
 	fmt.Fprintf(w, "Plan for job %s (dry run: nothing stored, nothing started)\n", printable(p.Name))
 	fmt.Fprintf(w, "Input key: %s\n", orDash(p.InputKey))
 	byController := false
@@ -78,7 +78,7 @@ func printPlan(w io.Writer, p *service.Plan) error {
 // describeRequest says what a placement asks for: a machine type, or the
 // amounts the smallest fitting type is chosen by; "-" on a cloud without
 // sizes when nothing is asked.
-func describeRequest(p service.PlacementPlan) string {
+func describeRequest(p contract.PlacementPlan) string {
 	var parts []string
 	if p.InstanceType != nil {
 		parts = append(parts, *p.InstanceType)
@@ -134,7 +134,7 @@ func joinInts(l []int) string {
 
 // planLimits says a task's limits: "max_duration 12h, max_recoveries 3",
 // or that it has none.
-func planLimits(t service.TaskPlan) string {
+func planLimits(t contract.TaskPlan) string {
 	var parts []string
 	if t.MaxDuration != nil {
 		parts = append(parts, "max_duration "+*t.MaxDuration)
@@ -150,7 +150,7 @@ func planLimits(t service.TaskPlan) string {
 
 // planEscalate says what an escalation grows: "on exit codes 137: memory
 // 2x up to 64 GB, accelerators L4:1 → A100:1".
-func planEscalate(e *service.EscalatePlan) string {
+func planEscalate(e *contract.EscalatePlan) string {
 	var parts []string
 	grow := func(what string, factor, ceiling *string, unit string) {
 		if factor == nil {

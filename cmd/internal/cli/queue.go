@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 	"sortie/strategy"
 )
 
@@ -59,12 +59,12 @@ func statuses(ss []string) []lifecycle.Status {
 }
 
 func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
-	req := service.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit}
+	req := contract.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit}
 	return withService(ctx, f, func(svc Service) error {
 		if opts.Output == "json" {
 			// Streamed: a listing of many jobs is never held whole.
 			l := newJSONList(f.Out)
-			if err := svc.QueueEach(ctx, req, func(v service.JobView) error { return l.add(&v) }); err != nil {
+			if err := svc.QueueEach(ctx, req, func(v contract.JobView) error { return l.add(&v) }); err != nil {
 				return err
 			}
 			return l.close()
@@ -77,7 +77,7 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	})
 }
 
-func printQueue(f *Factory, jobs []service.JobView) error {
+func printQueue(f *Factory, jobs []contract.JobView) error {
 	if len(jobs) == 0 {
 		fmt.Fprintln(f.Err, "No jobs.")
 		return nil

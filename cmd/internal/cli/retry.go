@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/strategy"
 )
 
@@ -76,7 +76,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 	if err != nil {
 		return err
 	}
-	req := service.RetryRequest{IDs: opts.IDs, Filter: filter,
+	req := contract.RetryRequest{IDs: opts.IDs, Filter: filter,
 		Reason: opts.Reason, Sets: opts.Sets, RequestedBy: who, FromFailedTask: opts.FromFailedTask, Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
 	return withService(ctx, f, func(rs Service) error {
 		targets, err := rs.RetryTargets(ctx, req)
@@ -108,7 +108,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		for i, j := range targets {
 			req.IDs[i] = j.ID
 		}
-		req.Filter = service.Filter{}
+		req.Filter = contract.Filter{}
 		results, err := rs.Retry(ctx, req)
 		if opts.Output == "json" && err == nil {
 			return printJSON(f.Out, results)
@@ -135,7 +135,7 @@ func orNone(s string) string {
 	return s
 }
 
-func idList(jobs []service.JobView) string {
+func idList(jobs []contract.JobView) string {
 	parts := make([]string, 0, len(jobs))
 	for i, j := range jobs {
 		if i == 10 {

@@ -17,29 +17,29 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/home"
-	"sortie/controller/service"
 	"sortie/schema"
 )
 
 // Service is what the verbs need of a controller.
 type Service interface {
-	Launch(ctx context.Context, req service.LaunchRequest) (*service.JobView, error)
-	Queue(ctx context.Context, req service.QueueRequest) ([]service.JobView, error)
+	Launch(ctx context.Context, req contract.LaunchRequest) (*contract.JobView, error)
+	Queue(ctx context.Context, req contract.QueueRequest) ([]contract.JobView, error)
 	// QueueEach is Queue one job at a time, for -o json of long listings.
-	QueueEach(ctx context.Context, req service.QueueRequest, fn func(service.JobView) error) error
-	Show(ctx context.Context, id int64) (*service.JobDetail, error)
-	Logs(ctx context.Context, req service.LogsRequest, w io.Writer) error
-	CancelTargets(ctx context.Context, req service.CancelRequest) ([]service.JobView, error)
-	Cancel(ctx context.Context, req service.CancelRequest) ([]int64, error)
+	QueueEach(ctx context.Context, req contract.QueueRequest, fn func(contract.JobView) error) error
+	Show(ctx context.Context, id int64) (*contract.JobDetail, error)
+	Logs(ctx context.Context, req contract.LogsRequest, w io.Writer) error
+	CancelTargets(ctx context.Context, req contract.CancelRequest) ([]contract.JobView, error)
+	Cancel(ctx context.Context, req contract.CancelRequest) ([]int64, error)
 	// Release tears down a failed job's kept cluster now.
-	Release(ctx context.Context, id int64) (*service.ReleaseView, error)
+	Release(ctx context.Context, id int64) (*contract.ReleaseView, error)
 	// Shell runs a command, or a shell, on a node of a failed job's kept
 	// cluster and returns its exit status.
-	Shell(ctx context.Context, req service.ShellRequest) (int, error)
-	RetryTargets(ctx context.Context, req service.RetryRequest) ([]service.JobView, error)
-	Retry(ctx context.Context, req service.RetryRequest) ([]service.RetryResult, error)
-	Failures(ctx context.Context) ([]service.FailureView, error)
+	Shell(ctx context.Context, req contract.ShellRequest) (int, error)
+	RetryTargets(ctx context.Context, req contract.RetryRequest) ([]contract.JobView, error)
+	Retry(ctx context.Context, req contract.RetryRequest) ([]contract.RetryResult, error)
+	Failures(ctx context.Context) ([]contract.FailureView, error)
 	ForgetFailure(ctx context.Context, prefix string) (string, error)
 	ForgetAllFailures(ctx context.Context) (int64, error)
 	Close() error
@@ -59,12 +59,49 @@ type Factory struct {
 	IsTerminal func() bool
 	// Service opens the controller's service.
 	Service func(ctx context.Context) (Service, error)
-	// Local opens the local service for commands that only make sense on
-	// this machine (controller, local, check).
-	Local func(ctx context.Context) (*service.Service, error)
+	// Local opens the service over this machine's home, also for commands
+	// that only make sense here (controller, local, check).
+	Local func(ctx context.Context) (LocalService, error)
 	// Plan answers `jobs launch --dry-run`: it reads the task file and
 	// config.yaml, and never the store nor the controller.
-	Plan func(ctx context.Context, req service.LaunchRequest) (*service.Plan, error)
+	Plan func(ctx context.Context, req contract.LaunchRequest) (*contract.Plan, error)
+	// Sources lists the local inputs of a launch a server is sent, each
+	// with its path here: what the client uploads first.
+	Sources func(contract.LaunchRequest) (map[string]string, error)
+}
+
+// LocalService is the service over this machine's home: the verbs, and
+// what only makes sense here.
+type LocalService interface {
+	Service
+	Check(ctx context.Context) ([]clouds.Check, error)
+	HomeWarning() (string, error)
+	SSHKey() (contract.SSHKey, error)
+	Preempt(ctx context.Context, id int64, rank int) (string, error)
+	Notice(ctx context.Context, id int64, rank int, d time.Duration) (string, time.Time, error)
+	SetCapacity(p schema.Placement, on bool) error
+	Replicas(ctx context.Context) ([]contract.ReplicaView, error)
+}
+
+// Backend is the service's implementation, which the sortie program links
+// in: this package speaks the contract alone, and so links no store.
+type Backend struct {
+	// Open opens the service over home, asking programs what needs a
+	// cloud SDK this binary does not link.
+	Open func(ctx context.Context, home string, programs Programs) (LocalService, error)
+	// Plan answers `jobs launch --dry-run` from home's configuration.
+	Plan func(ctx context.Context, home string, req contract.LaunchRequest) (*contract.Plan, error)
+	// Sources lists a launch's local inputs (the Factory's Sources).
+	Sources func(contract.LaunchRequest) (map[string]string, error)
+}
+
+// Programs are the controller program's answers to what needs a cloud
+// SDK: which clouds are usable, a running attempt's node logs, and a
+// shell on a kept node.
+type Programs struct {
+	CheckClouds func(ctx context.Context) ([]clouds.Check, error)
+	RemoteLogs  func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error)
+	RemoteShell func(ctx context.Context, req contract.ShellRequest) (int, error)
 }
 
 func (f *Factory) lookupEnv(k string) (string, bool) {
@@ -92,14 +129,10 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // Main runs the command line and returns the process's exit status.
-func Main(args []string, in io.Reader, out, errw io.Writer) int {
-	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, LookupEnv: os.LookupEnv, Now: time.Now}
-	f.Local = func(ctx context.Context) (*service.Service, error) {
-		svc, err := service.Open(ctx, f.Home(), clouds.Light())
-		if err == nil {
-			svc.CheckClouds, svc.RemoteLogs, svc.RemoteShell = checkClouds(f), remoteLogs(f), remoteShell(f)
-		}
-		return svc, err
+func Main(args []string, in io.Reader, out, errw io.Writer, b Backend) int {
+	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, LookupEnv: os.LookupEnv, Now: time.Now, Sources: b.Sources}
+	f.Local = func(ctx context.Context) (LocalService, error) {
+		return b.Open(ctx, f.Home(), Programs{CheckClouds: checkClouds(f), RemoteLogs: remoteLogs(f), RemoteShell: remoteShell(f)})
 	}
 	// With SORTIE_API_URL (or a `sortie login`), every jobs verb goes
 	// through that server; without, through this machine's home.
@@ -109,12 +142,8 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 		}
 		return f.Local(ctx)
 	}
-	f.Plan = func(ctx context.Context, req service.LaunchRequest) (*service.Plan, error) {
-		svc, err := service.OpenConfig(f.Home(), clouds.Light())
-		if err != nil {
-			return nil, err
-		}
-		return svc.Plan(ctx, req)
+	f.Plan = func(ctx context.Context, req contract.LaunchRequest) (*contract.Plan, error) {
+		return b.Plan(ctx, f.Home(), req)
 	}
 	return Execute(f, args)
 }
@@ -157,8 +186,8 @@ func printError(w io.Writer, err error) {
 func exitCode(err error) int {
 	var ee *exitError
 	var ve *schema.ValidationError
-	var ue *service.UsageError
-	var kf *service.KnownFailureError
+	var ue *contract.UsageError
+	var kf *contract.KnownFailureError
 	var fe *flagError
 	var ce *config.Error
 	switch {

@@ -121,5 +121,6 @@ func remoteService(f *Factory) (Service, error) {
 	if err != nil || c == nil {
 		return nil, err
 	}
+	c.Sources = f.Sources
 	return c, nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/strategy"
 )
 
@@ -68,7 +68,7 @@ func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
 	})
 }
 
-func printShow(f *Factory, d *service.JobDetail) error {
+func printShow(f *Factory, d *contract.JobDetail) error {
 	w := f.Out
 	now := f.Now()
 	fmt.Fprintf(w, "Job %d: %s\n", d.ID, printable(d.Name))
@@ -154,7 +154,7 @@ func printShow(f *Factory, d *service.JobDetail) error {
 
 // printStorage lists what each node's bucket syncs did: the download
 // before setup, and the last upload (when it finished, what it moved).
-func printStorage(f *Factory, d *service.JobDetail) {
+func printStorage(f *Factory, d *contract.JobDetail) {
 	if len(d.Storage) == 0 {
 		return
 	}
@@ -192,7 +192,7 @@ func bytesText(n int64) string {
 // printKept says whether the job's cluster is kept after its failure
 // (keep_on_failure), until when and how to reach it, or when and why it
 // was released.
-func printKept(f *Factory, d *service.JobDetail) {
+func printKept(f *Factory, d *contract.JobDetail) {
 	now := f.Now()
 	for _, a := range d.Attempts {
 		if a.KeptUntil == nil {
@@ -207,14 +207,14 @@ func printKept(f *Factory, d *service.JobDetail) {
 			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s; being torn down\n", a.Cluster, keptTill)
 		default:
 			fmt.Fprintf(f.Out, "Cluster:       %s kept until %s (%s left): `sortie jobs ssh %d`, `sortie jobs release %d`\n",
-				a.Cluster, keptTill, service.Age(a.KeptUntil.Sub(now)), d.ID, d.ID)
+				a.Cluster, keptTill, contract.Age(a.KeptUntil.Sub(now)), d.ID, d.ID)
 		}
 	}
 }
 
 // printNotifications lists each event posted to a webhook: delivered,
 // waiting for its next try (and why), or given up (and why).
-func printNotifications(f *Factory, d *service.JobDetail) {
+func printNotifications(f *Factory, d *contract.JobDetail) {
 	if len(d.Notifications) == 0 {
 		return
 	}
@@ -243,7 +243,7 @@ func until(now, t time.Time) string {
 }
 
 // printChain shows the retry chain from the first job to the newest.
-func printChain(f *Factory, d *service.JobDetail) {
+func printChain(f *Factory, d *contract.JobDetail) {
 	if len(d.Chain) <= 1 {
 		return
 	}
@@ -293,7 +293,7 @@ func nonEmpty(ss ...string) []string {
 // and for a single task its budget: "2, budget 1" is a task that restarted
 // once on errors and then failed for good. A pipeline's budgets are per
 // task, in the tasks table.
-func failures(d *service.JobDetail) string {
+func failures(d *contract.JobDetail) string {
 	if len(d.Tasks) == 1 {
 		return fmt.Sprintf("%d, budget %d", d.RestartsOnErrors, d.Tasks[0].MaxRestartsOnErrors)
 	}
@@ -303,8 +303,8 @@ func failures(d *service.JobDetail) string {
 // printNotices lists the preemption notices the attempts' nodes heard:
 // when, the deadline, when the replacement was asked for, and its head
 // start (how long before the old attempt ended it was asked for).
-func printNotices(w io.Writer, as []service.AttemptView) {
-	var with []service.AttemptView
+func printNotices(w io.Writer, as []contract.AttemptView) {
+	var with []contract.AttemptView
 	for _, a := range as {
 		if a.Notice != nil {
 			with = append(with, a)
@@ -337,7 +337,7 @@ func printNotices(w io.Writer, as []service.AttemptView) {
 
 // sizeText names an escalated size: "cpus 8, memory 32 GB, accelerators
 // A100:1", the dimensions it grows.
-func sizeText(s *service.SizeView) string {
+func sizeText(s *contract.SizeView) string {
 	var parts []string
 	if s.CPUs != nil {
 		parts = append(parts, "cpus "+strings.TrimSuffix(*s.CPUs, "+"))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/provision"
 )
 
@@ -56,7 +56,7 @@ func runSSH(ctx context.Context, f *Factory, opts *SSHOptions) error {
 	return withService(ctx, f, func(svc Service) error {
 		stdio := provision.Stdio{In: f.In, Out: f.Out, Err: f.Err, Term: f.Getenv("TERM")}
 		stdio.TTY = len(opts.Argv) == 0 && isTerminal(f.In)
-		code, err := svc.Shell(ctx, service.ShellRequest{ID: opts.ID, Node: opts.Node, Argv: opts.Argv, Stdio: stdio})
+		code, err := svc.Shell(ctx, contract.ShellRequest{ID: opts.ID, Node: opts.Node, Argv: opts.Argv, Stdio: stdio})
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"sortie/controller/api"
-	"sortie/controller/service"
-	"sortie/controller/store"
+	"sortie/controller/contract"
 	"sortie/schema"
 )
 
@@ -34,6 +32,11 @@ type Client struct {
 	// server.
 	Getenv func(string) string
 	Now    func() time.Time
+	// Sources lists the workdirs and local file_mounts sources a launch
+	// names, each with its path on this machine: the uploads a launch
+	// sends first. It is the service's LocalSources, which reads the task
+	// as a launch does; nil uploads nothing.
+	Sources func(contract.LaunchRequest) (map[string]string, error)
 }
 
 // New is a client of url with token.
@@ -53,33 +56,36 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.err }
 
 // Error turns an error body into the service's error.
-func Error(status int, d api.ErrorDetail) error {
+func Error(status int, d contract.ErrorDetail) error {
 	switch d.Code {
-	case api.CodeInvalidTask:
+	case contract.CodeInvalidTask:
 		ve := &schema.ValidationError{Problems: d.Problems}
 		if ve.Error() == d.Message {
 			return ve
 		}
 		return &remoteError{msg: d.Message, err: ve}
-	case api.CodeUsage, api.CodeTooLarge, api.CodeDigest:
-		return &service.UsageError{Err: errors.New(d.Message)}
-	case api.CodeKnownFailure:
-		f := &store.KnownFailure{JobID: d.Job, Owner: d.Owner}
-		if fv := d.Failure; fv != nil {
-			f.InputKey, f.TaskName, f.Status, f.ExitCodes, f.LogPath, f.RecordedAt, f.LogsRemovedAt = fv.InputKey, fv.TaskName, fv.Status, fv.ExitCodes, fv.LogPath, fv.RecordedAt, fv.LogsRemovedAt
+	case contract.CodeUsage, contract.CodeTooLarge, contract.CodeDigest:
+		return &contract.UsageError{Err: errors.New(d.Message)}
+	case contract.CodeKnownFailure:
+		f := d.Failure
+		if f == nil {
+			f = &contract.FailureView{JobID: d.Job}
+			if d.Owner != "" {
+				f.Owner = &d.Owner
+			}
 		}
-		return &remoteError{msg: d.Message, err: &service.KnownFailureError{Failure: f}}
-	case api.CodeForbidden:
-		return &remoteError{msg: d.Message, err: &service.ForbiddenError{Job: d.Job, Owner: d.Owner, Verb: d.Verb}}
-	case api.CodeNotFound:
-		return &remoteError{msg: d.Message, err: service.ErrNoSuchJob}
-	case api.CodeConflict:
-		if s := api.Sentinel(d.Verb); s != nil {
+		return &remoteError{msg: d.Message, err: &contract.KnownFailureError{Failure: f}}
+	case contract.CodeForbidden:
+		return &remoteError{msg: d.Message, err: &contract.ForbiddenError{Job: d.Job, Owner: d.Owner, Verb: d.Verb}}
+	case contract.CodeNotFound:
+		return &remoteError{msg: d.Message, err: contract.ErrNoSuchJob}
+	case contract.CodeConflict:
+		if s := contract.Sentinel(d.Verb); s != nil {
 			return &remoteError{msg: d.Message, err: s}
 		}
-	case api.CodeBusy:
-		return &remoteError{msg: d.Message, err: store.ErrBusy}
-	case api.CodeUnauthorized:
+	case contract.CodeBusy:
+		return &remoteError{msg: d.Message, err: contract.ErrBusy}
+	case contract.CodeUnauthorized:
 		return fmt.Errorf("the server refused the token (HTTP %d): %s; log in again with `sortie login URL`, or check SORTIE_TOKEN", status, d.Message)
 	}
 	return fmt.Errorf("the server answered HTTP %d: %s", status, d.Message)
@@ -104,7 +110,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var eb api.ErrorBody
+	var eb contract.ErrorBody
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Code == "" {
 		return nil, fmt.Errorf("the server at %s answered HTTP %d: %s", c.URL, resp.StatusCode, strings.TrimSpace(string(b)))
@@ -138,18 +144,18 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 }
 
 // Me is who the token names.
-func (c *Client) Me(ctx context.Context) (*service.Asker, error) {
-	var a service.Asker
+func (c *Client) Me(ctx context.Context) (*contract.Asker, error) {
+	var a contract.Asker
 	return &a, c.call(ctx, "GET", "/v1/me", nil, &a)
 }
 
 // Launch uploads the task's workdirs and file mounts the server lacks,
 // then asks it to launch.
-func (c *Client) Launch(ctx context.Context, req service.LaunchRequest) (*service.JobView, error) {
+func (c *Client) Launch(ctx context.Context, req contract.LaunchRequest) (*contract.JobView, error) {
 	if req.Task == nil {
 		data, err := schema.ReadFile(req.File)
 		if err != nil {
-			return nil, &service.UsageError{Err: fmt.Errorf("read task file: %w", err)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("read task file: %w", err)}
 		}
 		req.Task = data
 	}
@@ -158,7 +164,7 @@ func (c *Client) Launch(ctx context.Context, req service.LaunchRequest) (*servic
 		return nil, err
 	}
 	req.Inputs = inputs
-	var res api.LaunchResult
+	var res contract.LaunchResult
 	err = c.withSecrets(&req.SecretEnv, func() error { return c.call(ctx, "POST", "/v1/jobs", req, &res) })
 	if err != nil {
 		return nil, err
@@ -199,14 +205,14 @@ func (c *Client) withSecrets(env *map[string]string, call func() error) error {
 }
 
 // Queue is `jobs queue`.
-func (c *Client) Queue(ctx context.Context, req service.QueueRequest) ([]service.JobView, error) {
-	out := []service.JobView{}
-	err := c.QueueEach(ctx, req, func(v service.JobView) error { out = append(out, v); return nil })
+func (c *Client) Queue(ctx context.Context, req contract.QueueRequest) ([]contract.JobView, error) {
+	out := []contract.JobView{}
+	err := c.QueueEach(ctx, req, func(v contract.JobView) error { out = append(out, v); return nil })
 	return out, err
 }
 
 // QueueEach reads the server's listing one job at a time.
-func (c *Client) QueueEach(ctx context.Context, req service.QueueRequest, fn func(service.JobView) error) error {
+func (c *Client) QueueEach(ctx context.Context, req contract.QueueRequest, fn func(contract.JobView) error) error {
 	q := url.Values{}
 	if req.All {
 		q.Set("all", "true")
@@ -237,7 +243,7 @@ func (c *Client) QueueEach(ctx context.Context, req service.QueueRequest, fn fun
 		return fmt.Errorf("read the queue: %w", err)
 	}
 	for dec.More() {
-		var v service.JobView
+		var v contract.JobView
 		if err := dec.Decode(&v); err != nil {
 			return fmt.Errorf("read the queue: %w", err)
 		}
@@ -249,8 +255,8 @@ func (c *Client) QueueEach(ctx context.Context, req service.QueueRequest, fn fun
 }
 
 // Show is `jobs show`.
-func (c *Client) Show(ctx context.Context, id int64) (*service.JobDetail, error) {
-	var d service.JobDetail
+func (c *Client) Show(ctx context.Context, id int64) (*contract.JobDetail, error) {
+	var d contract.JobDetail
 	if err := c.call(ctx, "GET", fmt.Sprintf("/v1/jobs/%d", id), nil, &d); err != nil {
 		return nil, err
 	}
@@ -258,7 +264,7 @@ func (c *Client) Show(ctx context.Context, id int64) (*service.JobDetail, error)
 }
 
 // Logs streams a job's logs to w, as `jobs logs` prints them.
-func (c *Client) Logs(ctx context.Context, req service.LogsRequest, w io.Writer) error {
+func (c *Client) Logs(ctx context.Context, req contract.LogsRequest, w io.Writer) error {
 	q := url.Values{}
 	q.Set("task", strconv.Itoa(req.Task))
 	q.Set("attempt", strconv.Itoa(req.Attempt))
@@ -271,7 +277,7 @@ func (c *Client) Logs(ctx context.Context, req service.LogsRequest, w io.Writer)
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
 	for {
-		var ev api.LogEvent
+		var ev contract.LogEvent
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -301,14 +307,14 @@ func (c *Client) Logs(ctx context.Context, req service.LogsRequest, w io.Writer)
 }
 
 // CancelTargets lists what a cancel would cancel.
-func (c *Client) CancelTargets(ctx context.Context, req service.CancelRequest) ([]service.JobView, error) {
-	var out []service.JobView
+func (c *Client) CancelTargets(ctx context.Context, req contract.CancelRequest) ([]contract.JobView, error) {
+	var out []contract.JobView
 	return out, c.call(ctx, "POST", "/v1/jobs/cancel?dry_run=true", req, &out)
 }
 
 // Cancel is `jobs cancel`.
-func (c *Client) Cancel(ctx context.Context, req service.CancelRequest) ([]int64, error) {
-	var out api.Cancelled
+func (c *Client) Cancel(ctx context.Context, req contract.CancelRequest) ([]int64, error) {
+	var out contract.Cancelled
 	if err := c.call(ctx, "POST", "/v1/jobs/cancel", req, &out); err != nil {
 		return nil, err
 	}
@@ -316,8 +322,8 @@ func (c *Client) Cancel(ctx context.Context, req service.CancelRequest) ([]int64
 }
 
 // Release is `jobs release`.
-func (c *Client) Release(ctx context.Context, id int64) (*service.ReleaseView, error) {
-	var out service.ReleaseView
+func (c *Client) Release(ctx context.Context, id int64) (*contract.ReleaseView, error) {
+	var out contract.ReleaseView
 	if err := c.call(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/release", id), nil, &out); err != nil {
 		return nil, err
 	}
@@ -325,20 +331,20 @@ func (c *Client) Release(ctx context.Context, id int64) (*service.ReleaseView, e
 }
 
 // Shell is `jobs ssh`, which a server does not carry.
-func (c *Client) Shell(ctx context.Context, req service.ShellRequest) (int, error) {
-	return 0, &service.UsageError{Err: fmt.Errorf("jobs ssh does not go through a server (SORTIE_API_URL %s): run it on the server's machine, "+
+func (c *Client) Shell(ctx context.Context, req contract.ShellRequest) (int, error) {
+	return 0, &contract.UsageError{Err: fmt.Errorf("jobs ssh does not go through a server (SORTIE_API_URL %s): run it on the server's machine, "+
 		"or unset SORTIE_API_URL there", c.URL)}
 }
 
 // RetryTargets lists what a retry would retry.
-func (c *Client) RetryTargets(ctx context.Context, req service.RetryRequest) ([]service.JobView, error) {
-	var out []service.JobView
+func (c *Client) RetryTargets(ctx context.Context, req contract.RetryRequest) ([]contract.JobView, error) {
+	var out []contract.JobView
 	return out, c.call(ctx, "POST", "/v1/jobs/retry?dry_run=true", req, &out)
 }
 
 // Retry is `jobs retry`.
-func (c *Client) Retry(ctx context.Context, req service.RetryRequest) ([]service.RetryResult, error) {
-	var out api.RetryResults
+func (c *Client) Retry(ctx context.Context, req contract.RetryRequest) ([]contract.RetryResult, error) {
+	var out contract.RetryResults
 	err := c.withSecrets(&req.SecretEnv, func() error { return c.call(ctx, "POST", "/v1/jobs/retry", req, &out) })
 	if err != nil {
 		return nil, err
@@ -352,14 +358,14 @@ func (c *Client) Retry(ctx context.Context, req service.RetryRequest) ([]service
 }
 
 // Failures is `jobs failures`.
-func (c *Client) Failures(ctx context.Context) ([]service.FailureView, error) {
-	var out []service.FailureView
+func (c *Client) Failures(ctx context.Context) ([]contract.FailureView, error) {
+	var out []contract.FailureView
 	return out, c.call(ctx, "GET", "/v1/failures", nil, &out)
 }
 
 // ForgetFailure is `jobs failures forget KEY`.
 func (c *Client) ForgetFailure(ctx context.Context, prefix string) (string, error) {
-	var out api.Forgotten
+	var out contract.Forgotten
 	if err := c.call(ctx, "DELETE", "/v1/failures/"+url.PathEscape(prefix), nil, &out); err != nil {
 		return "", err
 	}
@@ -368,7 +374,7 @@ func (c *Client) ForgetFailure(ctx context.Context, prefix string) (string, erro
 
 // ForgetAllFailures is `jobs failures forget --all`.
 func (c *Client) ForgetAllFailures(ctx context.Context) (int64, error) {
-	var out api.Forgotten
+	var out contract.Forgotten
 	if err := c.call(ctx, "DELETE", "/v1/failures", nil, &out); err != nil {
 		return 0, err
 	}

@@ -46,7 +46,9 @@ func serve(t *testing.T, env map[string]string) (alice, bob *Client, svc *servic
 		if name == "bob" {
 			e = nil
 		}
-		cs = append(cs, New(ts.URL, tok, func(k string) string { return e[k] }))
+		c := New(ts.URL, tok, func(k string) string { return e[k] })
+		c.Sources = service.LocalSources
+		cs = append(cs, c)
 	}
 	return cs[0], cs[1], svc
 }

@@ -13,19 +13,22 @@ import (
 	"path/filepath"
 	"time"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/schema"
 )
 
 // upload packs each workdir and local file mount the request names, and
 // puts those the server lacks. A source that cannot be read is left out:
 // the server then names it as a problem of the task.
-func (c *Client) upload(ctx context.Context, req service.LaunchRequest) (map[string]service.Upload, error) {
-	sources, err := service.LocalSources(req)
+func (c *Client) upload(ctx context.Context, req contract.LaunchRequest) (map[string]contract.Upload, error) {
+	out := map[string]contract.Upload{}
+	if c.Sources == nil {
+		return out, nil
+	}
+	sources, err := c.Sources(req)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]service.Upload{}
 	for src, path := range sources {
 		info, err := os.Stat(path)
 		if err != nil {
@@ -33,7 +36,7 @@ func (c *Client) upload(ctx context.Context, req service.LaunchRequest) (map[str
 		}
 		ar, up, err := Pack(path, info)
 		if err != nil {
-			return nil, &service.UsageError{Err: fmt.Errorf("pack %s (%s) for the server: %w", src, path, err)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("pack %s (%s) for the server: %w", src, path, err)}
 		}
 		if err := c.put(ctx, up.SHA256, ar); err != nil {
 			return nil, err
@@ -66,10 +69,10 @@ func (c *Client) put(ctx context.Context, d string, ar []byte) error {
 // of a single file alone. The archive is the same for the same files
 // whenever it is made (no times, no owners), so that its hash finds what
 // the server has.
-func Pack(path string, info os.FileInfo) ([]byte, service.Upload, error) {
+func Pack(path string, info os.FileInfo) ([]byte, contract.Upload, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	var up service.Upload
+	var up contract.Upload
 	add := func(rel, abs string, mode os.FileMode, link string) error {
 		h := &tar.Header{Name: rel, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
 		switch {

@@ -14,7 +14,6 @@ import (
 
 	"sortie/controller/api"
 	"sortie/controller/service"
-	"sortie/controller/store"
 )
 
 // CookieName is the session cookie: the token a user signed in with,
@@ -28,18 +27,6 @@ type session struct {
 	asker *service.Asker
 	csrf  string
 	svc   *service.Service
-}
-
-// TokenAuth signs in the server's users: a token names its user, as a
-// bearer token does for the API.
-func TokenAuth(st *store.Store) func(ctx context.Context, token string) (*service.Asker, error) {
-	return func(ctx context.Context, token string) (*service.Asker, error) {
-		u, err := api.UserByToken(ctx, st, token)
-		if err != nil {
-			return nil, err
-		}
-		return &service.Asker{Name: u.Name, Admin: u.Admin}, nil
-	}
 }
 
 // OneToken signs in one user with one token: `sortie dashboard`'s local

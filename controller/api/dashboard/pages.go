@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sortie/controller/api"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/strategy"
@@ -105,7 +106,7 @@ func jobStatus(v *service.JobView) statusView {
 	return s
 }
 
-func ago(now, t time.Time) string { return service.Age(now.Sub(t)) + " ago" }
+func ago(now, t time.Time) string { return contract.Age(now.Sub(t)) + " ago" }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
@@ -141,7 +142,7 @@ func row(v *service.JobView, now time.Time) queueRow {
 		owner = "-"
 	}
 	return queueRow{ID: v.ID, Name: v.Name, Owner: owner, Task: task, Submitted: ago(now, v.SubmittedAt), At: stamp(v.SubmittedAt),
-		Duration: service.Elapsed(v.StartedAt, v.EndedAt, now), Recoveries: v.RecoveryCount, Status: jobStatus(v),
+		Duration: contract.Elapsed(v.StartedAt, v.EndedAt, now), Recoveries: v.RecoveryCount, Status: jobStatus(v),
 		ExitCodes: strategy.FormatExitCodes(v.ExitCodes), RetryOf: v.RetryOf}
 }
 
@@ -340,7 +341,7 @@ func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
 	now := d.o.Now()
 	v := &jobView{base: d.base(s, fmt.Sprintf("Job %d: %s", dt.ID, dt.Name), "queue"), J: dt, Status: jobStatus(&dt.JobView),
 		Owner: deref(dt.Owner), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
-		Duration: service.Elapsed(dt.StartedAt, dt.EndedAt, now), ExitCodes: strategy.FormatExitCodes(dt.ExitCodes),
+		Duration: contract.Elapsed(dt.StartedAt, dt.EndedAt, now), ExitCodes: strategy.FormatExitCodes(dt.ExitCodes),
 		Terminal: dt.Status.Terminal(), Live: fmt.Sprintf("/jobs/%d?partial=1", dt.ID)}
 	if v.Owner == "" {
 		v.Owner = "-"
@@ -368,7 +369,7 @@ func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
 			At: stamp(a.StartedAt), Outcome: string(a.State), Class: "run", Reason: deref(a.Reason), Action: deref(a.Action),
 			Decision: deref(a.Decision), Running: a.EndedAt == nil}
 		start := a.StartedAt
-		ar.Duration = service.Elapsed(&start, a.EndedAt, now)
+		ar.Duration = contract.Elapsed(&start, a.EndedAt, now)
 		var where []string
 		for _, p := range []*string{a.Cloud, a.Region, a.Zone} {
 			if p != nil && *p != "" {

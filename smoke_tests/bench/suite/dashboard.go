@@ -45,7 +45,7 @@ func RunDashboardQueue(ctx context.Context, o QueueOptions) (*DashboardResult, e
 	if err := svc.Store.AddUser(ctx, "bench", hash, false); err != nil {
 		return nil, err
 	}
-	d, err := dashboard.New(dashboard.Options{Service: svc, Auth: dashboard.TokenAuth(svc.Store)})
+	d, err := dashboard.New(dashboard.Options{Service: svc, Auth: api.TokenAuth(svc.Store)})
 	if err != nil {
 		return nil, err
 	}
