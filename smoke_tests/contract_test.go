@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
-	"sortie/controller/lifecycle"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sortie/controller/api"
+	"sortie/controller/lifecycle"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/contract")
@@ -34,11 +38,11 @@ var contractMasks = map[string]string{
 }
 
 // TestContractQueueAndShowJSON holds `jobs queue -a -o json` and `jobs show
-// ID -o json` to the fields README.md documents and to golden files. It reads
-// the output as plain JSON, so it depends on nothing but the binary and the
-// README.
+// ID -o json` to the OpenAPI document's schemas (api.OpenAPI, made from
+// package controller/contract) and to golden files. It reads the output as
+// plain JSON, not through the Go types the schemas are made from.
 func TestContractQueueAndShowJSON(t *testing.T) {
-	objs := readJSONSchema(t, filepath.Join("..", "README.md"))
+	objs := loadOpenAPI(t)
 	e := newEnv(t, "SORTIE_USER=alice")
 
 	// Job 1: launched while local-a has no capacity (a launch try), then
@@ -68,7 +72,8 @@ run: |
   sleep 300
 `))
 	waitJSONStatus(e, retried, "FAILED")
-	retry := retryID(e, e.must("jobs", "retry", strconv.FormatInt(retried, 10), "--reason", "flaky", "--set", "envs.FIX=1", "-o", "json").stdout)
+	retryOut := e.must("jobs", "retry", strconv.FormatInt(retried, 10), "--reason", "flaky", "--set", "envs.FIX=1", "-o", "json").stdout
+	retry := retryID(e, retryOut)
 	// Job 6 fails and keeps its cluster (keep_on_failure); then it is
 	// released.
 	kept := e.launch(e.write("kept.yaml", "name: kept\nresources: {job_recovery: {keep_on_failure: 1h}}\nrun: exit 5\n"))
@@ -81,12 +86,20 @@ run: |
 	for _, id := range ids {
 		waitJSONStatus(e, id, final[id])
 	}
-	e.must("jobs", "release", strconv.FormatInt(kept, 10))
+	release := e.must("jobs", "release", strconv.FormatInt(kept, 10), "-o", "json").stdout
 	waitReleased(e, kept)
 
 	c := newConformer(objs, contractMasks)
+	// The other verbs' -o json, held to their schemas without golden files.
+	c.conform("retry", "retry", decodeJSON(t, retryOut), listOf(ref("retry_result")))
+	c.conform("release", "release", decodeJSON(t, release), ref("release"))
+	failures := decodeJSON(t, e.must("jobs", "failures", "-o", "json").stdout)
+	if l, _ := failures.([]any); len(l) == 0 {
+		t.Errorf("jobs failures -o json lists no failure: %v", failures)
+	}
+	c.conform("failures", "failures", failures, listOf(ref("failure")))
 	queue := decodeJSON(t, e.must("jobs", "queue", "-a", "-o", "json").stdout)
-	q := c.conform("queue", "queue", queue, mustType(t, "[job]"))
+	q := c.conform("queue", "queue", queue, listOf(ref("job")))
 	if l, ok := q.([]any); ok {
 		sortBy(l, "id")
 	}
@@ -96,7 +109,7 @@ run: |
 	for _, id := range ids {
 		raw := decodeJSON(t, e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout)
 		shows[id] = raw
-		s := c.conform(fmt.Sprintf("show(%d)", id), "show", raw, mustType(t, "show"))
+		s := c.conform(fmt.Sprintf("show(%d)", id), "show", raw, ref("show"))
 		if m, ok := s.(map[string]any); ok {
 			if l, ok := m["attempts"].([]any); ok {
 				sortBy(l, "task", "attempt")
@@ -144,6 +157,69 @@ run: |
 	for _, f := range files {
 		compareGolden(t, filepath.Join("testdata", "contract", f), goldens[f])
 	}
+}
+
+// TestContractAPIAnswers holds the answers of `sortie server` to the
+// schemas its OpenAPI document gives each route, and the CLI's -o json
+// through the server to the same schemas; the document it serves is
+// api.OpenAPI.
+func TestContractAPIAnswers(t *testing.T) {
+	objs := loadOpenAPI(t)
+	s := startServer(t)
+	alice, token := s.user("alice", false)
+	get := func(path string) string {
+		t.Helper()
+		req, err := http.NewRequest("GET", s.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %v\n%s", path, resp.Status, err, b)
+		}
+		return string(b)
+	}
+	if served := decodeJSON(t, get("/v1/openapi.json")); !cmp.Equal(served, decodeJSON(t, string(api.OpenAPI))) {
+		t.Errorf("the server's /v1/openapi.json is not api.OpenAPI")
+	}
+
+	id := alice.launch(alice.write("fail.yaml", "resources: {cloud: local}\nrun: echo bad; exit 3\n"))
+	alice.waitStatus(id, lifecycle.Failed)
+	c := newConformer(objs, contractMasks)
+	for _, r := range []struct{ route, path string }{
+		{"GET /v1/me", "/v1/me"},
+		{"GET /v1/jobs", "/v1/jobs?all=true"},
+		{"GET /v1/jobs/{id}", fmt.Sprintf("/v1/jobs/%d", id)},
+		{"GET /v1/failures", "/v1/failures"},
+	} {
+		sch, err := objs.answer(r.route, "200", "application/json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.conform(r.route, r.route, decodeJSON(t, get(r.path)), sch)
+	}
+	sch, err := objs.answer("GET /v1/jobs/{id}/logs", "200", "application/x-ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(get(fmt.Sprintf("/v1/jobs/%d/logs", id))), "\n")
+	if len(lines) < 2 {
+		t.Errorf("the log stream has %d lines, want the log and its end", len(lines))
+	}
+	for i, l := range lines {
+		c.conform(fmt.Sprintf("logs[%d]", i), "GET /v1/jobs/{id}/logs", decodeJSON(t, l), sch)
+	}
+
+	c.conform("queue", "queue", decodeJSON(t, alice.must("jobs", "queue", "-a", "-o", "json").stdout), listOf(ref("job")))
+	c.conform("show", "show", decodeJSON(t, alice.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout), ref("show"))
+	c.conform("failures", "failures", decodeJSON(t, alice.must("jobs", "failures", "-o", "json").stdout), listOf(ref("failure")))
+	c.report(t)
 }
 
 // waitJSONStatus polls `jobs show` until the job has the status, failing
@@ -204,15 +280,6 @@ func decodeJSON(t *testing.T, s string) any {
 		t.Fatalf("more than one JSON value:\n%s", s)
 	}
 	return v
-}
-
-func mustType(t *testing.T, s string) jsonType {
-	t.Helper()
-	typ, err := parseJSONType(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return typ
 }
 
 // dig follows a dotted path of object keys and list indexes.
@@ -295,5 +362,5 @@ func compareGolden(t *testing.T, path string, v any) {
 	if diff == "" {
 		diff = "(same values, different text)"
 	}
-	t.Errorf("%s differs from the output (-golden +output); if the change is meant, run go test ./smoke_tests -run Contract -update and document it in README.md:\n%s", path, diff)
+	t.Errorf("%s differs from the output (-golden +output); if the change is meant, run go test ./smoke_tests -run Contract -update and describe the field in controller/contract/docs.go:\n%s", path, diff)
 }

@@ -36,7 +36,7 @@ run: |
 `
 
 func TestDryRunPrintsThePlanAndStoresNothing(t *testing.T) {
-	objs := readJSONSchema(t, filepath.Join("..", "README.md"))
+	objs := loadOpenAPI(t)
 	e := newEnv(t)
 	e.write("code/train.txt", "training code\n")
 	e.write("data/shard.csv", "a,b\n")
@@ -68,7 +68,7 @@ func TestDryRunPrintsThePlanAndStoresNothing(t *testing.T) {
 		}
 	}
 	c := newConformer(objs, map[string]string{"input_key": "<input-key>", "workdir": "<path>", "source": "<path>"})
-	plan := c.conform("plan", "plan", decodeJSON(t, j.stdout), mustType(t, "plan"))
+	plan := c.conform("plan", "plan", decodeJSON(t, j.stdout), ref("plan"))
 	c.report(t)
 	for path, want := range map[string]any{
 		"tasks.0.placements.0.zone":          "local-b",

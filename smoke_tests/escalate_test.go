@@ -2,7 +2,6 @@ package smoke_tests
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ run: |
 
 // On local, a task that runs out of memory at 16 GB escalates to 32 GB on
 // a new cluster and succeeds there; show, queue and the logs say so, and
-// the -o json output holds to the README's tables.
+// the -o json output holds to the OpenAPI schemas.
 func TestEscalationOnLocal(t *testing.T) {
 	e := newEnv(t)
 	id := e.launch(e.write("build.yaml", escalateTask("32", "64")))
@@ -58,9 +57,8 @@ func TestEscalationOnLocal(t *testing.T) {
 	if len(q) != 1 || q[0].Size == nil || deref(q[0].Size.Memory) != "32+" {
 		t.Errorf("queue: %+v, want the job with size memory 32+", q)
 	}
-	objs := readJSONSchema(t, filepath.Join("..", "README.md"))
-	c := newConformer(objs, contractMasks)
-	c.conform("show", "show", decodeJSON(t, e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout), mustType(t, "show"))
+	c := newConformer(loadOpenAPI(t), contractMasks)
+	c.conform("show", "show", decodeJSON(t, e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout), ref("show"))
 	c.report(t)
 	e.waitNoClusters("after the escalated job")
 }
@@ -97,7 +95,7 @@ func TestEscalationEndsAtTheTopOnLocal(t *testing.T) {
 }
 
 // A dry run shows the escalation and the limits, in text and in -o json
-// as the README's tables say.
+// as the OpenAPI schema of a plan says.
 func TestDryRunShowsTheEscalation(t *testing.T) {
 	e := newEnv(t)
 	f := e.write("build.yaml", strings.Replace(escalateTask("32", "64"), "max_restarts_on_errors: 3", "max_restarts_on_errors: 3\n    max_duration: 2h", 1))
@@ -108,8 +106,8 @@ func TestDryRunShowsTheEscalation(t *testing.T) {
 		}
 	}
 	j := e.must("jobs", "launch", "--dry-run", "-o", "json", f)
-	c := newConformer(readJSONSchema(t, filepath.Join("..", "README.md")), map[string]string{"input_key": "<input-key>"})
-	c.conform("plan", "plan", decodeJSON(t, j.stdout), mustType(t, "plan"))
+	c := newConformer(loadOpenAPI(t), map[string]string{"input_key": "<input-key>"})
+	c.conform("plan", "plan", decodeJSON(t, j.stdout), ref("plan"))
 	c.report(t)
 	for path, want := range map[string]any{
 		"tasks.0.max_duration":             "2h",

@@ -3,286 +3,91 @@ package smoke_tests
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"sortie/controller/api"
 )
 
-// The README's "## JSON output" section documents each object of `-o json`
-// under a "### `name`" heading, with a table of its fields:
-//
-//	| field | type | meaning |
-//	|---|---|---|
-//	| `started_at`, `ended_at` | time\|null | ... |
-//
-// A first cell may name several fields of one type. Types are int, string,
-// time (an RFC 3339 string in UTC), null, [T] (a list of T), A|B (either) and
-// the name of another documented object. The `show` object is a `job` with
-// its own fields added, as the README says.
+// The JSON contract is the OpenAPI document the server serves at
+// /v1/openapi.json (api.OpenAPI): its components hold a JSON schema for
+// every answer object, made from the Go types of package
+// controller/contract, which `-o json` prints too. The tests hold the
+// CLI's and the API's output to those schemas.
 
-// jsonObject is one documented object: its fields in README order, and the
-// type of each.
-type jsonObject struct {
-	name   string
-	fields []string
-	types  map[string]jsonType
+// openAPI is the OpenAPI document, decoded.
+type openAPI struct {
+	doc     map[string]any
+	schemas map[string]any // components.schemas, by name
 }
 
-// jsonType is a README type: the value may match any of the alternatives.
-type jsonType []jsonAlt
+const schemaRefPrefix = "#/components/schemas/"
 
-type jsonAlt struct {
-	kind string   // null, int, string, time, list or object
-	elem jsonType // a list's items
-	obj  string   // an object's name
-}
-
-func (t jsonType) String() string {
-	var parts []string
-	for _, a := range t {
-		switch a.kind {
-		case "list":
-			parts = append(parts, "["+a.elem.String()+"]")
-		case "object":
-			parts = append(parts, a.obj)
-		default:
-			parts = append(parts, a.kind)
-		}
-	}
-	return strings.Join(parts, "|")
-}
-
-func (t jsonType) has(kind string) bool {
-	for _, a := range t {
-		if a.kind == kind {
-			return true
-		}
-	}
-	return false
-}
-
-func (t jsonType) alt(kind string) (jsonAlt, bool) {
-	for _, a := range t {
-		if a.kind == kind {
-			return a, true
-		}
-	}
-	return jsonAlt{}, false
-}
-
-// contractObjects are the objects the contract test needs the README to document.
-var contractObjects = []string{"job", "override", "show", "task", "task_ref", "attempt", "launch_try", "plan", "plan_task", "placement", "repo", "mount"}
-
-var backticked = regexp.MustCompile("`([^`]+)`")
-
-// readJSONSchema parses the README's field tables.
-func readJSONSchema(t *testing.T, readme string) map[string]*jsonObject {
+// loadOpenAPI decodes api.OpenAPI, the document the server serves.
+func loadOpenAPI(t *testing.T) *openAPI {
 	t.Helper()
-	b, err := os.ReadFile(readme)
+	o, err := parseOpenAPI(api.OpenAPI)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := parseJSONSchema(string(b))
-	if err != nil {
-		t.Fatalf("%s: %v", readme, err)
-	}
-	return objs
+	return o
 }
 
-func parseJSONSchema(text string) (map[string]*jsonObject, error) {
-	lines := strings.Split(text, "\n")
-	start := -1
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "## JSON output" {
-			start = i + 1
-			break
-		}
+func parseOpenAPI(b []byte) (*openAPI, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("the OpenAPI document: %w", err)
 	}
-	if start < 0 {
-		return nil, fmt.Errorf(`no "## JSON output" section`)
-	}
-	objs := map[string]*jsonObject{}
-	var cur *jsonObject
-	for n, l := range lines[start:] {
-		lineNo := start + n + 1
-		if strings.HasPrefix(l, "## ") {
-			break
-		}
-		if strings.HasPrefix(l, "### ") {
-			cur = nil
-			if m := backticked.FindStringSubmatch(l); m != nil {
-				if objs[m[1]] != nil {
-					return nil, fmt.Errorf("line %d: object %s documented twice", lineNo, m[1])
-				}
-				cur = &jsonObject{name: m[1], types: map[string]jsonType{}}
-				objs[m[1]] = cur
-			}
-			continue
-		}
-		if !strings.HasPrefix(strings.TrimSpace(l), "|") {
-			continue
-		}
-		cells := tableCells(l)
-		if len(cells) < 2 || cells[0] == "field" || strings.Trim(cells[0], "-: ") == "" {
-			continue
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("line %d: a field table outside a \"### `object`\" heading", lineNo)
-		}
-		names := backticked.FindAllStringSubmatch(cells[0], -1)
-		if len(names) == 0 {
-			return nil, fmt.Errorf("line %d: no `field` in %q", lineNo, cells[0])
-		}
-		typ, err := parseJSONType(cells[1])
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", lineNo, err)
-		}
-		for _, m := range names {
-			if _, dup := cur.types[m[1]]; dup {
-				return nil, fmt.Errorf("line %d: %s.%s documented twice", lineNo, cur.name, m[1])
-			}
-			cur.fields = append(cur.fields, m[1])
-			cur.types[m[1]] = typ
-		}
+	comps, _ := doc["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	if len(schemas) == 0 {
+		return nil, fmt.Errorf("the OpenAPI document has no components.schemas")
 	}
 	for _, name := range contractObjects {
-		if objs[name] == nil || len(objs[name].fields) == 0 {
-			return nil, fmt.Errorf("the JSON output section documents no fields of `%s`", name)
+		if _, ok := schemas[name].(map[string]any); !ok {
+			return nil, fmt.Errorf("the OpenAPI document has no schema %s", name)
 		}
 	}
-	// `show` prints a job with its own fields added.
-	show, job := objs["show"], objs["job"]
-	merged := &jsonObject{name: "show", types: map[string]jsonType{}}
-	for _, o := range []*jsonObject{job, show} {
-		for _, f := range o.fields {
-			if _, dup := merged.types[f]; dup {
-				return nil, fmt.Errorf("show.%s is already a field of job", f)
-			}
-			merged.fields = append(merged.fields, f)
-			merged.types[f] = o.types[f]
-		}
-	}
-	objs["show"] = merged
-	for _, o := range objs {
-		for _, f := range o.fields {
-			if err := checkObjectRefs(o.types[f], objs); err != nil {
-				return nil, fmt.Errorf("%s.%s: %v", o.name, f, err)
-			}
-		}
-	}
-	return objs, nil
+	return &openAPI{doc: doc, schemas: schemas}, nil
 }
 
-// tableCells splits a Markdown table row on its unescaped pipes.
-func tableCells(row string) []string {
-	row = strings.TrimSpace(row)
-	row = strings.TrimPrefix(row, "|")
-	if strings.HasSuffix(row, "|") && !strings.HasSuffix(row, `\|`) {
-		row = row[:len(row)-1]
+// contractObjects are the schemas the contract tests hold output to.
+var contractObjects = []string{"job", "show", "size", "override", "task", "task_ref", "attempt", "notice", "launch_try",
+	"notification", "storage", "plan", "plan_task", "escalate_plan", "placement", "repo", "mount", "failure", "release",
+	"retry_result", "me", "log_event"}
+
+// ref is a reference to the schema called name.
+func ref(name string) map[string]any { return map[string]any{"$ref": schemaRefPrefix + name} }
+
+// listOf is the schema of a list of s.
+func listOf(s map[string]any) map[string]any { return map[string]any{"type": "array", "items": s} }
+
+// answer is the schema of what route ("GET /v1/jobs") answers with status
+// and content type ct.
+func (o *openAPI) answer(route, status, ct string) (map[string]any, error) {
+	method, path, _ := strings.Cut(route, " ")
+	paths, _ := o.doc["paths"].(map[string]any)
+	op, _ := paths[path].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	resp, _ := op["responses"].(map[string]any)[status].(map[string]any)
+	content, _ := resp["content"].(map[string]any)[ct].(map[string]any)
+	s, ok := content["schema"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the OpenAPI document: %s answers no %s %s", route, status, ct)
 	}
-	var cells []string
-	var cur strings.Builder
-	for i := 0; i < len(row); i++ {
-		switch {
-		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
-			cur.WriteByte('|')
-			i++
-		case row[i] == '|':
-			cells = append(cells, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteByte(row[i])
-		}
-	}
-	return append(cells, strings.TrimSpace(cur.String()))
+	return s, nil
 }
 
-var objectName = regexp.MustCompile(`^[a-z][a-z_]*$`)
-
-func parseJSONType(s string) (jsonType, error) {
-	s = strings.ReplaceAll(strings.TrimSpace(s), " ", "")
-	if s == "" {
-		return nil, fmt.Errorf("empty type")
-	}
-	var alts []string
-	depth, from := 0, 0
-	for i, r := range s {
-		switch r {
-		case '[':
-			depth++
-		case ']':
-			depth--
-			if depth < 0 {
-				return nil, fmt.Errorf("type %q: unbalanced ]", s)
-			}
-		case '|':
-			if depth == 0 {
-				alts = append(alts, s[from:i])
-				from = i + 1
-			}
-		}
-	}
-	if depth != 0 {
-		return nil, fmt.Errorf("type %q: unbalanced [", s)
-	}
-	alts = append(alts, s[from:])
-	var t jsonType
-	for _, a := range alts {
-		switch {
-		case a == "null" || a == "int" || a == "string" || a == "time" || a == "bool":
-			t = append(t, jsonAlt{kind: a})
-		case strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]"):
-			elem, err := parseJSONType(a[1 : len(a)-1])
-			if err != nil {
-				return nil, err
-			}
-			t = append(t, jsonAlt{kind: "list", elem: elem})
-		case objectName.MatchString(a):
-			t = append(t, jsonAlt{kind: "object", obj: a})
-		default:
-			return nil, fmt.Errorf("type %q: cannot read %q", s, a)
-		}
-	}
-	kinds := map[string]bool{}
-	for _, a := range t {
-		k := a.kind
-		if k == "time" {
-			k = "string"
-		}
-		if kinds[k] {
-			return nil, fmt.Errorf("type %q: two alternatives of one JSON kind", s)
-		}
-		kinds[k] = true
-	}
-	return t, nil
-}
-
-func checkObjectRefs(t jsonType, objs map[string]*jsonObject) error {
-	for _, a := range t {
-		switch a.kind {
-		case "object":
-			if objs[a.obj] == nil {
-				return fmt.Errorf("type %s names no documented object", a.obj)
-			}
-		case "list":
-			if err := checkObjectRefs(a.elem, objs); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// conformer holds output to the README: every object has exactly the
-// documented fields, every value the documented type. It returns each value
-// normalised for golden files (times and the fields in masks replaced by
-// placeholders of the same JSON type) and gathers the mismatches.
+// conformer holds output to the schemas: every object has the fields its
+// schema requires and no others, every value the schema's type (after
+// $ref, anyOf and type lists), times are RFC 3339 strings in UTC. It
+// returns each value normalised for golden files (times and the fields in
+// masks replaced by placeholders of the same JSON type) and gathers the
+// mismatches.
 type conformer struct {
-	objs  map[string]*jsonObject
+	api   *openAPI
 	masks map[string]string // field name → placeholder for its strings
 	probs map[string]*problem
 }
@@ -292,8 +97,8 @@ type problem struct {
 	count int
 }
 
-func newConformer(objs map[string]*jsonObject, masks map[string]string) *conformer {
-	return &conformer{objs: objs, masks: masks, probs: map[string]*problem{}}
+func newConformer(o *openAPI, masks map[string]string) *conformer {
+	return &conformer{api: o, masks: masks, probs: map[string]*problem{}}
 }
 
 func (c *conformer) fail(path, msg string) {
@@ -305,43 +110,160 @@ func (c *conformer) fail(path, msg string) {
 	p.count++
 }
 
-// report fails the test with each problem once, where it was first seen and
-// how often.
-func (c *conformer) report(t *testing.T) {
-	t.Helper()
+// problems are the mismatches, each once with where it was first seen and
+// how often, sorted.
+func (c *conformer) problems() []string {
 	msgs := make([]string, 0, len(c.probs))
-	for m := range c.probs {
-		msgs = append(msgs, m)
+	for m, p := range c.probs {
+		msgs = append(msgs, fmt.Sprintf("%s (at %s; %d times)", m, p.first, p.count))
 	}
 	sort.Strings(msgs)
-	for _, m := range msgs {
-		p := c.probs[m]
-		t.Errorf("%s (at %s; %d times)", m, p.first, p.count)
+	return msgs
+}
+
+// report fails the test with each problem.
+func (c *conformer) report(t *testing.T) {
+	t.Helper()
+	for _, m := range c.problems() {
+		t.Errorf("%s", m)
 	}
 }
 
-// conform checks v, found at path and documented as where, against typ.
-func (c *conformer) conform(path, where string, v any, typ jsonType) any {
+// resolve follows s's $ref, returning the schema and its name ("" for an
+// inline schema).
+func (c *conformer) resolve(s map[string]any) (map[string]any, string, error) {
+	r, ok := s["$ref"].(string)
+	if !ok {
+		return s, "", nil
+	}
+	name, ok := strings.CutPrefix(r, schemaRefPrefix)
+	target, found := c.api.schemas[name].(map[string]any)
+	if !ok || !found {
+		return nil, "", fmt.Errorf("$ref %q names no schema of the document", r)
+	}
+	return target, name, nil
+}
+
+// kindOf is v's JSON type as a schema names it.
+func kindOf(v any) string {
 	switch x := v.(type) {
 	case nil:
-		if !typ.has("null") {
-			c.fail(path, fmt.Sprintf("%s: null, README says %s", where, typ))
-		}
-		return nil
+		return "null"
 	case json.Number:
-		if !typ.has("int") {
-			c.fail(path, fmt.Sprintf("%s: number %s, README says %s", where, x, typ))
-		} else if _, err := strconv.ParseInt(x.String(), 10, 64); err != nil {
-			c.fail(path, fmt.Sprintf("%s: %s is not an int", where, x))
+		if _, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return "integer"
 		}
-		return x
+		return "number"
 	case bool:
-		if !typ.has("bool") {
-			c.fail(path, fmt.Sprintf("%s: bool, README says %s", where, typ))
-		}
-		return x
+		return "boolean"
 	case string:
-		if typ.has("time") {
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// types are the JSON types s allows itself (not through anyOf or $ref).
+func types(s map[string]any) []string {
+	switch t := s["type"].(type) {
+	case string:
+		return []string{t}
+	case []any:
+		var out []string
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// allows says whether a value of JSON type kind can match s.
+func (c *conformer) allows(s map[string]any, kind string) bool {
+	s, _, err := c.resolve(s)
+	if err != nil {
+		return false
+	}
+	if alts, ok := s["anyOf"].([]any); ok {
+		for _, a := range alts {
+			if m, ok := a.(map[string]any); ok && c.allows(m, kind) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range types(s) {
+		if t == kind || (t == "number" && kind == "integer") {
+			return true
+		}
+	}
+	return false
+}
+
+// describe writes s as a short type: `[integer|null]|null`, `attempt|null`,
+// `date-time`.
+func (c *conformer) describe(s map[string]any) string {
+	if r, ok := s["$ref"].(string); ok {
+		return strings.TrimPrefix(r, schemaRefPrefix)
+	}
+	var parts []string
+	if alts, ok := s["anyOf"].([]any); ok {
+		for _, a := range alts {
+			m, _ := a.(map[string]any)
+			parts = append(parts, c.describe(m))
+		}
+	}
+	for _, t := range types(s) {
+		switch {
+		case t == "array":
+			items, _ := s["items"].(map[string]any)
+			parts = append(parts, "["+c.describe(items)+"]")
+		case t == "string" && s["format"] == "date-time":
+			parts = append(parts, "date-time")
+		default:
+			parts = append(parts, t)
+		}
+	}
+	if len(parts) == 0 {
+		return "(no type)"
+	}
+	return strings.Join(parts, "|")
+}
+
+// conform checks v, found at path and described as where, against the
+// schema s.
+func (c *conformer) conform(path, where string, v any, s map[string]any) any {
+	r, name, err := c.resolve(s)
+	if err != nil {
+		c.fail(path, fmt.Sprintf("%s: %v", where, err))
+		return v
+	}
+	if name != "" && kindOf(v) == "object" {
+		where = name
+	}
+	s = r
+	if alts, ok := s["anyOf"].([]any); ok {
+		for _, a := range alts {
+			if m, ok := a.(map[string]any); ok && c.allows(m, kindOf(v)) {
+				return c.conform(path, where, v, m)
+			}
+		}
+		c.fail(path, fmt.Sprintf("%s: %s, the schema says %s", where, kindOf(v), c.describe(s)))
+		return v
+	}
+	kind := kindOf(v)
+	if !c.allows(s, kind) {
+		c.fail(path, fmt.Sprintf("%s: %s, the schema says %s", where, kind, c.describe(s)))
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		if s["format"] == "date-time" {
 			ts, err := time.Parse(time.RFC3339Nano, x)
 			switch {
 			case err != nil:
@@ -351,49 +273,54 @@ func (c *conformer) conform(path, where string, v any, typ jsonType) any {
 			}
 			return "<time>"
 		}
-		if !typ.has("string") {
-			c.fail(path, fmt.Sprintf("%s: string, README says %s", where, typ))
-		}
 		return x
 	case []any:
-		a, ok := typ.alt("list")
+		items, ok := s["items"].(map[string]any)
 		if !ok {
-			c.fail(path, fmt.Sprintf("%s: list, README says %s", where, typ))
+			c.fail(path, fmt.Sprintf("%s: the schema's list has no items", where))
 			return x
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = c.conform(fmt.Sprintf("%s[%d]", path, i), where+"[]", e, a.elem)
+			out[i] = c.conform(fmt.Sprintf("%s[%d]", path, i), where+"[]", e, items)
 		}
 		return out
 	case map[string]any:
-		a, ok := typ.alt("object")
-		if !ok {
-			c.fail(path, fmt.Sprintf("%s: object, README says %s", where, typ))
-			return x
-		}
-		return c.object(path, x, c.objs[a.obj])
-	default:
-		c.fail(path, fmt.Sprintf("%s: unexpected %T", where, v))
-		return v
+		return c.object(path, where, x, s)
 	}
+	return v
 }
 
-func (c *conformer) object(path string, m map[string]any, o *jsonObject) any {
+// object checks an object against its schema: the required properties
+// are there, each property has its type, and no other field is there
+// unless the schema allows more (a map).
+func (c *conformer) object(path, where string, m map[string]any, s map[string]any) any {
+	props, _ := s["properties"].(map[string]any)
+	required, _ := s["required"].([]any)
 	out := map[string]any{}
-	for _, f := range o.fields {
-		v, ok := m[f]
-		if !ok {
-			c.fail(path, fmt.Sprintf("%s: field %q is documented in README.md but missing from the output", o.name, f))
+	for _, r := range required {
+		f, _ := r.(string)
+		if _, ok := m[f]; !ok {
+			c.fail(path, fmt.Sprintf("%s: field %q is in the OpenAPI schema but missing from the output", where, f))
+		}
+	}
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	for _, f := range fields {
+		v := m[f]
+		if p, ok := props[f].(map[string]any); ok {
+			out[f] = c.mask(f, c.conform(path+"."+f, where+"."+f, v, p))
 			continue
 		}
-		out[f] = c.mask(f, c.conform(path+"."+f, o.name+"."+f, v, o.types[f]))
-	}
-	for f, v := range m {
-		if _, ok := o.types[f]; !ok {
-			c.fail(path, fmt.Sprintf("%s: field %q is in the output but not documented in README.md", o.name, f))
-			out[f] = v
+		if extra, ok := s["additionalProperties"].(map[string]any); ok {
+			out[f] = c.conform(path+"."+f, where+"{}", v, extra)
+			continue
 		}
+		c.fail(path, fmt.Sprintf("%s: field %q is in the output but not in the OpenAPI schema", where, f))
+		out[f] = v
 	}
 	return out
 }
@@ -418,42 +345,76 @@ func (c *conformer) mask(field string, v any) any {
 	return v
 }
 
-func TestContractREADMEParser(t *testing.T) {
-	if got := tableCells("| `a`, `b` | [int\\|null]\\|null | x |"); fmt.Sprint(got) != "[`a`, `b` [int|null]|null x]" {
-		t.Errorf("cells: %q", got)
+// The conformer finds what is wrong with a hand-made object: a field the
+// schema requires is missing, a field it does not list is there, a value
+// has the wrong type, a time is not in UTC, a $ref or a list of them
+// leads to an object that is wrong in its turn.
+func TestContractConformer(t *testing.T) {
+	o := loadOpenAPI(t)
+	obj := func(s string) any { return decodeJSON(t, s) }
+
+	c := newConformer(o, nil)
+	got := c.conform("m", "m", obj(`{"path": "/data", "size": 3}`), ref("mount"))
+	if want := []string{
+		`mount: field "size" is in the output but not in the OpenAPI schema (at m; 1 times)`,
+		`mount: field "source" is in the OpenAPI schema but missing from the output (at m; 1 times)`,
+	}; fmt.Sprint(c.problems()) != fmt.Sprint(want) {
+		t.Errorf("a mount without source and with size:\n got %q\nwant %q", c.problems(), want)
 	}
-	for in, want := range map[string]string{
-		"int":               "int",
-		"[int|null]|null":   "[int|null]|null",
-		"[[job]] | null":    "[[job]]|null",
-		"time|null":         "time|null",
-		"[override]|null":   "[override]|null",
-		"string|time":       "error",
-		"[int":              "error",
-		"{path,old,new}":    "error",
-		"int||null":         "error",
-		"[job]]|null[":      "error",
-		"launch_try|null|x": "error",
-	} {
-		typ, err := parseJSONType(in)
-		got := typ.String()
-		if err != nil {
-			got = "error"
-		}
-		if got != want {
-			t.Errorf("parseJSONType(%q) = %s (%v), want %s", in, got, err, want)
-		}
+	if b, _ := json.Marshal(got); string(b) != `{"path":"/data","size":3}` {
+		t.Errorf("normalised %s", b)
 	}
-	readme := "## JSON output\n\n| `stray` | int | x |\n"
-	if _, err := parseJSONSchema(readme); err == nil || !strings.Contains(err.Error(), "outside") {
-		t.Errorf("a table outside an object heading: %v", err)
+
+	c = newConformer(o, nil)
+	c.conform("m", "m", obj(`{"path": "/data", "source": "/home/x"}`), ref("mount"))
+	if p := c.problems(); len(p) != 0 {
+		t.Errorf("a good mount: %q", p)
 	}
-	readme = "## JSON output\n\n### `job`\n\n| field | type | meaning |\n|---|---|---|\n| `id` | int | |\n| `id` | int | |\n"
-	if _, err := parseJSONSchema(readme); err == nil || !strings.Contains(err.Error(), "twice") {
-		t.Errorf("a field documented twice: %v", err)
+
+	c = newConformer(o, map[string]string{"zone": "<zone>"})
+	got = c.conform("tries", "tries", obj(`[{"task": 0, "attempt": "1", "round": 0, "cloud": "local", "region": "local",
+		"zone": "local-a", "class": "capacity", "message": null, "at": "2025-01-02T03:04:05+01:00"}]`), listOf(ref("launch_try")))
+	want := []string{
+		`launch_try.at: "2025-01-02T03:04:05+01:00" is not in UTC (at tries[0].at; 1 times)`,
+		`launch_try.attempt: string, the schema says integer (at tries[0].attempt; 1 times)`,
+		`launch_try.message: null, the schema says string (at tries[0].message; 1 times)`,
 	}
-	objs := readJSONSchema(t, "../README.md")
-	if show, job := objs["show"], objs["job"]; len(show.fields) <= len(job.fields) || show.fields[0] != job.fields[0] {
-		t.Errorf("show does not extend job: %v", show.fields)
+	if fmt.Sprint(c.problems()) != fmt.Sprint(want) {
+		t.Errorf("a launch try of wrong types:\n got %q\nwant %q", c.problems(), want)
+	}
+	if z := dig(got, "0.zone"); z != "<zone>" {
+		t.Errorf("zone is %v, want it masked", z)
+	}
+	if at := dig(got, "0.at"); at != "<time>" {
+		t.Errorf("at is %v, want <time>", at)
+	}
+
+	// Nullable lists of nullable items, and a nullable object by $ref.
+	c = newConformer(o, nil)
+	j := decodeJSON(t, goodJob).(map[string]any)
+	c.conform("job", "job", j, ref("job"))
+	if p := c.problems(); len(p) != 0 {
+		t.Errorf("a good job: %q", p)
+	}
+	j["exit_codes"] = []any{json.Number("1"), "x"}
+	j["size"] = map[string]any{"cpus": "8"}
+	j["submitted_at"] = "yesterday"
+	c.conform("job", "job", j, ref("job"))
+	want = []string{
+		`job.exit_codes[]: string, the schema says integer|null (at job.exit_codes[1]; 1 times)`,
+		`job.submitted_at: "yesterday" is not an RFC 3339 time (at job.submitted_at; 1 times)`,
+		`size: field "accelerators" is in the OpenAPI schema but missing from the output (at job.size; 1 times)`,
+		`size: field "memory" is in the OpenAPI schema but missing from the output (at job.size; 1 times)`,
+	}
+	if fmt.Sprint(c.problems()) != fmt.Sprint(want) {
+		t.Errorf("a job of wrong types:\n got %q\nwant %q", c.problems(), want)
 	}
 }
+
+// goodJob is a job as `jobs queue -o json` prints one.
+const goodJob = `{"cancelled_by": null, "current_task": 0, "ended_at": "2025-01-02T03:04:05.5Z", "exit_codes": [0, null],
+	"failure_reason": null, "id": 1, "input_key": "abc", "name": "spot", "num_tasks": 1, "overrides": null, "owner": "alice",
+	"recovery_count": 1, "requested_by": null, "restarts_on_errors": 0, "retried_in": null, "retry_of": null,
+	"retry_reason": null, "root_id": 1, "size": {"cpus": null, "memory": "32+", "accelerators": null},
+	"started_at": "2025-01-02T03:04:00Z", "status": "SUCCEEDED", "status_reason": null,
+	"submitted_at": "2025-01-02T03:03:59Z", "trigger": "user"}`
