@@ -6,7 +6,7 @@ var fieldDocs = map[string]map[string]string{
 	"job": {
 		"id":                 "job id",
 		"name":               "job name",
-		"status":             "status, above",
+		"status":             "the job's status: PENDING, STARTING, RUNNING, RECOVERING, CANCELLING, SUCCEEDED, CANCELLED, FAILED, FAILED_SETUP, FAILED_PRECHECKS, FAILED_NO_RESOURCE or FAILED_CONTROLLER",
 		"status_reason":      "why it is in that status now (back-off, unreachable node, …)",
 		"current_task":       "pipeline position (0-based) and length",
 		"num_tasks":          "pipeline position (0-based) and length",
@@ -96,7 +96,7 @@ var fieldDocs = map[string]map[string]string{
 		"task":            "the task it ran",
 		"attempt":         "attempt number within the task (1-based)",
 		"state":           "`launching`, `starting`, `running` or `ended`",
-		"outcome":         "outcome class, above; `null` while it runs",
+		"outcome":         "the attempt's outcome class: succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error or timed_out; `null` while it runs",
 		"exit_codes":      "exit code per node, in rank order; `null` for a node whose code is unknown (preempted, or stopped by sortie)",
 		"cluster":         "cluster name",
 		"cloud":           "where it ran",

@@ -12,7 +12,8 @@ import (
 )
 
 // JobView is a job as `jobs queue -o json` prints it. Absent values are
-// null, never omitted: the shape is stable and documented in the README.
+// null, never omitted: the shape is stable, and /v1/openapi.json (built from
+// these types and docs.go) is its reference.
 type JobView struct {
 	ID               int64            `json:"id"`
 	Name             string           `json:"name"`

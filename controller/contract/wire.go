@@ -17,7 +17,7 @@ type ErrorBody struct {
 // a person reads (the CLI prints it as it would have without a server),
 // and what the code needs besides.
 type ErrorDetail struct {
-	// Code is one of the codes of the README's API section.
+	// Code is one of the error codes of the API (controller/README.md, The API).
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Problems are a task's, path by path (invalid_task).
