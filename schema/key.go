@@ -21,7 +21,9 @@ import (
 // spec after defaults, and the content of its workdir and local file_mounts
 // sources. Two launches with the same key run the same inputs, which is what
 // lets a known failure be refused. baseDir is the task file's directory;
-// relative local paths are taken from there.
+// relative local paths are taken from there. t is a task as Parse,
+// ApplySet or Unmarshal return it: the defaults that depend on the clouds
+// (the cloud of a region, the region of a zone) are in it already.
 //
 // The spec is hashed as canonical JSON (encoding/json sorts map keys, so key
 // order, YAML formatting and comments do not count). Left out: secret values
@@ -98,7 +100,8 @@ func PipelineKey(p *Pipeline, baseDir string) (string, error) {
 
 func canonicalSpec(t *Task) ([]byte, error) {
 	c := t.Clone()
-	c.ApplyDefaults()
+	// The clouds' defaults are filled (see InputKey); the rest name no cloud.
+	c.ApplyDefaults(nil)
 	c.Name = ""
 	c.Notify = nil // where events go changes nothing the task runs
 	for k := range c.Secrets {
@@ -188,12 +191,19 @@ func hashSource(h hash.Hash, root string) error {
 // walkLimits bound what computing an input key may cost: a workdir of
 // millions of files, or an ignore file of many patterns matched against
 // each, would hold up the launch for minutes.
-var walkLimits = struct{ entries, matchSteps int }{entries: 500_000, matchSteps: 100_000_000}
+type walkLimits struct{ entries, matchSteps int }
+
+// keyWalkLimits are the limits of walk.
+func keyWalkLimits() walkLimits { return walkLimits{entries: 500_000, matchSteps: 100_000_000} }
 
 // walk lists the regular files and symlinks under root in lexical order,
-// skipping .git and ignored paths. Sockets, devices and pipes are skipped:
-// they are not inputs, and reading a pipe would block.
-func walk(root string) ([]*entry, error) {
+// skipping .git and ignored paths, within keyWalkLimits. Sockets, devices
+// and pipes are skipped: they are not inputs, and reading a pipe would
+// block.
+func walk(root string) ([]*entry, error) { return walkWithin(root, keyWalkLimits()) }
+
+// walkWithin is walk within limits.
+func walkWithin(root string, limits walkLimits) ([]*entry, error) {
 	ign, err := loadIgnore(root)
 	if err != nil {
 		return nil, fmt.Errorf("read ignore file: %w", err)
@@ -207,13 +217,13 @@ func walk(root string) ([]*entry, error) {
 		if p == root {
 			return nil
 		}
-		if visited++; visited > walkLimits.entries {
+		if visited++; visited > limits.entries {
 			return fmt.Errorf("%s holds more than %d files and directories; list what the job does not need in %s",
-				root, walkLimits.entries, filepath.Join(root, ".sortieignore"))
+				root, limits.entries, filepath.Join(root, ".sortieignore"))
 		}
-		if ign.steps > walkLimits.matchSteps {
+		if ign.steps > limits.matchSteps {
 			return fmt.Errorf("matching the paths under %s against its ignore file takes more than %d comparisons; use fewer or simpler patterns",
-				root, walkLimits.matchSteps)
+				root, limits.matchSteps)
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {

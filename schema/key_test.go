@@ -291,7 +291,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	if strings.Contains(string(b), "hunter2") {
 		t.Fatalf("stored JSON holds a secret value: %s", b)
 	}
-	got, err := Unmarshal(b)
+	got, err := Unmarshal(b, testClouds())
 	must(t, err)
 	want := p.WithoutSecretValues()
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -304,7 +304,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		t.Error("WithoutSecretValues changed the original")
 	}
 	for _, bad := range []string{`{`, `{"tasks": []}`, `{"tasks": [null]}`} {
-		if _, err := Unmarshal([]byte(bad)); err == nil {
+		if _, err := Unmarshal([]byte(bad), testClouds()); err == nil {
 			t.Errorf("Unmarshal(%s) succeeded", bad)
 		}
 	}
@@ -349,20 +349,19 @@ func TestIgnoreMatchingIsLinearInThePath(t *testing.T) {
 // TestInputKeyWalkIsBounded: a workdir too large, or an ignore file too
 // costly, is refused saying what to do, rather than holding up a launch.
 func TestInputKeyWalkIsBounded(t *testing.T) {
-	saved := walkLimits
-	t.Cleanup(func() { walkLimits = saved })
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"w/a": "1", "w/b": "2", "w/c/d": "3", "w/.gitignore": "**/x/**/y\nz\n"})
 	if _, err := walk(filepath.Join(dir, "w")); err != nil {
 		t.Fatal(err)
 	}
-	walkLimits.entries = 3
-	if _, err := walk(filepath.Join(dir, "w")); err == nil || !strings.Contains(err.Error(), "holds more than 3 files and directories") {
+	limits := keyWalkLimits()
+	limits.entries = 3
+	if _, err := walkWithin(filepath.Join(dir, "w"), limits); err == nil || !strings.Contains(err.Error(), "holds more than 3 files and directories") {
 		t.Errorf("walk over the entry limit: %v", err)
 	}
-	walkLimits = saved
-	walkLimits.matchSteps = 2
-	if _, err := walk(filepath.Join(dir, "w")); err == nil || !strings.Contains(err.Error(), "takes more than 2 comparisons") {
+	limits = keyWalkLimits()
+	limits.matchSteps = 2
+	if _, err := walkWithin(filepath.Join(dir, "w"), limits); err == nil || !strings.Contains(err.Error(), "takes more than 2 comparisons") {
 		t.Errorf("walk over the matching limit: %v", err)
 	}
 }
