@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
 	"sortie/controller/metrics"
@@ -408,7 +409,7 @@ func (c *specCache) parse(id int64, text []byte) (*schema.Pipeline, error) {
 	if ok && bytes.Equal(got.text, text) {
 		return got.p, nil
 	}
-	p, err := schema.Unmarshal(text)
+	p, err := schema.Unmarshal(text, clouds.Schema())
 	if err != nil {
 		return nil, err
 	}

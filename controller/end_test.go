@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -272,7 +273,7 @@ func TestEveryEndingGoesThroughDecide(t *testing.T) {
 
 func createJob(t *testing.T, c *Controller, yaml string) int64 {
 	t.Helper()
-	p, err := schema.Parse([]byte(yaml))
+	p, err := schema.Parse([]byte(yaml), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision/local"
@@ -84,8 +85,8 @@ func TestEscalationLaunchesABiggerAttempt(t *testing.T) {
 func TestEscalationEndsAtTheTop(t *testing.T) {
 	ctx := context.Background()
 	c := localController(t)
-	p, err := schema.Parse([]byte("resources: {cloud: local, memory: 16, job_recovery: {max_restarts_on_errors: 5,\n" +
-		"  escalate: {on_exit_codes: [137], memory: 2x, max_memory: 32}}}\nrun: exit 137\n"))
+	p, err := schema.Parse([]byte("resources: {cloud: local, memory: 16, job_recovery: {max_restarts_on_errors: 5,\n"+
+		"  escalate: {on_exit_codes: [137], memory: 2x, max_memory: 32}}}\nrun: exit 137\n"), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -77,7 +78,7 @@ func TestNewAttemptIsCheckedEarly(t *testing.T) {
 			c.Providers = oneCloud{hollow}
 			c.Now, c.sched.Sleep = clk.Now, clk.Skip
 			c.sched.Follow(tc.following)
-			p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"))
+			p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"), clouds.Schema())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -178,7 +179,7 @@ func TestAPermanentStartErrorEndsTheJobFailedPrechecks(t *testing.T) {
 	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
 	c := newTestController(t, cloud)
 	c.Providers = oneCloud{quietNodes{cloud}}
-	p, err := schema.Parse([]byte("run: train\n"))
+	p, err := schema.Parse([]byte("run: train\n"), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

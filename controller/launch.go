@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -136,7 +137,7 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 		}
 	}()
 	c.requested(j.ID, a.TaskIdx)
-	buckets, _ := p.Tasks[a.TaskIdx].Buckets("")
+	buckets, _ := p.Tasks[a.TaskIdx].Buckets("", clouds.Schema())
 	return prov.Launch(pctx, provision.ClusterSpec{
 		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources, Buckets: len(buckets) > 0,
 		Tags: map[string]string{

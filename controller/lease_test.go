@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -55,7 +56,7 @@ func newReplicaPair(t *testing.T) replicaPair {
 
 func simJobs(t *testing.T, c *Controller, n int) []int64 {
 	t.Helper()
-	p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"))
+	p, err := schema.Parse([]byte("resources: {cloud: sim}\nrun: train\n"), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -86,7 +87,7 @@ func newTestController(t *testing.T, cloud *fakeCloud) *Controller {
 func runningAttempt(t *testing.T, c *Controller, cloud *fakeCloud, yaml string) (*store.Job, *store.Attempt) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := schema.Parse([]byte(yaml))
+	p, err := schema.Parse([]byte(yaml), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

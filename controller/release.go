@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/schema"
 	"sortie/strategy"
@@ -17,7 +18,7 @@ import (
 func (c *Controller) keepFor(j *store.Job, p *schema.Pipeline, i int) time.Duration {
 	if p == nil {
 		var err error
-		if p, err = schema.Unmarshal(j.Spec); err != nil {
+		if p, err = schema.Unmarshal(j.Spec, clouds.Schema()); err != nil {
 			return 0
 		}
 	}

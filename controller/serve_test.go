@@ -72,7 +72,7 @@ func TestStopSavesTheSimsClusters(t *testing.T) {
 
 func specOf(t *testing.T, yaml string) []byte {
 	t.Helper()
-	p, err := schema.Parse([]byte(yaml))
+	p, err := schema.Parse([]byte(yaml), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -51,7 +52,7 @@ func (c *jobStep) startTasks(ctx context.Context, tr provision.TaskRunner, cl *p
 // themselves cannot do: no agent is there to sync buckets or clone a
 // repository.
 func unsupportedOn(task *schema.Task, cloud string) string {
-	if mounts, _ := task.Buckets(""); len(mounts) > 0 {
+	if mounts, _ := task.Buckets("", clouds.Schema()); len(mounts) > 0 {
 		return fmt.Sprintf("file_mounts.%s: buckets are not mounted on %s (its nodes run the task as their own command, with no sortie agent to sync them); copy the data in the task's setup, or run on another cloud", mounts[0].Path, cloud)
 	}
 	if task.WorkdirRepo != nil {

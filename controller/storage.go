@@ -25,7 +25,7 @@ const (
 // this machine, the controller's own credential chain; on a VM, where to
 // find the store and the instance's role, or none (its service account).
 func (c *Controller) storageSpec(task *schema.Task, cloud, region string) (spec []byte, fuse [][]string, env map[string]string, err error) {
-	mounts, probs := task.Buckets("")
+	mounts, probs := task.Buckets("", clouds.Schema())
 	if len(probs) > 0 {
 		return nil, nil, nil, &schema.ValidationError{Problems: probs}
 	}
@@ -72,7 +72,7 @@ func (c *Controller) storageSpec(task *schema.Task, cloud, region string) (spec 
 // A new bucket of the attempt's cloud's own store (on aws S3, on gcp GCS:
 // the registry's Task.Store) is made in the attempt's region.
 func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.Attempt, task *schema.Task) (problem string, err error) {
-	mounts, probs := task.Buckets("")
+	mounts, probs := task.Buckets("", clouds.Schema())
 	if len(probs) > 0 {
 		return (&schema.ValidationError{Problems: probs}).Error(), nil
 	}
@@ -117,7 +117,7 @@ func (c *Controller) deleteBuckets(ctx context.Context, j *store.Job, p *schema.
 		return
 	}
 	for _, t := range p.Tasks {
-		mounts, _ := t.Buckets("")
+		mounts, _ := t.Buckets("", clouds.Schema())
 		for _, m := range mounts {
 			if m.Persistent || !m.Create {
 				continue

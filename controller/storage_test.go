@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -30,7 +31,7 @@ func TestPrepareBucketsMakesThemInTheAttemptsRegion(t *testing.T) {
   /s3: {name: ckpt-s3, store: s3, mode: MOUNT_CACHED}
   /gcs: {name: ckpt-gcs, store: gcs, mode: MOUNT_CACHED}
 run: "true"
-`))
+`), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"sortie/controller/clouds"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -126,7 +127,7 @@ func podJob(t *testing.T, c *Controller, yaml string, files map[string]string) i
 			t.Fatal(err)
 		}
 	}
-	p, err := schema.Parse([]byte(yaml))
+	p, err := schema.Parse([]byte(yaml), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,8 +116,8 @@ func BucketNameProblem(store, name string) string {
 
 // defaultStore is the store a storage mount without store: uses on cloud,
 // as SkyPilot picks the cloud's own; "" where a cloud has none.
-func defaultStore(cloud string) string {
-	if c, ok := registeredCloud(cloud); ok {
+func (cs Clouds) defaultStore(cloud string) string {
+	if c, ok := cs.Lookup(cloud); ok {
 		return c.Store
 	}
 	return ""
@@ -126,8 +126,9 @@ func defaultStore(cloud string) string {
 // Buckets lists the task's buckets, by path, with everything resolved, and
 // the problems that keep one from launching (a missing store, a bad name
 // or URL), each naming its field. prefix is the task's path in a file of
-// several tasks ("tasks[1]"), "" otherwise.
-func (t *Task) Buckets(prefix string) ([]BucketMount, []Problem) {
+// several tasks ("tasks[1]"), "" otherwise; clouds are those the task may
+// name, whose own stores a storage mount without store: takes.
+func (t *Task) Buckets(prefix string, clouds Clouds) ([]BucketMount, []Problem) {
 	ps := &problems{}
 	var out []BucketMount
 	fm := join(prefix, "file_mounts")
@@ -180,10 +181,10 @@ func (t *Task) Buckets(prefix string) ([]BucketMount, []Problem) {
 			}
 		}
 		if b.Store == "" {
-			b.Store = defaultStore(t.Resources.Cloud)
+			b.Store = clouds.defaultStore(t.Resources.Cloud)
 		}
 		if b.Store == "" {
-			ps.missing(join(field, "store"), "is missing; give store: s3 or store: gcs (a storage mount takes its cloud's own store only on %s)", storeClouds())
+			ps.missing(join(field, "store"), "is missing; give store: s3 or store: gcs (a storage mount takes its cloud's own store only on %s)", clouds.storeNames())
 			continue
 		}
 		if why := BucketNameProblem(b.Store, b.Bucket); why != "" {

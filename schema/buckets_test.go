@@ -15,11 +15,11 @@ file_mounts:
   /in: {source: gs://shared-in/x, mode: COPY}
   /code: ./src
 run: "true"
-`))
+`), testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, probs := p.Tasks[0].Buckets("")
+	got, probs := p.Tasks[0].Buckets("", testClouds())
 	if len(probs) != 0 {
 		t.Fatalf("problems: %v", probs)
 	}
@@ -68,7 +68,7 @@ func TestInputKeyStorage(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"init/a": "1"})
 	task := func(mode string) *Task {
-		p, err := Parse([]byte("file_mounts:\n  /ckpt: {name: ckpts, store: s3, mode: " + mode + ", source: ./init}\nrun: \"true\"\n"))
+		p, err := Parse([]byte("file_mounts:\n  /ckpt: {name: ckpts, store: s3, mode: "+mode+", source: ./init}\nrun: \"true\"\n"), testClouds())
 		if err != nil {
 			t.Fatal(err)
 		}

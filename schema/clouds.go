@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 )
 
-// Cloud is what a task file may say of one cloud sortie provides. schema
-// names no cloud itself: the cloud registry (controller/clouds) registers
-// each one here (RegisterCloud) when a program links it, and every program
-// that reads task files does.
+// Cloud is what a task file may say of one cloud sortie provides; the
+// cloud registry (controller/clouds) holds each one's.
 type Cloud struct {
 	Name string
 	// Aliases are the other names SkyPilot accepts for the cloud (k8s).
@@ -35,53 +32,44 @@ type Cloud struct {
 	Store string
 }
 
-var cloudRegistry struct {
-	sync.RWMutex
-	clouds []Cloud
-}
+// Clouds are the clouds task files may name, in the order messages list
+// them. schema names no cloud itself: whoever reads a task file passes the
+// clouds it provides (the registry's, controller/clouds.Schema). The zero
+// value names none.
+type Clouds []Cloud
 
-// RegisterCloud makes c a cloud task files may name. The registry calls it
-// once per cloud when the program starts, in the order messages list them;
-// registering a name twice panics.
-func RegisterCloud(c Cloud) {
-	cloudRegistry.Lock()
-	defer cloudRegistry.Unlock()
-	for _, have := range cloudRegistry.clouds {
-		names := append([]string{have.Name}, have.Aliases...)
+// Check says whether the clouds can be told apart: every name a
+// lower-case one, and no name or alias twice.
+func (cs Clouds) Check() error {
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if c.Name == "" || c.Name != strings.ToLower(c.Name) {
+			return fmt.Errorf("schema: cloud name %q is not a lower-case name", c.Name)
+		}
 		for _, n := range append([]string{c.Name}, c.Aliases...) {
-			if slices.Contains(names, n) {
-				panic(fmt.Sprintf("schema: cloud %q is registered twice", n))
+			if seen[n] {
+				return fmt.Errorf("schema: cloud %q is given twice", n)
 			}
+			seen[n] = true
 		}
 	}
-	if c.Name == "" || c.Name != strings.ToLower(c.Name) {
-		panic(fmt.Sprintf("schema: cloud name %q is not a lower-case name", c.Name))
-	}
-	cloudRegistry.clouds = append(cloudRegistry.clouds, c)
+	return nil
 }
 
-// registeredClouds are the registered clouds, in the order registered.
-func registeredClouds() []Cloud {
-	cloudRegistry.RLock()
-	defer cloudRegistry.RUnlock()
-	return cloudRegistry.clouds
-}
-
-// Clouds are the values resources.cloud accepts: the registered clouds'
-// names.
-func Clouds() []string {
+// Names are the values resources.cloud accepts: the clouds' names.
+func (cs Clouds) Names() []string {
 	var names []string
-	for _, c := range registeredClouds() {
+	for _, c := range cs {
 		names = append(names, c.Name)
 	}
 	return names
 }
 
-// userClouds are the clouds a task may name that messages offer (not the
+// userNames are the clouds a task may name that messages offer (not the
 // hidden ones, for tests).
-func userClouds() []string {
+func (cs Clouds) userNames() []string {
 	var names []string
-	for _, c := range registeredClouds() {
+	for _, c := range cs {
 		if !c.Hidden {
 			names = append(names, c.Name)
 		}
@@ -89,11 +77,11 @@ func userClouds() []string {
 	return names
 }
 
-// registeredCloud is the cloud of name, an alias or any case of it, and
-// whether one is registered.
-func registeredCloud(name string) (Cloud, bool) {
+// Lookup is the cloud of name, an alias or any case of it, and whether cs
+// holds one.
+func (cs Clouds) Lookup(name string) (Cloud, bool) {
 	lc := strings.ToLower(strings.TrimSpace(name))
-	for _, c := range registeredClouds() {
+	for _, c := range cs {
 		if c.Name == lc || slices.Contains(c.Aliases, lc) {
 			return c, true
 		}
@@ -101,11 +89,11 @@ func registeredCloud(name string) (Cloud, bool) {
 	return Cloud{}, false
 }
 
-// storeClouds lists the clouds whose storage mounts have a store of their
+// storeNames lists the clouds whose storage mounts have a store of their
 // own, as a message says it: "aws and gcp".
-func storeClouds() string {
+func (cs Clouds) storeNames() string {
 	var names []string
-	for _, c := range registeredClouds() {
+	for _, c := range cs {
 		if c.Store != "" && !c.Hidden {
 			names = append(names, c.Name)
 		}

@@ -66,6 +66,8 @@ type decoder struct {
 	warnings *[]string
 	// filled is set when ${VAR} must not be substituted again.
 	filled bool
+	// clouds are the clouds the file may name.
+	clouds Clouds
 }
 
 // warn records a field that is accepted and ignored.

@@ -9,9 +9,9 @@ import (
 const DefaultCloud = "local"
 
 // ApplyDefaults fills every task's defaults; see Task.ApplyDefaults.
-func (p *Pipeline) ApplyDefaults() {
+func (p *Pipeline) ApplyDefaults(clouds Clouds) {
 	for _, t := range p.Tasks {
-		t.ApplyDefaults()
+		t.ApplyDefaults(clouds)
 	}
 }
 
@@ -20,7 +20,7 @@ func (p *Pipeline) ApplyDefaults() {
 //
 //   - num_nodes 1;
 //   - the cloud of a region or zone given without one, when its name has
-//     the form of one registered cloud's places (Cloud.Place: us-east-1 /
+//     the form of the places of one cloud in clouds (Cloud.Place: us-east-1 /
 //     us-east-1a are AWS's, us-east1 / us-east1-b GCP's), as SkyPilot
 //     finds the cloud that has the region; for the resources, or for a
 //     candidate when the resources name no cloud;
@@ -31,19 +31,19 @@ func (p *Pipeline) ApplyDefaults() {
 //     missing.
 //
 // Validation is separate (Parse): defaults never hide a problem.
-func (t *Task) ApplyDefaults() {
+func (t *Task) ApplyDefaults(clouds Clouds) {
 	if t.NumNodes == 0 {
 		t.NumNodes = 1
 	}
 	r := &t.Resources
 	namedCloud := r.Cloud != ""
-	fillPlace(r)
+	clouds.fillPlace(r)
 	for _, items := range [][]Resources{r.AnyOf, r.Ordered} {
 		for i := range items {
 			if namedCloud {
-				items[i].Region = regionOfZone(items[i])
+				items[i].Region = clouds.regionOfZone(items[i])
 			} else {
-				fillPlace(&items[i])
+				clouds.fillPlace(&items[i])
 			}
 		}
 	}
@@ -57,20 +57,20 @@ func (t *Task) ApplyDefaults() {
 
 // fillPlace gives r the cloud its region or zone names, and the region
 // of its zone.
-func fillPlace(r *Resources) {
-	r.Cloud = cloudOfPlace(*r)
-	r.Region = regionOfZone(*r)
+func (cs Clouds) fillPlace(r *Resources) {
+	r.Cloud = cs.cloudOfPlace(*r)
+	r.Region = cs.regionOfZone(*r)
 }
 
 // regionOfZone is r's region, or the region its zone is in by the zone's
 // name (us-east-1a: us-east-1, us-central1-a: us-central1) when r names a
 // zone and no region, as SkyPilot reads a zone alone: the zone of r's
 // cloud, or of any cloud when r names none.
-func regionOfZone(r Resources) string {
+func (cs Clouds) regionOfZone(r Resources) string {
 	if r.Region != "" || r.Zone == "" {
 		return r.Region
 	}
-	for _, c := range registeredClouds() {
+	for _, c := range cs {
 		if c.Place == nil || (r.Cloud != "" && r.Cloud != c.Name) {
 			continue
 		}
@@ -83,7 +83,7 @@ func regionOfZone(r Resources) string {
 
 // cloudOfPlace is r's cloud, or the one its region or zone belongs to by
 // name when it names none; empty when neither tells.
-func cloudOfPlace(r Resources) string {
+func (cs Clouds) cloudOfPlace(r Resources) string {
 	if r.Cloud != "" {
 		return r.Cloud
 	}
@@ -91,7 +91,7 @@ func cloudOfPlace(r Resources) string {
 		if name == "" {
 			continue
 		}
-		for _, c := range registeredClouds() {
+		for _, c := range cs {
 			if c.Place == nil {
 				continue
 			}

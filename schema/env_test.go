@@ -25,7 +25,7 @@ func TestRequiredEnvsAreFilledAtLaunch(t *testing.T) {
 	if diff := cmp.Diff([]string{"HF_TOKEN"}, task.RequiredEnvs); diff != "" {
 		t.Errorf("RequiredEnvs (-want +got):\n%s", diff)
 	}
-	err := p.Unresolved()
+	err := p.Unresolved(testClouds())
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Unresolved = %v, want a *ValidationError", err)
@@ -39,7 +39,7 @@ func TestRequiredEnvsAreFilledAtLaunch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := filled.Unresolved(); err != nil {
+	if err := filled.Unresolved(testClouds()); err != nil {
 		t.Errorf("Unresolved after --env = %v, want nil", err)
 	}
 	ft := filled.Tasks[0]
@@ -58,7 +58,7 @@ func TestRequiredEnvsAreFilledAtLaunch(t *testing.T) {
 
 func TestRequiredEnvsInAPipelineNameTheTask(t *testing.T) {
 	p := mustParse(t, "run: a\n---\nenvs: {A: null, B: }\nrun: b\n")
-	err := p.Unresolved()
+	err := p.Unresolved(testClouds())
 	want := "tasks[1].envs.A: is required at launch; pass --env A=VALUE or --env-file FILE\n" +
 		"tasks[1].envs.B: is required at launch; pass --env B=VALUE or --env-file FILE"
 	if err == nil || err.Error() != want {
@@ -72,28 +72,28 @@ func TestRequiredEnvsSurviveStorageAndSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Unmarshal(b)
+	back, err := Unmarshal(b, testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(p.Tasks, back.Tasks); diff != "" {
 		t.Errorf("Marshal/Unmarshal (-want +got):\n%s", diff)
 	}
-	same, _, err := ApplySet(back, nil)
+	same, _, err := ApplySet(back, nil, testClouds())
 	if err != nil {
 		t.Fatalf("ApplySet with nothing to set: %v", err)
 	}
 	if diff := cmp.Diff(p.Tasks, same.Tasks); diff != "" {
 		t.Errorf("ApplySet round trip (-want +got):\n%s", diff)
 	}
-	set, overrides, err := ApplySet(back, []string{"envs.HF_TOKEN=hf_y"})
+	set, overrides, err := ApplySet(back, []string{"envs.HF_TOKEN=hf_y"}, testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if set.Tasks[0].RequiredEnvs != nil || set.Tasks[0].Envs["HF_TOKEN"] != "hf_y" {
 		t.Errorf("after --set: envs %v, required %v", set.Tasks[0].Envs, set.Tasks[0].RequiredEnvs)
 	}
-	if err := set.Unresolved(); err != nil {
+	if err := set.Unresolved(testClouds()); err != nil {
 		t.Errorf("Unresolved after --set = %v", err)
 	}
 	want := []Override{{Path: "envs.HF_TOKEN", Old: "null", New: "hf_y"}}

@@ -36,7 +36,7 @@ func TestFactorJSON(t *testing.T) {
 func TestEscalateKeepsOldKeys(t *testing.T) {
 	const file = "resources: {memory: 16+, job_recovery: {max_restarts_on_errors: 2, recover_on_exit_codes: [29]}}\nrun: make\n"
 	const before = "378fd5bdc42cd6f268b259e8e3efe62ee50d3021146f2c364dfc8ec5ebceb9fe"
-	p, err := Parse([]byte(file))
+	p, err := Parse([]byte(file), testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestEscalateKeepsOldKeys(t *testing.T) {
 		t.Errorf("the key of a task without escalate changed: %s, was %s", key, before)
 	}
 	withEscalate := strings.Replace(file, "[29]}", "[29], escalate: {on_exit_codes: [137], memory: 2x}}", 1)
-	q, err := Parse([]byte(withEscalate))
+	q, err := Parse([]byte(withEscalate), testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestEscalateKeepsOldKeys(t *testing.T) {
 // TestEscalateStoredSpec: the stored spec reads back as a task file, so a
 // retry's --set can change the escalation like any field.
 func TestEscalateStoredSpec(t *testing.T) {
-	p, err := Parse([]byte("resources: {memory: 16+, job_recovery: {max_restarts_on_errors: 2, escalate: {on_exit_codes: [137], memory: 2x, max_memory: 64}}}\nrun: make\n"))
+	p, err := Parse([]byte("resources: {memory: 16+, job_recovery: {max_restarts_on_errors: 2, escalate: {on_exit_codes: [137], memory: 2x, max_memory: 64}}}\nrun: make\n"), testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +72,11 @@ func TestEscalateStoredSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Unmarshal(b)
+	back, err := Unmarshal(b, testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, overrides, err := ApplySet(back, []string{"resources.job_recovery.escalate.max_memory=128"})
+	set, overrides, err := ApplySet(back, []string{"resources.job_recovery.escalate.max_memory=128"}, testClouds())
 	if err != nil {
 		t.Fatalf("ApplySet: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestEscalateStoredSpec(t *testing.T) {
 	if len(overrides) != 1 || overrides[0].Old != "64" || overrides[0].New != "128" {
 		t.Errorf("overrides = %+v", overrides)
 	}
-	if _, _, err := ApplySet(back, []string{"resources.job_recovery.escalate.memory=0x"}); err == nil ||
+	if _, _, err := ApplySet(back, []string{"resources.job_recovery.escalate.memory=0x"}, testClouds()); err == nil ||
 		!strings.Contains(err.Error(), `resources.job_recovery.escalate.memory: "0x" would never grow memory`) {
 		t.Errorf("--set memory=0x: %v", err)
 	}

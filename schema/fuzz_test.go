@@ -27,7 +27,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("{run: \"echo first\"} {run: \"echo second\"}\n"))
 	f.Add([]byte("run: x\nenvs: {A: \"a\xffb\"}\nresources: {cpus: 12345678901234567890123, memory: .inf}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Parse(data)
+		p, err := Parse(data, testClouds())
 		if err != nil {
 			checkNoSecretShown(t, data, err.Error())
 			return
@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 		if bytes.Contains(b, []byte("hunter2-secret")) {
 			t.Errorf("a secret value is stored: %s", b)
 		}
-		stored, err := Unmarshal(b)
+		stored, err := Unmarshal(b, testClouds())
 		if err != nil {
 			t.Fatalf("Unmarshal: %v", err)
 		}
@@ -51,7 +51,7 @@ func FuzzParse(f *testing.F) {
 		if diff := cmp.Diff(p.WithoutSecretValues(), stored, ignore...); diff != "" {
 			t.Errorf("Marshal/Unmarshal changed the pipeline (-parsed +stored):\n%s", diff)
 		}
-		again, _, err := ApplySet(p, nil)
+		again, _, err := ApplySet(p, nil, testClouds())
 		if err != nil {
 			t.Fatalf("the parsed pipeline does not parse again: %v", err)
 		}
@@ -119,12 +119,12 @@ func FuzzApplySet(f *testing.F) {
 	}
 	f.Add([]byte(setBase), "secrets.TOKEN=\"hunter2-secret\\q\"")
 	f.Fuzz(func(t *testing.T, data []byte, assignment string) {
-		p, err := Parse(data)
+		p, err := Parse(data, testClouds())
 		if err != nil {
 			return
 		}
 		before := p.Clone()
-		out, overrides, err := ApplySet(p, []string{assignment})
+		out, overrides, err := ApplySet(p, []string{assignment}, testClouds())
 		if diff := cmp.Diff(before, p); diff != "" {
 			t.Fatalf("ApplySet changed its input (-before +after):\n%s", diff)
 		}
@@ -146,7 +146,7 @@ func FuzzApplySet(f *testing.F) {
 				t.Errorf("override shows the secret value %q: %+v", secret, o)
 			}
 		}
-		again, _, err := ApplySet(out, nil)
+		again, _, err := ApplySet(out, nil, testClouds())
 		if err != nil {
 			t.Fatalf("the result does not parse again: %v", err)
 		}

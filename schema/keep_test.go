@@ -10,12 +10,12 @@ import (
 // file YAML refused them without a place. Each is refused, placed.
 func TestInvalidUTF8IsRefusedNotRewritten(t *testing.T) {
 	in := mustParse(t, "run: x\n")
-	_, _, err := ApplySet(in, []string{"envs.A=a\xffb"})
+	_, _, err := ApplySet(in, []string{"envs.A=a\xffb"}, testClouds())
 	want := "envs.A: holds a byte that is not UTF-8 (0xff at byte 2 of the value); sortie keeps text only as UTF-8: give it in UTF-8"
 	if err == nil || err.Error() != want {
 		t.Errorf("ApplySet = %v\nwant %s", err, want)
 	}
-	_, _, err = ApplySet(in, []string{"envs.\xfe=b"})
+	_, _, err = ApplySet(in, []string{"envs.\xfe=b"}, testClouds())
 	if err == nil || !strings.Contains(err.Error(), `envs.\xfe: holds a byte that is not UTF-8 (0xfe at byte 6 of the path)`) {
 		t.Errorf("ApplySet with a bad path = %v", err)
 	}
@@ -23,12 +23,12 @@ func TestInvalidUTF8IsRefusedNotRewritten(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--env A: holds a byte that is not UTF-8 (0xc3 at byte 1 of the value)") {
 		t.Errorf("ParseWith a bad --env = %v", err)
 	}
-	_, err = Parse([]byte("run: x\nenvs:\n  A: \"é\xff\"\n"))
+	_, err = Parse([]byte("run: x\nenvs:\n  A: \"é\xff\"\n"), testClouds())
 	want = "line 3, column 8: byte 0xff is not UTF-8; save the file as UTF-8 (sortie changes no text it reads)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Parse = %v\nwant %s", err, want)
 	}
-	got, _, err := ApplySet(in, []string{"envs.A=é✓"})
+	got, _, err := ApplySet(in, []string{"envs.A=é✓"}, testClouds())
 	if err != nil || got.Tasks[0].Envs["A"] != "é✓" {
 		t.Errorf("ApplySet of valid UTF-8 = %v, %v", got, err)
 	}
@@ -48,7 +48,7 @@ func TestAmountsKeepTheirDigits(t *testing.T) {
 			t.Errorf("memory %s = %q; want %q", text, got, want)
 		}
 	}
-	_, err := Parse([]byte("run: x\nresources: {cpus: " + strings.Repeat("9", 65) + "}\n"))
+	_, err := Parse([]byte("run: x\nresources: {cpus: "+strings.Repeat("9", 65)+"}\n"), testClouds())
 	if err == nil || !strings.Contains(err.Error(), "resources.cpus: "+strings.Repeat("9", 65)+" has more than 64 digits") {
 		t.Errorf("Parse of a 65-digit cpus = %v", err)
 	}
@@ -62,7 +62,7 @@ func TestInfinityIsRefusedWithItsField(t *testing.T) {
 		for _, field := range []string{"num_nodes", "resources.cpus", "resources.memory", "resources.disk_size",
 			"resources.job_recovery.max_restarts_on_errors", "resources.accelerators.A100"} {
 			in := mustParse(t, "run: x\n")
-			_, _, err := ApplySet(in, []string{field + "=" + v})
+			_, _, err := ApplySet(in, []string{field + "=" + v}, testClouds())
 			if err == nil || !strings.HasPrefix(err.Error(), field+": ") {
 				t.Errorf("--set %s=%s: %v; want refused naming the field", field, v, err)
 			}

@@ -16,15 +16,19 @@ type ParseOptions struct {
 	// has none) and so fills a null ("required at launch") one, before
 	// ${VAR} substitution runs.
 	Env map[string]string
+	// Clouds are the clouds the file may name (controller/clouds.Schema);
+	// with none, it may name none.
+	Clouds Clouds
 }
 
 // Parse reads a task file: one task, or several YAML documents separated by
 // "---" that run in order as one job (a first document holding only name
 // names that pipeline). Unknown fields and bad values are reported all at
 // once in a *ValidationError. The tasks come back with defaults applied.
-// Parse(data) is ParseWith(data, ParseOptions{}).
-func Parse(data []byte) (*Pipeline, error) {
-	return ParseWith(data, ParseOptions{})
+// The file may name the clouds in clouds. Parse(data, clouds) is
+// ParseWith(data, ParseOptions{Clouds: clouds}).
+func Parse(data []byte, clouds Clouds) (*Pipeline, error) {
+	return ParseWith(data, ParseOptions{Clouds: clouds})
 }
 
 // ParseWith reads a task file as Parse does, with the launch's values in
@@ -57,6 +61,7 @@ func ParseWith(data []byte, opts ParseOptions) (*Pipeline, error) {
 	}
 	rp.tasks = values
 	rp.env = opts.Env
+	rp.clouds = opts.Clouds
 	return rp.decode()
 }
 
@@ -73,6 +78,8 @@ type rawPipeline struct {
 	// into raw form (toRaw) holds its paths as they were filled in, and
 	// filling them again would substitute values that contain $.
 	filled bool
+	// clouds are the clouds the tasks may name (ParseOptions.Clouds).
+	clouds Clouds
 }
 
 // badDocument holds the place of a document that is not valid YAML, so the
@@ -82,7 +89,7 @@ type badDocument struct{ msg string }
 func (rp rawPipeline) decode() (*Pipeline, error) {
 	ps := &problems{}
 	p := &Pipeline{}
-	d := &decoder{ps: ps, warnings: &p.Warnings, filled: rp.filled}
+	d := &decoder{ps: ps, warnings: &p.Warnings, filled: rp.filled, clouds: rp.clouds}
 	if rp.hasHeader {
 		p.Name = d.header(rp.header)
 	}
@@ -107,7 +114,7 @@ func (rp rawPipeline) decode() (*Pipeline, error) {
 	if p.Name == "" {
 		p.Name = p.Tasks[0].Name
 	}
-	p.ApplyDefaults()
+	p.ApplyDefaults(rp.clouds)
 	return p, nil
 }
 

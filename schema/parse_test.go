@@ -29,7 +29,7 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, file := range valid {
 		t.Run(file, func(t *testing.T) {
-			p, err := Parse(readFile(t, file))
+			p, err := Parse(readFile(t, file), testClouds())
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -55,7 +55,7 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
 			}
 			var unresolved []string
-			if err := p.Unresolved(); err != nil {
+			if err := p.Unresolved(testClouds()); err != nil {
 				unresolved = strings.Split(err.Error(), "\n")
 			}
 			unresolvedFile := strings.TrimSuffix(file, ".yaml") + ".unresolved"
@@ -69,7 +69,7 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, file := range invalid {
 		t.Run(file, func(t *testing.T) {
-			p, err := Parse(readFile(t, file))
+			p, err := Parse(readFile(t, file), testClouds())
 			if err == nil {
 				t.Fatalf("Parse succeeded, want problems; got %+v", p)
 			}
@@ -127,7 +127,7 @@ func readFile(t *testing.T, name string) []byte {
 
 func mustParse(t *testing.T, yaml string) *Pipeline {
 	t.Helper()
-	p, err := Parse([]byte(yaml))
+	p, err := Parse([]byte(yaml), testClouds())
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -226,7 +226,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 	again := got.Clone()
-	again.ApplyDefaults()
+	again.ApplyDefaults(testClouds())
 	if diff := cmp.Diff(got, again); diff != "" {
 		t.Errorf("ApplyDefaults is not idempotent (-first +second):\n%s", diff)
 	}
@@ -257,7 +257,7 @@ func TestRecoveryNeverNil(t *testing.T) {
 }
 
 func TestValidationErrorIsDetectable(t *testing.T) {
-	_, err := Parse([]byte("run: x\nresources: {job_recvery: failover}"))
+	_, err := Parse([]byte("run: x\nresources: {job_recvery: failover}"), testClouds())
 	var ve *ValidationError
 	if !errors.As(fmtWrap(err), &ve) {
 		t.Fatalf("errors.As failed through wrapping: %v", err)
@@ -275,7 +275,7 @@ func TestValidationErrorIsDetectable(t *testing.T) {
 func fmtWrap(err error) error { return errors.Join(errors.New("launch train.yaml"), err) }
 
 func TestYAMLErrorLinesCountFromFileTop(t *testing.T) {
-	_, err := Parse([]byte("run: a\n---\nrun: b\n---\nrun: c\nrun: d\n"))
+	_, err := Parse([]byte("run: a\n---\nrun: b\n---\nrun: c\nrun: d\n"), testClouds())
 	if err == nil || !strings.Contains(err.Error(), "tasks[2]: invalid YAML: line 6, column 1:") {
 		t.Errorf("error = %v, want tasks[2] with line 6", err)
 	}

@@ -139,7 +139,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 
 // otherClouds are the clouds SkyPilot knows and sortie has no provider
 // for, by the names (and aliases) SkyPilot accepts.
-func otherClouds() map[string]string {
+func (d *decoder) otherClouds() map[string]string {
 	m := map[string]string{
 		"azure": "azure", "lambda": "lambda",
 		"runpod": "runpod", "oci": "oci", "ibm": "ibm", "fluidstack": "fluidstack",
@@ -148,9 +148,9 @@ func otherClouds() map[string]string {
 		"hyperbolic": "hyperbolic", "slurm": "slurm", "seeweb": "seeweb",
 		"shadeform": "shadeform", "primeintellect": "primeintellect", "coreweave": "coreweave",
 	}
-	// A cloud registered since is sortie's.
+	// A cloud sortie provides since is sortie's.
 	for name := range m {
-		if _, ok := registeredCloud(name); ok {
+		if _, ok := d.clouds.Lookup(name); ok {
 			delete(m, name)
 		}
 	}
@@ -159,12 +159,12 @@ func otherClouds() map[string]string {
 
 // otherCloud names the cloud sortie does not provide yet that a candidate
 // asks for by cloud or infra, or is empty.
-func otherCloud(item any) string {
+func (d *decoder) otherCloud(item any) string {
 	m, _ := item.(map[string]any)
 	for _, key := range []string{"cloud", "infra"} {
 		s, _ := m[key].(string)
 		first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "/")
-		if name := otherClouds()[first]; name != "" {
+		if name := d.otherClouds()[first]; name != "" {
 			return name
 		}
 	}
@@ -193,28 +193,28 @@ func (d *decoder) oldRecoveryName(path string, m map[string]any) map[string]any 
 
 func (d *decoder) cloud(path, c string) string {
 	lc := strings.ToLower(strings.TrimSpace(c))
-	if known, ok := registeredCloud(lc); ok {
+	if known, ok := d.clouds.Lookup(lc); ok {
 		return known.Name
 	}
-	if name, ok := otherClouds()[lc]; ok {
+	if name, ok := d.otherClouds()[lc]; ok {
 		also := ""
 		if name != lc {
 			also = " (" + name + ")"
 		}
-		d.ps.add(path, c, "is not a provider of sortie yet%s; sortie runs on %s", also, strings.Join(userClouds(), ", "))
+		d.ps.add(path, c, "is not a provider of sortie yet%s; sortie runs on %s", also, strings.Join(d.clouds.userNames(), ", "))
 		return ""
 	}
-	if s := suggest(lc, Clouds()); s != "" {
+	if s := suggest(lc, d.clouds.Names()); s != "" {
 		d.ps.add(path, c, "is not a cloud sortie supports; did you mean %q?", s)
 	} else {
-		d.ps.add(path, c, "is not a cloud sortie supports; use one of %s", strings.Join(Clouds(), ", "))
+		d.ps.add(path, c, "is not a cloud sortie supports; use one of %s", strings.Join(d.clouds.Names(), ", "))
 	}
 	return ""
 }
 
 // canonicalCloud is c's own name when c is an alias (k8s: kubernetes).
 func (d *decoder) canonicalCloud(c string) string {
-	if known, ok := registeredCloud(c); ok && !strings.EqualFold(strings.TrimSpace(c), known.Name) {
+	if known, ok := d.clouds.Lookup(c); ok && !strings.EqualFold(strings.TrimSpace(c), known.Name) {
 		return known.Name
 	}
 	return c
@@ -226,11 +226,11 @@ func (d *decoder) canonicalCloud(c string) string {
 func (d *decoder) infra(path string, r *Resources) {
 	parts := strings.Split(strings.TrimSpace(r.Infra), "/")
 	// A Kubernetes context may hold slashes: name the cloud before counting.
-	if first := strings.ToLower(strings.TrimSpace(parts[0])); otherClouds()[first] != "" {
+	if first := strings.ToLower(strings.TrimSpace(parts[0])); d.otherClouds()[first] != "" {
 		d.cloud(path, parts[0])
 		return
 	}
-	if known, ok := registeredCloud(parts[0]); ok && known.WholeRegion {
+	if known, ok := d.clouds.Lookup(parts[0]); ok && known.WholeRegion {
 		// infra: k8s/CONTEXT: the region, slashes and all, and no zone.
 		parts = []string{parts[0], strings.Join(parts[1:], "/")}
 	}
@@ -384,7 +384,7 @@ func (d *decoder) candidates(path string, v any, base Resources) []Resources {
 	// clouds sortie does not provide yet.
 	var skipped []string
 	if kept := slices.DeleteFunc(slices.Clone(items), func(item any) bool {
-		name := otherCloud(item)
+		name := d.otherCloud(item)
 		if name != "" && !slices.Contains(skipped, name) {
 			skipped = append(skipped, name)
 		}

@@ -42,11 +42,13 @@ type Override struct {
 // An empty VALUE removes the field, which then takes its default. Setting
 // infra replaces cloud, region and zone, and setting one of those drops
 // infra, so a retry can move a task that was placed with either form.
-func ApplySet(p *Pipeline, assignments []string) (*Pipeline, []Override, error) {
+// The result may name the clouds in clouds, as in Parse.
+func ApplySet(p *Pipeline, assignments []string, clouds Clouds) (*Pipeline, []Override, error) {
 	rp, err := toRaw(p)
 	if err != nil {
 		return nil, nil, err
 	}
+	rp.clouds = clouds
 	// Old values come from the input, not from after earlier assignments:
 	// the diff is against the pipeline the retry started from.
 	orig, err := toRaw(p)

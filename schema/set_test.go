@@ -129,7 +129,7 @@ func TestApplySet(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := mustParse(t, setBase)
 			before := in.Clone()
-			got, overrides, err := ApplySet(in, tt.set)
+			got, overrides, err := ApplySet(in, tt.set, testClouds())
 			if err != nil {
 				t.Fatalf("ApplySet: %v", err)
 			}
@@ -189,7 +189,7 @@ func TestApplySetErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := mustParse(t, tt.base)
 			before := in.Clone()
-			got, overrides, err := ApplySet(in, tt.set)
+			got, overrides, err := ApplySet(in, tt.set, testClouds())
 			if err == nil {
 				t.Fatalf("ApplySet succeeded: %+v %+v", got, overrides)
 			}
@@ -209,7 +209,7 @@ func TestApplySetErrors(t *testing.T) {
 
 func TestApplySetPipeline(t *testing.T) {
 	in := mustParse(t, "name: etl\n---\nname: a\nrun: a\n---\nname: b\nrun: b\n")
-	got, overrides, err := ApplySet(in, []string{"tasks[1].envs.X=1", "name=etl2"})
+	got, overrides, err := ApplySet(in, []string{"tasks[1].envs.X=1", "name=etl2"}, testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestApplySetAcceleratorsReplacesAlternatives(t *testing.T) {
 		{"resources: {gpus: {A100:1, H100:1}}\nrun: x", "resources.accelerators={L4: 1}"},
 	} {
 		p := mustParse(t, tt.yaml)
-		got, _, err := ApplySet(p, []string{tt.set})
+		got, _, err := ApplySet(p, []string{tt.set}, testClouds())
 		if err != nil {
 			t.Fatalf("%s with %s: %v", tt.yaml, tt.set, err)
 		}
@@ -264,7 +264,7 @@ func TestApplySetAcceleratorsReplacesAlternatives(t *testing.T) {
 	}
 	// Candidates that differ in more than accelerators stay, without theirs.
 	p := mustParse(t, "resources:\n  accelerators: {A100:1, H100:1}\n  any_of: [{region: us-east-1}, {region: us-west-2}]\nrun: x")
-	got, _, err := ApplySet(p, []string{"resources.accelerators=L4:1"})
+	got, _, err := ApplySet(p, []string{"resources.accelerators=L4:1"}, testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestApplySetAcceleratorsReplacesAlternatives(t *testing.T) {
 
 func TestApplySetLabelKeysWithDots(t *testing.T) {
 	p := mustParse(t, "run: x")
-	got, _, err := ApplySet(p, []string{"resources.labels.app.kubernetes.io/name=trainer"})
+	got, _, err := ApplySet(p, []string{"resources.labels.app.kubernetes.io/name=trainer"}, testClouds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,19 +290,19 @@ func TestApplySetLabelKeysWithDots(t *testing.T) {
 // what to do without it.
 func TestApplySetNeverShowsASecret(t *testing.T) {
 	in := mustParse(t, "run: x\nsecrets: {TOKEN: old-value}\n")
-	_, _, err := ApplySet(in, []string{"secrets.TOKEN=[hunter2"})
+	_, _, err := ApplySet(in, []string{"secrets.TOKEN=[hunter2"}, testClouds())
 	want := "secrets.TOKEN: is not a YAML value (a secret's value is never shown); quote it to set it as text, e.g. secrets.TOKEN='...'"
 	if err == nil || err.Error() != want {
 		t.Errorf("ApplySet = %v\nwant %s", err, want)
 	}
 	for _, set := range []string{`secrets.TOKEN="hunter2\q"`, `secrets={TOKEN: [hunter2`, `secrets=*hunter2`, `secrets=hunter2`,
 		`secrets.TOKEN=[hunter2]`, `secrets.TOKEN={hunter2: 1}`, `tasks[0].secrets.TOKEN=[hunter2`} {
-		_, _, err := ApplySet(in, []string{set})
+		_, _, err := ApplySet(in, []string{set}, testClouds())
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("ApplySet(%s) = %v; want an error without the value", set, err)
 		}
 	}
-	if _, err := Parse([]byte("run: x\nsecrets: TOKEN=hunter2\n")); err == nil || strings.Contains(err.Error(), "hunter2") {
+	if _, err := Parse([]byte("run: x\nsecrets: TOKEN=hunter2\n"), testClouds()); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("Parse of secrets as a string = %v; want an error without the value", err)
 	}
 }
@@ -311,7 +311,7 @@ func TestApplySetNeverShowsASecret(t *testing.T) {
 // dropped the rest.
 func TestApplySetRefusesTrailingContent(t *testing.T) {
 	in := mustParse(t, "run: x\n")
-	_, _, err := ApplySet(in, []string{`envs.A="a" "b"`})
+	_, _, err := ApplySet(in, []string{`envs.A="a" "b"`}, testClouds())
 	want := `envs.A: "\"a\" \"b\"" is not a YAML value: line 1, column 5: something follows the end of the value`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("ApplySet = %v\nwant %s...", err, want)

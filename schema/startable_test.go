@@ -16,7 +16,7 @@ func TestWhatNoNodeCanStartIsRefused(t *testing.T) {
 		{"run: x\nenvs:\n  A: \"x\\0y\"\n", "envs.A: holds a NUL byte, which no environment variable can carry"},
 		{"run: x\nsecrets:\n  T: \"hunter2\\0\"\n", "secrets.T: holds a NUL byte"},
 	} {
-		_, err := Parse([]byte(tc.yaml))
+		_, err := Parse([]byte(tc.yaml), testClouds())
 		var ve *ValidationError
 		if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want a validation error with %q", tc.yaml, err, tc.want)
@@ -30,7 +30,7 @@ func TestWhatNoNodeCanStartIsRefused(t *testing.T) {
 		"run: x\nfile_mounts:\n  ~/data: ./a\n",
 		"run: x\nenvs:\n  A: \"tab\\there\"\n",
 	} {
-		if _, err := Parse([]byte(ok)); err != nil {
+		if _, err := Parse([]byte(ok), testClouds()); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}

@@ -18,8 +18,9 @@ func (p *Pipeline) Marshal() ([]byte, error) {
 
 // Unmarshal decodes a pipeline written by Marshal. It trusts that the
 // pipeline was validated before it was stored and only checks that it is
-// whole; defaults are filled again so an older record reads like a new one.
-func Unmarshal(b []byte) (*Pipeline, error) {
+// whole; defaults are filled again, with clouds (those it was parsed with),
+// so an older record reads like a new one.
+func Unmarshal(b []byte, clouds Clouds) (*Pipeline, error) {
 	var p Pipeline
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("decode stored pipeline: %w", err)
@@ -32,6 +33,6 @@ func Unmarshal(b []byte) (*Pipeline, error) {
 			return nil, fmt.Errorf("decode stored pipeline: task %d is null", i)
 		}
 	}
-	p.ApplyDefaults()
+	p.ApplyDefaults(clouds)
 	return &p, nil
 }

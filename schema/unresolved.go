@@ -4,8 +4,9 @@ package schema
 // the file is valid: envs still without a value (filled by --env), and
 // buckets sortie cannot sync once envs are filled in (a storage mount
 // without a store, a bucket name its store refuses, a URL of another
-// store), one problem each. It returns nil or a *ValidationError.
-func (p *Pipeline) Unresolved() error {
+// store), one problem each. clouds are those the file was parsed with. It
+// returns nil or a *ValidationError.
+func (p *Pipeline) Unresolved(clouds Clouds) error {
 	ps := &problems{}
 	for i, t := range p.Tasks {
 		path := ""
@@ -16,7 +17,7 @@ func (p *Pipeline) Unresolved() error {
 			ps.missing(join(join(path, "envs"), k),
 				"is required at launch; pass --env %s=VALUE or --env-file FILE", k)
 		}
-		_, probs := t.Buckets(path)
+		_, probs := t.Buckets(path, clouds)
 		ps.list = append(ps.list, probs...)
 	}
 	return ps.err()

@@ -59,7 +59,7 @@ func TestYAMLErrorsNamePlaces(t *testing.T) {
 		{"run: x\n  bad indent: y\n", "invalid YAML: line 2: mapping values are not allowed in this context"},
 	}
 	for _, tt := range tests {
-		_, err := Parse([]byte(tt.yaml))
+		_, err := Parse([]byte(tt.yaml), testClouds())
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Parse(%q) = %v\nwant %s", tt.yaml, err, tt.want)
 		}
@@ -77,7 +77,7 @@ func TestYAMLAliasExpansionIsBounded(t *testing.T) {
 		b.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.Repeat(prev+", ", 9) + prev + "]\n")
 	}
 	b.WriteString("run: x\n")
-	_, err := Parse([]byte(b.String()))
+	_, err := Parse([]byte(b.String()), testClouds())
 	if err == nil || !strings.Contains(err.Error(), "expands to more than") {
 		t.Errorf("Parse of an alias bomb = %v, want it refused", err)
 	}
@@ -103,7 +103,7 @@ func TestTrailingContentIsRefused(t *testing.T) {
 			t.Errorf("decodeYAML(%q) = %v\nwant %s", tt.yaml, err, want)
 		}
 	}
-	_, err := Parse([]byte(`{run: "echo first"} {run: "echo second"}`))
+	_, err := Parse([]byte(`{run: "echo first"} {run: "echo second"}`), testClouds())
 	if err == nil || !strings.HasPrefix(err.Error(), "invalid YAML: line 1, column 21: something follows the end of the value") {
 		t.Errorf("Parse of two flow mappings on a line = %v; want it refused with the place", err)
 	}

@@ -39,6 +39,21 @@ func offer(r schema.Resources) ([]schema.Placement, error) {
 }
 
 // at is a candidate at p launched with r, whose location is set to p.
+// taskClouds are the clouds the task files of these tests may name: the
+// catalog's, an AWS zone telling its region as in the catalog.
+var taskClouds = schema.Clouds{{Name: "local"}, {Name: "aws", Place: func(name string) (string, bool) {
+	for _, p := range catalog {
+		switch {
+		case p.Cloud != "aws":
+		case p.Zone == name:
+			return p.Region, true
+		case p.Region == name:
+			return "", true
+		}
+	}
+	return "", false
+}}}
+
 func at(p schema.Placement, r schema.Resources) Candidate {
 	r.Cloud, r.Region, r.Zone = p.Cloud, p.Region, p.Zone
 	return Candidate{Placement: p, Resources: r}
@@ -222,7 +237,7 @@ func TestCandidatesFromAcceleratorAlternatives(t *testing.T) {
 			at(pl("aws", "us-east-1", "us-east-1b"), schema.Resources{Accelerators: map[string]int{"A100": 8}}),
 		}},
 	} {
-		p, err := schema.Parse([]byte(tt.yaml))
+		p, err := schema.Parse([]byte(tt.yaml), taskClouds)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.yaml, err)
 		}

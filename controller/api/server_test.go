@@ -225,7 +225,7 @@ func TestLaunchAndOwnership(t *testing.T) {
 	if resp.StatusCode != 422 || e.Error.Code != CodeInvalidTask || len(e.Error.Problems) != 2 {
 		t.Fatalf("bad task: %d %+v", resp.StatusCode, e)
 	}
-	_, perr := schema.Parse(bad.Task)
+	_, perr := schema.Parse(bad.Task, clouds.Schema())
 	ve := perr.(*schema.ValidationError)
 	for i, p := range ve.Problems {
 		if g := e.Error.Problems[i]; g.Path != p.Path || g.Message != p.Message || g.Value != p.Value {
@@ -342,7 +342,7 @@ func TestBlobs(t *testing.T) {
 		t.Fatalf("launch from the upload: %d %+v", resp.StatusCode, lr)
 	}
 	j, _ := ts.svc.Store.Job(context.Background(), lr.Job.ID)
-	p, _ := schema.Unmarshal(j.Spec)
+	p, _ := schema.Unmarshal(j.Spec, clouds.Schema())
 	got, err := os.ReadFile(filepath.Join(p.Tasks[0].Workdir, "data", "a.txt"))
 	if err != nil || string(got) != "a" {
 		t.Fatalf("unpacked workdir %s: %q %v", p.Tasks[0].Workdir, got, err)

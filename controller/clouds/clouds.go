@@ -1,8 +1,9 @@
 // Package clouds is the registry of clouds: for each, what a task file may
-// say of it (schema knows the clouds from here alone), where its nodes hear
-// notices, what their sync program gets, how its provider is opened from
-// config.yaml and how `sortie check` asks whether it is usable. Nothing
-// outside the registry and provision/<cloud> branches on a cloud's name.
+// say of it (schema knows the clouds from here alone, through Schema),
+// where its nodes hear notices, what their sync program gets, how its
+// provider is opened from config.yaml and how `sortie check` asks whether
+// it is usable. Nothing outside the registry and provision/<cloud>
+// branches on a cloud's name.
 //
 // Every cloud's facts are here (Known), so the CLI knows every cloud; the
 // providers of the clouds without an SDK (local, sim) are opened here too,
@@ -36,8 +37,8 @@ import (
 type Cloud struct {
 	Name string
 	// Task is what a task file may say of the cloud: other names, how
-	// its regions and zones are named, its bucket store. The registry
-	// registers it with schema (Name filled in) when a program starts.
+	// its regions and zones are named, its bucket store. Schema hands it
+	// to schema, Name filled in.
 	Task schema.Cloud
 	// Remote says that the cloud's nodes are machines (VMs, pods) sortie
 	// launches from an image and of a size: a container engine may be
@@ -125,14 +126,20 @@ func Lookup(name string) Cloud {
 	return known()[name]
 }
 
-// With a program that links the registry, task files may name every
-// cloud it holds.
-func init() {
+// Schema is what task files may say of every cloud the registry holds
+// (Known, in its order), for schema to read them with: task files may name
+// every one of them.
+func Schema() schema.Clouds {
+	var cs schema.Clouds
 	for _, c := range Known() {
 		t := c.Task
 		t.Name = c.Name
-		schema.RegisterCloud(t)
+		cs = append(cs, t)
 	}
+	if err := cs.Check(); err != nil {
+		panic(err) // the facts above are wrong
+	}
+	return cs
 }
 
 // Local is this machine: each node a directory and a process group.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -39,7 +40,7 @@ func (n *Notifier) job(ctx context.Context, id int64) (*jobHooks, error) {
 	// Without default webhooks, most jobs name none: their spec need not
 	// be decoded to say so.
 	if len(n.Default) > 0 || store.NamesNotify(j.Spec) {
-		p, err := schema.Unmarshal(j.Spec)
+		p, err := schema.Unmarshal(j.Spec, clouds.Schema())
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", id, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -94,7 +95,7 @@ func openStore(t *testing.T, path string, clk *clocktest.Clock) *store.Store {
 // submit stores a job of the task file yaml.
 func submit(t *testing.T, st *store.Store, yaml string) int64 {
 	t.Helper()
-	p, err := schema.Parse([]byte(yaml))
+	p, err := schema.Parse([]byte(yaml), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

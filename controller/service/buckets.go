@@ -56,7 +56,7 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 		if len(p.Tasks) > 1 {
 			prefix = fmt.Sprintf("tasks[%d]", i)
 		}
-		mounts, _ := t.Buckets(prefix)
+		mounts, _ := t.Buckets(prefix, clouds.Schema())
 		for _, m := range mounts {
 			args := []string{"check", "-store", m.Store, "-bucket", m.Bucket}
 			if m.Create {
@@ -99,7 +99,7 @@ func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskP
 		if len(p.Tasks) > 1 {
 			prefix = fmt.Sprintf("tasks[%d]", i)
 		}
-		mounts, _ := t.Buckets(prefix)
+		mounts, _ := t.Buckets(prefix, clouds.Schema())
 		for _, m := range mounts {
 			var regions []string
 			var sc clouds.Cloud

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/clouds"
 	"sortie/schema"
 )
 
@@ -139,7 +140,7 @@ func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) (*schema.Pipeli
 			}
 		}
 	}
-	out, _, err := schema.ApplySet(p, sets)
+	out, _, err := schema.ApplySet(p, sets, clouds.Schema())
 	if err == nil {
 		return out, nil
 	}

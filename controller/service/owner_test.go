@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -155,7 +156,7 @@ func TestServerLaunchReadsUploadsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, _ := s.Store.Job(ctx, j.ID)
-	p, err := schema.Unmarshal(stored.Spec)
+	p, err := schema.Unmarshal(stored.Spec, clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/home"
 	"sortie/schema"
@@ -106,7 +107,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 		return nil, fmt.Errorf("working directory %s: %w", req.Dir, err)
 	}
 	var probs []schema.Problem
-	if err := p.Unresolved(); err != nil {
+	if err := p.Unresolved(clouds.Schema()); err != nil {
 		var ve *schema.ValidationError
 		if !errors.As(err, &ve) {
 			return nil, err

@@ -117,7 +117,7 @@ func mustParse(t *testing.T, file string) *schema.Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := schema.Parse(b)
+	p, err := schema.Parse(b, clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ run: echo $HF_TOKEN $MODEL
 		t.Fatal(err)
 	}
 	stored, _ := s.Store.Job(ctx, j.ID)
-	p, err := schema.Unmarshal(stored.Spec)
+	p, err := schema.Unmarshal(stored.Spec, clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestHomeInPathsIsExpandedBeforeTheJobIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, _ := s.Store.Job(ctx, j.ID)
-	p, err := schema.Unmarshal(stored.Spec)
+	p, err := schema.Unmarshal(stored.Spec, clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

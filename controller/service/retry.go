@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -80,13 +81,13 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if err != nil {
 			return nil, err
 		}
-		p, err := schema.Unmarshal(j.Spec)
+		p, err := schema.Unmarshal(j.Spec, clouds.Schema())
 		if err != nil {
 			return nil, fmt.Errorf("job %d spec: %w", j.ID, err)
 		}
 		var ov []schema.Override
 		if len(req.Sets) > 0 {
-			if p, ov, err = schema.ApplySet(p, req.Sets); err != nil {
+			if p, ov, err = schema.ApplySet(p, req.Sets, clouds.Schema()); err != nil {
 				return nil, fmt.Errorf("--set for job %d: %w", j.ID, err)
 			}
 			for _, w := range p.Warnings {
@@ -175,7 +176,7 @@ func (s *Service) failedTaskLinks(ctx context.Context, j *store.Job, p *schema.P
 	if err != nil {
 		return nil, fmt.Errorf("job %d: tasks: %w", j.ID, err)
 	}
-	orig, err := schema.Unmarshal(j.Spec)
+	orig, err := schema.Unmarshal(j.Spec, clouds.Schema())
 	if err != nil {
 		return nil, fmt.Errorf("job %d spec: %w", j.ID, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -19,7 +20,7 @@ import (
 func TestFailedTaskLinks(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
-	p, err := schema.Parse([]byte("name: p\n---\nname: prep\nrun: a\n---\nname: train\nrun: b\n---\nrun: c\n"))
+	p, err := schema.Parse([]byte("name: p\n---\nname: prep\nrun: a\n---\nname: train\nrun: b\n---\nrun: c\n"), clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +45,14 @@ func TestFailedTaskLinks(t *testing.T) {
 		t.Errorf("links (-want +got):\n%s", diff)
 	}
 
-	changedRun, _, err := schema.ApplySet(p, []string{"tasks[1].envs.A=1"})
+	changedRun, _, err := schema.ApplySet(p, []string{"tasks[1].envs.A=1"}, clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.failedTaskLinks(ctx, j, changedRun); err != nil {
 		t.Errorf("a --set on the task that runs: %v, want it accepted", err)
 	}
-	changedLinked, _, err := schema.ApplySet(p, []string{"tasks[0].envs.A=1"})
+	changedLinked, _, err := schema.ApplySet(p, []string{"tasks[0].envs.A=1"}, clouds.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,7 +298,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	}
 	// Each task's budget is in the spec; a spec that cannot be read
 	// leaves it 0 rather than hiding the job.
-	p, _ := schema.Unmarshal(j.Spec)
+	p, _ := schema.Unmarshal(j.Spec, clouds.Schema())
 	for _, t := range tasks {
 		budget, ports := 0, []string{}
 		if p != nil && t.Idx < len(p.Tasks) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/clouds"
 	sortiehome "sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
@@ -62,7 +63,7 @@ func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 		return err
 	}
 	st.Close()
-	p, err := schema.Parse([]byte(queueTask))
+	p, err := schema.Parse([]byte(queueTask), clouds.Schema())
 	if err != nil {
 		return err
 	}
