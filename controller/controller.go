@@ -66,7 +66,9 @@ type Controller struct {
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
-	sched  *schedule.Queue
+	sched *schedule.Queue
+	// specs are the pipelines of the jobs stepped lately, decoded once.
+	specs  specCache
 	launch chan struct{} // launch slots
 	// cancels bounds the cancels that run at once (maxParallelCancels).
 	cancels chan struct{}
@@ -373,8 +375,8 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 // spec decodes a job's stored pipeline.
 // The pipeline is shared with every other step of the job that reads the
 // same spec: callers read it and never change it.
-func spec(j *store.Job) (*schema.Pipeline, error) {
-	p, err := specs.parse(j.ID, j.Spec)
+func (c *Controller) spec(j *store.Job) (*schema.Pipeline, error) {
+	p, err := c.specs.parse(j.ID, j.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("job %d spec: %w", j.ID, err)
 	}
@@ -384,9 +386,10 @@ func spec(j *store.Job) (*schema.Pipeline, error) {
 	return p, nil
 }
 
-// specCache keeps the pipelines of the jobs stepped lately, each decoded
-// once: a job's spec never changes once stored, and every step of the job
-// reads it again. A pipeline is given back only for the same text.
+// specCache keeps the pipelines of the jobs a controller stepped lately,
+// each decoded once: a job's spec never changes once stored, and every step
+// of the job reads it again. A pipeline is given back only for the same
+// text. The zero value is an empty cache.
 type specCache struct {
 	mu sync.Mutex
 	m  map[int64]parsedSpec
@@ -400,8 +403,6 @@ type parsedSpec struct {
 // maxSpecs bounds the pipelines kept; past it the cache starts afresh.
 const maxSpecs = 4096
 
-var specs = specCache{m: map[int64]parsedSpec{}}
-
 func (c *specCache) parse(id int64, text []byte) (*schema.Pipeline, error) {
 	c.mu.Lock()
 	got, ok := c.m[id]
@@ -414,8 +415,8 @@ func (c *specCache) parse(id int64, text []byte) (*schema.Pipeline, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if len(c.m) >= maxSpecs {
-		clear(c.m)
+	if c.m == nil || len(c.m) >= maxSpecs {
+		c.m = map[int64]parsedSpec{}
 	}
 	c.m[id] = parsedSpec{text: bytes.Clone(text), p: p}
 	c.mu.Unlock()

@@ -33,7 +33,7 @@ func (c *jobStep) endAttempt(ctx context.Context, j *store.Job, a *store.Attempt
 	if e.codes == nil {
 		e.codes = w.codes
 	}
-	p, err := spec(j)
+	p, err := c.spec(j)
 	if err != nil {
 		// The job cannot go on, but the exit codes seen and the logs kept
 		// are the attempt's all the same.
@@ -121,7 +121,7 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 	if d.Status.Terminal() {
 		pp := p
 		if pp == nil {
-			pp, _ = spec(j)
+			pp, _ = c.spec(j)
 		}
 		c.deleteBuckets(actx, j, pp)
 		c.cleanupSecrets(j.ID)
@@ -404,7 +404,7 @@ func (c *Controller) stopTask(ctx context.Context, prov provision.Provider, cl *
 // terminationGrace is job_recovery.termination_grace of j's task idx: how
 // long a task told to stop has before SIGKILL.
 func (c *Controller) terminationGrace(j *store.Job, idx int) time.Duration {
-	if p, err := spec(j); err == nil && idx < len(p.Tasks) {
+	if p, err := c.spec(j); err == nil && idx < len(p.Tasks) {
 		if g := p.Tasks[idx].Recovery().TerminationGrace.D(); g > 0 {
 			return g
 		}

@@ -240,7 +240,7 @@ func TestUnreadableKeptSecretsEndTheJob(t *testing.T) {
 
 func mustTask(t *testing.T, j *store.Job) *schema.Task {
 	t.Helper()
-	p, err := spec(j)
+	p, err := new(Controller).spec(j)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	}
 	a.Cloud, a.Region, a.Zone = pl.Cloud, pl.Region, pl.Zone
 	ctx = c.withStep(ctx, j, a)
-	p, err := spec(j)
+	p, err := c.spec(j)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func endedOnItsOwn(sts []node.Status) bool {
 // once. Any other decision (a budget of recoveries spent, a cancel) waits
 // for a to end as it would without a notice.
 func (c *jobStep) replace(ctx context.Context, j *store.Job, a *store.Attempt, rank int) (bool, error) {
-	p, err := spec(j)
+	p, err := c.spec(j)
 	if err != nil {
 		return false, nil // the step that needs the spec ends the job with this error
 	}

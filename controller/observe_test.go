@@ -190,7 +190,7 @@ func TestUnreachableNodeIsNotAFailureUntilTheLimit(t *testing.T) {
 	ctx := context.Background()
 	j, a := runningAttempt(t, c, cloud, "run: train\n")
 	snap := snapshot{clusters: map[string]*provision.Cluster{a.Cluster: cloud.clusters[a.Cluster]}, failed: map[string]error{}}
-	p, err := spec(j)
+	p, err := c.spec(j)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestStatusCallFailureIsNotGone(t *testing.T) {
 	c := newTestController(t, cloud)
 	ctx := context.Background()
 	j, a := runningAttempt(t, c, cloud, "run: train\n")
-	p, _ := spec(j)
+	p, _ := c.spec(j)
 	// The cloud did not answer this tick: the cluster is unknown, not gone.
 	snap := snapshot{clusters: map[string]*provision.Cluster{}, failed: map[string]error{"fake": errors.New("throttled")}}
 	if err := c.observe(ctx, j, p, a, snap); err != nil {

@@ -87,7 +87,7 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 		// most of a tick's work.
 		return wrapf(c.observe(ctx, j, nil, a, snap), "observe %s", attemptName(a))
 	}
-	p, err := spec(j)
+	p, err := c.spec(j)
 	if err != nil {
 		return c.failController(ctx, j, a, err)
 	}
@@ -256,7 +256,7 @@ func (c *jobStep) cancel(ctx context.Context, j *store.Job, a *store.Attempt) er
 func (c *Controller) overTime(j *store.Job) (string, bool) {
 	v, ok := c.limits.Load(j.ID)
 	if !ok {
-		p, err := spec(j)
+		p, err := c.spec(j)
 		if err != nil {
 			return "", false // the step that needs the spec ends the job with this error
 		}
