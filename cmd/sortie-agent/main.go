@@ -4,7 +4,6 @@
 // SSH once per cluster, it must not link what the controller does.
 //
 //	sortie-agent run [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR
-//	sortie-agent serve -instance=ID [-idle D] [-ready-fd N] SOCKET
 //	sortie-agent status DIR
 package main
 
@@ -12,15 +11,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
-	"strings"
 	"syscall"
-	"time"
 
 	"sortie/provision/node/agent"
 	"sortie/provision/node/notice"
@@ -32,7 +27,7 @@ func main() {
 }
 
 func usage() int {
-	fmt.Fprintln(os.Stderr, "usage: sortie-agent run [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR\n       sortie-agent serve -instance=ID [-idle D] [-ready-fd N] SOCKET\n       sortie-agent status DIR")
+	fmt.Fprintln(os.Stderr, "usage: sortie-agent run [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR\n       sortie-agent status DIR")
 	return 2
 }
 
@@ -54,8 +49,6 @@ func run(args []string) int {
 		return 0
 	case "run":
 		return runTask(args[1:])
-	case agent.ServeCommand:
-		return serve(args[1:])
 	}
 	return usage()
 }
@@ -97,75 +90,6 @@ func runTask(args []string) int {
 	}
 	if err := a.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "sortie-agent run:", err)
-		return 1
-	}
-	return 0
-}
-
-// serve runs many nodes' tasks, each asked for on the unix socket SOCKET
-// (sortie's local provider starts one per home): it takes SOCKET.lock
-// first, so that of two servers started at once one serves and the other
-// exits, and exits itself once idle.
-func serve(args []string) int {
-	fs := flag.NewFlagSet(agent.ServeCommand, flag.ContinueOnError)
-	id := fs.String(strings.TrimPrefix(agent.InstanceFlag, "-"), "", "this server's instance id, which its nodes record")
-	idle := fs.Duration("idle", 2*time.Second, "how long to stay up with no node running")
-	readyFD := fs.Int("ready-fd", -1, "a pipe's write end to close once the socket listens (or another server holds it)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || *id == "" {
-		return usage()
-	}
-	ready := func() {
-		if *readyFD >= 0 {
-			syscall.Close(*readyFD)
-			*readyFD = -1
-		}
-	}
-	defer ready()
-	sock := fs.Arg(0)
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sortie-agent serve: bash is not on PATH; the task's phases run with bash")
-		return 1
-	}
-	signal.Ignore(syscall.SIGHUP)
-	// A long-lived process that starts many small ones: its heap is
-	// mostly garbage between nodes, kept small rather than left to grow
-	// to twice the live data.
-	debug.SetGCPercent(25)
-	lock, err := os.OpenFile(sock+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sortie-agent serve:", err)
-		return 1
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return 0 // another server holds the socket
-	}
-	os.Remove(sock) // a dead server's
-	ln, err := net.Listen("unix", sock)
-	if err == nil {
-		// Whoever may connect may run commands as this user.
-		err = os.Chmod(sock, 0o600)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sortie-agent serve:", err)
-		return 1
-	}
-	ready()
-	s := &agent.Server{ID: *id, Bash: bash, Idle: *idle, Watch: func(req agent.ServeRequest) (func(context.Context, func(agent.Notice, bool)), error) {
-		cfg := notice.Config{Source: req.Notice, Endpoint: req.Endpoint, NodeDir: req.Dir, Metadata: metadata.HTTP{}}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		if cfg.Source == "" {
-			return nil, nil
-		}
-		return func(ctx context.Context, found func(agent.Notice, bool)) {
-			notice.Watch(ctx, cfg, func(n notice.Notice) { found(agent.Notice(n), n.Ends()) })
-		}, nil
-	}}
-	if err := s.Serve(ln); err != nil {
-		fmt.Fprintln(os.Stderr, "sortie-agent serve:", err)
 		return 1
 	}
 	return 0

@@ -58,17 +58,9 @@ type Agent struct {
 	// left. cmd/sortie-agent sets it; an Agent run inside another program
 	// (a test) must not, as it would reap that program's children.
 	Reap bool
-	// Served, when set, says this process runs many nodes' tasks at once
-	// (sortie-agent serve, one per machine for the local provider): it is
-	// the server's instance id, recorded in the served file before the pid
-	// (the server's), so that the pid is not taken for the node's own
-	// process group, and what the task leaves behind is ended by the
-	// node's directory and sessions, not as every child of the process.
-	Served string
 
 	mu       sync.Mutex
 	group    int       // the running phase's process group, 0 between phases
-	sids     []int     // the sessions of the phases begun
 	noticed  bool      // a notice that ends the node was heard
 	deadline time.Time // that notice's deadline, zero when none
 	syncMu   sync.Mutex
@@ -106,36 +98,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.Grace <= 0 {
 		a.Grace = DefaultGrace
 	}
-	var served *os.File
-	if a.Served == "" {
-		ok, err := claim(a.Dir)
-		if err != nil || !ok {
-			return err
-		}
-		if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
-			return err
-		}
-	} else {
-		// An agent server claims the node with the served file (no
-		// begun), locked for as long as this runs the node (and by no
-		// one once the server is gone): what removes the node directory
-		// waits for the lock, so that nothing is written there after.
-		f, err := os.OpenFile(filepath.Join(a.Dir, FileServed), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			return err
-		}
-		// The server's instance id and pid, in place of a pid file.
-		if _, err := f.WriteString(a.Served + " " + strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-			return err
-		}
-		served = f
+	ok, err := claim(a.Dir)
+	if err != nil || !ok {
+		return err
+	}
+	if err := mark(a.Dir, FilePID, os.Getpid()); err != nil {
+		return err
 	}
 	if a.Reap {
 		if err := becomeSubreaper(); err != nil {
@@ -151,22 +119,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer stop()
 		go a.Watch(wctx, a.onNotice)
 	}
-	err := a.runPhases(ctx)
-	var mine func(int) bool
-	if a.Served != "" {
-		a.mu.Lock()
-		sids := a.sids
-		a.mu.Unlock()
-		mine = func(pid int) bool { return ofNode(pid, a.Dir, sids) }
-	}
-	if a.Reap && !a.gone() && endLeftovers(a.Grace, mine) {
-		if served != nil {
-			// A line of the served file, whose block has room for it
-			// (a full disk does not stop it), in place of a reaped file.
-			served.WriteString(FileReaped + "\n")
-		} else {
-			WriteNew(filepath.Join(a.Dir, FileReaped), nil, 0o644, false)
-		}
+	err = a.runPhases(ctx)
+	if a.Reap && endLeftovers(a.Grace) {
+		os.WriteFile(filepath.Join(a.Dir, FileReaped), nil, 0o644)
 	}
 	return err
 }
@@ -201,7 +156,7 @@ func (a *Agent) runPhases(ctx context.Context) error {
 	if code == 0 {
 		code = a.phase(PhaseRun, w)
 	}
-	if buckets && !a.gone() {
+	if buckets {
 		a.finalSync(ctx)
 	}
 	return a.finish(phase, code, "")
@@ -212,7 +167,7 @@ func (a *Agent) runPhases(ctx context.Context) error {
 // Without one, the task runs in the default working directory
 // (DefaultWorkdir), which a start on this machine does not write down.
 func ReadCwd(dir string) (string, error) {
-	b, err := readFile(filepath.Join(dir, FileCwd))
+	b, err := os.ReadFile(filepath.Join(dir, FileCwd))
 	if errors.Is(err, fs.ErrNotExist) {
 		return filepath.Join(dir, DefaultWorkdir), nil
 	}
@@ -227,15 +182,7 @@ func ReadCwd(dir string) (string, error) {
 func (a *Agent) stopping() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.noticed || exists(filepath.Join(a.Dir, FileStop)) || a.gone()
-}
-
-// gone says whether the node was taken away (FileGone) from the agent
-// server running it: its task's processes were killed as a lost VM's are,
-// and the server records nothing more for it, as an agent of the node's
-// own would not, dying with them.
-func (a *Agent) gone() bool {
-	return a.Served != "" && exists(filepath.Join(a.Dir, FileGone))
+	return a.noticed || exists(filepath.Join(a.Dir, FileStop))
 }
 
 // phase runs one phase and returns its exit code, 128+N when a signal N
@@ -274,7 +221,6 @@ func (a *Agent) phase(name, w string) int {
 	pid, wait, err := a.start(cmd)
 	if err == nil {
 		a.group = pid
-		a.sids = append(a.sids, pid)
 	}
 	a.mu.Unlock()
 	if err != nil {
@@ -307,23 +253,12 @@ func (a *Agent) start(cmd *exec.Cmd) (int, func() int, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		a.started(pid)
 		return pid, func() int { return <-ch }, nil
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, nil, err
 	}
 	return cmd.Process.Pid, func() int { return exitCode(cmd.Wait()) }, nil
-}
-
-// started is called with each child start started, once it runs: a node
-// taken away meanwhile (gone, written before its processes are looked for
-// and killed) may have missed this one, which is killed now, group and all.
-func (a *Agent) started(pid int) {
-	if a.gone() {
-		syscall.Kill(-pid, syscall.SIGKILL)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 // signal sends sig to child pid of cmd, which start started and which is
@@ -364,7 +299,7 @@ func (a *Agent) finish(phase string, code int, why string) error {
 	if why != "" {
 		a.logLine("sortie: " + why)
 	}
-	if exists(filepath.Join(a.Dir, FileExitCode)) || a.gone() {
+	if exists(filepath.Join(a.Dir, FileExitCode)) {
 		return nil
 	}
 	line := phase + " " + strconv.Itoa(code) + " " + how

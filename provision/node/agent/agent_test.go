@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -477,73 +475,5 @@ func TestRunWatchesForNotices(t *testing.T) {
 	}
 	if got := read(t, d+"/exit_code"); got != "run 143 stop\n" {
 		t.Errorf("exit_code = %q, want the notice's SIGTERM, stopped", got)
-	}
-}
-
-// A node an agent server runs keeps the server's id and pid in its served
-// file, and the server's word that no process of the task is left as a
-// line of it.
-func TestServedFileHoldsThePidAndTheReapedMark(t *testing.T) {
-	d := t.TempDir()
-	if id, pid, reaped := ReadServed(d); id != "" || pid != 0 || reaped || RecordedPID(d) != 0 || Reaped(d) {
-		t.Fatalf("no served file: %q %d %v", id, pid, reaped)
-	}
-	path := filepath.Join(d, FileServed)
-	if err := os.WriteFile(path, []byte("0a1b 4321\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if id, pid, reaped := ReadServed(d); id != "0a1b" || pid != 4321 || reaped {
-		t.Errorf("ReadServed = %q %d %v; want 0a1b 4321, not reaped", id, pid, reaped)
-	}
-	if RecordedPID(d) != 4321 || Reaped(d) {
-		t.Errorf("RecordedPID %d, Reaped %v; want 4321, false", RecordedPID(d), Reaped(d))
-	}
-	if err := os.WriteFile(path, []byte("0a1b 4321\nreaped\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if !Reaped(d) {
-		t.Error("the reaped line was not read")
-	}
-	// A pid file of the node's own agent comes first.
-	if err := os.WriteFile(filepath.Join(d, FilePID), []byte("999\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if RecordedPID(d) != 999 {
-		t.Errorf("RecordedPID = %d, want the pid file's 999", RecordedPID(d))
-	}
-}
-
-// The raw reads and writes behave as os.ReadFile and os.WriteFile do: the
-// bytes, a bound, a missing file as fs.ErrNotExist, O_EXCL as fs.ErrExist.
-func TestRawFiles(t *testing.T) {
-	d := t.TempDir()
-	p := filepath.Join(d, "f")
-	big := strings.Repeat("0123456789", 500) // past the first buffer
-	if err := WriteNew(p, []byte(big), 0o600, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteNew(p, nil, 0o600, true); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("a second exclusive write: %v, want fs.ErrExist", err)
-	}
-	if b, err := readFile(p); err != nil || string(b) != big {
-		t.Errorf("readFile: %d bytes, %v", len(b), err)
-	}
-	if b, err := ReadHead(p, 7); err != nil || string(b) != "0123456" {
-		t.Errorf("ReadHead 7: %q, %v", b, err)
-	}
-	if b, err := ReadHead(p, 0); err != nil || len(b) != 0 {
-		t.Errorf("ReadHead 0: %q, %v", b, err)
-	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, %v; want 0600", fi.Mode(), err)
-	}
-	if err := WriteNew(p, []byte("short"), 0o600, false); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := readFile(p); string(b) != "short" {
-		t.Errorf("rewritten: %q, want it truncated to the new bytes", b)
-	}
-	if _, err := readFile(filepath.Join(d, "missing")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

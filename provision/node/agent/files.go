@@ -10,16 +10,8 @@
 //	                         runs in workdir, DefaultWorkdir)
 //	container.sh             runs a phase in the task's container image, when it has one
 //	agent                    a symlink to the agent program this node runs
-//	begun                    made first (O_EXCL) by the agent of the node's own that owns it
-//	pid                      the agent's pid (its own session and group), when the node
-//	                         has an agent of its own
-//	gone                     the node was taken away as a VM is (the local provider's
-//	                         preemption): an agent server running it records nothing more
-//	served                   "ID PID": the instance id and pid of the agent server running
-//	                         this node's task (sortie-agent serve, for many nodes at once),
-//	                         made first (O_EXCL) in the place of begun and pid; the server
-//	                         holds an exclusive flock on it while it runs the node, and
-//	                         adds a line "reaped" in the place of the reaped file
+//	begun                    made first (O_EXCL) by the agent that owns the node
+//	pid                      the agent's pid (its own session and group)
 //	pgid.setup pgid.run      each phase's process group, once the phase runs: the last one
 //	                         is the current phase (an agent before this one also wrote it
 //	                         in phase, which Answer still reads first)
@@ -55,8 +47,6 @@ const (
 	FileAgent     = "agent"
 	FileBegun     = "begun"
 	FilePID       = "pid"
-	FileServed    = "served"
-	FileGone      = "gone"
 	FilePhase     = "phase"
 	FileLog       = "log"
 	FileExitCode  = "exit_code"
@@ -132,7 +122,7 @@ func syncDir(dir string) error {
 // written must not be taken for a dead one.
 func mark(dir, name string, n int) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	err := WriteNew(tmp, []byte(strconv.Itoa(n)+"\n"), 0o644, false)
+	err := os.WriteFile(tmp, []byte(strconv.Itoa(n)+"\n"), 0o644)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
@@ -150,11 +140,14 @@ func mark(dir, name string, n int) error {
 // claim makes the empty file begun, which only the first agent can; an
 // empty file needs no data block, so a full disk does not stop the claim.
 func claim(dir string) (bool, error) {
-	err := WriteNew(filepath.Join(dir, FileBegun), nil, 0o644, true)
+	f, err := os.OpenFile(filepath.Join(dir, FileBegun), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return true, f.Close()
 }
 
 // exists is test -e.

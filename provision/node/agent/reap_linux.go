@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -124,7 +123,7 @@ func children() []int {
 	}
 	var out []int
 	for _, t := range tasks {
-		b, err := readFile("/proc/self/task/" + t.Name() + "/children")
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
@@ -137,70 +136,57 @@ func children() []int {
 	return out
 }
 
-// leftovers lists the children no waiter waits for (what tasks left
-// behind) that mine claims; nil mine claims all. One that has ended and
-// is not reaped yet is listed whoever's it was (its environment is gone,
-// and with it the mark of its node), so that the caller's next reap takes
-// it before it says none is left.
-func leftovers(mine func(pid int) bool) []int {
+// leftovers lists the children no waiter waits for: what the task left
+// behind.
+func leftovers() []int {
 	var out []int
 	for _, pid := range children() {
-		if !filed(pid) && (mine == nil || zombie(pid) || mine(pid)) {
+		if !filed(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// zombie says whether process pid has ended and waits to be reaped.
-func zombie(pid int) bool {
-	stat, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndex(stat, []byte(") "))
-	return i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z'
-}
-
 // endLeftovers ends what the task left running once its last phase has
 // ended, as SkyPilot ends a job's process tree: SIGTERM to each remaining
-// child that mine claims (nil: every one) and its process group, up to
+// child and its process group, up to
 // grace to exit, then SIGKILL until none is left (a killed process's own
 // children come to the agent in turn). It reports whether none is left
 // within grace plus a few seconds.
-func endLeftovers(grace time.Duration, mine func(pid int) bool) bool {
+func endLeftovers(grace time.Duration) bool {
 	own := syscall.Getpgrp()
 	signal := func(sig syscall.Signal) {
-		for _, pid := range leftovers(mine) {
+		for _, pid := range leftovers() {
 			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != own {
 				syscall.Kill(-pgid, sig)
 			}
 			syscall.Kill(pid, sig)
 		}
 	}
-	if waitNoLeftovers(0, mine) {
+	if waitNoLeftovers(0) {
 		return true
 	}
 	signal(syscall.SIGTERM)
-	if waitNoLeftovers(grace, mine) {
+	if waitNoLeftovers(grace) {
 		return true
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		signal(syscall.SIGKILL)
-		if waitNoLeftovers(50*time.Millisecond, mine) {
+		if waitNoLeftovers(50 * time.Millisecond) {
 			return true
 		}
 	}
 	return false
 }
 
-// waitNoLeftovers reaps until no leftover of mine is there, for up to d.
-func waitNoLeftovers(d time.Duration, mine func(pid int) bool) bool {
+// waitNoLeftovers reaps until no leftover is there, for up to d.
+func waitNoLeftovers(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
 		reapAll()
-		if len(leftovers(mine)) == 0 {
+		if len(leftovers()) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -208,46 +194,4 @@ func waitNoLeftovers(d time.Duration, mine func(pid int) bool) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// ofNode says whether process pid belongs to the node in dir: its
-// environment names dir under DirEnv (what every phase is started with,
-// and its processes inherit), or it is in the session of one of sids (the
-// node's phases', each the leader of its own).
-func ofNode(pid int, dir string, sids []int) bool {
-	p := "/proc/" + strconv.Itoa(pid)
-	if stat, err := readFile(p + "/stat"); err == nil {
-		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 {
-			// state ppid pgrp session ...
-			if f := strings.Fields(string(stat[i+2:])); len(f) > 3 {
-				if sid, err := strconv.Atoi(f[3]); err == nil {
-					for _, s := range sids {
-						if s == sid {
-							return true
-						}
-					}
-				}
-			}
-		}
-	}
-	// A process in the midst of an exec shows an empty environment for a
-	// moment: looked at again before it is taken for no node's.
-	var env []byte
-	for try := 0; try < 20; try++ {
-		b, err := readFile(p + "/environ")
-		if err != nil {
-			return false
-		}
-		if env = b; len(env) > 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	want := []byte(DirEnv + "=" + dir)
-	for _, kv := range bytes.Split(env, []byte{0}) {
-		if bytes.Equal(kv, want) {
-			return true
-		}
-	}
-	return false
 }

@@ -16,6 +16,5 @@ func becomeSubreaper() error { return errors.ErrUnsupported }
 func startChild(cmd *exec.Cmd) (int, <-chan int, error) {
 	return 0, nil, errors.ErrUnsupported
 }
-func signalChild(pid int, sig syscall.Signal)                        {}
-func endLeftovers(grace time.Duration, mine func(pid int) bool) bool { return false }
-func ofNode(pid int, dir string, sids []int) bool                    { return false }
+func signalChild(pid int, sig syscall.Signal) {}
+func endLeftovers(grace time.Duration) bool   { return false }

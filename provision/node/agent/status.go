@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func Answer(dir string) ([]byte, error) {
 	if alive {
 		b.WriteString("alive=1\n")
 	}
-	if exists(d+"/"+FileBegun) || pid > 0 || exists(d+"/"+FileServed) {
+	if exists(d+"/"+FileBegun) || pid > 0 {
 		b.WriteString("started=1\n")
 	}
 	done := false
@@ -133,53 +134,22 @@ func recordedPhase(d string) string {
 var afterAliveCheck = func() {}
 
 // RecordedPID returns the pid the agent recorded in dir, from pid or from
-// the name of pid.is.N, or the agent server's from the served file; 0 when
-// there is none.
+// the name of pid.is.N; 0 when there is none.
 func RecordedPID(dir string) int {
-	if pid := ReadPID(filepath.Join(dir, FilePID)); pid > 0 {
-		return pid
-	}
-	_, pid, _ := ReadServed(dir)
-	return pid
-}
-
-// ReadServed reads the served file of node directory dir: the instance id
-// and pid of the agent server that runs its task (its first line, "ID
-// PID"), and whether the server said that none of the task's processes is
-// left (a line FileReaped). id is "" when there is no such file.
-func ReadServed(dir string) (id string, pid int, reaped bool) {
-	b, err := readHead(filepath.Join(dir, FileServed), MaxStateValue)
-	if err != nil {
-		return "", 0, false
-	}
-	lines := strings.Split(string(b), "\n")
-	f := strings.Fields(lines[0])
-	if len(f) > 0 {
-		id = f[0]
-	}
-	if len(f) > 1 {
-		if n, err := strconv.Atoi(f[1]); err == nil && n > 1 {
-			pid = n
-		}
-	}
-	return id, pid, len(lines) > 1 && lines[1] == FileReaped
+	return ReadPID(filepath.Join(dir, FilePID))
 }
 
 // Reaped says whether the agent of node directory dir said that none of
-// its task's processes is left: the reaped file, or that line in the served
-// file of a node an agent server ran.
+// its task's processes is left (the reaped file).
 func Reaped(dir string) bool {
-	if _, err := os.Lstat(filepath.Join(dir, FileReaped)); err == nil {
-		return true
-	}
-	_, _, reaped := ReadServed(dir)
-	return reaped
+	_, err := os.Lstat(filepath.Join(dir, FileReaped))
+	return err == nil
 }
 
 // ReadPID reads a process id the agent recorded at path (or in the name of
 // path.is.N); 0 when there is none, or it is not a number above 1.
 func ReadPID(path string) int {
-	b, err := readFile(path)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		names, _ := filepath.Glob(path + ".is.*")
 		if len(names) == 0 {
@@ -200,8 +170,7 @@ func ReadPID(path string) int {
 
 // AgentAlive says whether pid is the agent of node directory d: it exists,
 // is not a zombie (a machine whose init does not reap keeps those), and its
-// command line is the agent program's with d as an argument, or that of the
-// agent server whose instance id d's served file holds, so that a pid
+// command line is the agent program's with d as an argument, so that a pid
 // reused by another program is not taken for the agent.
 func AgentAlive(d string, pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
@@ -211,7 +180,7 @@ func AgentAlive(d string, pid int) bool {
 	if _, err := os.Stat("/proc/self"); err != nil {
 		return true // no /proc to look further
 	}
-	stat, err := readFile(p + "/stat")
+	stat, err := os.ReadFile(p + "/stat")
 	if err != nil {
 		return false
 	}
@@ -224,22 +193,13 @@ func AgentAlive(d string, pid int) bool {
 			return false
 		}
 	}
-	cmdline, err := readFile(p + "/cmdline")
+	cmdline, err := os.ReadFile(p + "/cmdline")
 	if err != nil {
 		return false
 	}
 	args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
 	if len(args) < 2 || filepath.Base(args[0]) != Program {
 		return false
-	}
-	if args[1] == ServeCommand {
-		// An agent server: the one whose instance id the node recorded,
-		// unless the node was taken from it.
-		if exists(filepath.Join(d, FileGone)) {
-			return false
-		}
-		want, _, _ := ReadServed(d)
-		return want != "" && slices.Contains(args, InstanceFlag+"="+want)
 	}
 	if r, err := filepath.EvalSymlinks(d); err == nil {
 		d = r
@@ -264,4 +224,11 @@ func unwrittenMarker(d string) string {
 }
 
 // readHead reads at most n bytes from the start of the file at path.
-func readHead(path string, n int64) ([]byte, error) { return ReadHead(path, n) }
+func readHead(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
