@@ -131,9 +131,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 // clusters directory.
 func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
 	tmp = filepath.Join(p.clustersDir(), ".new-"+rec.Name)
-	if err = p.spares().takeCluster(tmp); err != nil && !errors.Is(err, fs.ErrExist) {
-		err = os.Mkdir(tmp, 0o700)
-	}
+	err = os.Mkdir(tmp, 0o700)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(p.clustersDir(), 0o700); err == nil {
 			err = os.Mkdir(tmp, 0o700)
@@ -146,15 +144,8 @@ func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
 	if err != nil {
 		return "", crowded, err
 	}
-	// A node's directories kept from a teardown are moved in whole, with
-	// the attempt's directory named for this launch's attempt (spare.go).
-	attempt, aerr := strconv.Atoi(rec.Tags[provision.TagAttempt])
 	for _, n := range rec.Nodes {
-		node := filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank))
-		if aerr == nil && attempt > 0 && p.spares().take(node, attempt) {
-			continue
-		}
-		if err := os.Mkdir(node, 0o700); err != nil {
+		if err := os.Mkdir(filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank)), 0o700); err != nil {
 			os.RemoveAll(tmp)
 			return "", crowded, err
 		}
@@ -312,11 +303,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 		if e.Name() == recordFile {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		if strings.HasPrefix(e.Name(), "node-") && p.spares().keep(p.home, path) {
-			continue
-		}
-		if err := removeAll(path); err != nil {
+		if err := removeAll(filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("terminate %s: %w", name, err)
 		}
 	}
@@ -327,14 +314,9 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	defer unlock()
 	// The record, then the directory it leaves empty; whatever else came
 	// into it meanwhile goes with it.
-	// The record is renamed aside rather than removed: a cluster directory
-	// kept for reuse keeps it for the next record (spare.go).
 	p.recs.forget(name)
-	if err := os.Rename(filepath.Join(dir, recordFile), filepath.Join(dir, spareRecord)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, recordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("terminate %s: %w", name, err)
-	}
-	if p.spares().keepCluster(p.home, dir) {
-		return nil
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		if err := removeAll(dir); err != nil {
@@ -380,7 +362,7 @@ func (p *Provider) Preempt(ctx context.Context, cluster string, rank int) error 
 	if err != nil {
 		return fmt.Errorf("preempt %s: %w", cluster, err)
 	}
-	if err := takeAway(ctx, p.nodeDir(cluster, rank)); err != nil {
+	if err := killNodes(ctx, []string{p.nodeDir(cluster, rank)}, 0); err != nil {
 		return fmt.Errorf("preempt %s node %d: %w", cluster, rank, err)
 	}
 	return nil

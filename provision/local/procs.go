@@ -3,9 +3,7 @@ package local
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,13 +87,13 @@ func nodeDirOf(env, key []byte) (string, bool) {
 // attempt's directory below one (the node package's), with the marks its
 // start and agent left there.
 type taskDir struct {
-	path                           string
-	began, started, reaped, served bool
+	path                   string
+	began, started, reaped bool
 }
 
 // taskDirs reads each of dirs and its subdirectories once for the marks
-// of a start (started), an agent's claim (begun, or served: an agent server
-// runs it) and its end (agent.FileReaped, or that line of the served file).
+// of a start (started), an agent's claim (begun) and its end
+// (agent.FileReaped).
 func taskDirs(dirs []string) []taskDir {
 	var out []taskDir
 	look := func(d string) {
@@ -103,11 +101,7 @@ func taskDirs(dirs []string) []taskDir {
 			_, err := os.Lstat(filepath.Join(d, name))
 			return err == nil
 		}
-		t := taskDir{path: d, began: has(agent.FileBegun), started: has("started"), reaped: has(agent.FileReaped), served: has(agent.FileServed)}
-		if t.served && !t.reaped {
-			_, _, t.reaped = agent.ReadServed(d)
-		}
-		out = append(out, t)
+		out = append(out, taskDir{path: d, began: has(agent.FileBegun), started: has("started"), reaped: has(agent.FileReaped)})
 	}
 	for _, d := range dirs {
 		look(d)
@@ -128,7 +122,7 @@ func taskDirs(dirs []string) []taskDir {
 // directory made, no agent's claim yet) counts as not reaped.
 func reaped(ts []taskDir) bool {
 	for _, t := range ts {
-		if (t.began || t.started || t.served) && !t.reaped {
+		if (t.began || t.started) && !t.reaped {
 			return false
 		}
 	}
@@ -216,148 +210,32 @@ func agentsFirst(procs []proc) []proc {
 	return out
 }
 
-// takeAway ends every process of the node in dir at once, as losing its
-// VM would: an agent server running the node is told first (the gone
-// file) to record nothing more for it, as an agent of the node's own,
-// killed with the rest, would not.
-func takeAway(ctx context.Context, dir string) error {
-	for _, d := range servedDirs([]string{dir}) {
-		if err := os.WriteFile(filepath.Join(d, agent.FileGone), nil, 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return killNodes(ctx, []string{dir}, 0)
-}
-
-// servedDirs lists the directories among dirs, and their subdirectories
-// (the node package's attempt directories), that an agent server runs
-// a task in.
-func servedDirs(dirs []string) []string {
-	return servedOf(taskDirs(dirs))
-}
-
-func servedOf(ts []taskDir) []string {
-	var out []string
-	for _, t := range ts {
-		if t.served {
-			out = append(out, t.path)
-		}
-	}
-	return out
-}
-
-// waitServed waits, for up to d, until no agent server runs a task in
-// served (it holds the served file's lock while it does): once the task's
-// processes are gone, the server records its exit code, and nothing may
-// write in a directory being removed. Every rescanEvery meanwhile it calls
-// rescan, which ends what a server began after the caller looked (a phase
-// it forked just then).
-func waitServed(ctx context.Context, served []string, d time.Duration, rescan func()) error {
-	deadline := time.Now().Add(d)
-	next := time.Now().Add(rescanEvery)
-	again := func() {
-		if rescan != nil && time.Now().After(next) {
-			rescan()
-			next = time.Now().Add(rescanEvery)
-		}
-	}
-	for _, dir := range served {
-		if done, ok := node.ServedHere(dir); ok {
-			// This process's own request: the server says when it is
-			// done, with no look at the lock meanwhile.
-			timer := time.NewTimer(time.Until(deadline))
-			tick := time.NewTicker(rescanEvery)
-		wait:
-			for {
-				select {
-				case <-done:
-					break wait
-				case <-timer.C:
-					break wait
-				case <-ctx.Done():
-					break wait
-				case <-tick.C:
-					again()
-				}
-			}
-			timer.Stop()
-			tick.Stop()
-		}
-		for {
-			fd, err := syscall.Open(filepath.Join(dir, agent.FileServed), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-			if err != nil {
-				break
-			}
-			err = syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB)
-			syscall.Close(fd)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the agent server still runs the task in %s after %s", dir, d)
-			}
-			again()
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-// rescanEvery is how often waitServed looks again for the processes of
-// nodes whose server has not let go of them.
-const rescanEvery = 100 * time.Millisecond
-
 // killNodes ends every process of the node directories: SIGTERM and up to
 // grace to exit, then SIGKILL (at once when grace is zero). It returns once
 // none is left, or with an error naming the survivors.
 func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
-	ts := taskDirs(dirs)
-	killed, err := killNodeProcs(ctx, dirs, ts, grace)
-	if err != nil {
-		return err
-	}
-	if killed {
-		// What the kill ended may have claimed its node meanwhile.
-		ts = taskDirs(dirs)
-	}
-	return waitServed(ctx, servedOf(ts), 10*time.Second, func() {
-		// A phase its server began after the look above (forked just
-		// as it looked) holds the server: ended now, at once.
-		if procs, err := scanProcs(dirs); err == nil && len(procs) > 0 {
-			signal(agentsFirst(procs), syscall.SIGKILL)
-		}
-	})
-}
-
-// killNodeProcs is killNodes but for the wait for agent servers, given
-// what taskDirs read of dirs; killed says whether any process was found.
-func killNodeProcs(ctx context.Context, dirs []string, ts []taskDir, grace time.Duration) (killed bool, err error) {
-	if reaped(ts) {
-		return false, nil
+	if reaped(taskDirs(dirs)) {
+		return nil
 	}
 	procs, err := scanProcs(dirs)
 	if err != nil || len(procs) == 0 {
-		return false, err
+		return err
 	}
 	if grace > 0 {
 		signal(agentsFirst(procs), syscall.SIGTERM)
 		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil || len(procs) == 0 {
-			return true, err
+			return err
 		}
 	}
 	signal(agentsFirst(procs), syscall.SIGKILL)
 	procs, err = waitGone(ctx, dirs, 5*time.Second, syscall.SIGKILL)
 	if err != nil {
-		return true, err
+		return err
 	}
 	if len(procs) > 0 {
-		return true, fmt.Errorf("processes %v survived SIGKILL", procs)
+		return fmt.Errorf("processes %v survived SIGKILL", procs)
 	}
-	return true, nil
+	return nil
 }
 
 // waitGone polls every 10ms, for up to d, until no process of dirs is left,

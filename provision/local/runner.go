@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"sortie/provision"
-	"sortie/provision/node"
 )
 
 // runner runs commands on a local node: bash in the node's directory.
@@ -30,40 +29,8 @@ const homeName = "home"
 // Exec runs script with bash -c in the node directory. The command gets a
 // process group of its own so that cancelling ctx ends all of it; what it
 // detaches on purpose (the task agent) leaves that group and lives on.
-//
-// The node package's Poll and ReadLog, asked for again and again while a
-// task runs, are answered here in Go with the bytes their scripts print: the
-// node directory is on this machine, and a bash with its commands per call
-// would cost more than the tasks themselves when they are short.
+
 func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
-	req, ok := node.Decode(script)
-	if ok && (req.Op == node.OpPoll || req.Op == node.OpReadLog) {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("run bash in %s: %w", r.dir, err)
-		}
-		if out, ok := node.AnswerHere(req); ok {
-			return out, nil
-		}
-	}
-	// Start, likewise, without bash, tar, mkdir, mv and setsid.
-	if ok && req.Op == node.OpStart && stdin != nil {
-		payload, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("run bash in %s: read stdin: %w", r.dir, err)
-		}
-		stdin = bytes.NewReader(payload)
-		env, err := r.env()
-		if err != nil {
-			return nil, err
-		}
-		done, err := node.StartHere(node.WithAgentServer(ctx, r.agentSocket()), req, payload, env)
-		if done && err != nil && ctx.Err() != nil {
-			return nil, fmt.Errorf("run bash in %s: %w", r.dir, ctx.Err())
-		}
-		if done {
-			return nil, err
-		}
-	}
 	env, err := r.env()
 	if err != nil {
 		return nil, err
@@ -94,13 +61,6 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		return stdout.Bytes(), fmt.Errorf("run bash in %s: %w", r.dir, err)
 	}
 	return stdout.Bytes(), nil
-}
-
-// agentSocket is where the home's agent server listens: one per home runs
-// the tasks of every local node (nodeDir: HOME/local/clusters/NAME/node-N,
-// the socket HOME/local/agent.sock).
-func (r *runner) agentSocket() string {
-	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(r.dir))), "agent.sock")
 }
 
 // Dir is the node's directory.
@@ -166,7 +126,3 @@ func (r *runner) Attach(ctx context.Context, script string, stdio provision.Stdi
 	}
 	return 0, nil
 }
-
-// LocalDir is the node's directory on this machine (node.LocalDirer), where
-// the controller finds the node's log to keep it by a link, not a copy.
-func (r *runner) LocalDir() string { return r.dir }

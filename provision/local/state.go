@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"sortie/provision"
-	"sortie/provision/node/agent"
 	"sortie/schema"
 )
 
@@ -124,6 +123,25 @@ func writeSynced(f *os.File, data []byte) error {
 	return f.Close()
 }
 
+// writeRecord writes rec as the record of the cluster built in dir, a
+// file that must not exist yet: the build directory is nobody's until its
+// rename.
+func writeRecord(dir string, rec *record) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, recordFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -135,7 +153,7 @@ func writeJSON(path string, v any) error {
 // read loads a cluster's record; fs.ErrNotExist when there is none.
 func (p *Provider) read(name string) (*record, error) {
 	path := filepath.Join(p.clusterDir(name), recordFile)
-	b, err := agent.ReadHead(path, -1)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

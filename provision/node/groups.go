@@ -14,25 +14,14 @@ func AgentPID(dir string) int {
 }
 
 // Groups returns the process groups the agent recorded in a node directory
-// on this machine: its own (unless an agent server runs the node), then
-// each phase's that began. A provider running
-// nodes locally uses them to signal a node's processes.
+// on this machine: its own, then each phase's that began. A provider
+// running nodes locally uses them to signal a node's processes.
 func Groups(dir string) []int {
 	var out []int
-	names := []string{agent.FilePID, "pgid." + PhaseSetup, "pgid." + PhaseRun}
-	if served(dir) {
-		// The pid is the agent server's, which runs other nodes too.
-		names = names[1:]
-	}
-	for _, name := range names {
+	for _, name := range []string{agent.FilePID, "pgid." + PhaseSetup, "pgid." + PhaseRun} {
 		if n := agent.ReadPID(filepath.Join(dir, name)); n > 0 {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-// served says whether an agent server runs the node in dir.
-func served(dir string) bool {
-	return exists(filepath.Join(dir, agent.FileServed))
 }

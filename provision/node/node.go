@@ -148,20 +148,10 @@ recorded() {
 }
 
 # agent_alive: the recorded pid is a live sortie-agent with $D among its
-# arguments, or the agent server whose instance id and pid $D/served holds
-# ("ID PID").
+# arguments.
 agent_alive() {
-	local p l rest a want
-	want=$D
-	if [ -f "$D/served" ]; then
-		read -r l p 2>/dev/null <"$D/served" && [ -n "$l" ] || return 1
-		want="-instance=$l"
-		p=${p%% *}
-	fi
-	if [ -z "$p" ]; then
-		recorded pid && p=$REPLY || return 1
-	fi
-	kill -0 "$p" 2>/dev/null || return 1
+	local p l rest a
+	recorded pid && p=$REPLY && kill -0 "$p" 2>/dev/null || return 1
 	[ -d /proc/self ] || return 0
 	read -r l 2>/dev/null <"/proc/$p/stat" || return 1
 	rest=${l##*) }
@@ -170,7 +160,7 @@ agent_alive() {
 	tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | {
 		read -r l || exit 1
 		[ "${l##*/}" = sortie-agent ] || exit 1
-		grep -qxF -- "$want"
+		grep -qxF -- "$D"
 	}
 }
 
@@ -274,7 +264,7 @@ tar -x -f - -C "$S" --no-same-owner
 # beginning is finished by the next one: the agent's own claim (begun)
 # keeps two from running.
 if ! (set -C && : >"$D/started") 2>/dev/null; then
-	if [ -e "$D/begun" ] || [ -e "$D/pid" ] || [ -e "$D/served" ] || [ ! -e "$D/started" ]; then
+	if [ -e "$D/begun" ] || [ -e "$D/pid" ] || [ ! -e "$D/started" ]; then
 		rm -rf "$S"
 		[ -e "$D/started" ] && exit 0
 		echo "cannot make $D/started" >&2

@@ -3,11 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"sortie/provision"
-	"sortie/provision/node/agent"
 )
 
 // Task is the task of one node of an attempt's cluster, as the controller
@@ -40,44 +37,8 @@ func TaskOf(ctx context.Context, prov provision.Provider, cl *provision.Cluster,
 }
 
 // AgentTask is the task of the node agent r reaches (in r's directory).
-// When that directory is on this machine (a LocalDirer runner), the task
-// is also a LocalLogger.
 func AgentTask(r provision.Runner) Task {
-	if dir, ok := localDir(r); ok {
-		return localAgentTask{agentTask: agentTask{r: r}, log: filepath.Join(dir, agent.FileLog)}
-	}
 	return agentTask{r: r}
-}
-
-// LocalLogger is a Task whose log is a file on this machine, which the
-// controller may keep without reading it through the node.
-type LocalLogger interface {
-	// LocalLog is the path of the node's log file on this machine (which
-	// need not exist yet), ok when there is one.
-	LocalLog() (path string, ok bool)
-}
-
-// LocalDirer is a Runner whose node directory is on this machine, at
-// LocalDir (the local provider's).
-type LocalDirer interface {
-	LocalDir() string
-}
-
-// localDir is where r's directory is on this machine, when it is: r's own
-// LocalDir, or an attempt's directory under it (ForAttempt).
-func localDir(r provision.Runner) (string, bool) {
-	if ar, ok := r.(attemptRunner); ok {
-		base, ok := localDir(ar.Runner)
-		rel, under := strings.CutPrefix(ar.dir, ar.Runner.Dir()+"/")
-		if !ok || !under {
-			return "", false
-		}
-		return filepath.Join(base, rel), true
-	}
-	if l, ok := r.(LocalDirer); ok {
-		return l.LocalDir(), true
-	}
-	return "", false
 }
 
 // agentTask reaches the node agent.
@@ -89,15 +50,6 @@ func (t agentTask) ReadLog(ctx context.Context, off int64) ([]byte, error) {
 }
 func (t agentTask) Stop(ctx context.Context) error { return Stop(ctx, t.r) }
 func (t agentTask) Close() error                   { return t.r.Close() }
-
-// localAgentTask is an agentTask whose node directory, and so its log, is
-// on this machine.
-type localAgentTask struct {
-	agentTask
-	log string
-}
-
-func (t localAgentTask) LocalLog() (string, bool) { return t.log, true }
 
 // providerTask asks the provider, whose node runs the task by itself.
 type providerTask struct {

@@ -19,7 +19,7 @@ import (
 // which an upload must not overwrite.
 func reserved(name string) bool {
 	switch name {
-	case "agent", "begun", "notice", "notice-request.json", "env", "cwd", "setup.sh", "run.sh", "container.sh", "started", "pid", "served", "phase",
+	case "agent", "begun", "notice", "notice-request.json", "env", "cwd", "setup.sh", "run.sh", "container.sh", "started", "pid", "phase",
 		"pgid.setup", "pgid.run", "log", "exit_code", "stop":
 		return true
 	}
