@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"sortie/controller/clouds"
@@ -91,12 +90,6 @@ type Controller struct {
 	// lease, when set (AsReplica), makes the controller a replica that
 	// drives only the jobs whose lease it holds (lease.go).
 	lease *leaseSet
-	// running holds Run's context while it runs: the steps a local
-	// agent's exit asks for (agentExited) run under it.
-	running atomic.Value
-	// link makes the hard link a local node's log is kept by (keepLog);
-	// nil is os.Link.
-	link func(oldname, newname string) error
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.
@@ -135,11 +128,10 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 		c.Metrics = metrics.New(nil)
 	}
 	c.sched = schedule.New(schedule.Config{
-		Now:         func() time.Time { return c.Now() },
-		Checkers:    maxParallelChecks,
-		FirstChecks: firstChecks[:],
-		Horizon:     cfg.Controller.PollInterval.D(),
-		Step:        c.leasedStep,
+		Now:      func() time.Time { return c.Now() },
+		Checkers: maxParallelChecks,
+		Horizon:  cfg.Controller.PollInterval.D(),
+		Step:     c.leasedStep,
 		Report: func(id int64, err error) {
 			c.Log.Error(fmt.Sprintf("reconcile job %d: %v", id, err), "job", id)
 		},
@@ -161,7 +153,6 @@ func (c *Controller) Wake() {
 // but never all at the same instant (see shards). A wake (a job submitted
 // or cancelled) reconciles at once the jobs that no attempt is running for.
 func (c *Controller) Run(ctx context.Context) error {
-	c.running.Store(ctx)
 	c.sched.Follow(true)
 	var claims <-chan time.Time
 	if c.lease != nil {
@@ -323,8 +314,6 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 			watched = append(watched, w)
 			continue
 		}
-		// The step may start an attempt, which then gets early checks.
-		w.Early = a == nil || a.State != lifecycle.AttemptRunning
 		c.sched.Go(ctx, epoch, w)
 	}
 	c.sched.Check(ctx, epoch, watched)

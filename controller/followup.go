@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -18,17 +17,8 @@ import (
 // interval more. A back-off longer than a poll interval is left to the
 // ticks, so that no goroutine waits long.
 //
-// A job whose attempt has just started is checked again after each of
-// firstChecks, before its shard's next tick: a task that ends at once (a
-// typo, a quick step) is seen in a fraction of a second instead of up to a
-// poll interval later. Each check asks the provider about that one cluster;
-// launches are bounded by max_parallel_launches, and so are these.
-//
-// Each of these goes on with step. Only a running loop (Run) follows up: a
+// The follow-up goes on with step. Only a running loop (Run) follows up: a
 // test driving Tick by hand sees one step per tick, and never waits.
-
-// firstChecks are the waits before each early check of a new attempt.
-var firstChecks = [...]time.Duration{200 * time.Millisecond, time.Second}
 
 // step goes on with job id between ticks: it reads the job afresh and
 // moves it a step, and says false once the job has ended.
@@ -58,14 +48,4 @@ func (c *Controller) openAttempt(ctx context.Context, j *store.Job) (*store.Atte
 		return nil, err
 	}
 	return a, nil
-}
-
-// agentExited is told that the agent of a node of job id has exited (a
-// local node, whose agent this process started): the job is stepped now,
-// or its follow-up stops waiting, so that the task's end is seen at once
-// rather than at the next check. Before Run, or after it, it does nothing.
-func (c *Controller) agentExited(id int64) {
-	if ctx, ok := c.running.Load().(context.Context); ok && ctx.Err() == nil {
-		c.sched.Poke(ctx, id)
-	}
 }

@@ -150,7 +150,7 @@ func TestKeptLogsArePrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "node-0.log")
-	if err := keepLog(context.Background(), node.AgentTask(logRunner{t.TempDir()}), path, time.Minute, 0, os.Link); err != nil {
+	if err := copyLog(context.Background(), node.AgentTask(logRunner{t.TempDir()}), path, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

@@ -2,12 +2,9 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"sortie/controller/home"
@@ -92,76 +89,10 @@ func (c *Controller) nodeTask(ctx context.Context, prov provision.Provider, cl *
 	return node.TaskOf(ctx, prov, cl, rank, a.Attempt)
 }
 
-// keepLog keeps node task nt's log at path, for an attempt of nodes nodes:
-// by a link where the log is a file on this machine (linkLog), else by a
-// copy (copyLog).
+// keepLog keeps node task nt's log at path, for an attempt of nodes
+// nodes, by reading it through the node (copyLog).
 func (c *Controller) keepLog(ctx context.Context, nt node.Task, path string, nodes int) error {
-	link := c.link
-	if link == nil {
-		link = os.Link
-	}
-	return keepLog(ctx, nt, path, c.logDeadline(), c.logLimit(nodes), link)
-}
-
-// keepLog keeps a node's log at path. A log that is a file on this machine
-// (node.LocalLogger) is kept by a hard link when linkLog can; any other,
-// and one it cannot, is copied (copyLog). per and limit are copyLog's; link
-// makes the hard link (os.Link, but for tests).
-func keepLog(ctx context.Context, nt node.Task, path string, per time.Duration, limit int64, link func(oldname, newname string) error) error {
-	if ll, ok := nt.(node.LocalLogger); ok {
-		if src, ok := ll.LocalLog(); ok && linkLog(src, path, limit, link) {
-			return nil
-		}
-	}
-	return copyLog(ctx, nt, path, per, limit)
-}
-
-// linkLog keeps the node's log file src at path by a hard link: the kept
-// file is the node's log itself, so keeping it writes nothing and makes no
-// new inode; the node's own name goes when its cluster is torn down, and
-// the kept one stays. The link is made straight at path, with no temporary
-// name: link(2) makes the name appear with the whole file at once, and
-// fails rather than replace a file there, so the kept file is complete or
-// absent as a copy's rename makes it. Only an earlier copy at path (kept
-// before a stop, or by a controller that stopped half way) is replaced
-// through a temporary name and a rename, so that it stays until the link
-// stands in its place.
-//
-// It says false, and leaves path as it was, for the caller to copy
-// instead, when src is not a regular file, is larger than limit (when
-// positive; a copy caps it), has a name other than the node's (a copy then
-// keeps what it holds rather than share the file), or cannot be linked
-// (another file system, EXDEV; any error). A task still running when its
-// log is linked writes on into the kept file; the stop that follows keeps
-// it again, and a log grown past limit meanwhile is copied, capped, over
-// the link.
-func linkLog(src, path string, limit int64, link func(oldname, newname string) error) bool {
-	fi, err := os.Lstat(src)
-	if err != nil || !fi.Mode().IsRegular() || (limit > 0 && fi.Size() > limit) {
-		return false
-	}
-	if kept, err := os.Lstat(path); err == nil && os.SameFile(fi, kept) {
-		return true // linked already: the same file
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 {
-		return false
-	}
-	// Private like every file of the home; the node's own name shares the
-	// mode, which the task, writing through an open file, never needs.
-	if err := os.Chmod(src, home.FileMode); err != nil {
-		return false
-	}
-	err = link(src, path)
-	if errors.Is(err, fs.ErrExist) {
-		tmp := path + ".tmp"
-		os.Remove(tmp)
-		if err = link(src, tmp); err == nil {
-			if err = os.Rename(tmp, path); err != nil {
-				os.Remove(tmp)
-			}
-		}
-	}
-	return err == nil
+	return copyLog(ctx, nt, path, c.logDeadline(), c.logLimit(nodes))
 }
 
 // copyLog copies a node's log to path chunk by chunk, so a large log never
@@ -171,8 +102,9 @@ func linkLog(src, path string, limit int64, link func(oldname, newname string) e
 // positive) the first and last halves are kept (cappedLog).
 func copyLog(ctx context.Context, nt node.Task, path string, per time.Duration, limit int64) error {
 	tmp := path + ".tmp"
-	// Removed first, not truncated: a temporary name left linked to a
-	// node's log by a controller that stopped half way names that log.
+	// Removed first, not truncated: a temporary name that an earlier
+	// version, stopped half way, left linked to a local node's log names
+	// that log.
 	os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, home.FileMode)
 	if err != nil {

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -160,7 +158,7 @@ func (c *chunkedLog) Close() error { return nil }
 func TestKeepLogBoundsEachChunk(t *testing.T) {
 	r := &chunkedLog{full: 3}
 	path := filepath.Join(t.TempDir(), "node-0.log")
-	if err := keepLog(context.Background(), node.AgentTask(r), path, time.Hour, 0, os.Link); err != nil {
+	if err := copyLog(context.Background(), node.AgentTask(r), path, time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(path); err != nil || st.Size() != int64(3*node.MaxLogChunk+4) {
@@ -173,250 +171,28 @@ func TestKeepLogBoundsEachChunk(t *testing.T) {
 	}
 }
 
-// hereNode is a node whose directory is on this machine (node.LocalDirer),
-// its reads answered from there as the local provider answers them.
-type hereNode struct{ dir string }
-
-func (r hereNode) Exec(_ context.Context, script string, _ io.Reader) ([]byte, error) {
-	if req, ok := node.Decode(script); ok {
-		if out, ok := node.AnswerHere(req); ok {
-			return out, nil
-		}
-	}
-	return nil, errors.New("hereNode answers reads only")
-}
-func (r hereNode) Dir() string      { return r.dir }
-func (r hereNode) LocalDir() string { return r.dir }
-func (r hereNode) Close() error     { return nil }
-
-// hereLog makes attempt 1's log on a node of this machine, holding text
-// (written with a umask that lets others read it, as a task's may), and
-// returns the node's task and the log's path.
-func hereLog(t *testing.T, text string) (node.Task, string) {
-	t.Helper()
-	dir := t.TempDir()
-	log := filepath.Join(dir, "attempt-1", "log")
-	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+// A temporary name that an earlier version, stopped half way, left linked
+// to a local node's log is removed before the copy, never written through.
+func TestACopyNeverWritesThroughAnOldTemporaryName(t *testing.T) {
+	d := t.TempDir()
+	nodeLog, path := filepath.Join(d, "node-log"), filepath.Join(d, "node-0.log")
+	if err := os.WriteFile(nodeLog, []byte("the node's own\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+	if err := os.Link(nodeLog, path+".tmp"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(log, 0o644); err != nil {
+	if err := copyLog(context.Background(), node.AgentTask(&chunkedLog{}), path, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
-	return node.AgentTask(node.ForAttempt(hereNode{dir}, 1)), log
-}
-
-func sameFile(t *testing.T, a, b string) bool {
-	t.Helper()
-	fa, err := os.Stat(a)
-	if err != nil {
-		t.Fatal(err)
+	if b, _ := os.ReadFile(nodeLog); string(b) != "the node's own\n" {
+		t.Errorf("the node's log became %q", b)
 	}
-	fb, err := os.Stat(b)
-	if err != nil {
-		t.Fatal(err)
+	if b, _ := os.ReadFile(path); string(b) != "end\n" {
+		t.Errorf("kept %q, want the log read through the node", b)
 	}
-	return os.SameFile(fa, fb)
-}
-
-// A local node's log is kept by a hard link: the kept file is the node's
-// log itself, private like the rest of the home, no temporary name is
-// left, and it outlives the node's directory.
-func TestALocalLogIsKeptByALink(t *testing.T) {
-	nt, log := hereLog(t, "hello\n")
-	path := filepath.Join(t.TempDir(), "task-0.attempt-1.node-0.log")
-	if err := keepLog(context.Background(), nt, path, time.Minute, 1<<20, os.Link); err != nil {
-		t.Fatal(err)
-	}
-	if !sameFile(t, log, path) {
-		t.Fatal("the kept log is a copy, want the node's log linked")
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != home.FileMode {
-		t.Errorf("kept log is %v, want %v", fi.Mode().Perm(), home.FileMode)
-	}
-	if _, err := os.Lstat(path + ".tmp"); err == nil {
-		t.Error("a temporary name was left beside the kept log")
-	}
-	// Kept again (after a stop): still the same file, nothing made.
-	if err := keepLog(context.Background(), nt, path, time.Minute, 1<<20, func(string, string) error {
-		t.Error("linked again a log kept by a link")
-		return errors.New("no")
-	}); err != nil || !sameFile(t, log, path) {
-		t.Errorf("kept again: %v, or no longer the node's log", err)
-	}
-	if err := os.RemoveAll(filepath.Dir(filepath.Dir(log))); err != nil { // the cluster torn down
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(path); err != nil || string(b) != "hello\n" {
-		t.Errorf("after the teardown the kept log holds %q, %v", b, err)
-	}
-}
-
-// A log over the attempt's cap is copied, capped, as any other: a link
-// would keep it whole.
-func TestALocalLogOverTheCapIsCopied(t *testing.T) {
-	nt, log := hereLog(t, strings.Repeat("x", 300)+"\n")
-	path := filepath.Join(t.TempDir(), "node.log")
-	if err := keepLog(context.Background(), nt, path, time.Minute, 100, func(string, string) error {
-		t.Error("a log over the cap was linked")
-		return errors.New("no")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if sameFile(t, log, path) {
-		t.Fatal("a log over the cap is the node's log")
-	}
-	b, _ := os.ReadFile(path)
-	if !strings.Contains(string(b), "bytes of this log dropped here") || len(b) > 300 {
-		t.Errorf("kept %d bytes %q, want the log capped", len(b), b)
-	}
-	// Linked while under the cap, then grown past it (a task still
-	// running): kept again, it is copied, capped, over the link.
-	nt, log = hereLog(t, "short\n")
-	if err := keepLog(context.Background(), nt, path, time.Minute, 100, os.Link); err != nil || !sameFile(t, log, path) {
-		t.Fatalf("kept %v, or not linked", err)
-	}
-	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(strings.Repeat("y", 300) + "\n")
-	f.Close()
-	if err := keepLog(context.Background(), nt, path, time.Minute, 100, os.Link); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path); sameFile(t, log, path) || !strings.Contains(string(b), "bytes of this log dropped here") {
-		t.Errorf("a linked log grown past the cap is kept as %d bytes, linked %v", len(b), sameFile(t, log, path))
-	}
-}
-
-// A link that fails, across file systems (EXDEV) or otherwise, leaves a
-// copy, as a remote node's log is kept.
-func TestALocalLogThatCannotBeLinkedIsCopied(t *testing.T) {
-	for _, fail := range []error{&os.LinkError{Op: "link", Err: syscall.EXDEV}, errors.New("no links here")} {
-		nt, log := hereLog(t, "hello\n")
-		path := filepath.Join(t.TempDir(), "node.log")
-		tried := 0
-		err := keepLog(context.Background(), nt, path, time.Minute, 1<<20, func(string, string) error {
-			tried++
-			return fail
-		})
-		if err != nil || tried != 1 {
-			t.Fatalf("%v: kept %v after %d links tried, want one and a copy", fail, err, tried)
-		}
-		if b, _ := os.ReadFile(path); string(b) != "hello\n" || sameFile(t, log, path) {
-			t.Errorf("%v: kept %q, linked %v; want a copy", fail, b, sameFile(t, log, path))
-		}
-	}
-}
-
-// The link replaces an earlier copy whole (through a temporary name), never
-// removing it first; a temporary name left linked to the node's log by a
-// controller that stopped half way is removed, never written through.
-func TestALinkReplacesAnEarlierCopy(t *testing.T) {
-	nt, log := hereLog(t, "whole log\n")
-	path := filepath.Join(t.TempDir(), "node.log")
-	if err := os.WriteFile(path, []byte("earlier\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := keepLog(context.Background(), nt, path, time.Minute, 1<<20, os.Link); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "whole log\n" || !sameFile(t, log, path) {
-		t.Errorf("kept %q, linked %v; want the node's log linked over the copy", b, sameFile(t, log, path))
-	}
-	if _, err := os.Lstat(path + ".tmp"); err == nil {
-		t.Error("the temporary name is left")
-	}
-	// A temporary name linked to the node's log gives it a second name:
-	// it is copied, the stale name removed rather than truncated.
-	path = filepath.Join(t.TempDir(), "node.log")
-	if err := os.Link(log, path+".tmp"); err != nil {
-		t.Fatal(err)
-	}
-	if err := keepLog(context.Background(), nt, path, time.Minute, 1<<20, os.Link); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(log); string(b) != "whole log\n" {
-		t.Errorf("the node's log holds %q after a copy, want it untouched", b)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "whole log\n" {
-		t.Errorf("kept %q", b)
-	}
-	if _, err := os.Lstat(path + ".tmp"); err == nil {
-		t.Error("the temporary name is left")
-	}
-}
-
-// A node's log that is not a plain file of the node's alone (a symlink,
-// or a file with another name too) is copied: what it holds is kept, the
-// file it names is never shared or made private.
-func TestALocalLogOfOtherNamesIsCopied(t *testing.T) {
-	nt, log := hereLog(t, "")
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.WriteFile(other, []byte("someone's file\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, mk := range []func() error{
-		func() error { return os.Symlink(other, log) },
-		func() error { return os.Link(other, log) },
-	} {
-		os.Remove(log)
-		if err := mk(); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "node.log")
-		if err := keepLog(context.Background(), nt, path, time.Minute, 1<<20, os.Link); err != nil {
-			t.Fatal(err)
-		}
-		if sameFile(t, other, path) {
-			t.Error("the kept log is another file's name")
-		}
-		if fi, _ := os.Stat(other); fi.Mode().Perm() != 0o644 {
-			t.Errorf("the other file was made %v", fi.Mode().Perm())
-		}
-	}
-}
-
-// On the local provider an attempt's kept log is the node's log itself: the
-// inode the task saw as its log is the kept file's, and it stays when the
-// cluster is torn down.
-func TestALocalAttemptKeepsItsLogByALink(t *testing.T) {
-	c := localController(t)
-	id := createJob(t, c, "run: stat -c 'inode %i' \"$SORTIE_NODE_DIR/log\"\n")
-	a := untilRunning(t, c, id)
-	r := runners(t, c, a)[0]
-	waitFor(t, r, "the end", done)
-	nodeDir := r.Dir()
-	var j *store.Job
-	for range 10 {
-		if j, _ = step(t, c, id); j.Status.Terminal() {
-			break
-		}
-	}
-	if j.Status != lifecycle.Succeeded {
-		t.Fatalf("job %s (%s), want SUCCEEDED", j.Status, j.StatusReason)
-	}
-	if _, err := os.Stat(nodeDir); !os.IsNotExist(err) {
-		t.Fatalf("the node's directory is still there (%v): the cluster was not torn down", err)
-	}
-	path := home.NodeLog(c.Config.Home, id, 0, a.Attempt, 0)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if want := fmt.Sprintf("inode %d\n", st.Ino); string(b) != want {
-		t.Errorf("the kept log holds %q, want %q: the node's own log file", b, want)
-	}
-	if st.Nlink != 1 || fi.Mode().Perm() != home.FileMode {
-		t.Errorf("the kept log has %d names and mode %v, want the kept one alone and %v", st.Nlink, fi.Mode().Perm(), home.FileMode)
+	if _, err := os.Lstat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("the temporary name is still there: %v", err)
 	}
 }
 

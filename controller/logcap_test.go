@@ -90,7 +90,7 @@ func TestKeepLogCapsALongLog(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), (3*node.MaxLogChunk+100)/16)
 	limit := int64(1 << 20)
 	path := filepath.Join(t.TempDir(), "node-0.log")
-	if err := keepLog(context.Background(), node.AgentTask(&seqLog{data: data}), path, time.Minute, limit, os.Link); err != nil {
+	if err := copyLog(context.Background(), node.AgentTask(&seqLog{data: data}), path, time.Minute, limit); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path)

@@ -177,8 +177,6 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	if err != nil {
 		return provision.Prechecks(fmt.Errorf("file_mounts: %w", err))
 	}
-	// A local node's agent says when it has ended: the end is seen then.
-	ctx = node.WithAgentExit(ctx, func() { c.agentExited(j.ID) })
 	err = node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
 		NoticeSource: source, NoticeEndpoint: endpoint, TerminationGrace: task.Recovery().TerminationGrace.D(),
 		Storage: storage, StorageEnv: storageEnv, FUSE: fuse})

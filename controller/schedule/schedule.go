@@ -11,9 +11,7 @@
 // on, so the tick's view of it is stale), is left to the next tick. A step
 // may ask to go on with its job at a time (ContinueAt); the job then stays
 // claimed, and Step runs at that time, unless the time is further than
-// Horizon, which is left to the ticks. Poke says something happened to a
-// job that its next step should see now: a claimed job's follow-up goes on
-// at once, a job not claimed is stepped. Wait waits until every claimed job
+// Horizon, which is left to the ticks. Wait waits until every claimed job
 // has been released.
 package schedule
 
@@ -31,10 +29,6 @@ type Epoch uint64
 type Work struct {
 	ID  int64
 	Run func(ctx context.Context) error
-	// Early asks for the early checks (Config.FirstChecks) after Run: the
-	// step may have started something whose quick end is worth seeing
-	// before the next tick.
-	Early bool
 }
 
 // Config is what a Queue is given. It must not change once work has started.
@@ -45,9 +39,6 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) bool
 	// Checkers bounds how many works of one Check run at once (at least 1).
 	Checkers int
-	// FirstChecks are the waits before each early check of a Work with
-	// Early set.
-	FirstChecks []time.Duration
 	// Horizon is the longest a job stays claimed waiting for its next
 	// step; a later one is left to the ticks, so that no goroutine waits
 	// long.
@@ -74,12 +65,7 @@ type Queue struct {
 	releases Epoch
 	lastRead Epoch
 	cont     map[int64]time.Time // claimed jobs to go on with, and when
-	// poked holds the claimed jobs that were poked (Poke) since their
-	// step began, and waking the follow-ups waiting for their time, each
-	// with what ends the wait.
-	poked  map[int64]bool
-	waking map[int64]context.CancelFunc
-	// following: ContinueAt and early checks are heeded (Follow).
+	// following: ContinueAt is heeded (Follow).
 	following atomic.Bool
 }
 
@@ -90,8 +76,6 @@ func New(cfg Config) *Queue {
 		busy:     map[int64]bool{},
 		released: map[int64]Epoch{},
 		cont:     map[int64]time.Time{},
-		poked:    map[int64]bool{},
-		waking:   map[int64]context.CancelFunc{},
 	}
 	q.idle = sync.NewCond(&q.mu)
 	return q
@@ -164,38 +148,6 @@ func (q *Queue) Check(ctx context.Context, e Epoch, ws []Work) int {
 	return len(claimed)
 }
 
-// Poke says that something happened to job id that its next step should
-// see now (its node's agent ended), when follow-ups are on. A job that is
-// claimed goes on with a step at once: its follow-up stops waiting, and a
-// step under way is followed by another. A job that is not is claimed and
-// stepped now, as Go would; Step reads it afresh, so no epoch is needed.
-func (q *Queue) Poke(ctx context.Context, id int64) {
-	if !q.following.Load() || q.Step == nil {
-		return
-	}
-	q.mu.Lock()
-	if q.busy[id] {
-		q.poked[id] = true
-		if wake, ok := q.waking[id]; ok {
-			delete(q.waking, id)
-			wake()
-		}
-		q.mu.Unlock()
-		return
-	}
-	q.busy[id] = true
-	q.mu.Unlock()
-	go q.run(ctx, q.stepWork(id), false)
-}
-
-// stepWork is a Work that goes on with job id by Step.
-func (q *Queue) stepWork(id int64) Work {
-	return Work{ID: id, Run: func(ctx context.Context) error {
-		_, err := q.Step(ctx, id)
-		return err
-	}}
-}
-
 // ContinueAt asks for a step of job id at t, when follow-ups are on and the
 // job is claimed: the step under way asks for the next one.
 func (q *Queue) ContinueAt(id int64, t time.Time) {
@@ -233,9 +185,9 @@ func (q *Queue) claim(id int64, e Epoch) bool {
 // follow-ups go on in a goroutine of their own, and run returns at once.
 func (q *Queue) run(ctx context.Context, w Work, pooled bool) {
 	err := w.Run(ctx)
-	finish := func() { q.done(ctx, w.ID, q.followUp(ctx, w.ID, w.Early)) }
+	finish := func() { q.done(ctx, w.ID, q.followUp(ctx, w.ID)) }
 	switch {
-	case err != nil || !q.pending(w.ID, w.Early):
+	case err != nil || !q.pending(w.ID):
 		q.done(ctx, w.ID, err)
 	case pooled:
 		go finish()
@@ -245,12 +197,9 @@ func (q *Queue) run(ctx context.Context, w Work, pooled bool) {
 }
 
 // pending says whether a job just stepped has a follow-up to run.
-func (q *Queue) pending(id int64, early bool) bool {
+func (q *Queue) pending(id int64) bool {
 	if !q.following.Load() || q.Step == nil {
 		return false
-	}
-	if early && len(q.FirstChecks) > 0 {
-		return true
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -259,62 +208,23 @@ func (q *Queue) pending(id int64, early bool) bool {
 }
 
 // followUp steps job id for as long as each step asks to go on within the
-// horizon, and after a step that may have started something (early) at
-// each of FirstChecks.
-func (q *Queue) followUp(ctx context.Context, id int64, early bool) error {
-	checks := 0
+// horizon.
+func (q *Queue) followUp(ctx context.Context, id int64) error {
 	for {
 		at, ok := q.take(id)
-		switch {
-		case ok:
-			early, checks = true, 0
-		case q.takePoke(id):
-			at = q.now()
-		case early && checks < len(q.FirstChecks) && q.following.Load():
-			at = q.now().Add(q.FirstChecks[checks])
-			checks++
-		default:
+		if !ok {
 			return nil
 		}
 		if wait := at.Sub(q.now()); wait > 0 {
-			if wait > q.Horizon || !q.wait(ctx, id, wait) {
+			if wait > q.Horizon || !q.sleep(ctx, wait) {
 				return nil
 			}
 		}
-		q.takePoke(id) // this step sees what the poke was about
 		more, err := q.Step(ctx, id)
 		if err != nil || !more {
 			return err
 		}
 	}
-}
-
-// takePoke says whether job id was poked, and forgets it.
-func (q *Queue) takePoke(id int64) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	p := q.poked[id]
-	delete(q.poked, id)
-	return p
-}
-
-// wait is sleep for a claimed job's follow-up: a Poke ends it early (and
-// the poke is left for the loop to take), as does a poke that came first.
-func (q *Queue) wait(ctx context.Context, id int64, d time.Duration) bool {
-	q.mu.Lock()
-	if q.poked[id] {
-		q.mu.Unlock()
-		return true
-	}
-	wctx, wake := context.WithCancel(ctx)
-	defer wake()
-	q.waking[id] = wake
-	q.mu.Unlock()
-	slept := q.sleep(wctx, d)
-	q.mu.Lock()
-	delete(q.waking, id)
-	q.mu.Unlock()
-	return slept || ctx.Err() == nil
 }
 
 func (q *Queue) take(id int64) (time.Time, bool) {
@@ -334,14 +244,6 @@ func (q *Queue) done(ctx context.Context, id int64, err error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.poked[id] && ctx.Err() == nil {
-		// Poked after its follow-up last looked: it goes on, still
-		// claimed, rather than wait for a tick.
-		delete(q.poked, id)
-		go q.run(ctx, q.stepWork(id), false)
-		return
-	}
-	delete(q.poked, id)
 	delete(q.busy, id)
 	delete(q.cont, id)
 	q.releases++

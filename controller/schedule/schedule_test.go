@@ -161,14 +161,12 @@ func TestFollowUpLeavesThePool(t *testing.T) {
 
 func TestFollowUps(t *testing.T) {
 	const (
-		ms      = time.Millisecond
 		horizon = 5 * time.Second
 	)
 	never := time.Duration(-1)
 	for _, tc := range []struct {
 		name   string
 		follow bool
-		early  bool
 		// cont is when Run asks to go on, never for not at all.
 		cont time.Duration
 		// again asks the first step to go on this much later.
@@ -180,12 +178,9 @@ func TestFollowUps(t *testing.T) {
 		reported  int
 	}{
 		{name: "off: a continue is ignored", cont: 0, again: never, end: -1, fail: -1},
-		{name: "off: no early checks", early: true, cont: never, again: never, end: -1, fail: -1},
 		{name: "nothing asked", follow: true, cont: never, again: never, end: -1, fail: -1},
-		{name: "early checks", follow: true, early: true, cont: never, again: never, end: -1, fail: -1,
-			steps: []time.Duration{200 * ms, 1200 * ms}},
-		{name: "continue now, then early checks", follow: true, cont: 0, again: never, end: -1, fail: -1,
-			steps: []time.Duration{0, 200 * ms, 1200 * ms}},
+		{name: "continue now", follow: true, cont: 0, again: never, end: -1, fail: -1,
+			steps: []time.Duration{0}},
 		{name: "continue in the past", follow: true, cont: -time.Hour, again: never, end: 0, fail: -1,
 			steps: []time.Duration{0}},
 		{name: "continue later", follow: true, cont: 2 * time.Second, again: never, end: 0, fail: -1,
@@ -193,13 +188,13 @@ func TestFollowUps(t *testing.T) {
 		{name: "continue at the horizon", follow: true, cont: horizon, again: never, end: 0, fail: -1,
 			steps: []time.Duration{horizon}},
 		{name: "continue beyond the horizon: left to the ticks", follow: true, cont: horizon + 1, again: never, end: -1, fail: -1},
-		{name: "a step asks again: its early checks start over", follow: true, cont: 0, again: time.Second, end: -1, fail: -1,
-			steps: []time.Duration{0, time.Second, 1200 * ms, 2200 * ms}},
-		{name: "the job ends", follow: true, early: true, cont: never, again: never, end: 0, fail: -1,
-			steps: []time.Duration{200 * ms}},
+		{name: "a step asks again", follow: true, cont: 0, again: time.Second, end: -1, fail: -1,
+			steps: []time.Duration{0, time.Second}},
+		{name: "the job ends: what its step asked for is dropped", follow: true, cont: 0, again: 0, end: 0, fail: -1,
+			steps: []time.Duration{0}},
 		{name: "a step fails: reported, its own continue dropped", follow: true, cont: 0, again: 0, end: -1, fail: 0,
 			steps: []time.Duration{0}, reported: 1},
-		{name: "ctx ends: no step, nothing reported", follow: true, early: true, cont: time.Second, again: never, end: -1, fail: -1,
+		{name: "ctx ends: no step, nothing reported", follow: true, cont: time.Second, again: never, end: -1, fail: -1,
 			cancel: true},
 	} {
 		for _, via := range []string{"Go", "Check"} {
@@ -216,7 +211,6 @@ func TestFollowUps(t *testing.T) {
 				)
 				q = New(Config{
 					Now: clk.Now, Sleep: clk.Skip, Checkers: 2, Horizon: horizon,
-					FirstChecks: []time.Duration{200 * ms, time.Second},
 					Step: func(ctx context.Context, id int64) (bool, error) {
 						mu.Lock()
 						k := len(steps)
@@ -233,7 +227,7 @@ func TestFollowUps(t *testing.T) {
 					Report: func(int64, error) { mu.Lock(); reported++; mu.Unlock() },
 				})
 				q.Follow(tc.follow)
-				w := Work{ID: 3, Early: tc.early, Run: func(context.Context) error {
+				w := Work{ID: 3, Run: func(context.Context) error {
 					if tc.cont != never {
 						q.ContinueAt(3, clk.Now().Add(tc.cont))
 					}
@@ -321,94 +315,4 @@ func TestWaitWaitsForEveryStartedWork(t *testing.T) {
 	}
 	// With nothing in flight, Wait returns at once.
 	q.Wait()
-}
-
-// pokeQueue is a following queue on a fake clock whose sleeps last until
-// their context ends (a Poke) or the test releases them; it records the
-// time of each step, and each step ends the job.
-func pokeQueue(t *testing.T) (q *Queue, steps func() []time.Duration, release chan struct{}, sleeping chan struct{}) {
-	t.Helper()
-	start := time.Unix(0, 0)
-	clk := clocktest.New(start)
-	var (
-		mu  sync.Mutex
-		got []time.Duration
-	)
-	release, sleeping = make(chan struct{}), make(chan struct{}, 8)
-	q = New(Config{
-		Now: clk.Now, Checkers: 2, Horizon: 5 * time.Second,
-		FirstChecks: []time.Duration{200 * time.Millisecond, time.Second},
-		Sleep: func(ctx context.Context, d time.Duration) bool {
-			sleeping <- struct{}{}
-			select {
-			case <-ctx.Done():
-				return false
-			case <-release:
-				return clk.Skip(ctx, d)
-			}
-		},
-		Step: func(ctx context.Context, id int64) (bool, error) {
-			mu.Lock()
-			got = append(got, clk.Now().Sub(start))
-			mu.Unlock()
-			return false, nil
-		},
-	})
-	q.Follow(true)
-	return q, func() []time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(got)
-	}, release, sleeping
-}
-
-// A Poke (a local node's agent exited) ends a follow-up's wait: the job
-// is stepped at once, not when its early check comes.
-func TestPokeEndsAFollowUpsWait(t *testing.T) {
-	q, steps, _, sleeping := pokeQueue(t)
-	ctx := context.Background()
-	q.Go(ctx, q.Read(), Work{ID: 5, Early: true, Run: nop})
-	<-sleeping
-	q.Poke(ctx, 5)
-	q.Wait()
-	if got := steps(); !slices.Equal(got, []time.Duration{0}) {
-		t.Errorf("steps at %v, want one at once", got)
-	}
-}
-
-// A Poke that comes while the job's step runs is not lost: another step
-// follows it, though the step asked for nothing more.
-func TestPokeDuringAStepIsFollowed(t *testing.T) {
-	q, steps, _, _ := pokeQueue(t)
-	ctx := context.Background()
-	gate, in := make(chan struct{}), make(chan struct{})
-	q.Go(ctx, q.Read(), Work{ID: 5, Run: func(context.Context) error { close(in); <-gate; return nil }})
-	<-in
-	q.Poke(ctx, 5)
-	close(gate)
-	q.Wait()
-	if got := steps(); !slices.Equal(got, []time.Duration{0}) {
-		t.Errorf("steps at %v, want one after the poked step", got)
-	}
-}
-
-// A Poke of a job no step holds claims it and steps it now; with
-// follow-ups off (a test driving ticks by hand) it does nothing.
-func TestPokeStepsAJobNotClaimed(t *testing.T) {
-	for _, follow := range []bool{true, false} {
-		q, steps, _, _ := pokeQueue(t)
-		q.Follow(follow)
-		q.Poke(context.Background(), 5)
-		q.Wait()
-		want := []time.Duration{0}
-		if !follow {
-			want = nil
-		}
-		if got := steps(); !slices.Equal(got, want) {
-			t.Errorf("following %v: steps at %v, want %v", follow, got, want)
-		}
-		if len(q.busy) != 0 || len(q.poked) != 0 {
-			t.Errorf("following %v: left claimed %v, poked %v", follow, q.busy, q.poked)
-		}
-	}
 }
