@@ -194,7 +194,7 @@ func taskProcesses(home string) []int {
 	}
 	var out []int
 	for _, pid := range storm.ProcessesUnder(home) {
-		if pid != daemon && !storm.AgentServer(pid) {
+		if pid != daemon {
 			out = append(out, pid)
 		}
 	}
@@ -260,10 +260,10 @@ run: |
 	id := e.launch(f)
 	waitFile(t, started)
 	e.waitStatus(id, "RUNNING")
-	// The local node's agent is the home's agent server.
 	agents := 0
-	for _, pid := range storm.ProcessesUnder(e.home) {
-		if storm.AgentServer(pid) {
+	for _, pid := range taskProcesses(e.home) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "sortie-agent\x00run\x00") {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +271,7 @@ run: |
 		}
 	}
 	if agents != 1 {
-		t.Fatalf("killed %d agent servers, want the home's one", agents)
+		t.Fatalf("killed %d agents, want the one node's", agents)
 	}
 	d := e.waitStatus(id, "SUCCEEDED")
 	if diff := cmp.Diff([][]int{{-1}, {0}}, codes(d)); diff != "" {

@@ -236,9 +236,7 @@ func codes(d service.JobDetail) [][]int {
 
 func killLeftovers(t *testing.T, home string) {
 	for _, pid := range storm.ProcessesUnder(home) {
-		if !storm.AgentServer(pid) {
-			t.Logf("killing leftover process %d", pid)
-		}
+		t.Logf("killing leftover process %d", pid)
 		_ = syscallKill(pid)
 	}
 }

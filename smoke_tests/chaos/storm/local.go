@@ -415,14 +415,6 @@ func ProcessesUnder(dir string) []int {
 	return pids
 }
 
-// AgentServer says whether process pid is an agent server (sortie-agent
-// serve): it runs the home's local nodes and exits on its own once none
-// has run for a moment, so it is no task's leftover.
-func AgentServer(pid int) bool {
-	cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	return strings.HasPrefix(string(cmdline), "sortie-agent\x00serve\x00")
-}
-
 // diskFull is a small tmpfs under the home that is filled for a while.
 type diskFull struct {
 	dir        string
