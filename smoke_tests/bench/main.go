@@ -229,6 +229,7 @@ func (b *bench) local(ctx context.Context) error {
 		return fmt.Errorf("the run went wrong: %v", r.Statuses)
 	}
 	b.figure("local_"+count(b.o.localJobs)+"_ratio", r.Ratio(), 2, "x")
+	b.figure("local_cpu_ms_per_job", suite.Ms(r.CPUPerJob()), 2, "ms")
 	b.figure("agent_rss_kib", float64(r.AgentRSSKiB), 0, "KiB")
 	b.figure("agent_rss_task_bash_kib", float64(r.TaskRSSKiB), 0, "KiB")
 	b.figure("agent_rss_ratio", float64(r.AgentRSSKiB)/float64(r.TaskRSSKiB), 2, "x")

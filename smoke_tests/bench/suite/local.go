@@ -33,6 +33,20 @@ type LocalResult struct {
 	// TaskRSSKiB is the resident memory of the bash running that task's
 	// run phase, read at the same moment: the agent's baseline.
 	TaskRSSKiB int64
+	// CPU is the user and system CPU of the controller and of every
+	// process it and the node agents started (the scripts, the agents,
+	// the tasks' bash), from the controller's start until it stopped, for
+	// CPUJobs jobs (the timed ones and the one agentRSS runs).
+	CPU     time.Duration
+	CPUJobs int
+}
+
+// CPUPerJob is CPU over CPUJobs.
+func (r LocalResult) CPUPerJob() time.Duration {
+	if r.CPUJobs == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.CPUJobs)
 }
 
 // Ratio is sortie's wall time over the plain loop's.
@@ -54,12 +68,24 @@ func RunLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		return nil, err
 	}
 	cfg := fmt.Sprintf("controller:\n  max_parallel_launches: %d\n", o.Parallel)
+	// What the controller's processes used is read from this process's
+	// children's rusage: the controller is its child, and what the
+	// controller detaches (the node agents) is adopted and reaped here.
+	cpu0, err := childrenCPU()
+	if err != nil {
+		return nil, err
+	}
 	h, err := openHome(ctx, o.Bin, o.Home, cfg, localTask)
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
 	d, db, file := h.daemon, h.db, h.task
+	adopted, err := adoptOrphans(d.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("adopt what the controller detaches: %w", err)
+	}
+	defer adopted.finish(0)
 	fmt.Fprintf(o.Progress, "local: %d jobs on sortie\n", o.Jobs)
 	t0 := time.Now()
 	if _, _, err := submit(ctx, d, file, o.Jobs, 100, io.Discard); err != nil {
@@ -79,7 +105,18 @@ func RunLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 	if r.AgentRSSKiB, r.TaskRSSKiB, err = agentRSS(ctx, h, o); err != nil {
 		return r, err
 	}
-	return r, d.Stop(time.Minute)
+	if err := d.Stop(time.Minute); err != nil {
+		return r, err
+	}
+	if err := adopted.finish(30 * time.Second); err != nil {
+		return r, err
+	}
+	cpu1, err := childrenCPU()
+	if err != nil {
+		return r, err
+	}
+	r.CPU, r.CPUJobs = cpu1-cpu0, o.Jobs+1
+	return r, nil
 }
 
 // agentRSSTask runs long enough for its agent to be measured; the file it
@@ -115,40 +152,66 @@ func agentRSS(ctx context.Context, h *home, o LocalOptions) (agent, task int64, 
 }
 
 // agentVmRSS finds a node under home whose run phase has begun and
-// returns the VmRSS of its agent (the agent server running every local
-// node, or the node's own agent) and that of the phase's bash (its
-// process group's leader), in KiB.
+// returns the VmRSS of its agent and that of the phase's bash (its process
+// group's leader), in KiB. The agent is the pid the node recorded, or else
+// (a build whose local nodes one agent program ran for the whole home) the
+// sortie-agent process with an argument under home.
 func agentVmRSS(home string) (agent, task int64, ok bool) {
 	pgids, _ := filepath.Glob(filepath.Join(home, "local", "clusters", "*", "node-*", "pgid.run"))
 	more, _ := filepath.Glob(filepath.Join(home, "local", "clusters", "*", "node-*", "*", "pgid.run"))
 	for _, f := range append(pgids, more...) {
 		dir := filepath.Dir(f)
-		pgid, err1 := os.ReadFile(f)
-		if err1 != nil {
+		pgid, err := os.ReadFile(f)
+		if err != nil {
 			continue
 		}
-		// An agent of the node's own in pid, else the agent server that
-		// runs the node, in served ("ID PID").
-		pid, err2 := os.ReadFile(filepath.Join(dir, "pid"))
-		if err2 != nil {
-			served, err := os.ReadFile(filepath.Join(dir, "served"))
-			if f := strings.Fields(string(served)); err != nil || len(f) < 2 {
+		pid := ""
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
+			pid = strings.TrimSpace(string(b))
+			if !isAgent(pid, "") {
 				continue
-			} else {
-				pid = []byte(f[1])
 			}
-		}
-		cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cmdline")
-		if err != nil || !strings.HasPrefix(filepath.Base(strings.Split(string(cmdline), "\x00")[0]), "sortie-agent") {
+		} else if pid = agentUnder(home); pid == "" {
 			continue
 		}
-		agent, aok := vmRSS(strings.TrimSpace(string(pid)))
+		agent, aok := vmRSS(pid)
 		task, tok := vmRSS(strings.TrimSpace(string(pgid)))
 		if aok && tok {
 			return agent, task, true
 		}
 	}
 	return 0, 0, false
+}
+
+// isAgent says whether process pid is a sortie-agent, with an argument
+// under dir when dir is given.
+func isAgent(pid, dir string) bool {
+	cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+	if err != nil || !strings.HasPrefix(filepath.Base(args[0]), "sortie-agent") {
+		return false
+	}
+	if dir == "" {
+		return true
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// agentUnder is the pid of a sortie-agent process with an argument under
+// home, "" when there is none.
+func agentUnder(home string) string {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil && isAgent(e.Name(), home) {
+			return e.Name()
+		}
+	}
+	return ""
 }
 
 // vmRSS is the VmRSS of process pid in KiB.

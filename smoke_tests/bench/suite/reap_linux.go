@@ -1,0 +1,119 @@
+package suite
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
+const prSetChildSubreaper = 36
+
+// orphans makes this process the subreaper of what the processes it starts
+// detach (a node agent, a script's leftover) and reaps each once it ends,
+// so that their CPU, and that of the children they waited for, is counted
+// in this process's children's rusage, as a child's own is once it is
+// waited for. keep is a child waited for elsewhere (the controller, by its
+// exec.Cmd), never reaped here.
+type orphans struct {
+	keep int
+	stop chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+// adoptOrphans starts reaping this process's children but keep; stop
+// undoes it.
+func adoptOrphans(keep int) (*orphans, error) {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return nil, errno
+	}
+	o := &orphans{keep: keep, stop: make(chan struct{})}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-o.stop:
+				return
+			case <-tick.C:
+				o.reap()
+			}
+		}
+	}()
+	return o, nil
+}
+
+// reap reaps every adopted child that has ended, and says how many are
+// left running.
+func (o *orphans) reap() int {
+	left := 0
+	for _, pid := range childPids() {
+		if pid == o.keep {
+			continue
+		}
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		if got == 0 && err == nil {
+			left++
+		}
+	}
+	return left
+}
+
+// finish waits, for up to d, until every adopted child has ended and been
+// reaped, then stops being a subreaper; an error says some are left.
+// Calls after the first do nothing.
+func (o *orphans) finish(d time.Duration) error {
+	first := false
+	o.once.Do(func() { first = true })
+	if !first {
+		return nil
+	}
+	close(o.stop)
+	o.wg.Wait()
+	deadline := time.Now().Add(d)
+	for o.reap() > 0 {
+		if time.Now().After(deadline) {
+			syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
+			return errors.New("processes the controller started still run after it stopped")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
+	return nil
+}
+
+// childPids lists this process's children: those of each of its threads.
+func childPids() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// childrenCPU is the user and system CPU of this process's children that
+// have been waited for, and theirs.
+func childrenCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
