@@ -145,7 +145,12 @@ func (p *Provider) build(rec *record) (tmp string, crowded bool, err error) {
 		return "", crowded, err
 	}
 	for _, n := range rec.Nodes {
-		if err := os.Mkdir(filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank)), 0o700); err != nil {
+		dir := filepath.Join(tmp, "node-"+strconv.Itoa(n.Rank))
+		err := os.Mkdir(dir, 0o700)
+		if err == nil {
+			err = linkPrograms(p.home, dir)
+		}
+		if err != nil {
 			os.RemoveAll(tmp)
 			return "", crowded, err
 		}
