@@ -305,14 +305,15 @@ func (a *Agent) finish(phase string, code int, why string) error {
 	line := phase + " " + strconv.Itoa(code) + " " + how
 	if err := putDurable(a.Dir, FileExitCode, []byte(line+"\n")); err != nil {
 		// No room for the file's bytes (a full disk): an empty file needs
-		// none, so its name carries the code.
+		// none, so its name carries the code. The log says so first: a
+		// reader that sees the marker finds the reason there.
+		a.logLine(fmt.Sprintf("sortie: could not write the exit code (%s %d) on this node", phase, code))
 		name := UnwrittenPrefix + phase + "." + strconv.Itoa(code) + "." + how
 		f, ferr := os.OpenFile(filepath.Join(a.Dir, name), os.O_WRONLY|os.O_CREATE, 0o644)
 		if ferr == nil {
 			f.Close()
 			syncDir(a.Dir)
 		}
-		a.logLine(fmt.Sprintf("sortie: could not write the exit code (%s %d) on this node", phase, code))
 		if ferr != nil {
 			return fmt.Errorf("record exit code %q: %w (and as a marker: %v)", line, err, ferr)
 		}
