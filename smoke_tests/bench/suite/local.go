@@ -81,7 +81,7 @@ func RunLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 	}
 	defer h.Close()
 	d, db, file := h.daemon, h.db, h.task
-	adopted, err := adoptOrphans(d.Pid)
+	adopted, err := adoptOrphans()
 	if err != nil {
 		return nil, fmt.Errorf("adopt what the controller detaches: %w", err)
 	}

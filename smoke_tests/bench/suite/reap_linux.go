@@ -14,25 +14,25 @@ import (
 const prSetChildSubreaper = 36
 
 // orphans makes this process the subreaper of what the processes it starts
-// detach (a node agent, a script's leftover) and reaps each once it ends,
-// so that their CPU, and that of the children they waited for, is counted
-// in this process's children's rusage, as a child's own is once it is
-// waited for. keep is a child waited for elsewhere (the controller, by its
-// exec.Cmd), never reaped here.
+// detach (the node agents, which are the subreapers of their tasks) and
+// reaps each agent once it ends, so that its CPU, and that of the children
+// it waited for, is counted in this process's children's rusage, as a
+// child's own is once it is waited for. Only sortie-agent processes are
+// reaped here: every other child is waited for by whoever started it (the
+// controller, by its exec.Cmd; a test's commands).
 type orphans struct {
-	keep int
 	stop chan struct{}
 	once sync.Once
 	wg   sync.WaitGroup
 }
 
-// adoptOrphans starts reaping this process's children but keep; stop
-// undoes it.
-func adoptOrphans(keep int) (*orphans, error) {
+// adoptOrphans starts adopting and reaping the node agents; finish undoes
+// it.
+func adoptOrphans() (*orphans, error) {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		return nil, errno
 	}
-	o := &orphans{keep: keep, stop: make(chan struct{})}
+	o := &orphans{stop: make(chan struct{})}
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
@@ -50,12 +50,12 @@ func adoptOrphans(keep int) (*orphans, error) {
 	return o, nil
 }
 
-// reap reaps every adopted child that has ended, and says how many are
+// reap reaps every adopted agent that has ended, and says how many are
 // left running.
 func (o *orphans) reap() int {
 	left := 0
 	for _, pid := range childPids() {
-		if pid == o.keep {
+		if !isAgentProcess(pid) {
 			continue
 		}
 		var ws syscall.WaitStatus
@@ -82,12 +82,23 @@ func (o *orphans) finish(d time.Duration) error {
 	for o.reap() > 0 {
 		if time.Now().After(deadline) {
 			syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
-			return errors.New("processes the controller started still run after it stopped")
+			return errors.New("node agents still run after the controller stopped")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
 	return nil
+}
+
+// isAgentProcess says whether process pid runs the sortie-agent program,
+// from its command name, which an ended process keeps until reaped.
+func isAgentProcess(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+	return open >= 0 && end > open && string(stat[open+1:end]) == "sortie-agent"
 }
 
 // childPids lists this process's children: those of each of its threads.

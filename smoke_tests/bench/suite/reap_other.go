@@ -12,6 +12,6 @@ import (
 
 type orphans struct{}
 
-func adoptOrphans(keep int) (*orphans, error)   { return nil, errors.ErrUnsupported }
+func adoptOrphans() (*orphans, error)           { return nil, errors.ErrUnsupported }
 func (o *orphans) finish(d time.Duration) error { return nil }
 func childrenCPU() (time.Duration, error)       { return 0, errors.ErrUnsupported }
