@@ -2,6 +2,7 @@ package smoke_tests
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -263,7 +264,7 @@ run: |
 	agents := 0
 	for _, pid := range taskProcesses(e.home) {
 		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if strings.HasPrefix(string(cmdline), "sortie-agent\x00run\x00") {
+		if args := strings.Split(string(cmdline), "\x00"); len(args) > 1 && filepath.Base(args[0]) == "sortie-agent" && args[1] == "run" {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
