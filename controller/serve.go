@@ -208,7 +208,7 @@ func ServeMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(
 // NewNotifier sends the notifications of st's jobs to the webhooks of
 // their tasks, or cfg's.
 func NewNotifier(st *store.Store, cfg config.Config, log *slog.Logger, now func() time.Time) *notify.Notifier {
-	return &notify.Notifier{Store: st, Default: cfg.Notify.Webhooks, Secrets: cfg.Notify.Secrets, Log: log, Now: now}
+	return &notify.Notifier{Store: st, Default: cfg.Notify.Webhooks, Secrets: cfg.Notify.Secrets, Clouds: clouds.Schema(), Log: log, Now: now}
 }
 
 // OpenHome reads h's configuration and opens its store (controller.store,

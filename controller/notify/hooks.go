@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"sortie/controller/clouds"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -40,7 +39,7 @@ func (n *Notifier) job(ctx context.Context, id int64) (*jobHooks, error) {
 	// Without default webhooks, most jobs name none: their spec need not
 	// be decoded to say so.
 	if len(n.Default) > 0 || store.NamesNotify(j.Spec) {
-		p, err := schema.Unmarshal(j.Spec, clouds.Schema())
+		p, err := schema.Unmarshal(j.Spec, n.Clouds)
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", id, err)
 		}

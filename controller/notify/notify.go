@@ -33,6 +33,9 @@ type Notifier struct {
 	// notify.webhooks); Secrets the signing keys by name (notify.secrets).
 	Default []schema.Webhook
 	Secrets map[string]string
+	// Clouds are the clouds a stored task may name (the registry's), to
+	// read a job's spec with.
+	Clouds schema.Clouds
 	// Client sends the POSTs; nil is a client with RequestTimeout that
 	// follows no redirect.
 	Client *http.Client
