@@ -11,6 +11,10 @@
 // ticks (the schedule package claims jobs, bounds the checks and runs the
 // follow-ups); sweep.go orphaned clusters; keep.go logs and secrets kept on
 // the controller; serve.go the controller process.
+//
+// It must not import controller/service, sortie/cmd/... or a cloud SDK: the
+// loop reaches clouds through the registry (controller/clouds) it is given,
+// and the service sits above it.
 package controller
 
 import (

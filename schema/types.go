@@ -1,5 +1,6 @@
 // Package schema holds the task YAML types, their defaults and validation, and
-// the canonical input key of a task. It imports nothing else of sortie's.
+// the canonical input key of a task. It imports nothing else of sortie's: task
+// files are read by every program.
 package schema
 
 import (

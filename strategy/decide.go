@@ -3,6 +3,10 @@
 // (Backoff), and where to launch next (Candidates, Order). Nothing here does
 // I/O or reads the clock; the controller passes in what it observed and
 // applies what comes back, so every rule is testable as a table.
+//
+// It must not import sortie/controller, controller/store, controller/service,
+// controller/clouds/..., sortie/provision/... or sortie/cmd/...: decisions are
+// pure functions of what the controller observed.
 package strategy
 
 import (

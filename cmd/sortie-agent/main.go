@@ -1,7 +1,9 @@
 // Command sortie-agent is the node agent: sortie starts it detached on each
 // node to run a task, and asks it about the node (see package
-// sortie/provision/node/agent). It is a small static program: copied over
-// SSH once per cluster, it must not link what the controller does.
+// sortie/provision/node/agent). It is a small static program copied to every
+// node: it must not import sortie/controller/..., sortie/provision,
+// sortie/schema, golang.org/x/crypto/... or anything from github.com or
+// cloud.google.com.
 //
 //	sortie-agent run [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR
 //	sortie-agent status DIR

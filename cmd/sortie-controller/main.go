@@ -1,6 +1,7 @@
-// Command sortie-controller is the controller program: it reconciles the
-// jobs of one SORTIE_HOME and is the only program that links the cloud
-// SDKs. The sortie CLI starts it in the background when needed.
+// Command sortie-controller is the controller program: it reconciles the jobs
+// of one SORTIE_HOME and is the only program that links the cloud SDKs, apart
+// from sortie-sync's storage clients. The sortie CLI starts it in the
+// background when needed.
 package main
 
 import (

@@ -14,6 +14,9 @@
 //
 // -project names the Google Cloud project GCS buckets are made in (and
 // access asks about); without it, the environment's.
+//
+// It must not import sortie/controller/... or sortie/schema: the sync program
+// is copied to nodes and runs alone.
 package main
 
 import (

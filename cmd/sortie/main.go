@@ -1,4 +1,9 @@
 // Command sortie launches managed jobs on cloud clusters and keeps them alive.
+//
+// It must not import controller/clouds/all, provision/aws, provision/gcp,
+// provision/kubernetes or a cloud SDK: the command you type starts in
+// milliseconds, and only the controller program (and sortie-sync, for buckets)
+// links a cloud SDK.
 package main
 
 import (

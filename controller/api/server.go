@@ -1,6 +1,9 @@
 // Package api is sortie's HTTP API: JSON over the service package's verbs,
 // one route each, behind bearer tokens, for `sortie server`. Its request
 // and response bodies are the service's types.
+//
+// It must not import sortie/controller, controller/clouds/all or a cloud SDK:
+// the API serves the service's verbs.
 package api
 
 import (

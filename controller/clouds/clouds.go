@@ -13,6 +13,9 @@
 // Adding a cloud: its provider in a folder under provision/, its section in
 // controller/config, its facts in a file here listed in Known, and its
 // Open and Check in controller/clouds/all.
+//
+// It must not import controller/clouds/all or a cloud SDK: the registry
+// without the SDKs is what the CLI links.
 package clouds
 
 import (

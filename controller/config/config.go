@@ -2,6 +2,10 @@
 // overridable by an environment variable for tests. Each cloud has its own
 // section here; the cloud registry (controller/clouds) maps a section onto
 // its provider's configuration.
+//
+// It must not import sortie/controller, controller/store, controller/service,
+// controller/clouds/... or sortie/provision/...: config.yaml is read by every
+// program, before anything else is opened.
 package config
 
 import (

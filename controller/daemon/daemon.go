@@ -2,6 +2,9 @@
 // SORTIE_HOME: the lock that makes it one per home, its pid file, starting
 // it in the background from the CLI, stopping it, and the signals it
 // answers. What the process does is the caller's (controller.Serve).
+//
+// It must not import sortie/controller, sortie/provision/..., the AWS SDK or
+// net/http: the CLI links it to start and find the controller process.
 package daemon
 
 import (

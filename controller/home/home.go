@@ -1,6 +1,9 @@
 // Package home names the files of one SORTIE_HOME: the store, the
 // controller's lock, pid and log, kept logs and kept secrets. The CLI, the
 // service and the controller all find them here.
+//
+// It imports nothing else of sortie's: the paths of a home are needed
+// everywhere.
 package home
 
 import (

@@ -4,7 +4,7 @@
 // pure functions the store asks before it writes. Everything
 // else spells a status through these constants: the strategy's decisions,
 // the store and its SQL, the service and the CLI. It imports nothing else
-// of sortie's.
+// of sortie's: statuses and their moves are spelled once, below everything.
 package lifecycle
 
 // Status is the status of a job, and of each task of its pipeline. The

@@ -6,6 +6,9 @@
 //
 // Labels are bounded: statuses, outcomes, rules, clouds, regions, error
 // classes and API call names; never a job id or a cluster name.
+//
+// It must not import sortie/controller, controller/store, controller/service,
+// sortie/provision/... or a cloud SDK.
 package metrics
 
 import (

@@ -8,6 +8,10 @@
 // sends again one that was recorded delivered. It runs beside the
 // reconcile loop and never holds it up: a slow or dead receiver costs its
 // own goroutines, a bounded number of them.
+//
+// It must not import controller/service, sortie/cmd/..., sortie/provision/...
+// or the AWS and Google Cloud SDKs: notifications read the store's outbox and
+// nothing of the clouds.
 package notify
 
 import (

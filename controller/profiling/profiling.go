@@ -1,6 +1,9 @@
 // Package profiling turns on the controller program's opt-in profiles. It
 // is a package of its own so that the CLI, which never profiles, does not
 // link net/http.
+//
+// It imports nothing else of sortie's: profiles are the controller program's
+// alone.
 package profiling
 
 import (

@@ -1,7 +1,7 @@
 // Package schedule decides when a step of a job runs, and that no two steps
 // of one job run at once. It knows jobs only by their id and runs the
 // functions it is given; reading the store and asking providers is the
-// caller's.
+// caller's. It imports nothing else of sortie's.
 //
 // A caller's tick takes an Epoch (Read) before it reads the store, then
 // hands each job it read to Go (a goroutine of its own, for steps that may

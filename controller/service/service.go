@@ -1,10 +1,13 @@
 // Package service carries out the verbs a user types (launch, queue, show,
-// logs, cancel, retry, failures, check, the local weather) over a home's
-// store and controller. Its request and response types are the JSON
-// contract: the CLI prints them with -o json, and an HTTP API serves the
-// same. It never links a cloud SDK: what needs one (checking a cloud's
-// credentials, reading a running cloud node's log) is asked of the
-// controller program through hooks the caller sets.
+// logs, cancel, retry, failures, check, the local weather) over a home's store
+// and controller. Its request and response types are the JSON contract
+// (controller/contract's, aliased here): the CLI prints them with -o json, and
+// an HTTP API serves the same. It never links a cloud SDK: what needs one
+// (checking a cloud's credentials, reading a running cloud node's log) is
+// asked of the controller program through hooks the caller sets.
+//
+// It must not import sortie/controller, controller/clouds/all or a cloud SDK:
+// the verbs run in the CLI too, which links no cloud SDK.
 package service
 
 import (

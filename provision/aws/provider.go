@@ -1,6 +1,8 @@
 // Package aws is sortie's EC2 backend: it launches on-demand and spot
 // instances through aws-sdk-go-v2, reports their states in one
 // DescribeInstances per region, and reaches them over SSH.
+//
+// It must not import sortie/controller/...: a provider knows nothing of jobs.
 package aws
 
 import (

@@ -4,6 +4,9 @@
 // behind the narrow Store interface; cmd/sortie-sync is the program the
 // node agent and the controller run to use it, so that neither of them
 // links a cloud SDK.
+//
+// It must not import sortie/controller/... or sortie/schema: bucket syncing
+// runs on nodes, in sortie-sync.
 package bucket
 
 import (

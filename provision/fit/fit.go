@@ -3,6 +3,9 @@
 // type on offer that has them and one of the accelerators asked for. The
 // cloud backends describe their types as Offers; what a cloud will not
 // launch at all (bare metal, shared cores) they leave out before asking.
+//
+// It must not import sortie/controller/...: a provider's part knows nothing of
+// jobs.
 package fit
 
 import (

@@ -3,6 +3,8 @@
 // with one aggregated list per Status call, tells preemptions from
 // deletions by the operations Compute Engine records, and reaches the VMs
 // over SSH with a key it puts in their metadata.
+//
+// It must not import sortie/controller/...: a provider knows nothing of jobs.
 package gcp
 
 import (

@@ -11,6 +11,8 @@
 // the phase that ended into its termination message. Exit codes come from
 // the pod's container status, logs from the pod log API; nothing of
 // sortie's is needed inside the image.
+//
+// It must not import sortie/controller/...: a provider knows nothing of jobs.
 package kubernetes
 
 import (

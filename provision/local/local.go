@@ -8,6 +8,8 @@
 // State is files, because the CLI and the controller daemon are separate
 // processes that both touch it: every write is a rename of a complete file,
 // and every read-modify-write holds a flock on $SORTIE_HOME/local/lock.
+//
+// It must not import sortie/controller/...: a provider knows nothing of jobs.
 package local
 
 import (

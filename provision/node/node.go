@@ -13,6 +13,9 @@
 //
 // On a VM the agent program is copied once per node, beside the attempts'
 // directories: ../.sortie-agent/<sha256>/sortie-agent.
+//
+// It must not import sortie/controller/...: running a task on a node knows
+// nothing of jobs.
 package node
 
 import (

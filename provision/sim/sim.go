@@ -13,6 +13,8 @@
 // daemon. With a state file (Open) it is also saved there, at most every
 // Config.SaveEvery, so that a controller killed and started again finds the
 // clusters it launched, as it would on a real cloud.
+//
+// It must not import sortie/controller/...: a provider knows nothing of jobs.
 package sim
 
 import (

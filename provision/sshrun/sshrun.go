@@ -1,6 +1,9 @@
 // Package sshrun is a provision.Runner over SSH: each Exec is one session
 // running bash on the node, reached directly or through an OpenSSH-style
 // proxy command, with the host key pinned on first contact.
+//
+// It must not import sortie/controller/...: a provider's part knows nothing of
+// jobs.
 package sshrun
 
 import (

@@ -3,6 +3,9 @@
 // waiting until they answer, and serialising the launches of one cluster
 // name. What differs between clouds (the API, the names, the states) stays
 // in each backend.
+//
+// It must not import sortie/controller/...: a provider's part knows nothing of
+// jobs.
 package vm
 
 import (

@@ -15,9 +15,8 @@
 // return at once. BlockUntil lets a test wait until the code is waiting, so
 // that no test sleeps to let a goroutine reach its wait.
 //
-// It is here, under strategy (which imports no other package of sortie's),
-// because every package's tests, controller's and provision's alike, may
-// import it; it imports only the standard library.
+// It imports only the standard library, so that every package's tests,
+// controller's and provision's alike, may import it.
 package clocktest
 
 import (

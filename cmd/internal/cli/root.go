@@ -2,6 +2,11 @@
 // options struct, a constructor and a run function. Every verb goes through
 // the Service interface, so the same commands work against a remote
 // controller.
+//
+// It must not import sortie/controller, controller/clouds/all or a cloud SDK:
+// the CLI drives the service, never the reconcile loop, and links no cloud
+// SDK. It must not import controller/store itself either: it speaks the
+// service's types (controller/contract).
 package cli
 
 import (

@@ -3,6 +3,9 @@
 // cloud SDK: `check` the clouds and read a running attempt's `node-logs`
 // (both print JSON for the CLI to read), and `node-shell`, `jobs ssh` on a
 // cloud node, attached to the user's terminal.
+//
+// Only sortie-controller links it: it imports the reconcile loop, the store
+// and every cloud (controller/clouds/all), which the sortie command must not.
 package controllercli
 
 import (

@@ -2,6 +2,10 @@
 // every `jobs` verb works against a `sortie server` with the output it
 // has without one. Its types are the service's; it uploads workdirs and
 // file mounts by their hash before a launch names them.
+//
+// It must not import sortie/controller, controller/clouds/all or a cloud SDK,
+// since the CLI links it, and not controller/store itself: the client speaks
+// the service's types (controller/contract).
 package client
 
 import (

@@ -3,6 +3,10 @@
 // little JavaScript that refreshes them in place and follows logs. It
 // signs in with the API's tokens, keeps the session in a cookie, and does
 // everything through the service's verbs, as the CLI and the API do.
+//
+// It must not import sortie/controller, controller/clouds/all or a cloud SDK,
+// and not controller/store itself: the dashboard acts through the service's
+// verbs and speaks the service's types (controller/contract).
 package dashboard
 
 import (

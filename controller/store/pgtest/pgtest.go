@@ -9,6 +9,9 @@
 // exec call itself (syscall.Credential), the data directory chowned to
 // it. The server is the test process's child with a parent-death signal,
 // so a test binary killed mid-run (a timeout) takes it along.
+//
+// It imports nothing else of sortie's: it is a test server, usable by any
+// package's tests.
 package pgtest
 
 import (

@@ -27,8 +27,11 @@
 //	reaped                   no process of the task is left: made after the exit code, once the
 //	                         agent (the subreaper of the task's processes) has ended what the task left
 //
-// It imports the standard library only: the controller links it (Answer,
-// the file names), and cmd/sortie-agent adds the notice package's watchers.
+// It imports the standard library only, and must not import
+// sortie/controller/..., sortie/provision, sortie/schema, net/http or anything
+// from github.com or cloud.google.com: the agent is a small static program
+// copied to every node. The controller's side links it too (Answer, the file
+// names), and cmd/sortie-agent adds the notice package's watchers.
 package agent
 
 import (

@@ -1,5 +1,6 @@
 // Package agenttest builds the node agent (cmd/sortie-agent) for tests that
-// start tasks on real nodes, and points node.AgentProgram at it.
+// start tasks on real nodes, and sets SORTIE_AGENT to it, where
+// node.AgentProgram looks first.
 package agenttest
 
 import (

@@ -1,10 +1,10 @@
 // Package notice hears a cloud's warning that a node is about to be taken
-// away: the AWS instance metadata service (IMDSv2) and the GCE metadata
-// server through a Metadata watcher (package metadata, which the agent's
-// program links), or, on local nodes, a file the controller writes into the
-// node's directory. It imports no HTTP client: the CLI and every package
-// that only speaks of notices (the node's status, the store) link it
-// without one.
+// away: the AWS instance metadata service (IMDSv2) and the GCE metadata server
+// through a Metadata watcher (package metadata, which the agent's program
+// links), or, on local nodes, a file the controller writes into the node's
+// directory. It imports nothing else of sortie's and no HTTP client: the CLI
+// and every package that only speaks of notices (the node's status, the store)
+// link it without one.
 package notice
 
 import (
