@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sortie/provision"
+	"sortie/provision/sim"
 )
 
 // syncBuffer is a bytes.Buffer the steps' goroutines may write at once.
@@ -61,6 +62,41 @@ func TestAJobsLogLinesCarryItsFields(t *testing.T) {
 	for k, v := range want {
 		if ended[k] != v {
 			t.Errorf("%s = %v, want %v (line %v)", k, ended[k], v, ended)
+		}
+	}
+}
+
+// A provider logs a launch made for a job's attempt through the step's
+// logger: its line carries the job, task, attempt and cloud, each once.
+func TestAProvidersLaunchLineCarriesTheAttemptsFields(t *testing.T) {
+	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
+	var out syncBuffer
+	c.Log = slog.New(slog.NewJSONHandler(&out, nil))
+	c.Providers = oneCloud{sim.New(sim.Config{Log: c.Log.With("cloud", sim.CloudName), Now: c.Now})}
+	ids := simJobs(t, c, 1)
+	tickAndWait(t, c)
+	var launched string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("a log line is not JSON: %q: %v", line, err)
+		}
+		if m["msg"] == "launched cluster" {
+			launched = line
+			want := map[string]any{"job": float64(ids[0]), "task": float64(0), "attempt": float64(1), "cloud": sim.CloudName}
+			for k, v := range want {
+				if m[k] != v {
+					t.Errorf("%s = %v, want %v (line %s)", k, m[k], v, line)
+				}
+			}
+		}
+	}
+	if launched == "" {
+		t.Fatalf("no \"launched cluster\" line in:\n%s", out.String())
+	}
+	for _, k := range []string{"job", "task", "attempt", "cloud"} {
+		if n := strings.Count(launched, `"`+k+`":`); n != 1 {
+			t.Errorf("%s appears %d times in %s", k, n, launched)
 		}
 	}
 }

@@ -14,7 +14,10 @@
 //     in its tests. Nodes that run the task as their own command, with no node
 //     agent (as pods do), implement TaskRunner too: the controller then starts,
 //     watches, reads and stops the task through it, and launches a new cluster
-//     for each restart. Its reference for users goes in a README.md beside it.
+//     for each restart. Its lines about one cluster (its launch, status,
+//     termination) go through provision.Logger, so that they carry the
+//     fields of the attempt the cluster is for. Its reference for users goes
+//     in a README.md beside it.
 //  2. Its section in controller/config (FooConfig, a field of Config).
 //  3. One entry in the registry: a clouds.Cloud (name, how to open the
 //     provider from the config, how `sortie check` checks it) in

@@ -66,7 +66,8 @@ type Cloud struct {
 	BucketNear  func(location, region string) bool
 	BucketBills string
 	// Open builds the cloud's provider from the configuration; the
-	// provider logs to log (the controller's, with the cloud's name).
+	// provider logs to log (the controller's, with the cloud's name), or,
+	// about one attempt's cluster, to the step's (provision.Logger).
 	Open func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error)
 	// Check says whether the cloud is usable; nil leaves it out of
 	// `sortie check` (sim, a test cloud).

@@ -37,7 +37,7 @@ func (p *Provider) ensureKeyPair(ctx context.Context, region string) error {
 		if err != nil && apiCode(err) != "InvalidKeyPair.Duplicate" {
 			return classify(fmt.Errorf("import key pair %s into %s: %w", name, region, err))
 		}
-		p.log.Info("imported key pair", "name", name, "region", region)
+		p.logger(ctx).Info("imported key pair", "name", name, "region", region)
 	default:
 		return classify(fmt.Errorf("look up key pair %s in %s: %w", name, region, err))
 	}
@@ -125,7 +125,7 @@ func (p *Provider) ensureGroup(ctx context.Context, region string, g groupSpec) 
 		switch {
 		case err == nil:
 			group = &types.SecurityGroup{GroupId: created.GroupId}
-			p.log.Info("created security group", "name", g.name, "region", region, "id", awssdk.ToString(created.GroupId))
+			p.logger(ctx).Info("created security group", "name", g.name, "region", region, "id", awssdk.ToString(created.GroupId))
 		case apiCode(err) == "InvalidGroup.Duplicate":
 			if group, err = find(); err != nil || group == nil {
 				return "", fmt.Errorf("security group %s in %s: created concurrently but not found: %v", g.name, region, err)

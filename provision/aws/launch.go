@@ -74,7 +74,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 			spec.Name, len(liveIDs), spec.NumNodes, strings.Join(liveIDs, ", "))
 	}
 	if len(liveIDs) > 0 {
-		p.log.Info("cluster exists; not launching it again", "cluster", spec.Name, "instances", liveIDs)
+		p.logger(ctx).Info("cluster exists; not launching it again", "cluster", spec.Name, "instances", liveIDs)
 		return p.waitReady(ctx, region, spec, liveIDs)
 	}
 
@@ -92,7 +92,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 			cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
-				p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+				p.logger(ctx).Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
 			}
 		}
 		return nil, err
@@ -101,7 +101,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	for _, in := range out.Instances {
 		ids = append(ids, awssdk.ToString(in.InstanceId))
 	}
-	p.log.Info("launched instances", "cluster", spec.Name, "placement", where, "instances", ids,
+	p.logger(ctx).Info("launched instances", "cluster", spec.Name, "placement", where, "instances", ids,
 		"type", input.InstanceType, "spot", input.InstanceMarketOptions != nil)
 	c, err := p.finishLaunch(ctx, region, spec, out.Instances)
 	if err != nil {
@@ -110,12 +110,12 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if terr := p.terminateIDs(cleanup, region, spec.Name, ids); terr != nil {
-			p.log.Error("cleaning up a failed launch", "cluster", spec.Name, "err", terr)
+			p.logger(ctx).Error("cleaning up a failed launch", "cluster", spec.Name, "err", terr)
 			return nil, fmt.Errorf("launch %s in %s: %w (and terminating its instances: %v)", spec.Name, where, err, terr)
 		}
 		if len(spec.Resources.Ports) > 0 {
 			if gerr := p.dropPortsGroups(cleanup, region, spec.Name); gerr != nil {
-				p.log.Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
+				p.logger(ctx).Error("deleting the ports group of a failed launch", "cluster", spec.Name, "err", gerr)
 			}
 		}
 		return nil, fmt.Errorf("launch %s in %s: %w", spec.Name, where, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -83,9 +84,9 @@ func (p *Provider) portsGroups(ctx context.Context, region, cluster string) ([]t
 // errGroupInUse is a ports group that instances still use.
 var errGroupInUse = errors.New("still used by instances")
 
-// deletePortsGroup deletes one ports group; an instance that still uses
-// it (shutting down) is errGroupInUse.
-func (p *Provider) deletePortsGroup(ctx context.Context, region string, g types.SecurityGroup) error {
+// deletePortsGroup deletes one ports group, telling log; an instance that
+// still uses it (shutting down) is errGroupInUse.
+func (p *Provider) deletePortsGroup(ctx context.Context, log *slog.Logger, region string, g types.SecurityGroup) error {
 	id := awssdk.ToString(g.GroupId)
 	_, err := p.client(region).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId})
 	switch apiCode(err) {
@@ -93,7 +94,7 @@ func (p *Provider) deletePortsGroup(ctx context.Context, region string, g types.
 		if err != nil {
 			return classify(fmt.Errorf("delete security group %s in %s: %w", id, region, err))
 		}
-		p.log.Info("deleted security group", "name", awssdk.ToString(g.GroupName), "region", region, "id", id)
+		log.Info("deleted security group", "name", awssdk.ToString(g.GroupName), "region", region, "id", id)
 		return nil
 	case "InvalidGroup.NotFound":
 		return nil
@@ -114,7 +115,7 @@ func (p *Provider) dropPortsGroups(ctx context.Context, region, cluster string) 
 	wait := vm.NewDeadline(p.cfg.Now, p.cfg.PollInterval, p.cfg.LaunchTimeout)
 	for _, g := range groups {
 		for {
-			err := p.deletePortsGroup(ctx, region, g)
+			err := p.deletePortsGroup(ctx, p.logger(ctx), region, g)
 			if !errors.Is(err, errGroupInUse) {
 				if err != nil {
 					return err
@@ -147,7 +148,7 @@ func (p *Provider) sweepPortsGroups(ctx context.Context, region string, live map
 		}
 		func() {
 			defer p.launches.Lock(cluster)()
-			if err := p.deletePortsGroup(ctx, region, g); err != nil && !errors.Is(err, errGroupInUse) {
+			if err := p.deletePortsGroup(ctx, p.log, region, g); err != nil && !errors.Is(err, errGroupInUse) {
 				p.log.Warn("delete a left-over ports security group", "region", region, "cluster", cluster, "err", err)
 			}
 		}()

@@ -163,7 +163,7 @@ func (p *Provider) ensureNodeProfile(ctx context.Context) error {
 	if err != nil {
 		return iamError("iam:AddRoleToInstanceProfile", err)
 	}
-	p.log.Info("created the instance profile of nodes with buckets", "profile", NodeProfileName, "role", NodeRoleName)
+	p.logger(ctx).Info("created the instance profile of nodes with buckets", "profile", NodeProfileName, "role", NodeRoleName)
 	p.profileReady = true
 	p.profileMadeAt = p.cfg.Now()
 	return nil
@@ -224,7 +224,7 @@ func (p *Provider) runInstances(ctx context.Context, region string, in *ec2.RunI
 		if err == nil || in.IamInstanceProfile == nil || !profileNotYetSeen(err) || !p.settling() {
 			return out, err
 		}
-		p.log.Info("EC2 does not see the new instance profile yet; trying again", "profile", NodeProfileName, "err", err)
+		p.logger(ctx).Info("EC2 does not see the new instance profile yet; trying again", "profile", NodeProfileName, "err", err)
 		provision.Progress(ctx, fmt.Sprintf("waiting for EC2 to see the new instance profile %s", NodeProfileName))
 		if err := p.cfg.Sleep(ctx, profileRetry); err != nil {
 			return nil, err

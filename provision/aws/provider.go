@@ -220,6 +220,13 @@ func loadAWSConfig(ctx context.Context, cfg Config) (awssdk.Config, error) {
 // Name implements provision.Provider.
 func (p *Provider) Name() string { return CloudName }
 
+// logger is the logger of a call about one cluster made under ctx: the
+// step's it is made for, when ctx carries one (provision.Logger), else
+// the provider's own.
+func (p *Provider) logger(ctx context.Context) *slog.Logger {
+	return provision.Logger(ctx, p.log, CloudName)
+}
+
 // client returns the EC2 client of a region.
 func (p *Provider) client(region string) ec2API {
 	p.mu.Lock()

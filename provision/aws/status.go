@@ -404,6 +404,6 @@ func (p *Provider) terminateIDs(ctx context.Context, region, name string, ids []
 	if err != nil && apiCode(err) != "InvalidInstanceID.NotFound" {
 		return classify(fmt.Errorf("terminate %s (%s) in %s: %w", name, strings.Join(ids, ", "), region, err))
 	}
-	p.log.Info("terminated instances", "cluster", name, "region", region, "instances", ids)
+	p.logger(ctx).Info("terminated instances", "cluster", name, "region", region, "instances", ids)
 	return nil
 }

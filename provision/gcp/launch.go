@@ -122,11 +122,11 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		errs = append(errs, err)
 	}
 	err = firstClassified(errs)
-	p.log.Info("launch failed; deleting what was created", "cluster", spec.Name, "zone", zone, "class", provision.Classify(err), "err", err)
+	p.logger(ctx).Info("launch failed; deleting what was created", "cluster", spec.Name, "zone", zone, "class", provision.Classify(err), "err", err)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if terr := p.terminate(cleanup, spec.Name); terr != nil {
-		p.log.Warn("delete after a failed launch", "cluster", spec.Name, "err", terr)
+		p.logger(ctx).Warn("delete after a failed launch", "cluster", spec.Name, "err", terr)
 	}
 	return nil, wrapClassified(where, err)
 }

@@ -3,6 +3,7 @@ package gcp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -50,12 +51,12 @@ func (p *Provider) ensureFirewall(ctx context.Context, cluster string, ports []p
 	if err := p.waitGlobal(ctx, op); err != nil {
 		return fmt.Errorf("create firewall rule %s for ports %s: %w", fw.GetName(), strings.Join(allowed, ", "), err)
 	}
-	p.log.Info("created firewall rule", "cluster", cluster, "rule", fw.GetName(), "ports", allowed)
+	p.logger(ctx).Info("created firewall rule", "cluster", cluster, "rule", fw.GetName(), "ports", allowed)
 	return nil
 }
 
-// dropFirewall deletes the cluster's rule, if it has one.
-func (p *Provider) dropFirewall(ctx context.Context, cluster string) error {
+// dropFirewall deletes the cluster's rule, if it has one, telling log.
+func (p *Provider) dropFirewall(ctx context.Context, log *slog.Logger, cluster string) error {
 	name := firewallName(cluster)
 	op, err := p.api.DeleteFirewall(ctx, p.cfg.Project, name)
 	if isNotFound(err) {
@@ -67,7 +68,7 @@ func (p *Provider) dropFirewall(ctx context.Context, cluster string) error {
 	if err := p.waitGlobal(ctx, op); err != nil {
 		return fmt.Errorf("delete firewall rule %s: %w", name, err)
 	}
-	p.log.Info("deleted firewall rule", "cluster", cluster, "rule", name)
+	log.Info("deleted firewall rule", "cluster", cluster, "rule", name)
 	return nil
 }
 
@@ -92,7 +93,7 @@ func (p *Provider) sweepFirewalls(ctx context.Context, haveVMs map[string]bool) 
 			if err != nil || len(left) > 0 {
 				return
 			}
-			if err := p.dropFirewall(ctx, cluster); err != nil {
+			if err := p.dropFirewall(ctx, p.log, cluster); err != nil {
 				p.log.Warn("delete a left-over firewall rule", "cluster", cluster, "err", err)
 			}
 		}()

@@ -238,6 +238,13 @@ func withDefaults(cfg Config) (Config, error) {
 // Name implements provision.Provider.
 func (p *Provider) Name() string { return CloudName }
 
+// logger is the logger of a call about one cluster made under ctx: the
+// step's it is made for, when ctx carries one (provision.Logger), else
+// the provider's own.
+func (p *Provider) logger(ctx context.Context) *slog.Logger {
+	return provision.Logger(ctx, p.log, CloudName)
+}
+
 // Project is the project the provider works in.
 func (p *Provider) Project() string { return p.cfg.Project }
 

@@ -326,9 +326,9 @@ func (p *Provider) terminate(ctx context.Context, name string) error {
 			errs = append(errs, classify(fmt.Errorf("delete %s in %s: %w", in.GetName(), zone, err)))
 			continue
 		}
-		p.log.Info("deleting VM", "cluster", name, "instance", in.GetName(), "zone", zone, "id", in.GetId())
+		p.logger(ctx).Info("deleting VM", "cluster", name, "instance", in.GetName(), "zone", zone, "id", in.GetId())
 	}
-	if err := p.dropFirewall(ctx, name); err != nil {
+	if err := p.dropFirewall(ctx, p.logger(ctx), name); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -58,7 +58,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		defer cancel()
 		p.markDeleting(spec.Placement, spec.Name, true)
 		if derr := p.deleteCluster(cleanup, kc, spec.Placement.Zone, spec.Name); derr != nil {
-			p.cfg.Logger.Warn("delete the cluster of a failed launch", "cluster", spec.Name, "err", derr)
+			p.logger(ctx).Warn("delete the cluster of a failed launch", "cluster", spec.Name, "err", derr)
 		} else {
 			p.waitDeleted(cleanup, w, spec)
 		}
@@ -92,7 +92,7 @@ func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.C
 			return nil, classify(fmt.Errorf("create pod %s in %s/%s: %w", pod.Name, kc.name, ns, err))
 		}
 	}
-	p.cfg.Logger.Info("pods created", "cluster", spec.Name, "context", kc.name, "namespace", ns, "pods", spec.NumNodes)
+	p.logger(ctx).Info("pods created", "cluster", spec.Name, "context", kc.name, "namespace", ns, "pods", spec.NumNodes)
 	return nil, nil
 }
 

@@ -163,6 +163,13 @@ func withDefaults(cfg Config) Config {
 // Name implements provision.Provider.
 func (p *Provider) Name() string { return CloudName }
 
+// logger is the logger of a call about one cluster made under ctx: the
+// step's it is made for, when ctx carries one (provision.Logger), else
+// the provider's own.
+func (p *Provider) logger(ctx context.Context) *slog.Logger {
+	return provision.Logger(ctx, p.cfg.Logger, CloudName)
+}
+
 // contextNames are the contexts placements may use, in order.
 func (p *Provider) contextNames() ([]string, error) {
 	if len(p.cfg.AllowedContexts) > 0 {

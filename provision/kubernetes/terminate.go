@@ -41,7 +41,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 		if err := p.deleteCluster(ctx, kc, at.Zone, name); err != nil {
 			return err
 		}
-		p.cfg.Logger.Info("cluster deleted", "cluster", name, "context", at.Region, "namespace", at.Zone)
+		p.logger(ctx).Info("cluster deleted", "cluster", name, "context", at.Region, "namespace", at.Zone)
 	}
 	return nil
 }

@@ -127,6 +127,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	p.mu.Unlock()
 	p.decisions.write(line)
 	p.logSave(save())
+	if created {
+		p.logger(ctx).Info("launched cluster", "cluster", spec.Name, "placement", at.String(), "nodes", n)
+	}
 
 	if wait := ready.Sub(p.cfg.Now()); wait > 0 {
 		if err := p.cfg.Sleep(ctx, wait); err != nil {
@@ -232,7 +235,8 @@ func (p *Provider) Status(ctx context.Context, names []string) (map[string]*prov
 func (p *Provider) Terminate(ctx context.Context, name string) error {
 	p.mu.Lock()
 	p.syncIn(name)
-	if c := p.clusters[name]; c != nil {
+	c := p.clusters[name]
+	if c != nil {
 		p.remove(c)
 	}
 	delete(p.broken, name)
@@ -240,6 +244,9 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	save := p.saveDue(p.cfg.Now())
 	p.mu.Unlock()
 	p.logSave(save())
+	if c != nil {
+		p.logger(ctx).Info("terminated cluster", "cluster", name)
+	}
 	return nil
 }
 

@@ -166,6 +166,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Name is "sim".
 func (p *Provider) Name() string { return CloudName }
 
+// logger is the logger of a call about one cluster made under ctx: the
+// step's it is made for, when ctx carries one (provision.Logger), else
+// the provider's own.
+func (p *Provider) logger(ctx context.Context) *slog.Logger {
+	return provision.Logger(ctx, p.cfg.Log, CloudName)
+}
+
 // Placements lists every configured zone that r's region and zone allow,
 // in config order.
 func (p *Provider) Placements(ctx context.Context, r schema.Resources) ([]schema.Placement, error) {
