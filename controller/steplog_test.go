@@ -38,7 +38,7 @@ func TestAJobsLogLinesCarryItsFields(t *testing.T) {
 	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
 	c := newTestController(t, cloud)
 	var out syncBuffer
-	c.Log = slog.New(slog.NewJSONHandler(&out, nil))
+	c.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	j, a := runningAttempt(t, c, cloud, "run: train\n")
 	cloud.clusters[a.Cluster].Nodes[0].State = provision.NodePreempted
 	if err := c.Tick(ctx); err != nil {
@@ -71,7 +71,7 @@ func TestAJobsLogLinesCarryItsFields(t *testing.T) {
 func TestAProvidersLaunchLineCarriesTheAttemptsFields(t *testing.T) {
 	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
 	var out syncBuffer
-	c.Log = slog.New(slog.NewJSONHandler(&out, nil))
+	c.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c.Providers = oneCloud{sim.New(sim.Config{Log: c.Log.With("cloud", sim.CloudName), Now: c.Now})}
 	ids := simJobs(t, c, 1)
 	tickAndWait(t, c)

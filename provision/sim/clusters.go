@@ -128,7 +128,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	p.decisions.write(line)
 	p.logSave(save())
 	if created {
-		p.logger(ctx).Info("launched cluster", "cluster", spec.Name, "placement", at.String(), "nodes", n)
+		p.logger(ctx).Debug("launched cluster", "cluster", spec.Name, "placement", at.String(), "nodes", n)
 	}
 
 	if wait := ready.Sub(p.cfg.Now()); wait > 0 {
@@ -245,7 +245,7 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 	p.mu.Unlock()
 	p.logSave(save())
 	if c != nil {
-		p.logger(ctx).Info("terminated cluster", "cluster", name)
+		p.logger(ctx).Debug("terminated cluster", "cluster", name)
 	}
 	return nil
 }

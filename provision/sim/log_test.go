@@ -40,7 +40,7 @@ func logged(t *testing.T, out *bytes.Buffer, msg string, fields ...string) map[s
 func TestLaunchLogsThroughTheStepsLogger(t *testing.T) {
 	for _, stepCloud := range []string{"", CloudName} {
 		var out bytes.Buffer
-		base := slog.New(slog.NewJSONHandler(&out, nil))
+		base := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		p, _ := newSim(t, Config{Log: base.With("cloud", CloudName)})
 		step := base.With("job", 7, "task", 0, "attempt", 2)
 		if stepCloud != "" {
@@ -69,7 +69,7 @@ func TestLaunchLogsThroughTheStepsLogger(t *testing.T) {
 // With no step, the provider's own logger names the cloud.
 func TestLaunchWithNoStepLogsThroughTheProvidersLogger(t *testing.T) {
 	var out bytes.Buffer
-	p, _ := newSim(t, Config{Log: slog.New(slog.NewJSONHandler(&out, nil)).With("cloud", CloudName)})
+	p, _ := newSim(t, Config{Log: slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})).With("cloud", CloudName)})
 	c := launch(t, p, 7, 1, 1)
 	m := logged(t, &out, "launched cluster", "cloud")
 	if m["cloud"] != CloudName || m["cluster"] != c.Name || m["job"] != nil {
