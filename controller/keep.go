@@ -86,7 +86,7 @@ func (c *Controller) reach(ctx context.Context, prov provision.Provider, cl *pro
 // when its nodes run the task themselves (provision.TaskRunner), else
 // through the node agent in a's own directory (as runner).
 func (c *Controller) nodeTask(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (node.Task, error) {
-	return node.TaskOf(ctx, prov, cl, rank, a.Attempt)
+	return node.TaskOfKey(ctx, prov, cl, rank, a.Attempt, a.NodeKey)
 }
 
 // keepLog keeps node task nt's log at path, for an attempt of nodes

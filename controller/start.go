@@ -252,12 +252,14 @@ func imageFor(r schema.Resources, at schema.Placement) string {
 
 // runner reaches one node of a's cluster, in a directory of a's own: a
 // restart on the same cluster never mixes its files with the last attempt's.
+// It carries the node's key, derived from a's: the agent gets it at start
+// and Poll takes no exit code the task wrote.
 func (c *Controller) runner(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank int, a *store.Attempt) (provision.Runner, error) {
 	r, err := prov.Runner(ctx, cl, rank)
 	if err != nil {
 		return nil, err
 	}
-	return node.ForAttempt(r, a.Attempt), nil
+	return node.ForAttemptKey(r, a.Attempt, node.NodeKey(a.NodeKey, rank)), nil
 }
 
 // uploadMounts copies each local file_mounts source to its destination on

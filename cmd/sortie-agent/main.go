@@ -5,12 +5,21 @@
 // sortie/schema, golang.org/x/crypto/... or anything from github.com or
 // cloud.google.com.
 //
-//	sortie-agent run [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR
+//	sortie-agent run [-key-stdin] [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR
+//
+// With -key-stdin the agent reads the node's key, one line of hex, from its
+// stdin before anything else, and keeps it in memory only (never in a file,
+// its environment or its arguments, where the task could read it), having
+// first made itself not dumpable, so that the task, which runs as the same
+// user, cannot read its memory either. Its exit code record then carries
+// the record's tag under that key (agent.Tag), which the controller checks.
+//
 //	sortie-agent status DIR
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,7 +38,7 @@ func main() {
 }
 
 func usage() int {
-	fmt.Fprintln(os.Stderr, "usage: sortie-agent run [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR\n       sortie-agent status DIR")
+	fmt.Fprintln(os.Stderr, "usage: sortie-agent run [-key-stdin] [-notice SOURCE] [-notice-endpoint URL] [-grace D] [-ready-fd N] DIR\n       sortie-agent status DIR")
 	return 2
 }
 
@@ -61,6 +70,7 @@ func runTask(args []string) int {
 	endpoint := fs.String("notice-endpoint", "", "the metadata service's base URL (empty: the cloud's own)")
 	grace := fs.Duration("grace", agent.DefaultGrace, "time between a notice's SIGTERM and SIGKILL")
 	readyFD := fs.Int("ready-fd", -1, "a pipe's write end to close once the pid is recorded")
+	keyStdin := fs.Bool("key-stdin", false, "read the node's key, one line of hex, from stdin")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		return usage()
 	}
@@ -68,6 +78,21 @@ func runTask(args []string) int {
 	if !filepath.IsAbs(dir) {
 		fmt.Fprintf(os.Stderr, "sortie-agent run: the node directory %q is not absolute; give its absolute path\n", dir)
 		return 2
+	}
+	var key []byte
+	if *keyStdin {
+		// Before the key is in memory: from here on, no process of the
+		// same user traces this one or reads its memory.
+		if err := agent.NotDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			fmt.Fprintln(os.Stderr, "sortie-agent run: cannot keep the key out of the task's reach:", err)
+			return 1
+		}
+		k, err := agent.ReadKey(os.Stdin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sortie-agent run:", err)
+			return 2
+		}
+		key = k
 	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -81,7 +106,7 @@ func runTask(args []string) int {
 		fmt.Fprintln(os.Stderr, "sortie-agent run:", err)
 		return 2
 	}
-	a := &agent.Agent{Dir: dir, Bash: bash, Env: os.Environ(), Grace: *grace, Reap: true}
+	a := &agent.Agent{Dir: dir, Bash: bash, Env: os.Environ(), Grace: *grace, Reap: true, Key: key}
 	if cfg.Source != "" {
 		a.Watch = func(ctx context.Context, found func(agent.Notice, bool)) {
 			notice.Watch(ctx, cfg, func(n notice.Notice) { found(agent.Notice(n), n.Ends()) })

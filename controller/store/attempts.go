@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +75,15 @@ type Attempt struct {
 	// ends its node was asked for; nil while it was not. A replaced attempt
 	// stays open until its node goes, but the job has moved on.
 	ReplacedAt *time.Time
+	// NodeKey is the attempt's random key (NodeKeySize bytes), made with
+	// it: each node's agent gets a key derived from it at start and tags
+	// its exit code record with it, so that the controller takes no record
+	// the task wrote. nil for an attempt stored before keys.
+	NodeKey []byte
 }
+
+// NodeKeySize is the size of an attempt's NodeKey.
+const NodeKeySize = 32
 
 // Notice is a preemption notice, as stored with its attempt.
 type Notice struct {
@@ -118,7 +128,7 @@ func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
-	notice_kind, notice_source, notice_at, notice_deadline, replaced_at`
+	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -149,12 +159,12 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 	for rows.Next() {
 		var a Attempt
 		var ids, outcome, codes, ended, size, kept, released sql.NullString
-		var nKind, nSource, nAt, nDeadline, replaced sql.NullString
+		var nKind, nSource, nAt, nDeadline, replaced, nodeKey sql.NullString
 		var started string
 		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 			&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
-			&nKind, &nSource, &nAt, &nDeadline, &replaced); err != nil {
+			&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey); err != nil {
 			return nil, err
 		}
 		var err error
@@ -168,6 +178,11 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 			}
 		}
 		a.ReplacedAt = parseTime(replaced)
+		if nodeKey.Valid {
+			if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
+				return nil, fmt.Errorf("attempt %d node_key: not %d bytes in hex", a.ID, NodeKeySize)
+			}
+		}
 		if ids.Valid {
 			if err := json.Unmarshal([]byte(ids.String), &a.InstanceIDs); err != nil {
 				return nil, fmt.Errorf("attempt %d instance_ids: %w", a.ID, err)
@@ -221,7 +236,10 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			return err
 		}
 		now := s.now()
-		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: c.Attempt, StartedAt: now}
+		a := &Attempt{JobID: jobID, TaskIdx: task, Attempt: n + 1, State: c.Attempt, StartedAt: now, NodeKey: make([]byte, NodeKeySize)}
+		if _, err := rand.Read(a.NodeKey); err != nil {
+			return err
+		}
 		a.Cluster = clusterName(a.Attempt)
 		if reuse != nil {
 			a.Cluster, a.Cloud, a.Region, a.Zone, a.InstanceIDs = reuse.Cluster, reuse.Cloud, reuse.Region, reuse.Zone, reuse.InstanceIDs
@@ -235,8 +253,8 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		if a.Size, err = readSize(size); err != nil {
 			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
 		}
-		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size); err != nil {
+		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey)); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,

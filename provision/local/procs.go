@@ -50,10 +50,16 @@ func nodeProcs(dirs []string) ([]proc, error) {
 		// The environment first: most processes are not a node's, and
 		// their state is then not worth reading.
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue // gone, or another user's
+		var d string
+		var ok bool
+		if err == nil {
+			d, ok = nodeDirOf(env, key)
+		} else {
+			// Gone, another user's, or a node agent, which keeps its
+			// memory (the node's key) from the task by not being
+			// dumpable: its command line still names its node.
+			d, ok = agentDirOf(pid)
 		}
-		d, ok := nodeDirOf(env, key)
 		if !ok || !under(d, prefixes) {
 			continue
 		}
@@ -64,6 +70,20 @@ func nodeProcs(dirs []string) ([]proc, error) {
 		out = append(out, proc{pid: pid, pgid: pgid, dir: d})
 	}
 	return out, nil
+}
+
+// agentDirOf is the node directory of process pid when it is a node
+// agent: the last argument of its command line.
+func agentDirOf(pid int) (string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return "", false
+	}
+	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	if len(args) < 3 || filepath.Base(args[0]) != agent.Program || args[1] != "run" || !filepath.IsAbs(args[len(args)-1]) {
+		return "", false
+	}
+	return args[len(args)-1], true
 }
 
 // nodeDirOf finds key's value in a process's environment (NUL-separated

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
 // CallTimeout bounds one command on a node. A connection that dies without
@@ -18,13 +19,41 @@ const CallTimeout = 5 * time.Minute
 // restart on the same cluster never mixes its files with the last
 // attempt's, and bounds every command by CallTimeout.
 func ForAttempt(r provision.Runner, attempt int) provision.Runner {
-	return attemptRunner{Runner: r, dir: r.Dir() + "/attempt-" + strconv.Itoa(attempt)}
+	return ForAttemptKey(r, attempt, nil)
+}
+
+// ForAttemptKey is ForAttempt with the node's key (NodeKey): Start gives it
+// to the agent, which tags its exit code record with it, and Poll takes no
+// exit code whose tag does not verify. A nil key is an attempt from before
+// keys, whose records carry none.
+func ForAttemptKey(r provision.Runner, attempt int, key []byte) provision.Runner {
+	return attemptRunner{Runner: r, dir: r.Dir() + "/attempt-" + strconv.Itoa(attempt), key: key}
+}
+
+// NodeKey is node rank's key of an attempt whose key is attemptKey; nil
+// when the attempt has none.
+func NodeKey(attemptKey []byte, rank int) []byte {
+	if attemptKey == nil {
+		return nil
+	}
+	return agent.NodeKey(attemptKey, rank)
+}
+
+// keyOf is the node's key that r carries, nil when none.
+func keyOf(r provision.Runner) []byte {
+	if k, ok := r.(interface{ nodeKey() []byte }); ok {
+		return k.nodeKey()
+	}
+	return nil
 }
 
 type attemptRunner struct {
 	provision.Runner
 	dir string
+	key []byte
 }
+
+func (r attemptRunner) nodeKey() []byte { return r.key }
 
 func (r attemptRunner) Dir() string { return r.dir }
 

@@ -2,12 +2,16 @@ package node
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"sortie/provision/node/agent"
 )
 
 // Op names one of the scripts this package asks a runner to run.
@@ -118,6 +122,12 @@ func unquoteWord(s string) (val, rest string, ok bool) {
 // came before the end, which parses back to Stopped only with a code of 143
 // or 137, as a real node's would.
 func FormatStatus(st Status) []byte {
+	return FormatStatusKey(st, nil)
+}
+
+// FormatStatusKey is FormatStatus for a node whose key is key: its exit
+// code carries the tag the agent writes with it.
+func FormatStatusKey(st Status, key []byte) []byte {
 	var b bytes.Buffer
 	if st.Started {
 		b.WriteString("started=1\n")
@@ -130,7 +140,11 @@ func FormatStatus(st Status) []byte {
 		if st.Stopped {
 			how = "stop"
 		}
-		fmt.Fprintf(&b, "exit=%s %d %s\n", st.Phase, st.ExitCode, how)
+		tag := ""
+		if key != nil {
+			tag = " " + agent.Tag(key, st.Phase, st.ExitCode, how)
+		}
+		fmt.Fprintf(&b, "exit=%s %d %s%s\n", st.Phase, st.ExitCode, how, tag)
 		if st.Unwritten {
 			b.WriteString("unwritten=1\n")
 		}
@@ -158,6 +172,29 @@ func FormatStatus(st Status) []byte {
 // StartFiles reads Start's stdin: the task's files by name ("env",
 // "run.sh", and "setup.sh" when the task has a setup).
 func StartFiles(stdin io.Reader) (map[string][]byte, error) {
+	_, files, err := StartInput(stdin)
+	return files, err
+}
+
+// StartInput reads Start's stdin: the node's key (nil when it has none),
+// then the task's files by name, as StartFiles.
+func StartInput(stdin io.Reader) ([]byte, map[string][]byte, error) {
+	br := bufio.NewReader(stdin)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return nil, nil, fmt.Errorf("read start payload: the key's line: %w", err)
+	}
+	var key []byte
+	if line != "\n" {
+		if key, err = hex.DecodeString(strings.TrimSuffix(line, "\n")); err != nil {
+			return nil, nil, fmt.Errorf("read start payload: the key's line: %w", err)
+		}
+	}
+	files, err := startFiles(br)
+	return key, files, err
+}
+
+func startFiles(stdin io.Reader) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	tr := tar.NewReader(stdin)
 	for {

@@ -118,7 +118,7 @@ func TestFormatStatusParsesBack(t *testing.T) {
 		{Started: true, Phase: PhaseRun, AgentAlive: true, Notice: &agent.Notice{Kind: "rebalance", Source: "aws-imds",
 			At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)}},
 	} {
-		got, err := parseStatus(FormatStatus(st))
+		got, err := parseStatus(FormatStatus(st), nil)
 		if err != nil {
 			t.Fatalf("parse %+v: %v", st, err)
 		}
@@ -170,9 +170,9 @@ func TestWhoseExitCode(t *testing.T) {
 		{"exit=run 143\nstopped=1\n", true, 143, false}, // an older wrapper: the marker decides
 		{"exit=run 3\nstopped=1\n", false, 3, false},
 		{"exit=run 3 maybe\n", false, 0, true},
-		{"exit=run 3 - x\n", false, 0, true},
+		{"exit=run 3 - x y\n", false, 0, true},
 	} {
-		st, err := parseStatus([]byte(tc.out))
+		st, err := parseStatus([]byte(tc.out), nil)
 		if err != nil || (st.Invalid != "") != tc.wantProblem {
 			t.Errorf("%q: error %v, problem %q, want one: %v", tc.out, err, st.Invalid, tc.wantProblem)
 			continue

@@ -259,6 +259,10 @@ if [ ! -d "$D" ]; then
 	mkdir -p "$D"
 	D=$(cd "$D" && pwd -P)
 fi
+# The node's key, one line of hex (empty for none), before the tar: kept in
+# this shell's memory and handed to the agent on its stdin, never written to
+# a file, the environment or a command line.
+IFS= read -r KEY
 S=$(mktemp -d "$D/.start.XXXXXX")
 tar -x -f - -C "$S" --no-same-owner
 # The first Start to make started (noclobber: O_EXCL) owns the node; a later one (a
@@ -302,8 +306,12 @@ rmdir "$S"
 exec 3< <(
 	trap '' HUP
 	export SORTIE_NODE_DIR=$D
+	if [ -n "$KEY" ]; then
+		exec setsid "$A" run -key-stdin -ready-fd 3 -notice "$NOTICE" -notice-endpoint "$ENDPOINT" -grace "$GRACE" "$D" 3>&1 >/dev/null 2>&1 < <(printf '%s\n' "$KEY")
+	fi
 	exec setsid "$A" run -ready-fd 3 -notice "$NOTICE" -notice-endpoint "$ENDPOINT" -grace "$GRACE" "$D" 3>&1 >/dev/null 2>&1 </dev/null
 )
+KEY=
 read -r -t 5 -u 3 _ || :
 exec 3<&-
 # begun without a pid yet: another Start's agent owns the node and is
@@ -513,10 +521,16 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 			return fmt.Errorf("start task in %s: the task has buckets: %w", r.Dir(), err)
 		}
 	}
-	payload, err := tarFiles(files)
+	tarred, err := tarFiles(files)
 	if err != nil {
 		return fmt.Errorf("start task in %s: %w", r.Dir(), err)
 	}
+	// The key goes first, one line (see startBody).
+	key := keyOf(r)
+	if key != nil && len(key) != agent.KeySize {
+		return fmt.Errorf("start task in %s: the node's key is %d bytes, want %d", r.Dir(), len(key), agent.KeySize)
+	}
+	payload := append([]byte(hex.EncodeToString(key)+"\n"), tarred...)
 	// A node that is no real machine (the sim's) needs no program; one
 	// that does says so, and then the error says why there is none.
 	prog, progErr := findProgram()

@@ -26,7 +26,7 @@ func Poll(ctx context.Context, r provision.Runner) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("poll task in %s: %w", r.Dir(), err)
 	}
-	st, err := parseStatus(out)
+	st, err := parseStatus(out, keyOf(r))
 	if err != nil {
 		return Status{}, fmt.Errorf("poll task in %s: %w", r.Dir(), err)
 	}
@@ -38,13 +38,21 @@ func Poll(ctx context.Context, r provision.Runner) (Status, error) {
 // longer file is seen as too long instead of being cut into a valid value.
 const MaxStateValue = agent.MaxStateValue
 
+// forgedRecord is Status.Invalid for an exit code record whose tag does not
+// verify, once the agent is gone.
+const forgedRecord = "exit_code was not written by the node agent (its tag does not verify with the key the agent got at start): the task wrote over it"
+
 // parseStatus reads the Poll script's answer. Whatever the node's files hold,
 // it never fails on their content: a phase that is not one is ignored, and an
 // exit_code that is not "<setup|run> <0-255>" is a Done node whose code is
-// unknown, with the reason in Invalid.
-func parseStatus(out []byte) (Status, error) {
+// unknown, with the reason in Invalid. With the node's key, an exit code
+// counts only when its tag verifies: one that does not is no exit code yet
+// while the agent lives (it writes its own when the task ends), and a Done
+// node whose code is unknown once the agent is gone (forgedRecord).
+func parseStatus(out []byte, key []byte) (Status, error) {
 	var st Status
 	how := "" // the exit_code's third word; "" from an older node that wrote two
+	var exits []string
 	for _, line := range strings.Split(string(out), "\n") {
 		key, val, _ := strings.Cut(line, "=")
 		switch key {
@@ -73,11 +81,33 @@ func parseStatus(out []byte) (Status, error) {
 				st.Phase = val
 			}
 		case "exit":
-			phase, n, word, problem := parseExitCode(val)
-			st.Done, st.ExitCode, st.Invalid, how = true, n, problem, word
-			if problem == "" {
-				st.Phase = phase
+			exits = append(exits, val)
+		}
+	}
+	if key == nil && len(exits) > 0 {
+		// A node from before keys: its last record, as it is.
+		phase, n, word, _, problem := parseExitCode(exits[len(exits)-1])
+		st.Done, st.ExitCode, st.Invalid, how = true, n, problem, word
+		if problem == "" {
+			st.Phase = phase
+		}
+	}
+	if key != nil && len(exits) > 0 {
+		// The agent's record is the one whose tag verifies (the others
+		// are the task's).
+		verified := false
+		for _, val := range exits {
+			phase, n, word, tag, problem := parseExitCode(val)
+			if problem == "" && agent.CheckTag(key, phase, n, word, tag) {
+				st.Done, st.ExitCode, st.Phase, how, verified = true, n, phase, word, true
+				break
 			}
+		}
+		if !verified && !st.AgentAlive {
+			st.Done, st.Invalid = true, forgedRecord
+		}
+		if !verified {
+			st.Unwritten = false
 		}
 	}
 	// A code is sortie's when a stop was asked before the phase ended and
@@ -91,25 +121,28 @@ func parseStatus(out []byte) (Status, error) {
 	return st, nil
 }
 
-// parseExitCode reads an exit_code file's content, "<setup|run> <code>
-// [-|stop]"; problem says why it is not that, with a code from 0 to 255.
-func parseExitCode(val string) (phase string, code int, how, problem string) {
+// parseExitCode reads an exit_code record, "<setup|run> <code> [-|stop]
+// [tag]"; problem says why it is not that, with a code from 0 to 255.
+func parseExitCode(val string) (phase string, code int, how, tag, problem string) {
 	if len(val) > MaxStateValue {
-		return "", 0, "", fmt.Sprintf("exit_code is longer than %d bytes", MaxStateValue)
+		return "", 0, "", "", fmt.Sprintf("exit_code is longer than %d bytes", MaxStateValue)
 	}
 	shown := strconv.Quote(val)
 	words := strings.Split(val, " ")
-	if len(words) == 3 {
+	if len(words) >= 3 {
 		how = words[2]
 	}
-	if (len(words) != 2 && len(words) != 3) || (words[0] != PhaseSetup && words[0] != PhaseRun) || (len(words) == 3 && how != "-" && how != "stop") {
-		return "", 0, "", fmt.Sprintf("exit_code holds %s, want \"<setup|run> <code> <-|stop>\"", shown)
+	if len(words) == 4 {
+		tag = words[3]
+	}
+	if len(words) < 2 || len(words) > 4 || (words[0] != PhaseSetup && words[0] != PhaseRun) || (len(words) >= 3 && how != "-" && how != "stop") {
+		return "", 0, "", "", fmt.Sprintf("exit_code holds %s, want \"<setup|run> <code> <-|stop>\"", shown)
 	}
 	n, err := strconv.Atoi(words[1])
 	if err != nil || n < 0 || n > 255 || words[1] != strconv.Itoa(n) {
-		return "", 0, "", fmt.Sprintf("exit_code holds %s, whose code is not an exit code (0-255)", shown)
+		return "", 0, "", "", fmt.Sprintf("exit_code holds %s, whose code is not an exit code (0-255)", shown)
 	}
-	return words[0], n, how, ""
+	return words[0], n, how, tag, ""
 }
 
 const readLogBody = `
@@ -148,7 +181,7 @@ while :; do
 		kill -s TERM -- "-$g" 2>/dev/null && termed="$termed$g "
 	done
 	if [ $live = 0 ]; then
-		[ -e exit_code ] && exit 0
+		[ -e record/exit_code ] || [ -e exit_code ] && exit 0
 		agent_alive || exit 0
 	fi
 	# TICKS 0: the SIGTERM only; the caller waits and kills.
@@ -163,7 +196,7 @@ for f in pgid.setup pgid.run; do
 done
 # The agent records the exit code as soon as its phase is gone.
 for i in $(seq 100); do
-	[ -e exit_code ] && exit 0
+	[ -e record/exit_code ] || [ -e exit_code ] && exit 0
 	agent_alive || exit 0
 	sleep 0.02
 done

@@ -23,6 +23,12 @@ type Task interface {
 // own when it is a provision.TaskRunner, else the node agent's in the
 // attempt's directory (ForAttempt).
 func TaskOf(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank, attempt int) (Task, error) {
+	return TaskOfKey(ctx, prov, cl, rank, attempt, nil)
+}
+
+// TaskOfKey is TaskOf with the attempt's key, from which node rank's key
+// (NodeKey) checks its exit code record; nil for an attempt without one.
+func TaskOfKey(ctx context.Context, prov provision.Provider, cl *provision.Cluster, rank, attempt int, attemptKey []byte) (Task, error) {
 	if tr, ok := prov.(provision.TaskRunner); ok {
 		if rank < 0 || rank >= len(cl.Nodes) {
 			return nil, fmt.Errorf("cluster %s has no node %d", cl.Name, rank)
@@ -33,7 +39,7 @@ func TaskOf(ctx context.Context, prov provision.Provider, cl *provision.Cluster,
 	if err != nil {
 		return nil, err
 	}
-	return AgentTask(ForAttempt(r, attempt)), nil
+	return AgentTask(ForAttemptKey(r, attempt, NodeKey(attemptKey, rank))), nil
 }
 
 // AgentTask is the task of the node agent r reaches (in r's directory).

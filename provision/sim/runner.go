@@ -40,6 +40,9 @@ type task struct {
 	// time instead of the provider's.
 	RunTime  time.Duration `json:"run_time,omitempty"`
 	Reported bool          `json:"reported,omitempty"` // a Poll has shown it done
+	// NodeKey is the key Start gave the node, which its exit code carries
+	// a tag of, as a real agent's record does; nil when none.
+	NodeKey []byte `json:"node_key,omitempty"`
 }
 
 // status is the task's state at now, as the node package reports it.
@@ -114,10 +117,11 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 		return nil, &provision.ExitError{Code: 127, Stderr: fmt.Sprintf("sim: hollow nodes run no commands, only the node package's scripts; got %q", line)}
 	}
 	var files map[string][]byte
+	var key []byte
 	switch req.Op {
 	case node.OpStart:
 		var err error
-		if files, err = node.StartFiles(stdin); err != nil {
+		if key, files, err = node.StartInput(stdin); err != nil {
 			return nil, &provision.ExitError{Code: 2, Stderr: err.Error()}
 		}
 	case node.OpUpload, node.OpUploadFile:
@@ -149,7 +153,7 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	var line string
 	switch req.Op {
 	case node.OpStart:
-		line = p.start(c, n, r.rank, req.Dir, files, now)
+		line = p.start(c, n, r.rank, req.Dir, files, key, now)
 	case node.OpPoll:
 		st := t.status(p.cfg.RunTime, now)
 		if st.Done && !t.Reported {
@@ -159,7 +163,11 @@ func (r *runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 			}
 			p.changed()
 		}
-		out = node.FormatStatus(st)
+		var key []byte
+		if t != nil {
+			key = t.NodeKey
+		}
+		out = node.FormatStatusKey(st, key)
 	case node.OpReadLog:
 		out = window(t.log(c, r.rank, p.cfg.RunTime, now), req.Vars["FROM"], req.Vars["MAX"])
 	case node.OpEngine:
@@ -197,7 +205,7 @@ func (n *hollowNode) tasks() map[string]*task {
 // start starts a task in dir of node rank unless one was started there
 // already, counts the start, arms the cluster's planned preemption, and
 // returns a decision log line; p.mu is held.
-func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files map[string][]byte, now time.Time) string {
+func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files map[string][]byte, key []byte, now time.Time) string {
 	t := n.Tasks[dir]
 	if t != nil && t.Started != nil {
 		return ""
@@ -209,6 +217,7 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 	env, _ := node.ParseEnv(files["env"])
 	t.Key = envKey(env, c)
 	t.Started = &now
+	t.NodeKey = key
 	t.Setup = len(files["setup.sh"]) > 0
 	t.Code = p.cfg.ExitCode(t.Key.Job, t.Key.Task, t.Key.Attempt)
 	// A task may set its own run time and exit code, so that one sim

@@ -58,12 +58,18 @@ type Agent struct {
 	// left. cmd/sortie-agent sets it; an Agent run inside another program
 	// (a test) must not, as it would reap that program's children.
 	Reap bool
+	// Key, when set, is the node's key (KeySize bytes), given by the
+	// starter and kept in memory only: the exit code record carries its
+	// Tag, which the controller checks, so that a record the task wrote is
+	// never taken for the task's exit code.
+	Key []byte
 
 	mu       sync.Mutex
 	group    int       // the running phase's process group, 0 between phases
 	noticed  bool      // a notice that ends the node was heard
 	deadline time.Time // that notice's deadline, zero when none
 	syncMu   sync.Mutex
+	recorded bool // finish wrote the exit code: it writes it once
 }
 
 // phaseScript is what bash runs for a phase on the node itself, as SkyPilot
@@ -286,11 +292,12 @@ func exitCode(err error) int {
 	return 1
 }
 
-// finish records the phase's exit code once, durably, and whether a stop
+// finish records the phase's exit code, durably, and whether a stop
 // (or a notice) came before the phase ended ("stop") or not ("-"): a code a
 // stop caused is sortie's, but a task that ended before the stop keeps its
-// own code even when the stop marker comes later. why, when set, goes to
-// the log first.
+// own code even when the stop marker comes later. With a Key the record
+// carries its Tag. It is the agent's own record: whatever the task wrote
+// in its place is replaced. why, when set, goes to the log first.
 func (a *Agent) finish(phase string, code int, why string) error {
 	how := "-"
 	if a.stopping() {
@@ -299,23 +306,33 @@ func (a *Agent) finish(phase string, code int, why string) error {
 	if why != "" {
 		a.logLine("sortie: " + why)
 	}
-	if exists(filepath.Join(a.Dir, FileExitCode)) {
+	if a.recorded {
 		return nil
 	}
-	line := phase + " " + strconv.Itoa(code) + " " + how
-	if err := putDurable(a.Dir, FileExitCode, []byte(line+"\n")); err != nil {
+	a.recorded = true
+	words := []string{phase, strconv.Itoa(code), how}
+	if a.Key != nil {
+		words = append(words, Tag(a.Key, phase, code, how))
+	}
+	line := strings.Join(words, " ")
+	rec := filepath.Join(a.Dir, RecordDir)
+	err := os.Mkdir(rec, 0o755)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		err = putDurable(rec, FileExitCode, []byte(line+"\n"))
+	}
+	if err != nil {
 		// No room for the file's bytes (a full disk): an empty file needs
 		// none, so its name carries the code. The log says so first: a
 		// reader that sees the marker finds the reason there.
 		a.logLine(fmt.Sprintf("sortie: could not write the exit code (%s %d) on this node", phase, code))
-		name := UnwrittenPrefix + phase + "." + strconv.Itoa(code) + "." + how
-		f, ferr := os.OpenFile(filepath.Join(a.Dir, name), os.O_WRONLY|os.O_CREATE, 0o644)
+		name := UnwrittenPrefix + strings.Join(words, ".")
+		f, ferr := os.OpenFile(filepath.Join(rec, name), os.O_WRONLY|os.O_CREATE, 0o644)
 		if ferr == nil {
 			f.Close()
-			syncDir(a.Dir)
+			syncDir(rec)
 		}
 		if ferr != nil {
-			return fmt.Errorf("record exit code %q: %w (and as a marker: %v)", line, err, ferr)
+			return fmt.Errorf("record exit code %q: %w (and as a marker: %v)", phase+" "+strconv.Itoa(code)+" "+how, err, ferr)
 		}
 	}
 	return nil

@@ -78,28 +78,28 @@ func TestRunWritesTheExitCodeOnceDurably(t *testing.T) {
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, d+"/exit_code"); got != "run 3 -\n" {
+	if got := read(t, d+"/record/exit_code"); got != "run 3 -\n" {
 		t.Errorf("exit_code = %q, want %q", got, "run 3 -\n")
 	}
 	if got := read(t, d+"/log"); got != "setup\nrun v\n" {
 		t.Errorf("log = %q", got)
 	}
-	if _, err := os.Stat(d + "/exit_code.tmp"); err == nil {
+	if _, err := os.Stat(d + "/record/exit_code.tmp"); err == nil {
 		t.Error("exit_code.tmp left behind")
 	}
 	// A second finish (a second agent, a repeated end) keeps the first code.
 	if err := a.finish(PhaseRun, 9, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, d+"/exit_code"); got != "run 3 -\n" {
+	if got := read(t, d+"/record/exit_code"); got != "run 3 -\n" {
 		t.Errorf("exit_code after a second finish = %q, want the first kept", got)
 	}
 	// A second agent on the same node begins nothing.
-	os.Remove(d + "/exit_code")
+	os.Remove(d + "/record/exit_code")
 	if err := newAgent(t, d).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(d + "/exit_code"); err == nil {
+	if _, err := os.Stat(d + "/record/exit_code"); err == nil {
 		t.Error("a second agent ran the task again")
 	}
 }
@@ -132,7 +132,7 @@ func TestSetupFailureEndsTheTask(t *testing.T) {
 	if err := newAgent(t, d).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, d+"/exit_code"); got != "setup 4 -\n" {
+	if got := read(t, d+"/record/exit_code"); got != "setup 4 -\n" {
 		t.Errorf("exit_code = %q", got)
 	}
 	if got := read(t, d+"/log"); strings.Contains(got, "ran") {
@@ -187,7 +187,7 @@ func TestBashrcIsSourcedAndSetupEditsReachRun(t *testing.T) {
 	if got := read(t, d+"/log"); got != want {
 		t.Errorf("log = %q, want %q", got, want)
 	}
-	if got := read(t, d+"/exit_code"); got != "run 0 -\n" {
+	if got := read(t, d+"/record/exit_code"); got != "run 0 -\n" {
 		t.Errorf("exit_code = %q", got)
 	}
 }
@@ -257,7 +257,7 @@ func TestNoticeStopsTheTask(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if got := read(t, d+"/exit_code"); got != "run 137 stop\n" {
+			if got := read(t, d+"/record/exit_code"); got != "run 137 stop\n" {
 				t.Errorf("exit_code = %q, want the SIGKILL's, stopped", got)
 			}
 			var rec notice.Notice
@@ -297,7 +297,7 @@ func TestNoticeDuringSetupSkipsRun(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, d+"/exit_code"); got != "setup 143 stop\n" {
+	if got := read(t, d+"/record/exit_code"); got != "setup 143 stop\n" {
 		t.Errorf("exit_code = %q, want setup ended by SIGTERM", got)
 	}
 	if log := read(t, d+"/log"); strings.Contains(log, "run began") {
@@ -433,7 +433,8 @@ func TestAnswerSeesAnAgentEndingMidAnswerWithItsCode(t *testing.T) {
 	os.WriteFile(d+"/pid", []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 	defer func() { afterAliveCheck = func() {} }()
 	afterAliveCheck = func() {
-		os.WriteFile(d+"/exit_code", []byte("run 7 -\n"), 0o644)
+		os.Mkdir(d+"/record", 0o755)
+		os.WriteFile(d+"/record/exit_code", []byte("run 7 -\n"), 0o644)
 		in.Close()
 		cmd.Wait()
 	}
@@ -473,7 +474,7 @@ func TestRunWatchesForNotices(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, d+"/exit_code"); got != "run 143 stop\n" {
+	if got := read(t, d+"/record/exit_code"); got != "run 143 stop\n" {
 		t.Errorf("exit_code = %q, want the notice's SIGTERM, stopped", got)
 	}
 }

@@ -17,8 +17,13 @@
 //	                         in phase, which Answer still reads first)
 //	pid.is.N pgid.<phase>.is.N the same, when the disk had no room for the file's bytes
 //	log                      stdout and stderr of both phases, and the agent's own words
-//	exit_code                "<phase> <code> <-|stop>", written once, durably
-//	exit_code.unwritten.<phase>.<code>.<-|stop>  the same, when exit_code could not be written
+//	record/exit_code         "<phase> <code> <-|stop> [tag]", written once the task has ended,
+//	                         durably, over whatever the task wrote there; the tag is the
+//	                         record's Tag under the key the agent got at start (Key)
+//	record/exit_code.unwritten.<phase>.<code>.<-|stop>[.tag]  the same, when exit_code could
+//	                         not be written
+//	                         (record is a directory of its own, not the working directory's
+//	                         parent, where a task that writes ../exit_code writes)
 //	stop                     asks the agent not to begin another phase
 //	notice                   the last preemption notice the agent heard, as JSON, durably
 //	storage.json storage.env sync  the task's buckets, the sync program's own env, and a
@@ -45,14 +50,17 @@ import (
 
 // Names of the node directory's files (see the package comment).
 const (
-	FileEnv       = "env"
-	FileCwd       = "cwd"
-	FileAgent     = "agent"
-	FileBegun     = "begun"
-	FilePID       = "pid"
-	FilePhase     = "phase"
-	FileLog       = "log"
-	FileExitCode  = "exit_code"
+	FileEnv      = "env"
+	FileCwd      = "cwd"
+	FileAgent    = "agent"
+	FileBegun    = "begun"
+	FilePID      = "pid"
+	FilePhase    = "phase"
+	FileLog      = "log"
+	FileExitCode = "exit_code" // in RecordDir
+	// RecordDir is the directory of the node directory where the agent
+	// keeps its record of the task's end (FileExitCode).
+	RecordDir     = "record"
 	FileStop      = "stop"
 	FileNotice    = "notice"
 	FileContainer = "container.sh"

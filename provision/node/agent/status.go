@@ -18,7 +18,7 @@ import (
 // MaxStateValue bounds what Answer reads of the phase and exit_code files,
 // which the task itself can write over: it reads one byte more, so that a
 // longer file is seen as too long instead of being cut into a valid value.
-const MaxStateValue = 64
+const MaxStateValue = 128
 
 // maxNotice bounds what Answer reads of the notice file.
 const maxNotice = 1024
@@ -30,7 +30,8 @@ const maxNotice = 1024
 //	started=1  an agent began on the node (begun or pid exists)
 //	lost=1     the agent recorded its pid and is gone without an exit code
 //	phase=P    the phase file's content (at most MaxStateValue+1 bytes)
-//	exit=...   exit_code's content, or the unwritten marker's name, dots as spaces
+//	exit=...   record/exit_code's content, or an unwritten marker's name, dots as spaces
+//	           (one line per marker, at most maxMarkers)
 //	unwritten=1  the exit code is only in the marker's name
 //	stopped=1  a stop was asked
 //	notice=J   the notice file, one JSON line
@@ -62,7 +63,7 @@ func Answer(dir string) ([]byte, error) {
 		b.WriteString("started=1\n")
 	}
 	done := false
-	for _, f := range [...]struct{ name, key string }{{FilePhase, "phase="}, {FileExitCode, "exit="}} {
+	for _, f := range [...]struct{ name, key string }{{FilePhase, "phase="}, {RecordDir + "/" + FileExitCode, "exit="}} {
 		if !isRegular(d + "/" + f.name) {
 			if f.name == FilePhase {
 				// The phase is the last one whose group the agent
@@ -83,12 +84,17 @@ func Answer(dir string) ([]byte, error) {
 		b.WriteString(f.key)
 		b.Write(v)
 		b.WriteByte('\n')
-		done = done || f.name == FileExitCode
+		done = done || f.key == "exit="
 	}
 	if !done {
-		if marker := unwrittenMarker(d); marker != "" {
-			b.WriteString("exit=" + strings.ReplaceAll(marker, ".", " ") + "\nunwritten=1\n")
+		// Every marker: the task may have made some, and only the reader,
+		// who has the key, can tell the agent's.
+		for _, marker := range unwrittenMarkers(d + "/" + RecordDir) {
+			b.WriteString("exit=" + strings.ReplaceAll(marker, ".", " ") + "\n")
 			done = true
+		}
+		if done {
+			b.WriteString("unwritten=1\n")
 		}
 	}
 	if !alive && !done && pid > 0 {
@@ -207,20 +213,27 @@ func AgentAlive(d string, pid int) bool {
 	return slices.Contains(args[1:], d)
 }
 
-// unwrittenMarker returns what follows UnwrittenPrefix in the name of the
-// first such regular file in d, "" when there is none.
-func unwrittenMarker(d string) string {
+// maxMarkers bounds the unwritten markers Answer reports.
+const maxMarkers = 8
+
+// unwrittenMarkers returns what follows UnwrittenPrefix in the names of the
+// first maxMarkers such regular files in d.
+func unwrittenMarkers(d string) []string {
 	entries, err := os.ReadDir(d)
 	if err != nil {
-		return ""
+		return nil
 	}
+	var out []string
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), UnwrittenPrefix)
-		if ok && rest != "" && !strings.ContainsRune(rest, '\n') && isRegular(d+"/"+e.Name()) {
-			return rest
+		if ok && rest != "" && len(rest) <= MaxStateValue && !strings.ContainsRune(rest, '\n') && isRegular(d+"/"+e.Name()) {
+			out = append(out, rest)
+			if len(out) == maxMarkers {
+				break
+			}
 		}
 	}
-	return ""
+	return out
 }
 
 // readHead reads at most n bytes from the start of the file at path.

@@ -17,7 +17,7 @@ func syncNode(t *testing.T, d string, interval time.Duration, downCode int) {
 	t.Helper()
 	prog := filepath.Join(t.TempDir(), "sortie-sync")
 	script := "#!/bin/bash\n" +
-		`state=ok; [ -e "$2/exit_code" ] && state=late` + "\n" +
+		`state=ok; [ -e "$2/record/exit_code" ] && state=late` + "\n" +
 		`echo "$1 $state cred=$CRED" >>"$2/ops"` + "\n" +
 		`[ "$1" = down ] && exit ` + strconv.Itoa(downCode) + "\n" +
 		"exit 0\n"
@@ -63,7 +63,7 @@ func TestBucketsSyncAroundTheTask(t *testing.T) {
 	if got := read(t, d+"/ops"); got != want {
 		t.Errorf("ops = %q, want %q", got, want)
 	}
-	if got := read(t, d+"/exit_code"); got != "run 0 -\n" {
+	if got := read(t, d+"/record/exit_code"); got != "run 0 -\n" {
 		t.Errorf("exit_code = %q", got)
 	}
 	if log := read(t, d+"/log"); !strings.Contains(log, "task cred=\n") {
@@ -78,7 +78,7 @@ func TestBucketsDownloadFailureFailsSetup(t *testing.T) {
 	if err := newAgent(t, d).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, d+"/exit_code"); got != "setup 1 -\n" {
+	if got := read(t, d+"/record/exit_code"); got != "setup 1 -\n" {
 		t.Errorf("exit_code = %q, want setup 1", got)
 	}
 	if _, err := os.Stat(d + "/setup-ran"); err == nil {
