@@ -320,7 +320,7 @@ pwd`
 // code in a marker's name and says so in its log; Poll reads it.
 func TestExitCodeThatCannotBeWritten(t *testing.T) {
 	r := newNode(t)
-	if err := os.MkdirAll(filepath.Join(r.dir, "exit_code.tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.dir, "record", "exit_code.tmp"), 0o755); err != nil {
 		t.Fatal(err) // a directory in the way: writing the file fails
 	}
 	if err := node.Start(context.Background(), r, node.StartSpec{Run: "exit 3"}); err != nil {

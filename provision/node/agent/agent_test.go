@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -476,5 +477,40 @@ func TestRunWatchesForNotices(t *testing.T) {
 	}
 	if got := read(t, d+"/record/exit_code"); got != "run 143 stop\n" {
 		t.Errorf("exit_code = %q, want the notice's SIGTERM, stopped", got)
+	}
+}
+
+// NotDumpable leaves the process not dumpable (prctl PR_GET_DUMPABLE says
+// 0), so that a process of the same user can neither trace it nor read
+// its memory.
+func TestNotDumpable(t *testing.T) {
+	if err := NotDumpable(); err != nil {
+		t.Skipf("not on this system: %v", err)
+	}
+	defer syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 1, 0)
+	const prGetDumpable = 3
+	if got, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetDumpable, 0, 0); errno != 0 || got != 0 {
+		t.Errorf("PR_GET_DUMPABLE = %d (errno %v), want 0", got, errno)
+	}
+}
+
+// ReadKey takes one line of hex of KeySize bytes and reads nothing past it.
+func TestReadKey(t *testing.T) {
+	key := strings.Repeat("ab", KeySize)
+	r := strings.NewReader(key + "\nrest")
+	got, err := ReadKey(r)
+	if err != nil || len(got) != KeySize || got[0] != 0xab {
+		t.Fatalf("ReadKey = %x, %v", got, err)
+	}
+	if rest, _ := io.ReadAll(r); string(rest) != "rest" {
+		t.Errorf("left %q, want %q", rest, "rest")
+	}
+	for _, bad := range []string{"", "\n", "zz\n", strings.Repeat("ab", KeySize-1) + "\n"} {
+		if _, err := ReadKey(strings.NewReader(bad)); err == nil {
+			t.Errorf("ReadKey(%q): no error", bad)
+		}
+	}
+	if !CheckTag([]byte(key), PhaseRun, 3, "-", Tag([]byte(key), PhaseRun, 3, "-")) || CheckTag([]byte(key), PhaseRun, 0, "-", Tag([]byte(key), PhaseRun, 3, "-")) {
+		t.Error("CheckTag takes a tag of another code, or not its own")
 	}
 }
