@@ -310,8 +310,8 @@ func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
 	for _, tc := range []struct {
 		name, block, codes, reason string
 	}{
-		{"the code kept in a marker", `mkdir "$SORTIE_NODE_DIR/exit_code.tmp"`, "1", "could not be written"},
-		{"no code at all", `mkdir "$SORTIE_NODE_DIR/exit_code.tmp" "$SORTIE_NODE_DIR/exit_code.unwritten.run.1.-"`, "?", "died without an exit code"},
+		{"the code kept in a marker", `mkdir -p "$SORTIE_NODE_DIR/record/exit_code.tmp"`, "1", "could not be written"},
+		{"no code at all", `touch "$SORTIE_NODE_DIR/record"`, "?", "died without an exit code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
