@@ -19,7 +19,7 @@ type Op string
 
 // The operations, one per script.
 const (
-	OpStart      Op = "start"       // Start; stdin is a tar of the task's files, vars W, SUM, NOTICE, ENDPOINT, GRACE, SYNCSUM
+	OpStart      Op = "start"       // Start; stdin is the node's key (a line of hex, empty for none), then a tar of the task's files (StartInput); vars W, SUM, NOTICE, ENDPOINT, GRACE, SYNCSUM
 	OpInstall    Op = "install"     // Start's copy of a program (the agent, the sync program); stdin is the program, vars SUM and NAME
 	OpPoll       Op = "poll"        // Poll; answer with FormatStatus
 	OpReadLog    Op = "read-log"    // ReadLog; vars FROM (1-based byte) and MAX
