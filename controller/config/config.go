@@ -94,6 +94,16 @@ type ControllerConfig struct {
 // LocalConfig is the local: section.
 type LocalConfig struct {
 	Regions []LocalRegion `json:"regions"`
+	// Sandbox is whether local tasks run in a sandbox (bubblewrap): "on"
+	// (only sandboxed; a task that cannot be is refused), "off" (on this
+	// machine as whoever runs sortie: a single user's own home only), or
+	// "auto" ("": sandboxed when bubblewrap is there and works, always on
+	// a shared server).
+	Sandbox string `json:"sandbox"`
+	// Server is set by `sortie server`, never by the file: many users'
+	// local tasks run here, so they run only sandboxed unless Sandbox is
+	// "off".
+	Server bool `json:"-"`
 }
 
 // LocalRegion is one region of the local provider.
@@ -254,6 +264,12 @@ func Load(home string, getenv func(string) string) (Config, error) {
 	if len(e.Problems) == 0 {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
+		switch cfg.Local.Sandbox {
+		case "", "auto", "on", "off":
+		default:
+			e.Problems = append(e.Problems, schema.Problem{Path: "local.sandbox", Line: lines["local.sandbox"],
+				Message: fmt.Sprintf("%q is not a sandbox mode; use on, off or auto", cfg.Local.Sandbox)})
+		}
 		if msg := checkListen(c.MetricsListen); msg != "" {
 			e.Problems = append(e.Problems, schema.Problem{Path: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Message: msg})
 		}

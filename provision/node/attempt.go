@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
 // CallTimeout bounds one command on a node. A connection that dies without
@@ -27,6 +28,9 @@ type attemptRunner struct {
 }
 
 func (r attemptRunner) Dir() string { return r.dir }
+
+// Sandbox is the node's sandbox (Sandboxer), nil when it has none.
+func (r attemptRunner) Sandbox() (*agent.Sandbox, error) { return SandboxOf(r.Runner) }
 
 func (r attemptRunner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
