@@ -250,6 +250,10 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		fromEnv["controller.store"] = "SORTIE_STORE"
 		c.Store = v
 	}
+	if v := getenv("SORTIE_LOCAL_SANDBOX"); v != "" {
+		fromEnv["local.sandbox"] = "SORTIE_LOCAL_SANDBOX"
+		cfg.Local.Sandbox = v
+	}
 	for _, n := range ints {
 		if v := getenv(n.env); v != "" {
 			fromEnv[n.key] = n.env
@@ -267,7 +271,11 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		switch cfg.Local.Sandbox {
 		case "", "auto", "on", "off":
 		default:
-			e.Problems = append(e.Problems, schema.Problem{Path: "local.sandbox", Line: lines["local.sandbox"],
+			key, line := "local.sandbox", lines["local.sandbox"]
+			if from, ok := fromEnv[key]; ok {
+				key, line = from, 0
+			}
+			e.Problems = append(e.Problems, schema.Problem{Path: key, Line: line,
 				Message: fmt.Sprintf("%q is not a sandbox mode; use on, off or auto", cfg.Local.Sandbox)})
 		}
 		if msg := checkListen(c.MetricsListen); msg != "" {

@@ -111,7 +111,9 @@ func (s *Sandbox) Args(dir, w, home string, infoFD int) ([]string, error) {
 		}
 	}
 	// Shallower first: a deeper rebuild lands inside a shallower one.
-	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") < strings.Count(dirs[j], "/") || dirs[i] < dirs[j] })
+	sort.Slice(dirs, func(i, j int) bool {
+		return strings.Count(dirs[i], "/") < strings.Count(dirs[j], "/") || dirs[i] < dirs[j]
+	})
 	for _, a := range dirs {
 		r, err := rebuild(a, nil)
 		if err != nil {
@@ -120,13 +122,13 @@ func (s *Sandbox) Args(dir, w, home string, infoFD int) ([]string, error) {
 		args = append(args, "--tmpfs", a)
 		args = append(args, r...)
 	}
-	args = append(args, "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc")
+	// /tmp before what lies under it (a sortie home in /tmp).
+	args = append(args, "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
+		"--bind", filepath.Join(dir, TmpDir), "/tmp")
 	for _, h := range s.Hide {
 		args = append(args, "--tmpfs", filepath.Clean(h))
 	}
-	args = append(args, "--ro-bind", dir, dir,
-		"--bind", filepath.Join(dir, TmpDir), "/tmp",
-		"--bind", home, home)
+	args = append(args, "--ro-bind", dir, dir, "--bind", home, home)
 	if w != home {
 		args = append(args, "--bind", w, w)
 	}
