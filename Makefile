@@ -20,7 +20,7 @@ build:
 	$(AGENT_BUILD)
 
 # deps makes sure the programs tests drive are on this machine: an sshd to
-# play the clouds' nodes, the moto EC2 emulator, Debian's chromium for the
+# play the clouds' nodes, bubblewrap (bwrap) for the local sandbox, the moto EC2 emulator, Debian's chromium for the
 # dashboard's browser tests, and a PostgreSQL server (the store's tests
 # start their own on a free port; the package's own service is not used).
 # Without PostgreSQL the store's PostgreSQL tests skip, saying so.
@@ -29,6 +29,11 @@ deps:
 		echo "installing openssh-server (for the SSH node tests)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null) || \
 		{ echo "could not install openssh-server; install it and run make test again" >&2; exit 1; }; \
+	fi
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+		echo "installing bubblewrap (the local provider's sandbox)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) || \
+		{ echo "could not install bubblewrap; install it and run make test again" >&2; exit 1; }; \
 	fi
 	@if [ ! -x /usr/bin/chromium ]; then \
 		echo "installing chromium (for the dashboard's browser tests)"; \

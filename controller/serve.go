@@ -39,6 +39,9 @@ type ServeOptions struct {
 	// controller (to Wake it) and its store, until ctx ends: `sortie
 	// server`'s API. An error from it stops the controller.
 	Beside func(ctx context.Context, c *Controller, st *store.Store) error
+	// Server says many users' jobs run here (`sortie server`): local
+	// tasks run only sandboxed (config.LocalConfig.Server).
+	Server bool
 }
 
 // ServeWith is Serve with opts.
@@ -60,6 +63,7 @@ func ServeWith(ctx context.Context, h string, log *slog.Logger, cls []clouds.Clo
 			return fmt.Errorf("replicas %s drive the jobs of this store: a controller of its own would drive them beside them; run it as one more replica (sortie-controller run --replica NAME), or stop them first",
 				strings.Join(live, ", "))
 		}
+		cfg.Local.Server = opts.Server
 		return run(ctx, h, cfg, st, log, cls, func(got *Controller) error {
 			c = got
 			close(ready)
@@ -96,6 +100,7 @@ func ServeReplica(ctx context.Context, h string, o ReplicaOptions, log *slog.Log
 	// Replicas in one home share the sim's cloud, as machines share a real
 	// one.
 	cfg.Sim.Shared = true
+	cfg.Local.Server = opts.Server
 	return run(ctx, h, cfg, st, log, cls, func(c *Controller) error { return c.AsReplica(o) }, opts.Beside)
 }
 
@@ -108,6 +113,17 @@ func run(ctx context.Context, h string, cfg config.Config, st *store.Store, log 
 	defer stopProfiles()
 	if err != nil {
 		return err
+	}
+	if cfg.Local.Server {
+		// Many users' tasks run here: a local one must not reach the
+		// server's home.
+		mode, err := clouds.LocalProvider(cfg).SandboxMode()
+		switch {
+		case err != nil:
+			log.Warn("local jobs will be refused: " + err.Error())
+		case mode == "off":
+			log.Warn("local.sandbox is off in config.yaml: every user's local tasks run as the server's user, with its home, secrets and store in reach; remove it to run them sandboxed (bubblewrap)")
+		}
 	}
 	provs := clouds.NewSet(cfg, cls)
 	c := New(st, cfg, provs, log)

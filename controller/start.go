@@ -179,12 +179,24 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 	}
 	err = node.Start(ctx, r, node.StartSpec{Setup: task.Setup, Run: task.Run, Env: env, Container: container,
 		NoticeSource: source, NoticeEndpoint: endpoint, TerminationGrace: task.Recovery().TerminationGrace.D(),
-		Storage: storage, StorageEnv: storageEnv, FUSE: fuse})
+		Storage: storage, StorageEnv: storageEnv, FUSE: fuse, Mounts: absoluteMounts(task)})
 	var lacks *node.PrecheckError
 	if errors.As(err, &lacks) && len(fuse) > 0 {
 		return &node.PrecheckError{Msg: "file_mounts: " + lacks.Msg}
 	}
 	return err
+}
+
+// absoluteMounts are task's absolute file_mounts destinations.
+func absoluteMounts(task *schema.Task) []string {
+	var out []string
+	for dst := range task.FileMounts {
+		if filepath.IsAbs(dst) {
+			out = append(out, dst)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // taskEnv is the environment of a's task the same on every one of its
@@ -263,8 +275,8 @@ func (c *Controller) runner(ctx context.Context, prov provision.Provider, cl *pr
 }
 
 // uploadMounts copies each local file_mounts source to its destination on
-// the node: an absolute path as given, a relative one under the task's
-// workdir (where the task runs).
+// the node: an absolute path as given, ~/... in the node's HOME, a
+// relative one under the task's workdir (where the task runs).
 func uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, baseDir string) error {
 	dsts := make([]string, 0, len(task.FileMounts))
 	for dst := range task.FileMounts {
@@ -276,8 +288,10 @@ func uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, ba
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(baseDir, src)
 		}
+		// An absolute destination as given, ~/... in the node's HOME
+		// (as SkyPilot has it), any other under the workdir.
 		remote := dst
-		if !filepath.IsAbs(remote) {
+		if !filepath.IsAbs(remote) && !strings.HasPrefix(remote, "~/") {
 			remote = filepath.Join("workdir", remote)
 		}
 		if err := node.Upload(ctx, r, src, remote); err != nil {

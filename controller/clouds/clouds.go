@@ -163,7 +163,20 @@ func Local() Cloud {
 			for _, r := range LocalRegions(cfg) {
 				regions = append(regions, fmt.Sprintf("%s (%s)", r.Name, strings.Join(r.Zones, ", ")))
 			}
-			return Check{Details: []string{"regions: " + strings.Join(regions, "; ")}}
+			c := Check{Details: []string{"regions: " + strings.Join(regions, "; ")}}
+			mode, err := LocalProvider(cfg).SandboxMode()
+			switch {
+			case err != nil:
+				c.Problems = append(c.Problems, err.Error())
+			case mode == local.SandboxOff && cfg.Local.Sandbox == local.SandboxOff:
+				c.Details = append(c.Details, "sandbox: off (local.sandbox: off): local tasks run as this user with the sortie home, its secrets and its store in reach; keep it off only in a single user's own home, never on a server")
+			case mode == local.SandboxOff:
+				c.Details = append(c.Details, "sandbox: none ("+local.ProbeSandbox().Why+"): local tasks run as this user with the sortie home in reach; install bubblewrap (apt-get install bubblewrap); a server refuses local tasks without it")
+			default:
+				st := local.ProbeSandbox()
+				c.Details = append(c.Details, "sandbox: "+st.Version+" ("+st.Program+"): local tasks see the host read-only and never the sortie home")
+			}
+			return c
 		},
 	}
 }
@@ -185,7 +198,7 @@ func localStorageEnv(config.Config, func(string) string, string) map[string]stri
 
 // LocalProvider is the local provider over the configured regions.
 func LocalProvider(cfg config.Config) *local.Provider {
-	return local.New(local.Config{Home: cfg.Home, Regions: LocalRegions(cfg)})
+	return local.New(local.Config{Home: cfg.Home, Regions: LocalRegions(cfg), Sandbox: cfg.Local.Sandbox, Server: cfg.Local.Server})
 }
 
 // LocalRegions are the local provider's regions: local.regions from the

@@ -94,6 +94,16 @@ type ControllerConfig struct {
 // LocalConfig is the local: section.
 type LocalConfig struct {
 	Regions []LocalRegion `json:"regions"`
+	// Sandbox is whether local tasks run in a sandbox (bubblewrap): "on"
+	// (only sandboxed; a task that cannot be is refused), "off" (on this
+	// machine as whoever runs sortie: a single user's own home only), or
+	// "auto" ("": sandboxed when bubblewrap is there and works, always on
+	// a shared server).
+	Sandbox string `json:"sandbox"`
+	// Server is set by `sortie server`, never by the file: many users'
+	// local tasks run here, so they run only sandboxed unless Sandbox is
+	// "off".
+	Server bool `json:"-"`
 }
 
 // LocalRegion is one region of the local provider.
@@ -240,6 +250,10 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		fromEnv["controller.store"] = "SORTIE_STORE"
 		c.Store = v
 	}
+	if v := getenv("SORTIE_LOCAL_SANDBOX"); v != "" {
+		fromEnv["local.sandbox"] = "SORTIE_LOCAL_SANDBOX"
+		cfg.Local.Sandbox = v
+	}
 	for _, n := range ints {
 		if v := getenv(n.env); v != "" {
 			fromEnv[n.key] = n.env
@@ -254,6 +268,23 @@ func Load(home string, getenv func(string) string) (Config, error) {
 	if len(e.Problems) == 0 {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
+		// YAML reads an unquoted on or off as a boolean.
+		switch cfg.Local.Sandbox {
+		case "true":
+			cfg.Local.Sandbox = "on"
+		case "false":
+			cfg.Local.Sandbox = "off"
+		}
+		switch cfg.Local.Sandbox {
+		case "", "auto", "on", "off":
+		default:
+			key, line := "local.sandbox", lines["local.sandbox"]
+			if from, ok := fromEnv[key]; ok {
+				key, line = from, 0
+			}
+			e.Problems = append(e.Problems, schema.Problem{Path: key, Line: line,
+				Message: fmt.Sprintf("%q is not a sandbox mode; use on, off or auto", cfg.Local.Sandbox)})
+		}
 		if msg := checkListen(c.MetricsListen); msg != "" {
 			e.Problems = append(e.Problems, schema.Problem{Path: "controller.metrics_listen", Line: lines["controller.metrics_listen"], Message: msg})
 		}

@@ -284,3 +284,38 @@ func TestConfigProblemsComeInTheFilesOrder(t *testing.T) {
 		t.Errorf("want line 2's problem before line 4's, got:\n%s", msg)
 	}
 }
+
+func TestLocalSandboxModes(t *testing.T) {
+	for _, tc := range []struct{ file, env, want, problem string }{
+		{"", "", "", ""},
+		{"local:\n  sandbox: off\n", "", "off", ""},
+		{"local:\n  sandbox: on\n", "", "on", ""},
+		{"local:\n  sandbox: auto\n", "", "auto", ""},
+		{"local:\n  sandbox: \"off\"\n", "", "off", ""},
+		{"local:\n  sandbox: maybe\n", "", "", `config.yaml line 2: local.sandbox: "maybe" is not a sandbox mode; use on, off or auto`},
+		{"", "off", "off", ""},
+		{"", "nope", "", `SORTIE_LOCAL_SANDBOX: "nope" is not a sandbox mode; use on, off or auto`},
+	} {
+		h := t.TempDir()
+		if tc.file != "" {
+			if err := os.WriteFile(filepath.Join(h, "config.yaml"), []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := Load(h, func(k string) string {
+			if k == "SORTIE_LOCAL_SANDBOX" {
+				return tc.env
+			}
+			return ""
+		})
+		if tc.problem != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.problem) {
+				t.Errorf("%q %q: error %v, want %q", tc.file, tc.env, err, tc.problem)
+			}
+			continue
+		}
+		if err != nil || cfg.Local.Sandbox != tc.want {
+			t.Errorf("%q %q: sandbox %q, %v; want %q", tc.file, tc.env, cfg.Local.Sandbox, err, tc.want)
+		}
+	}
+}

@@ -388,5 +388,5 @@ func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("runner for %s node %d: the node is gone: %w", c.Name, rank, err)
 	}
-	return &runner{dir: dir}, nil
+	return &runner{dir: dir, sandbox: p.sandbox}, nil
 }

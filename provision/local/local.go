@@ -33,6 +33,12 @@ type Config struct {
 	// Regions are the regions and zones offered, in order of preference;
 	// empty means DefaultRegions.
 	Regions []Region
+	// Sandbox is local.sandbox: SandboxAuto (""), SandboxOn or
+	// SandboxOff.
+	Sandbox string
+	// Server says a shared server runs the tasks, for many users: it
+	// makes SandboxAuto SandboxOn.
+	Server bool
 	// Now is the clock that tells when a notice's deadline has come; nil
 	// is the real one.
 	Now func() time.Time
@@ -58,6 +64,9 @@ type Provider struct {
 	now     func() time.Time
 	ids     *idBlock // instance numbers reserved, shared by copies
 	recs    *recordCache
+	// sandboxMode and server are Config's Sandbox and Server.
+	sandboxMode string
+	server      bool
 }
 
 // terminateGrace is how long Terminate lets a node's processes handle
@@ -84,7 +93,12 @@ func New(cfg Config) *Provider {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now, ids: &idBlock{}, recs: &recordCache{}}
+	mode := cfg.Sandbox
+	if mode == "" {
+		mode = SandboxAuto
+	}
+	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now, ids: &idBlock{}, recs: &recordCache{},
+		sandboxMode: mode, server: cfg.Server}
 }
 
 // Name is "local".
@@ -95,6 +109,9 @@ func (p *Provider) Name() string { return CloudName }
 func (p *Provider) Placements(ctx context.Context, r schema.Resources) ([]schema.Placement, error) {
 	if r.Cloud != "" && r.Cloud != CloudName {
 		return nil, provision.Prechecks(fmt.Errorf("resources.cloud %q: the local provider serves only %q", r.Cloud, CloudName))
+	}
+	if _, err := p.sandbox(); err != nil {
+		return nil, provision.Prechecks(fmt.Errorf("cloud local: %w", err))
 	}
 	var out []schema.Placement
 	regionFound := false

@@ -432,7 +432,10 @@ func TestEachNodeHasAHomeOfItsOwn(t *testing.T) {
 }
 
 func TestTheAgentEndsWhatTheTaskLeftBehind(t *testing.T) {
-	p := newProvider(t)
+	// On this machine itself: a sandboxed task's pids are its own
+	// namespace's, and what it leaves ends with its sandbox.
+	p := New(Config{Home: t.TempDir(), Sandbox: SandboxOff})
+	t.Cleanup(func() { terminateAll(t, p) })
 	name := "sortie-12-0-1"
 	// One leftover in a session of its own, one a daemon's double fork
 	// made an orphan: neither is in the run phase's process group.

@@ -13,10 +13,25 @@ import (
 	"time"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
 // runner runs commands on a local node: bash in the node's directory.
-type runner struct{ dir string }
+// sandbox, when set, says how the task's phases are confined
+// (node.Sandboxer); the runner's own commands (the start, a poll) are
+// sortie's and run outside.
+type runner struct {
+	dir     string
+	sandbox func() (*agent.Sandbox, error)
+}
+
+// Sandbox is the node's sandbox, nil when its tasks run on this machine.
+func (r *runner) Sandbox() (*agent.Sandbox, error) {
+	if r.sandbox == nil {
+		return nil, nil
+	}
+	return r.sandbox()
+}
 
 // homeDir is the node's own HOME, under its directory, as a VM has its
 // user's: what a task does to ~ (setup appending to ~/.bashrc) stays on

@@ -57,6 +57,9 @@ func (r attemptRunner) nodeKey() []byte { return r.key }
 
 func (r attemptRunner) Dir() string { return r.dir }
 
+// Sandbox is the node's sandbox (Sandboxer), nil when it has none.
+func (r attemptRunner) Sandbox() (*agent.Sandbox, error) { return SandboxOf(r.Runner) }
+
 func (r attemptRunner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,10 +86,29 @@ type StartSpec struct {
 	// task. StorageEnv is given to the sync program only, never the task.
 	Storage    []byte
 	StorageEnv map[string]string
+	// Mounts are the task's absolute file_mounts destinations; a node
+	// whose tasks run in a sandbox (Sandboxer) shows them there.
+	Mounts []string
 	// FUSE lists, per MOUNT bucket, the programs that can mount it (any
 	// one will do); a node with none of one group fails Start with a
 	// PrecheckError.
 	FUSE [][]string
+}
+
+// Sandboxer is a runner whose node runs the task's phases in a sandbox
+// (the local provider's): Sandbox says how, nil when they run on the
+// machine itself, and an error when the node must have a sandbox and
+// cannot.
+type Sandboxer interface {
+	Sandbox() (*agent.Sandbox, error)
+}
+
+// SandboxOf is r's sandbox, nil when r is no Sandboxer.
+func SandboxOf(r provision.Runner) (*agent.Sandbox, error) {
+	if s, ok := r.(Sandboxer); ok {
+		return s.Sandbox()
+	}
+	return nil, nil
 }
 
 // Status is what Poll observed on a node.
@@ -501,6 +521,19 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	}
 	if spec.Container != nil {
 		files = append(files, tarFile{"container.sh", []byte(containerScript(r.Dir(), *spec.Container)), 0o644})
+	}
+	sb, err := SandboxOf(r)
+	if err != nil {
+		return provision.Prechecks(fmt.Errorf("start task in %s: %w", r.Dir(), err))
+	}
+	if sb != nil && spec.Container == nil {
+		s := *sb
+		s.Mounts = append(s.Mounts[:len(s.Mounts):len(s.Mounts)], spec.Mounts...)
+		b, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("start task in %s: %w", r.Dir(), err)
+		}
+		files = append(files, tarFile{agent.FileSandbox, b, 0o644})
 	}
 	var syncProg program
 	if spec.Storage != nil {

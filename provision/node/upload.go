@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"sortie/provision"
+	"sortie/provision/node/agent"
 )
 
 // reserved reports whether name is one of the node directory's own entries,
@@ -20,7 +21,8 @@ import (
 func reserved(name string) bool {
 	switch name {
 	case "agent", "begun", "notice", "notice-request.json", "env", "cwd", "setup.sh", "run.sh", "container.sh", "started", "pid", "phase",
-		"pgid.setup", "pgid.run", "log", "exit_code", "stop":
+		"pgid.setup", "pgid.run", "log", "exit_code", "stop",
+		"sandbox.json", "mounts", "tmp":
 		return true
 	}
 	return strings.HasPrefix(name, ".start.") || strings.HasSuffix(name, ".tmp")
@@ -34,7 +36,7 @@ if [ -e "$D/started" ]; then
 	cat >/dev/null
 	exit 0
 fi
-case $T in /*) ;; *) T=$D/$T ;; esac
+case $T in /*) ;; "~"/*) T=$HOME/${T#"~/"} ;; *) T=$D/$T ;; esac
 mkdir -p "$T"
 tar -x -f - -C "$T" --no-same-owner
 `
@@ -45,7 +47,7 @@ if [ -e "$D/started" ]; then
 	cat >/dev/null
 	exit 0
 fi
-case $T in /*) ;; *) T=$D/$T ;; esac
+case $T in /*) ;; "~"/*) T=$HOME/${T#"~/"} ;; *) T=$D/$T ;; esac
 mkdir -p "$(dirname "$T")"
 cat >"$T.sortie-upload"
 chmod "$MODE" "$T.sortie-upload"
@@ -53,13 +55,25 @@ mv -f "$T.sortie-upload" "$T"
 `
 
 // Upload copies localDir, skipping .git, into remoteSubdir on the node behind
-// r: a path relative to r.Dir(), or an absolute one (a file mount). When
+// r: a path relative to r.Dir(), an absolute one (a file mount), or one
+// under the node's HOME (~/...). On a node whose tasks run in a sandbox
+// (Sandboxer), an absolute path lands in the node directory's mounts
+// folder, which the sandbox shows at that path. When
 // localDir is a regular file, remoteSubdir is the file's remote path. It does
 // nothing once the task has started.
 func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir string) error {
 	if err := checkRemote(remoteSubdir); err != nil {
 		// The same path fails on every node and every attempt.
 		return provision.Prechecks(fmt.Errorf("upload %s: %w", localDir, err))
+	}
+	if path.IsAbs(remoteSubdir) {
+		sb, err := SandboxOf(r)
+		if err != nil {
+			return provision.Prechecks(fmt.Errorf("upload %s: %w", localDir, err))
+		}
+		if sb != nil {
+			remoteSubdir = agent.MountsDir + path.Clean(remoteSubdir)
+		}
 	}
 	info, err := os.Stat(localDir)
 	if err != nil {
@@ -107,6 +121,12 @@ func checkRemote(p string) error {
 		return errors.New(`remote path is empty; give a directory such as "workdir"`)
 	}
 	if path.IsAbs(p) {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if c := path.Clean(rest); c == "." || c == ".." || strings.HasPrefix(c, "../") {
+			return fmt.Errorf("remote path %q leaves the node's HOME; give a path inside it", p)
+		}
 		return nil
 	}
 	clean := path.Clean(p)

@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,queue,launch,api,dashboard,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
 	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
 	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
 	fs.StringVar(&o.replicasStore, "replicas-store", "sqlite", "the replicas group's store: sqlite (the home's state.db) or postgres (a PostgreSQL server the bench starts, a database per run)")
@@ -93,12 +93,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, queue, launch, api, dashboard, aws, cancel, notice, storage, replicas)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, cancel, notice, storage, replicas)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -215,6 +215,20 @@ func (b *bench) cancel(ctx context.Context) error {
 	b.figure("cancel_decision_p99_baseline_ms", suite.Ms(before), 1, "ms")
 	b.figure("cancel_decision_p99_ms", suite.Ms(during), 1, "ms")
 	b.figure("cancel_decision_p99_ratio", float64(during)/float64(before), 2, "x")
+	return nil
+}
+
+// sandbox measures a task's start in the local sandbox (bubblewrap) next
+// to the same start on the machine itself.
+func (b *bench) sandbox(ctx context.Context) error {
+	r, err := suite.RunSandbox(ctx, suite.SandboxOptions{Home: b.home("sandbox"), Starts: 50})
+	if err != nil {
+		return err
+	}
+	for _, p := range []float64{50, 99} {
+		b.figure(fmt.Sprintf("local_sandbox_start_p%.0f_ms", p), suite.Ms(suite.Percentile(r.Sandboxed, p)), 1, "ms")
+		b.figure(fmt.Sprintf("local_plain_start_p%.0f_ms", p), suite.Ms(suite.Percentile(r.Plain, p)), 1, "ms")
+	}
 	return nil
 }
 

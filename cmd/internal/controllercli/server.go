@@ -49,7 +49,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 				return &service.UsageError{Err: fmt.Errorf("--lease-ttl is for replicas: give --replica NAME too")}
 			}
 			log := slog.New(slog.NewJSONHandler(errw, nil))
-			opts := controller.ServeOptions{Store: o.storePath,
+			opts := controller.ServeOptions{Store: o.storePath, Server: true,
 				Beside: func(ctx context.Context, c *controller.Controller, st *store.Store) error {
 					base, err := service.Open(ctx, h, clouds.Light())
 					if err != nil {

@@ -81,7 +81,7 @@ type Agent struct {
 // after a stop; the trap makes it end as a non-interactive one does. Its
 // complaint about job control without a terminal goes to the stderr it
 // starts with (nothing); fd 3 is the log.
-const phaseScript = `exec 2>&3 3>&-
+const phaseScript = `exec 2>&3 3>&- 4>&-
 set +o history
 trap 'exit 143' TERM
 if [ -f ~/.bashrc ]; then source ~/.bashrc; fi
@@ -218,13 +218,50 @@ func (a *Agent) phase(name, w string) int {
 	cmd.Env = append(a.Env[:len(a.Env):len(a.Env)], DirEnv+"="+a.Dir)
 	cmd.Stdout = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// In a sandbox, the phase is bubblewrap's command: bubblewrap stays
+	// outside, waiting for it, and tells its pid on fd 4. The phase's
+	// own session and group is that process's, which a stop or a notice
+	// signals; bubblewrap itself is never signalled, so the task's own
+	// way of ending (its trap of SIGTERM) gives the code.
+	var info *os.File
+	if !container {
+		sb, err := ReadSandbox(a.Dir)
+		if err == nil && sb != nil {
+			cmd, info, err = a.sandboxed(sb, cmd, w)
+		}
+		if err != nil {
+			fmt.Fprintf(logf, "sortie: could not start the %s phase in its sandbox: %v\n", name, err)
+			return 127
+		}
+	}
 	a.mu.Lock()
 	// A notice heard just now: begin nothing.
 	if a.noticed {
 		a.mu.Unlock()
+		if info != nil {
+			info.Close()
+			cmd.ExtraFiles[1].Close()
+		}
 		return 143
 	}
 	pid, wait, err := a.start(cmd)
+	if info != nil {
+		cmd.ExtraFiles[1].Close()
+		if err == nil {
+			var got int
+			got, err = sandboxPID(info)
+			if err != nil {
+				// bubblewrap said why on the log, and exits.
+				a.mu.Unlock()
+				info.Close()
+				code := wait()
+				fmt.Fprintf(logf, "sortie: could not start the %s phase in its sandbox (bubblewrap exited with %d)\n", name, code)
+				return 127
+			}
+			pid = got
+		}
+		info.Close()
+	}
 	if err == nil {
 		a.group = pid
 	}
@@ -247,6 +284,55 @@ func (a *Agent) phase(name, w string) int {
 		}
 	}
 	return code
+}
+
+// sandboxed wraps the phase's cmd in sb: bubblewrap runs it, and the
+// returned file reads bubblewrap's info (the write end is cmd's fd 4).
+func (a *Agent) sandboxed(sb *Sandbox, cmd *exec.Cmd, w string) (*exec.Cmd, *os.File, error) {
+	home := ""
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if home == "" {
+		return nil, nil, errors.New("the node has no HOME")
+	}
+	if err := os.MkdirAll(filepath.Join(a.Dir, TmpDir), 0o700); err != nil {
+		return nil, nil, err
+	}
+	args, err := sb.Args(a.Dir, w, home, 4)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	// bubblewrap's own complaints go to the log; the phase's bash starts
+	// with no stderr, as outside (phaseScript).
+	args = append(args, "--", "/bin/sh", "-c", `exec "$0" "$@" 2>/dev/null`)
+	args = append(args, cmd.Args...)
+	out := exec.Command(sb.Program, args...)
+	out.Dir, out.Env, out.Stdout, out.Stderr = cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stdout
+	out.ExtraFiles = append(cmd.ExtraFiles[:1:1], wr)
+	out.SysProcAttr = cmd.SysProcAttr
+	return out, r, nil
+}
+
+// sandboxPID reads bubblewrap's info: the pid, in this machine's view, of
+// the process it started in the sandbox.
+func sandboxPID(info *os.File) (int, error) {
+	var v struct {
+		Pid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(info).Decode(&v); err != nil {
+		return 0, err
+	}
+	if v.Pid <= 0 {
+		return 0, errors.New("bubblewrap gave no pid")
+	}
+	return v.Pid, nil
 }
 
 // start starts cmd and returns its pid and how to wait for its exit code
