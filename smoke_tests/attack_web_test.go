@@ -279,4 +279,20 @@ func TestAttackWebOriginIsTheServers(t *testing.T) {
 			t.Errorf("Origin %s, the server's own: HTTP %d, want 303\n%s", origin, resp.StatusCode, tail(page, 400))
 		}
 	}
+
+	// A server told its public address (behind a proxy) takes forms from
+	// pages of that address alone; a bad --url is refused naming it.
+	p := startServerIn(t, newEnv(t), "--url", "https://sortie.example.com")
+	_, ptok := p.user("alice", false)
+	_, page = rawGet(t, p, "/", ptok)
+	pform := url.Values{"csrf": {formFields(t, page, "/signout").Get("csrf")}}
+	if resp, page := postForm(t, p, "/signout", ptok, "https://sortie.example.com", pform, "sortie.example.com"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the public address: HTTP %d, want 303\n%s", resp.StatusCode, tail(page, 400))
+	}
+	if resp, _ := postForm(t, p, "/signout", ptok, p.url, pform, ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the listen address beside a public one: HTTP %d, want 403", resp.StatusCode)
+	}
+	if r := p.run("server", "--listen", "127.0.0.1:0", "--url", "sortie.example.com"); r.code == 0 || !strings.Contains(r.stderr, "--url") {
+		t.Errorf("a bad --url: exit %d, %q", r.code, r.stderr)
+	}
 }
