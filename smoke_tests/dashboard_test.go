@@ -280,7 +280,22 @@ func TestDashboardCancelIsTheOwners(t *testing.T) {
 			<input type="hidden" name="csrf" value="guessed"><button id="go">Claim your prize</button></form>`, s.url, id)
 	}))
 	defer evil.Close()
-	open(t, ctx, s, aliceTok, jobPath)
+	// The browser is bob's: alice's link asks before it signs her in.
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+jobPath+"?token="+url.QueryEscape(aliceTok)), chromedp.WaitVisible(chromedp.ID("switch-continue"))); err != nil {
+		t.Fatalf("alice's link in bob's browser: %v", err)
+	}
+	if got := text(t, ctx, "#switch-who"); !strings.Contains(got, "You are signed in as bob; this link signs you in as alice") {
+		t.Fatalf("the switch asks %q", got)
+	}
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.ID("switch-continue"))); err != nil {
+		t.Fatal(err)
+	}
+	if who := text(t, ctx, "#user"); who != "alice" {
+		t.Fatalf("after the switch, signed in as %q", who)
+	}
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != s.url+jobPath {
+		t.Fatalf("after the switch, at %q (%v), want %s", loc, err, s.url+jobPath)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(evil.URL), chromedp.WaitVisible(chromedp.ID("go"))); err != nil {
 		t.Fatal(err)
 	}

@@ -210,13 +210,25 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, svc *serv
 
 // user is the user whose token the request carries.
 func (s *Server) user(r *http.Request) (*store.User, error) {
-	auth := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
+	token, ok := BearerToken(r.Header.Get("Authorization"))
+	if !ok {
 		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized,
 			"this route needs a token: send Authorization: Bearer TOKEN (`sortie server users add NAME` makes one)")
 	}
-	return UserByToken(r.Context(), s.o.Store, strings.TrimSpace(token))
+	return UserByToken(r.Context(), s.o.Store, token)
+}
+
+// BearerToken is the token of an Authorization header of the Bearer
+// scheme, matched in any case (RFC 9110 §11.1: a scheme is
+// case-insensitive); the token is taken as sent, without the spaces
+// around it. ok is false for another scheme or no token.
+func BearerToken(auth string) (token string, ok bool) {
+	scheme, rest, found := strings.Cut(strings.TrimSpace(auth), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(rest)
+	return token, token != ""
 }
 
 // UserByToken is the user a token names: an unknown or revoked token is a

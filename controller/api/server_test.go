@@ -214,6 +214,41 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// The Bearer scheme is taken in any case; the token is exact, and
+// another scheme or no token is none.
+func TestBearerToken(t *testing.T) {
+	for _, c := range []struct {
+		auth, token string
+		ok          bool
+	}{
+		{"Bearer sortie_T", "sortie_T", true},
+		{"bearer sortie_T", "sortie_T", true},
+		{"BEARER sortie_T", "sortie_T", true},
+		{"bEaReR   sortie_T ", "sortie_T", true},
+		{"Bearer sortie_t", "sortie_t", true},
+		{"Bearer", "", false},
+		{"Bearer   ", "", false},
+		{"Basic sortie_T", "", false},
+		{"Bearersortie_T", "", false},
+		{"", "", false},
+	} {
+		if tok, ok := BearerToken(c.auth); tok != c.token || ok != c.ok {
+			t.Errorf("BearerToken(%q) = %q, %v; want %q, %v", c.auth, tok, ok, c.token, c.ok)
+		}
+	}
+	ts := newTestServer(t, Options{})
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/me", nil)
+	req.Header.Set("Authorization", "bearer "+ts.tokens["alice"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("bearer in lower case: %d", resp.StatusCode)
+	}
+}
+
 // A bad task is 422 with exactly the CLI's problems; a good one is stored
 // as its asker's; bob's cancel of alice's job is 403 naming her, alice's
 // goes through and records her.

@@ -150,8 +150,11 @@ type Status struct {
 // prelude opens every script: it sets D to the node directory, resolved when
 // it exists so that it matches the agent's own command line, and defines the
 // liveness checks. Liveness ignores zombies, which a machine whose init does
-// not reap keeps forever, and a pid reused by another program.
+// not reap keeps forever, and a pid reused by another program. Whatever
+// umask it was started with, nothing it or the task makes is writable by
+// another user (umask go-w keeps a stricter umask as it is).
 const prelude = `
+umask go-w
 [ -d "$D" ] && D=$(cd "$D" && pwd -P)
 
 # recorded NAME sets REPLY to the number the agent recorded in NAME, or in

@@ -46,6 +46,11 @@ func dashboardCmd(h string, out, errw io.Writer) *cobra.Command {
 				return err
 			}
 			onListen := func(addr net.Addr) {
+				origins, err := dashboard.Origins("", addr, false)
+				if err != nil {
+					fmt.Fprintf(errw, "The dashboard's own address is unknown (%v): it takes no form.\n", err)
+				}
+				d.Serving(origins)
 				fmt.Fprintf(out, "http://%s/?token=%s\n", addr, tok)
 				fmt.Fprintf(errw, "The dashboard of %s, for %s: open the link above (it signs you in). Ctrl-C stops it.\n", h, svc.Asker.Name)
 			}

@@ -31,6 +31,7 @@ import (
 func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 	var o struct {
 		listen, storePath, cert, key string
+		publicURL                    string
 		insecure                     bool
 		maxBody, maxUpload           int64
 		replica                      string
@@ -44,6 +45,11 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 			useTLS := o.cert != "" || o.key != ""
 			if err := api.CheckListen(o.listen, useTLS, o.insecure); err != nil {
 				return &service.UsageError{Err: err}
+			}
+			if o.publicURL != "" {
+				if err := dashboard.PublicURL(o.publicURL); err != nil {
+					return &service.UsageError{Err: fmt.Errorf("--url %w", err)}
+				}
 			}
 			if o.replica == "" && cmd.Flags().Changed("lease-ttl") {
 				return &service.UsageError{Err: fmt.Errorf("--lease-ttl is for replicas: give --replica NAME too")}
@@ -69,7 +75,14 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 						return err
 					}
 					onListen := func(addr net.Addr) {
-						log.Info("serving the dashboard", "url", scheme(useTLS)+"://"+addr.String()+"/")
+						// Forms are taken from pages of the public address
+						// alone, else of the address listened on.
+						origins, err := dashboard.Origins(o.publicURL, addr, useTLS)
+						if err != nil {
+							log.Error("the dashboard's own address is unknown: it takes no form", "err", err)
+						}
+						dash.Serving(origins)
+						log.Info("serving the dashboard", "url", scheme(useTLS)+"://"+addr.String()+"/", "origins", origins)
 					}
 					return api.Serve(ctx, dashboard.Mount(srv, dash), api.ServeOptions{Listen: o.listen, TLSCert: o.cert, TLSKey: o.key,
 						Insecure: o.insecure, Log: log, OnListen: onListen})
@@ -87,6 +100,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&o.replica, "replica", "", "serve as the replica NAME of a store shared with other servers (PostgreSQL), driving the jobs it leases")
 	cmd.Flags().DurationVar(&o.ttl, "lease-ttl", controller.DefaultLeaseTTL, "how long a replica's leases last unless renewed (at least 3s)")
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "host:port to serve on; beyond loopback needs TLS or --insecure")
+	cmd.Flags().StringVar(&o.publicURL, "url", "", "the server's address as users' browsers reach it (scheme://host:port), when it is not the --listen address: behind a proxy, or by a name; the dashboard takes forms from it alone")
 	cmd.Flags().StringVar(&o.cert, "tls-cert", "", "TLS certificate (PEM); with --tls-key the server speaks HTTPS")
 	cmd.Flags().StringVar(&o.key, "tls-key", "", "TLS private key (PEM)")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "serve plain HTTP beyond loopback: tokens cross the network in the clear")

@@ -107,25 +107,66 @@ func refused(err error) bool {
 	return status == http.StatusUnauthorized
 }
 
-// withoutToken is the request's address without its token parameter.
+// withoutToken is the request's address without its token parameter,
+// its path as the request escaped it: a path a browser could read as
+// another site's address is /.
 func withoutToken(u *url.URL) string {
 	q := u.Query()
 	q.Del("token")
-	out := u.Path
+	out := sitePath(u.EscapedPath())
 	if e := q.Encode(); e != "" {
 		out += "?" + e
 	}
 	return out
 }
 
-// localPath keeps a sign-in's next address on this site: a path, else /.
+// localPath keeps a sign-in's next address on this site: a path (see
+// sitePath) with its query, else /.
 func localPath(next string) string {
-	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+	p, query, hasQuery := strings.Cut(next, "?")
+	if sitePath(p) != p {
 		return "/"
 	}
-	return next
+	if !hasQuery || strings.ContainsFunc(query, isControl) {
+		return p
+	}
+	return p + "?" + query
 }
+
+// sitePath is p when every browser reads it as a path of this site, else
+// /. A browser drops tabs and newlines anywhere in an address, trims
+// controls and spaces around it, and reads a backslash as a slash, so
+// "/\evil", "/\t/evil" and "//evil" all name the site evil. p must
+// begin with exactly one slash and hold no backslash and no control
+// character, as written and as decoded (again and again, for whoever
+// decodes it once more on the way).
+func sitePath(p string) string {
+	orig := p
+	for range 4 {
+		if !onSite(p) {
+			return "/"
+		}
+		dec, err := url.PathUnescape(p)
+		if err != nil {
+			return "/"
+		}
+		if dec == p {
+			return orig
+		}
+		p = dec
+	}
+	return "/"
+}
+
+// onSite says whether the path p, as it is, can only name this site.
+func onSite(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return false
+	}
+	return !strings.ContainsRune(p, '\\') && !strings.ContainsFunc(p, isControl)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // page serves a GET page to a signed-in user. A ?token=TOKEN address
 // signs in: it sets the cookie and sends the browser to the same address
@@ -135,16 +176,27 @@ func localPath(next string) string {
 func (d *Dashboard) page(h func(w http.ResponseWriter, r *http.Request, s *session) error) http.HandlerFunc {
 	return d.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
 		w.Header().Set("Cache-Control", "no-store")
-		if tok := r.URL.Query().Get("token"); tok != "" {
-			s, err := d.sessionFor(r.Context(), strings.TrimSpace(tok))
+		if tok := strings.TrimSpace(r.URL.Query().Get("token")); tok != "" {
+			next := withoutToken(r.URL)
+			s, err := d.sessionFor(r.Context(), tok)
 			if err != nil && !refused(err) {
 				return "", err
 			}
 			if err != nil {
-				return "", d.signInForm(w, r, withoutToken(r.URL), http.StatusUnauthorized, err)
+				return "", d.signInForm(w, r, next, http.StatusUnauthorized, err)
 			}
-			setSession(w, r, strings.TrimSpace(tok))
-			http.Redirect(w, r, withoutToken(r.URL), http.StatusSeeOther)
+			// A browser signed in as someone else is asked first: a link
+			// can be anyone's, and one user's link sent to another would
+			// have them work, unawares, as its sender.
+			cur, err := d.signedIn(r)
+			if err != nil && !refused(err) {
+				return "", err
+			}
+			if cur != nil && cur.asker.Name != s.asker.Name {
+				return cur.asker.Name, d.switchForm(w, cur, s, tok, next)
+			}
+			setSession(w, r, tok)
+			http.Redirect(w, r, next, http.StatusSeeOther)
 			return s.asker.Name, nil
 		}
 		s, err := d.signedIn(r)
@@ -180,7 +232,7 @@ func partOfPage(r *http.Request) bool {
 // session's CSRF token, and then only for a signed-in user.
 func (d *Dashboard) action(h func(w http.ResponseWriter, r *http.Request, s *session) error) http.HandlerFunc {
 	return d.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
-		if err := sameOrigin(r); err != nil {
+		if err := d.sameOrigin(r); err != nil {
 			return "", err
 		}
 		s, err := d.signedIn(r)
@@ -204,10 +256,12 @@ func (d *Dashboard) action(h func(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 // sameOrigin refuses a request sent by another site's page: its Origin
-// header, or without one its Referer, must name the host it was sent to.
-// A request with neither is refused too: browsers send Origin with every
-// POST, and programs have the API.
-func sameOrigin(r *http.Request) error {
+// header, or without one its Referer, must name one of the dashboard's
+// own origins, scheme, host and port alike. The request's Host header is
+// no proof: whoever sends the request writes it. A request with neither
+// header is refused too: browsers send Origin with every POST, and
+// programs have the API.
+func (d *Dashboard) sameOrigin(r *http.Request) error {
 	from := r.Header.Get("Origin")
 	if from == "" || from == "null" {
 		from = r.Header.Get("Referer")
@@ -215,11 +269,16 @@ func sameOrigin(r *http.Request) error {
 	if from == "" || from == "null" {
 		return forbidden("This request names no origin (no Origin or Referer header), so nothing was done: the dashboard's forms are sent by its own pages.")
 	}
-	u, err := url.Parse(from)
-	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-		return forbidden("This request came from another site (%s), so nothing was done.", from)
+	origin, ok := Origin(from)
+	if ok {
+		for _, o := range *d.origins.Load() {
+			if origin == o {
+				return nil
+			}
+		}
 	}
-	return nil
+	return forbidden("This request came from another site (%s), so nothing was done: this dashboard takes forms only from pages of its own address. "+
+		"(A server that users reach at another address than it listens on, behind a proxy or by a name, is told it with `sortie server --url`.)", from)
 }
 
 func (d *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) (string, error) {
@@ -227,7 +286,7 @@ func (d *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) (string, 
 }
 
 func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) (string, error) {
-	if err := sameOrigin(r); err != nil {
+	if err := d.sameOrigin(r); err != nil {
 		return "", err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, api.DefaultMaxBody)
@@ -242,6 +301,16 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) (string, erro
 	}
 	if err != nil {
 		return "", d.signInForm(w, r, next, http.StatusUnauthorized, err)
+	}
+	// A browser signed in as another user changes user only by a form of
+	// its own session's: its pages carry that session's form token.
+	cur, err := d.signedIn(r)
+	if err != nil && !refused(err) {
+		return "", err
+	}
+	if cur != nil && cur.asker.Name != s.asker.Name &&
+		subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(cur.csrf)) != 1 {
+		return cur.asker.Name, forbidden("This browser is signed in as %s, and this request to sign in as another user did not come from one of this dashboard's pages (its form token is missing or wrong), so nothing was done.", cur.asker.Name)
 	}
 	setSession(w, r, tok)
 	http.Redirect(w, r, next, http.StatusSeeOther)

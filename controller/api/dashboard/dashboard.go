@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"sortie/controller/api"
@@ -45,13 +46,32 @@ type Options struct {
 	Poll time.Duration
 	// PageSize is how many jobs a page of the queue shows; 0 is 50.
 	PageSize int
+	// Origins are the origins (see Origin) the dashboard is reached at:
+	// a form is taken only from a page of one of them. A dashboard whose
+	// address is known only once it listens is told it by Serving; until
+	// then every form is refused.
+	Origins []string
 }
 
 // Dashboard serves the pages.
 type Dashboard struct {
-	o     Options
-	mux   *http.ServeMux
-	pages *pages
+	o       Options
+	mux     *http.ServeMux
+	pages   *pages
+	origins atomic.Pointer[[]string]
+}
+
+// Serving sets the origins the dashboard is reached at (see
+// Options.Origins): for a server, Origins of its public address or of
+// the address it listens on.
+func (d *Dashboard) Serving(origins []string) {
+	norm := make([]string, 0, len(origins))
+	for _, o := range origins {
+		if n, ok := Origin(o); ok {
+			norm = append(norm, n)
+		}
+	}
+	d.origins.Store(&norm)
 }
 
 // New builds the dashboard's handler.
@@ -76,6 +96,7 @@ func New(o Options) (*Dashboard, error) {
 		return nil, err
 	}
 	d := &Dashboard{o: o, mux: http.NewServeMux(), pages: p}
+	d.Serving(o.Origins)
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, err

@@ -67,6 +67,13 @@ func newTestDash(t *testing.T, o Options) *testDash {
 	}
 	td.Server = httptest.NewServer(Mount(api.NewServer(api.Options{Service: svc, Store: svc.Store, Uploads: up}), td.d))
 	t.Cleanup(td.Close)
+	if o.Origins == nil {
+		origins, err := Origins("", td.Listener.Addr(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		td.d.Serving(origins)
+	}
 	return td
 }
 

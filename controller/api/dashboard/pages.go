@@ -29,7 +29,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"queue", "job", "failures", "signin", "error", "confirm"} {
+	for _, name := range []string{"queue", "job", "failures", "signin", "error", "confirm", "switch"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard templates: %w", err)
@@ -496,12 +496,30 @@ type signInView struct {
 	Err  string
 }
 
+// signInForm shows the token form; a browser already signed in sees as
+// whom, and its form carries that session's form token.
 func (d *Dashboard) signInForm(w http.ResponseWriter, r *http.Request, next string, status int, err error) error {
-	v := &signInView{base: d.base(nil, "Sign in", ""), Next: localPath(next)}
+	cur, _ := d.signedIn(r)
+	v := &signInView{base: d.base(cur, "Sign in", ""), Next: localPath(next)}
 	if err != nil {
 		v.Err = err.Error()
 	}
 	return d.render(w, status, "signin", "layout", v)
+}
+
+type switchView struct {
+	base
+	New   string
+	Token string
+	Next  string
+}
+
+// switchForm asks a browser signed in as cur whether a link's token,
+// which signs in as s, should sign it in instead: Continue posts the
+// sign-in form with cur's form token; Stay goes on to next as cur.
+func (d *Dashboard) switchForm(w http.ResponseWriter, cur, s *session, token, next string) error {
+	v := &switchView{base: d.base(cur, "Switch user?", ""), New: s.asker.Name, Token: token, Next: localPath(next)}
+	return d.render(w, http.StatusOK, "switch", "layout", v)
 }
 
 type errorView struct {
