@@ -26,7 +26,27 @@ import (
 // the same home and store stands for the next controller after a crash.
 func localController(t *testing.T) *Controller {
 	t.Helper()
+	return localControllerWith(t, "")
+}
+
+// unsandboxedLocalController is localController whose local tasks run on
+// this machine (local.sandbox: off), for tests whose task plays a fault of
+// the node's own files, which a sandboxed task cannot reach.
+func unsandboxedLocalController(t *testing.T) *Controller {
+	t.Helper()
+	return localControllerWith(t, "local:\n  sandbox: \"off\"\n")
+}
+
+// localControllerWith is localController with configYAML as its home's
+// config.yaml.
+func localControllerWith(t *testing.T, configYAML string) *Controller {
+	t.Helper()
 	h := t.TempDir()
+	if configYAML != "" {
+		if err := os.WriteFile(filepath.Join(h, "config.yaml"), []byte(configYAML), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := store.Open(context.Background(), filepath.Join(h, "state.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +72,7 @@ func restarted(t *testing.T, old *Controller) *Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(old.Store, cfg, oneCloud{local.New(local.Config{Home: old.Config.Home})}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(old.Store, cfg, oneCloud{local.New(local.Config{Home: old.Config.Home, Sandbox: cfg.Local.Sandbox})}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c.Now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	c.Rand = func() float64 { return 0 }
 	return c
@@ -315,7 +335,7 @@ func TestUnwritableExitCodeIsNoFreeRecovery(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			c := localController(t)
+			c := unsandboxedLocalController(t)
 			id := createJob(t, c, "resources: {cloud: local}\nrun: '"+tc.block+"; exit 1'\n")
 			a := untilRunning(t, c, id)
 			waitFor(t, runners(t, c, a)[0], "the agent's end", func(st node.Status) bool { return st.Done || !st.AgentAlive })

@@ -19,7 +19,9 @@ import (
 // controller's: nothing waits for the limit for real.
 func TestMaxDurationStopsTheTaskOnItsNodes(t *testing.T) {
 	ctx := context.Background()
-	c := localController(t)
+	// The task marks its trap in the node directory, out of a sandbox's
+	// reach.
+	c := unsandboxedLocalController(t)
 	id := createJob(t, c, "num_nodes: 2\nresources: {cloud: local, job_recovery: {max_duration: 12h, max_restarts_on_errors: 5}}\n"+
 		"run: trap 'echo got TERM; exit 143' TERM; touch \"$SORTIE_NODE_DIR/trapped\"; sleep 300 & wait\n")
 	j, _ := c.Store.Job(ctx, id)

@@ -18,10 +18,11 @@ import (
 )
 
 // withLocalProvider is a controller over the local provider in its own home.
-func withLocalProvider(t *testing.T) (*Controller, *local.Provider) {
+// sandbox is local.sandbox, auto when not given.
+func withLocalProvider(t *testing.T, sandbox ...string) (*Controller, *local.Provider) {
 	t.Helper()
 	c := newTestController(t, &fakeCloud{clusters: map[string]*provision.Cluster{}})
-	lp := local.New(local.Config{Home: t.TempDir()})
+	lp := local.New(local.Config{Home: t.TempDir(), Sandbox: strings.Join(sandbox, "")})
 	c.Providers = oneCloud{lp}
 	t.Cleanup(func() {
 		cls, _ := lp.List(context.Background())
@@ -154,7 +155,11 @@ func TestNoContainerEngineFailsPrechecks(t *testing.T) {
 }
 
 func TestDockerImageRunsTheTaskInAContainer(t *testing.T) {
-	c, lp := withLocalProvider(t)
+	// The fake engine runs the phase on this machine and maps no volume:
+	// the mount must be at its own path, as it is on a node that does not
+	// sandbox (container.sh's volumes on one that does are tested in
+	// provision/node).
+	c, lp := withLocalProvider(t, local.SandboxOff)
 	bin := t.TempDir()
 	calls := filepath.Join(bin, "calls")
 	fake := `#!/bin/bash

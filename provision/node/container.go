@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"sortie/provision/node/agent"
 )
 
 // Container runs the task's phases in a container image (image_id:
@@ -29,8 +31,10 @@ type Container struct {
 // say), the task's env file sourced inside, and the container's exit code
 // as its own. `container.sh D W PHASE rm` removes that phase's container
 // if it outlived its client (the client was killed hard). The engine's
-// --init forwards a stop's SIGTERM to the phase's processes.
-func containerScript(dir string, c Container) string {
+// --init forwards a stop's SIGTERM to the phase's processes. With
+// inMounts, each mount's files are in the node directory's mounts folder
+// (agent.MountsDir), as Upload puts them on a node that sandboxes.
+func containerScript(dir string, c Container, inMounts bool) string {
 	sum := sha256.Sum256([]byte(dir))
 	name := "sortie-" + hex.EncodeToString(sum[:8])
 	mounts := []string{}
@@ -56,7 +60,11 @@ set -- run --rm --init --name "$NAME" --network host -v "$D:$D" -w "$W" -e "SORT
 case $W in "$D"/*) ;; *) set -- "$@" -v "$W:$W" ;; esac
 `)
 	for _, m := range mounts {
-		fmt.Fprintf(&b, "set -- \"$@\" -v %s\n", Quote(m+":"+m))
+		src := m
+		if inMounts {
+			src = path.Join(dir, agent.MountsDir, m)
+		}
+		fmt.Fprintf(&b, "set -- \"$@\" -v %s\n", Quote(src+":"+m))
 	}
 	b.WriteString(`if command -v nvidia-smi >/dev/null 2>&1; then
 	case $(engine --version 2>/dev/null) in

@@ -522,12 +522,15 @@ func Start(ctx context.Context, r provision.Runner, spec StartSpec) error {
 	if spec.Setup != "" {
 		files = append(files, tarFile{"setup.sh", []byte(spec.Setup), 0o644})
 	}
-	if spec.Container != nil {
-		files = append(files, tarFile{"container.sh", []byte(containerScript(r.Dir(), *spec.Container)), 0o644})
-	}
 	sb, err := SandboxOf(r)
 	if err != nil {
 		return provision.Prechecks(fmt.Errorf("start task in %s: %w", r.Dir(), err))
+	}
+	if spec.Container != nil {
+		// On a runner that sandboxes, Upload put the absolute mounts in
+		// the node directory's mounts folder: the container is shown them
+		// from there.
+		files = append(files, tarFile{"container.sh", []byte(containerScript(r.Dir(), *spec.Container, sb != nil)), 0o644})
 	}
 	if sb != nil && spec.Container == nil {
 		s := *sb
