@@ -125,6 +125,12 @@ func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(j.BaseDir, p)
 		}
+		if tree, rel, ok := home.InUpload(c.Config.Home, p); ok {
+			if !inUpload(tree, rel) {
+				return fmt.Sprintf("%s: its upload is not on this server any more; launch the task again", field)
+			}
+			continue
+		}
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Sprintf("%s: %s is not there any more (%v)", field, p, err)
 		}
@@ -158,11 +164,11 @@ func (c *Controller) startNode(ctx context.Context, r provision.Runner, j *store
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(j.BaseDir, dir)
 		}
-		if err := node.Upload(ctx, r, dir, "workdir"); err != nil {
-			return fmt.Errorf("upload workdir %s: %w", dir, err)
+		if err := c.upload(ctx, r, dir, "workdir"); err != nil {
+			return fmt.Errorf("upload workdir: %w", err)
 		}
 	}
-	if err := uploadMounts(ctx, r, task, j.BaseDir); err != nil {
+	if err := c.uploadMounts(ctx, r, task, j.BaseDir); err != nil {
 		return fmt.Errorf("upload file_mounts: %w", err)
 	}
 	env := taskEnv(j, task, a, secrets, len(ips))
@@ -277,7 +283,7 @@ func (c *Controller) runner(ctx context.Context, prov provision.Provider, cl *pr
 // uploadMounts copies each local file_mounts source to its destination on
 // the node: an absolute path as given, ~/... in the node's HOME, a
 // relative one under the task's workdir (where the task runs).
-func uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, baseDir string) error {
+func (c *Controller) uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, baseDir string) error {
 	dsts := make([]string, 0, len(task.FileMounts))
 	for dst := range task.FileMounts {
 		dsts = append(dsts, dst)
@@ -294,9 +300,39 @@ func uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, ba
 		if !filepath.IsAbs(remote) && !strings.HasPrefix(remote, "~/") {
 			remote = filepath.Join("workdir", remote)
 		}
-		if err := node.Upload(ctx, r, src, remote); err != nil {
+		if err := c.upload(ctx, r, src, remote); err != nil {
 			return fmt.Errorf("file_mounts %s: %w", dst, err)
 		}
 	}
 	return nil
+}
+
+// upload copies src to remote on the node behind r. A source in one of
+// a server's uploads is read through the upload's root, so that no link
+// of the upload leads the copy outside it, and errors name it by its path
+// in the upload; any other is the user's own disk, read as it is.
+func (c *Controller) upload(ctx context.Context, r provision.Runner, src, remote string) error {
+	tree, rel, ok := home.InUpload(c.Config.Home, src)
+	if !ok {
+		return node.Upload(ctx, r, src, remote)
+	}
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		c.Log.Error("open an upload", "path", tree, "err", err)
+		return provision.Prechecks(errors.New("its upload is not on this server any more; launch the task again"))
+	}
+	defer root.Close()
+	return node.UploadFrom(ctx, r, root, rel, remote)
+}
+
+// inUpload reports whether rel is there in the upload tree, through the
+// tree's root.
+func inUpload(tree, rel string) bool {
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	_, err = root.Stat(rel)
+	return err == nil
 }

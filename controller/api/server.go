@@ -88,6 +88,15 @@ func NewServer(o Options) *Server {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.Uploads != nil {
+		// What an upload unpacks to is bounded as the upload itself is.
+		if o.Uploads.Max <= 0 {
+			o.Uploads.Max = o.MaxUpload
+		}
+		if o.Uploads.Log == nil {
+			o.Uploads.Log = o.Log
+		}
+	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	h := map[string]func(w http.ResponseWriter, r *http.Request, svc *service.Service) error{
 		"GET /v1/me":                 s.me,

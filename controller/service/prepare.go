@@ -118,10 +118,14 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	secrets, missing := s.secretValues(p, s.secretEnv(req.SecretEnv))
 	probs = append(probs, missing...)
 	probs = append(probs, s.signingKeyProblems(p)...)
-	probs = append(probs, inputProblems(p, base)...)
+	if !remote {
+		// A server looked at each source through its upload already, and
+		// at nothing else.
+		probs = append(probs, inputProblems(p, base)...)
+	}
 	key := ""
 	if len(probs) == 0 {
-		key, err = inputKey(p, base)
+		key, err = inputKey(p, base, s.uploadsOf(remote))
 		var ve *schema.ValidationError
 		switch {
 		case errors.As(err, &ve):
@@ -276,7 +280,7 @@ func (s *Service) signingKeyProblems(p *schema.Pipeline) []schema.Problem {
 		for j, w := range t.Notify.Webhooks {
 			if _, ok := s.Config.Notify.Secrets[w.Secret]; w.Secret != "" && !ok {
 				probs = append(probs, schema.Problem{Path: taskPath(p, i, fmt.Sprintf("notify.webhooks[%d].secret", j)), Value: strconv.Quote(w.Secret),
-					Message: fmt.Sprintf("names no signing key; add notify.secrets.%s to %s (16 characters or more), or remove secret to send unsigned", w.Secret, home.Config(s.Home))})
+					Message: fmt.Sprintf("names no signing key; add notify.secrets.%s to %s (16 characters or more), or remove secret to send unsigned", w.Secret, s.configName())})
 			}
 		}
 	}
@@ -345,7 +349,9 @@ func statReason(abs string, err error) string {
 // inputKey is the job's input key: the pipeline's spec, workdir and local
 // file_mounts. A file under them that cannot be read is a problem of the
 // workdir or mount that holds it, each named, with a fix.
-func inputKey(p *schema.Pipeline, base string) (string, error) {
+// On a server, uploads is its home: a file that fails is named by its
+// path in its upload, not where the server keeps it.
+func inputKey(p *schema.Pipeline, base, uploads string) (string, error) {
 	key, err := schema.PipelineKey(p, base)
 	if err == nil {
 		return key, nil
@@ -358,31 +364,53 @@ func inputKey(p *schema.Pipeline, base string) (string, error) {
 			only := &schema.Task{Workdir: t.Workdir}
 			if _, err := schema.InputKey(only, base); err != nil {
 				probs = append(probs, schema.Problem{Path: taskPath(p, i, "workdir"), Value: strconv.Quote(t.Workdir),
-					Message: "cannot be read whole: " + readReason(err) + "; fix its permissions, or list it in .sortieignore to leave it out"})
+					Message: "cannot be read whole: " + readReason(err, uploads) + "; fix its permissions, or list it in .sortieignore to leave it out"})
 			}
 		}
 		for _, dst := range sortedKeys(t.FileMounts) {
 			only := &schema.Task{FileMounts: map[string]string{dst: t.FileMounts[dst]}}
 			if _, err := schema.InputKey(only, base); err != nil {
 				probs = append(probs, schema.Problem{Path: taskPath(p, i, "file_mounts."+dst), Value: strconv.Quote(t.FileMounts[dst]),
-					Message: "source cannot be read whole: " + readReason(err) + "; fix its permissions"})
+					Message: "source cannot be read whole: " + readReason(err, uploads) + "; fix its permissions"})
 			}
 		}
 	}
 	if len(probs) == 0 {
+		if uploads != "" {
+			return "", errors.New("compute input key: the server could not read the request's uploads")
+		}
 		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
 	}
 	return "", &schema.ValidationError{Problems: probs}
 }
 
 // readReason is the file and the reason of a failed read, without the
-// layers of context the hashing added.
-func readReason(err error) string {
+// layers of context the hashing added; a file of one of the uploads of
+// server home uploads ("" for none) is named by its path in the upload.
+func readReason(err error, uploads string) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
+		if _, rel, ok := home.InUpload(uploads, pe.Path); ok {
+			return fmt.Sprintf("its %q: %v", rel, pe.Err)
+		}
+		if uploads != "" {
+			return pe.Err.Error()
+		}
 		return pe.Path + ": " + pe.Err.Error()
 	}
+	if uploads != "" {
+		return "the server could not read it"
+	}
 	return err.Error()
+}
+
+// uploadsOf is the home whose uploads a server's launch reads, "" for a
+// launch that reads the user's own disk.
+func (s *Service) uploadsOf(remote bool) string {
+	if !remote {
+		return ""
+	}
+	return s.Home
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -392,4 +420,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// configName names config.yaml in a message: by its path for the user's
+// own home, as "the server's config.yaml" through a server, whose paths a
+// request's answer does not name.
+func (s *Service) configName() string {
+	if s.Inputs != nil {
+		return "the server's config.yaml"
+	}
+	return home.Config(s.Home)
 }

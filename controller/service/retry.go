@@ -115,10 +115,14 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if probs := s.keepProblems(pl.pipeline); len(probs) > 0 {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
 		}
-		if probs := inputProblems(pl.pipeline, pl.job.BaseDir); len(probs) > 0 {
+		probs := inputProblems(pl.pipeline, pl.job.BaseDir)
+		if s.Inputs != nil {
+			probs = storedUploadProblems(pl.pipeline, s.Home)
+		}
+		if len(probs) > 0 {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, &schema.ValidationError{Problems: probs})
 		}
-		if pl.key, err = inputKey(pl.pipeline, pl.job.BaseDir); err != nil {
+		if pl.key, err = inputKey(pl.pipeline, pl.job.BaseDir, s.uploadsOf(s.Inputs != nil)); err != nil {
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
 	}

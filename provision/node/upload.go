@@ -116,6 +116,119 @@ func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir stri
 	return nil
 }
 
+// UploadFrom is Upload of name, a path inside root, read through root:
+// a directory's tree or a single file. Every file is opened through the
+// root, so no symlink, or chain of them, leads the copy outside it; a
+// symlink of the tree is copied as a symlink. Errors name the file by its
+// path in root, never by where root is. A server copies its users'
+// uploads this way.
+func UploadFrom(ctx context.Context, r provision.Runner, root *os.Root, name, remoteSubdir string) error {
+	if err := checkRemote(remoteSubdir); err != nil {
+		return provision.Prechecks(fmt.Errorf("upload %s: %w", name, err))
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		// The tree does not change: the same error on every attempt.
+		return provision.Prechecks(fmt.Errorf("upload %s: %w", name, err))
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", name, err)
+	}
+	if info.Mode().IsRegular() {
+		mode := fmt.Sprintf("%o", info.Mode().Perm())
+		s := script(uploadFileBody, "D", r.Dir(), "T", remoteSubdir, "MODE", mode)
+		if _, err := r.Exec(ctx, s, f); err != nil {
+			return fmt.Errorf("upload %s to %s: %w", name, remoteSubdir, err)
+		}
+		return nil
+	}
+	if !info.IsDir() {
+		return provision.Prechecks(fmt.Errorf("upload %s: neither a directory nor a regular file", name))
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := writeTarFS(pw, root.FS(), path.Clean(filepath.ToSlash(name)))
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	_, err = r.Exec(ctx, script(uploadBody, "D", r.Dir(), "T", remoteSubdir), pr)
+	pr.CloseWithError(errors.New("upload ended"))
+	werr := <-done
+	if werr != nil && !errors.Is(werr, io.ErrClosedPipe) && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("upload %s to %s: %w", name, remoteSubdir, err)
+	}
+	return nil
+}
+
+// writeTarFS is writeTar of the tree dir of fsys, which reads symlinks
+// (fs.ReadLinkFS): an os.Root's FS opens nothing outside the root.
+func writeTarFS(w io.Writer, fsys fs.FS, dir string) error {
+	tw := tar.NewWriter(w)
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = fs.ReadLink(fsys, p); err != nil {
+				return err
+			}
+		case info.IsDir(), info.Mode().IsRegular():
+		default:
+			return nil
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = p
+		if dir != "." {
+			h.Name = strings.TrimPrefix(p, dir+"/")
+		}
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname = "", ""
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := fsys.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
 func checkRemote(p string) error {
 	if p == "" {
 		return errors.New(`remote path is empty; give a directory such as "workdir"`)

@@ -119,3 +119,60 @@ func TestUploadRejectsPathsOutsideOrOverTheWrapper(t *testing.T) {
 		t.Error("Upload of a missing directory succeeded")
 	}
 }
+
+// An upload read through its root copies its tree, links as links, and
+// no file or link that leads outside the root, however many steps the
+// chain of links takes; errors name the file in the root, not the root.
+func TestUploadFromStaysInTheRoot(t *testing.T) {
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"secrets/6.json": `{"TOKEN":"theirs"}`})
+	tree := filepath.Join(outside, "uploads", "trees", "d")
+	writeTree(t, tree, map[string]string{"code/a.txt": "a\n", "code/sub/b.txt": "b\n"})
+	for link, target := range map[string]string{
+		"code/sub/up": "../a.txt",
+		"x/y/c":       "../..",
+		"f":           "x/y/c/../../../secrets/6.json",
+		"code/out":    "../../../../secrets",
+	} {
+		p := filepath.Join(tree, link)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	r := newNode(t)
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := node.UploadFrom(ctx, r, root, "code", "workdir"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n", "sub/up": "a\n"} {
+		if b, err := os.ReadFile(filepath.Join(r.dir, "workdir", name)); err != nil || string(b) != want {
+			t.Errorf("%s = %q %v, want %q", name, b, err, want)
+		}
+	}
+	if l, err := os.Readlink(filepath.Join(r.dir, "workdir", "out")); err != nil || l != "../../../../secrets" {
+		t.Errorf("the link out is %q %v; want it copied as a link", l, err)
+	}
+	if err := node.UploadFrom(ctx, r, root, "code/a.txt", "workdir/m.txt"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"f", "code/out/6.json"} {
+		err := node.UploadFrom(ctx, r, root, name, "workdir/leak.json")
+		if err == nil {
+			t.Errorf("%s: copied through links that leave the root", name)
+		} else if strings.Contains(err.Error(), outside) {
+			t.Errorf("%s: %v names where the root is", name, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(r.dir, "workdir", "leak.json")); err == nil {
+		t.Errorf("leak.json holds %q", b)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -65,7 +64,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 					// open a second one.
 					base.Store.Close()
 					base.Store = st
-					up := &api.Uploads{Dir: filepath.Join(h, "uploads")}
+					up := &api.Uploads{Dir: home.Uploads(h)}
 					svc := api.ForServer(base, up, c.Wake)
 					srv := api.NewServer(api.Options{Service: svc, Store: st, Uploads: up, Log: log, MaxBody: o.maxBody, MaxUpload: o.maxUpload})
 					// The dashboard at / beside the API at /v1/: the same
