@@ -42,6 +42,9 @@ type Config struct {
 	// Now is the clock that tells when a notice's deadline has come; nil
 	// is the real one.
 	Now func() time.Time
+	// Probe says whether this machine can sandbox tasks; nil is
+	// ProbeSandbox, which looks for bubblewrap and runs it once.
+	Probe func() SandboxStatus
 }
 
 // Region is one named region of the local provider.
@@ -64,9 +67,11 @@ type Provider struct {
 	now     func() time.Time
 	ids     *idBlock // instance numbers reserved, shared by copies
 	recs    *recordCache
-	// sandboxMode and server are Config's Sandbox and Server.
+	// sandboxMode, server and probe are Config's Sandbox, Server and
+	// Probe.
 	sandboxMode string
 	server      bool
+	probe       func() SandboxStatus
 }
 
 // terminateGrace is how long Terminate lets a node's processes handle
@@ -97,8 +102,12 @@ func New(cfg Config) *Provider {
 	if mode == "" {
 		mode = SandboxAuto
 	}
+	probe := cfg.Probe
+	if probe == nil {
+		probe = ProbeSandbox
+	}
 	return &Provider{home: home, regions: regions, grace: terminateGrace, now: now, ids: &idBlock{}, recs: &recordCache{},
-		sandboxMode: mode, server: cfg.Server}
+		sandboxMode: mode, server: cfg.Server, probe: probe}
 }
 
 // Name is "local".

@@ -63,7 +63,7 @@ func (p *Provider) sandbox() (*agent.Sandbox, error) {
 	if mode == SandboxOff {
 		return nil, nil
 	}
-	st := ProbeSandbox()
+	st := p.probe()
 	if st.Program == "" {
 		if mode == SandboxAuto && !p.server {
 			return nil, nil
