@@ -152,7 +152,9 @@ func runIMDSNotices(ctx context.Context, o NoticeOptions, r *NoticeResult) error
 			os.Unsetenv(node.AgentEnv)
 		}
 	}()
-	prov := local.New(local.Config{Home: dir})
+	// Unsandboxed: the tasks mark their trap in a folder of this home,
+	// which a sandbox hides.
+	prov := local.New(local.Config{Home: dir, Sandbox: local.SandboxOff})
 	for round := range o.Rounds {
 		fmt.Fprintf(o.Progress, "notice: round %d, %d agents on the metadata simulator\n", round+1, o.Agents)
 		if err := imdsRound(ctx, o, prov, dir, mockBin, round, r); err != nil {

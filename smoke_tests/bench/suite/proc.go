@@ -29,7 +29,10 @@ type Daemon struct {
 
 // Environ is the environment the benchmark's processes run with: this
 // process's, without the SORTIE_* settings that would change what is
-// measured (the profiling switches are kept), with SORTIE_HOME set to home.
+// measured (the profiling switches are kept), with SORTIE_HOME set to home
+// and local tasks run unsandboxed: the benchmark's tasks wait for files it
+// writes in the home, which a sandbox hides, and the sandbox's own cost is
+// the sandbox group's figure.
 func Environ(home string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -41,7 +44,7 @@ func Environ(home string) []string {
 		}
 		out = append(out, kv)
 	}
-	return append(out, "SORTIE_HOME="+home)
+	return append(out, "SORTIE_HOME="+home, "SORTIE_LOCAL_SANDBOX=off")
 }
 
 // StartDaemon runs the controller program beside bin (`sortie-controller

@@ -41,7 +41,9 @@ type proc struct {
 }
 
 func newCtl(cliBin, home string, extraEnv []string, progress io.Writer, seed uint64) *ctl {
-	env := []string{"SORTIE_HOME=" + home}
+	// Local tasks run unsandboxed: they record the codes they choose in
+	// files of the home, which a sandbox hides.
+	env := []string{"SORTIE_HOME=" + home, "SORTIE_LOCAL_SANDBOX=off"}
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SORTIE_") {
 			continue
