@@ -112,7 +112,7 @@ func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[
 		paths["workdir"] = task.Workdir
 	}
 	for dst, src := range task.FileMounts {
-		if !strings.Contains(src, "://") {
+		if !schema.IsBucketURL(src) {
 			paths["file_mounts."+dst] = src
 		}
 	}
@@ -291,6 +291,11 @@ func (c *Controller) uploadMounts(ctx context.Context, r provision.Runner, task 
 	sort.Strings(dsts)
 	for _, dst := range dsts {
 		src := task.FileMounts[dst]
+		if schema.IsBucketURL(src) {
+			// A bucket URL (s3://, gs://) is a bucket copied to dst by
+			// the node's sync program, as the storage spec says.
+			continue
+		}
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(baseDir, src)
 		}

@@ -233,3 +233,33 @@ func bareRepo(t *testing.T) string {
 	git("clone", "-q", "--bare", src, filepath.Join(dir, "repo.git"))
 	return "file://" + filepath.Join(dir, "repo.git")
 }
+
+// A bucket URL as a plain file_mounts source (SkyPilot's string form) is
+// a bucket the node's sync program copies, never a path on this machine
+// to upload: the start uploads the local mounts beside it and nothing of
+// the URL.
+func TestBucketURLFileMountIsNotUploaded(t *testing.T) {
+	c, lp := withLocalProvider(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	if err := os.WriteFile(filepath.Join(base, "cfg.txt"), []byte("cfg\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := lp.Launch(ctx, provision.ClusterSpec{Name: "sortie-url-mount", Placement: schema.Placement{Cloud: local.CloudName, Region: "local", Zone: "local-a"}, NumNodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := lp.Runner(ctx, cl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	task := &schema.Task{FileMounts: map[string]string{"inputs": "s3://inputs/data", "cfg.txt": "cfg.txt"}}
+	if err := c.uploadMounts(ctx, r, task, base); err != nil {
+		t.Fatalf("upload file_mounts: %v; want the bucket left to the sync program", err)
+	}
+	got, err := os.ReadFile(filepath.Join(r.Dir(), "workdir", "cfg.txt"))
+	if err != nil || string(got) != "cfg\n" {
+		t.Errorf("the local mount beside the bucket: %q, %v", got, err)
+	}
+}
