@@ -69,10 +69,19 @@ func (c *jobStep) startAttempt(ctx context.Context, j *store.Job, task *schema.T
 	}
 	for rank := range cl.Nodes {
 		r, err := c.runner(ctx, prov, cl, rank, a)
-		if err == nil {
-			err = c.startNode(ctx, r, j, task, a, rank, ips, secrets)
-			r.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if provision.Classify(err) == provision.ClassPrechecks {
+				return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("reach node %d: %v", rank, err))
+			}
+			// Reaching a node can fail for a while (booting, network); it
+			// counts like a failed check of a running node.
+			return c.unreachable(ctx, j, a, rank, fmt.Errorf("start the task: %w", err))
 		}
+		err = c.startNode(ctx, r, j, task, a, rank, ips, secrets)
+		r.Close()
 		var lacks *node.PrecheckError
 		if errors.As(err, &lacks) {
 			// The node lacks what the task needs (a container engine, git,
@@ -88,6 +97,13 @@ func (c *jobStep) startAttempt(ctx context.Context, j *store.Job, task *schema.T
 			// hold): recovering would loop forever.
 			return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("start the task on node %d: %v", rank, err))
 		}
+		var exit *provision.ExitError
+		if err != nil && errors.As(err, &exit) {
+			// The node answered and a step of the start failed there (a
+			// full disk, a package mirror down): worth a few more tries
+			// on this node, never a lost node.
+			return c.startFailed(ctx, j, a, rank, err)
+		}
 		if err != nil {
 			// Reaching a node can fail for a while (booting, network); it
 			// counts like a failed check of a running node.
@@ -96,6 +112,20 @@ func (c *jobStep) startAttempt(ctx context.Context, j *store.Job, task *schema.T
 	}
 	c.pause(PauseStarted, j.ID, a.Attempt)
 	return c.Store.MarkRunning(ctx, a)
+}
+
+// startFailed counts a start the node answered and failed, against the
+// same bound as checks of a node that does not answer
+// (controller.unreachable_checks), one try a reconcile; at the bound the
+// job ends FAILED_PRECHECKS with the error, rather than recovering on a
+// new cluster where the same start fails the same way.
+func (c *jobStep) startFailed(ctx context.Context, j *store.Job, a *store.Attempt, rank int, cause error) error {
+	n := a.Unreachable + 1
+	limit := c.Config.Controller.UnreachableChecks
+	if n >= limit {
+		return c.endLaunch(ctx, j, a, nil, true, fmt.Sprintf("the task did not start on node %d in %d tries: %v", rank, n, cause))
+	}
+	return c.Store.SetUnreachable(ctx, a, n, fmt.Sprintf("the task did not start on node %d (try %d/%d): %v; trying again", rank, n, limit, cause))
 }
 
 // missingInputs says what the task needs from this machine that is not
@@ -112,7 +142,7 @@ func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[
 		paths["workdir"] = task.Workdir
 	}
 	for dst, src := range task.FileMounts {
-		if !strings.Contains(src, "://") {
+		if !schema.IsBucketURL(src) {
 			paths["file_mounts."+dst] = src
 		}
 	}
@@ -291,6 +321,11 @@ func (c *Controller) uploadMounts(ctx context.Context, r provision.Runner, task 
 	sort.Strings(dsts)
 	for _, dst := range dsts {
 		src := task.FileMounts[dst]
+		if schema.IsBucketURL(src) {
+			// A bucket URL (s3://, gs://) is a bucket copied to dst by
+			// the node's sync program, as the storage spec says.
+			continue
+		}
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(baseDir, src)
 		}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,4 +233,111 @@ func bareRepo(t *testing.T) string {
 	git("commit", "-qam", "dev")
 	git("clone", "-q", "--bare", src, filepath.Join(dir, "repo.git"))
 	return "file://" + filepath.Join(dir, "repo.git")
+}
+
+// A bucket URL as a plain file_mounts source (SkyPilot's string form) is
+// a bucket the node's sync program copies, never a path on this machine
+// to upload: the start uploads the local mounts beside it and nothing of
+// the URL.
+func TestBucketURLFileMountIsNotUploaded(t *testing.T) {
+	c, lp := withLocalProvider(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	if err := os.WriteFile(filepath.Join(base, "cfg.txt"), []byte("cfg\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := lp.Launch(ctx, provision.ClusterSpec{Name: "sortie-url-mount", Placement: schema.Placement{Cloud: local.CloudName, Region: "local", Zone: "local-a"}, NumNodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := lp.Runner(ctx, cl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	task := &schema.Task{FileMounts: map[string]string{"inputs": "s3://inputs/data", "cfg.txt": "cfg.txt"}}
+	if err := c.uploadMounts(ctx, r, task, base); err != nil {
+		t.Fatalf("upload file_mounts: %v; want the bucket left to the sync program", err)
+	}
+	got, err := os.ReadFile(filepath.Join(r.Dir(), "workdir", "cfg.txt"))
+	if err != nil || string(got) != "cfg\n" {
+		t.Errorf("the local mount beside the bucket: %q, %v", got, err)
+	}
+}
+
+// failingStart launches like fakeCloud, and its nodes answer but every
+// command of the start fails there, as on a node whose disk is full.
+type failingStart struct{ *fakeCloud }
+
+func (failingStart) Placements(context.Context, schema.Resources) ([]schema.Placement, error) {
+	return []schema.Placement{{Cloud: "local", Region: "local", Zone: "local-a"}}, nil
+}
+
+func (failingStart) Runner(context.Context, *provision.Cluster, int) (provision.Runner, error) {
+	return answeringRunner{}, nil
+}
+
+type answeringRunner struct{}
+
+func (answeringRunner) Exec(context.Context, string, io.Reader) ([]byte, error) {
+	return nil, &provision.ExitError{Code: 1, Stderr: "mkdir: No space left on device"}
+}
+func (answeringRunner) Dir() string  { return "/nodes/0" }
+func (answeringRunner) Close() error { return nil }
+
+// A start the node answers and fails is retried a bounded number of
+// times on the same cluster, then ends the job FAILED_PRECHECKS with the
+// error: never "unreachable", never a free recovery on a new cluster.
+func TestAFailingStartIsRetriedABoundedNumberOfTimes(t *testing.T) {
+	ctx := context.Background()
+	cloud := &fakeCloud{clusters: map[string]*provision.Cluster{}}
+	c := newTestController(t, cloud)
+	c.Config.Controller.UnreachableChecks = 3
+	c.Providers = oneCloud{failingStart{cloud}}
+	id := createJob(t, c, "resources: {cloud: local}\nrun: train\n")
+	for tick := 1; tick <= 6; tick++ {
+		if err := c.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Wait()
+		st, reason := jobStatus(t, c, id)
+		if strings.Contains(reason, "unreachable") || strings.Contains(reason, "cannot reach") {
+			t.Fatalf("tick %d: %s (%s); the node answered, so it is not unreachable", tick, st, reason)
+		}
+		if tick < 3 && (st.Terminal() || !strings.Contains(reason, "did not start on node 0 (try")) {
+			t.Errorf("tick %d: %s (%s), want the start tried again", tick, st, reason)
+		}
+	}
+	st, reason := jobStatus(t, c, id)
+	if st != lifecycle.FailedPrechecks || !strings.Contains(reason, "did not start on node 0 in 3 tries") ||
+		!strings.Contains(reason, "No space left on device") {
+		t.Errorf("job %s (%s), want FAILED_PRECHECKS after 3 tries naming the error", st, reason)
+	}
+	if as, _ := c.Store.Attempts(ctx, id); len(as) != 1 {
+		t.Errorf("%d attempts, want 1: no recovery", len(as))
+	}
+}
+
+// A file_mounts source missing on this machine ends the job at once,
+// FAILED_PRECHECKS naming the source, after one attempt and no recovery.
+func TestAMissingFileMountSourceFailsPrechecks(t *testing.T) {
+	c, _ := withLocalProvider(t)
+	src := filepath.Join(t.TempDir(), "gone.txt")
+	id := storeTask(t, c, &schema.Task{FileMounts: map[string]string{"/data/cfg.txt": src}, Run: "true"})
+	j := launchAndStart(t, c, id)
+	if j.Status != lifecycle.FailedPrechecks || !strings.Contains(j.FailureReason, src) {
+		t.Errorf("job %s (%s), want FAILED_PRECHECKS naming %s", j.Status, j.FailureReason, src)
+	}
+	if as, _ := c.Store.Attempts(context.Background(), id); len(as) != 1 || j.RecoveryCount != 0 {
+		t.Errorf("%d attempts, %d recoveries; want 1 and 0", len(as), j.RecoveryCount)
+	}
+}
+
+// The upload itself tells a source missing here from a failure worth a
+// retry: a missing source is a precheck error, whichever node.
+func TestUploadOfAMissingSourceIsAPrecheckError(t *testing.T) {
+	err := node.Upload(context.Background(), answeringRunner{}, filepath.Join(t.TempDir(), "gone"), "data")
+	if err == nil || provision.Classify(err) != provision.ClassPrechecks {
+		t.Errorf("upload of a missing source: %v (class %v), want a precheck error", err, provision.Classify(err))
+	}
 }

@@ -90,6 +90,9 @@ func taskFiles(task *schema.Task, baseDir string, limit int64, cloud string) ([]
 	}
 	sort.Strings(dsts)
 	for _, dst := range dsts {
+		if schema.IsBucketURL(task.FileMounts[dst]) {
+			continue // a bucket, not a file handed to the nodes
+		}
 		fs, err := node.Files(local(task.FileMounts[dst]), dst, "file_mounts."+dst, &used, limit)
 		if err != nil {
 			return nil, err

@@ -89,3 +89,31 @@ func TestInputKeyStorage(t *testing.T) {
 		t.Error("a changed source kept the key")
 	}
 }
+
+// SkyPilot's string form of a bucket source means the dictionary form
+// with source: URL and mode: COPY: the same bucket, copied to the same
+// path, and no local path.
+func TestBucketURLStringIsACopyMount(t *testing.T) {
+	buckets := func(mounts string) []BucketMount {
+		t.Helper()
+		p, err := Parse([]byte("resources: {cloud: local}\nfile_mounts:\n  /inputs: "+mounts+"\nrun: \"true\"\n"), testClouds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, probs := p.Tasks[0].Buckets("", testClouds())
+		if len(probs) != 0 {
+			t.Fatalf("%s: problems %v", mounts, probs)
+		}
+		return got
+	}
+	str, dict := buckets("s3://inputs/data"), buckets("{source: s3://inputs/data, mode: COPY}")
+	if diff := cmp.Diff(dict, str); diff != "" {
+		t.Errorf("string form against dictionary form (-dict +string):\n%s", diff)
+	}
+	if len(str) != 1 || str[0].Mode != ModeCopy || str[0].Bucket != "inputs" || str[0].Prefix != "data/" {
+		t.Errorf("string form: %+v; want bucket inputs, prefix data/, COPY", str)
+	}
+	if !IsBucketURL("s3://inputs/data") || !IsBucketURL("gs://b") || IsBucketURL("./data") || IsBucketURL("/abs/s3:") {
+		t.Error("IsBucketURL tells bucket URLs from local paths wrongly")
+	}
+}

@@ -133,6 +133,12 @@ func canonicalSpec(t *Task) ([]byte, error) {
 
 func isURL(src string) bool { return strings.Contains(src, "://") }
 
+// IsBucketURL reports whether a file_mounts source is a URL (s3://BUCKET,
+// gs://BUCKET, ...) rather than a local path: SkyPilot's string form of a
+// bucket source, copied to the destination as a storage mount with
+// source: URL and mode: COPY is.
+func IsBucketURL(src string) bool { return isURL(src) }
+
 // localPath resolves a path from a task file: "~" is the user's home and
 // relative paths start at baseDir.
 func localPath(baseDir, p string) string {

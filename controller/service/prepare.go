@@ -258,6 +258,9 @@ func expandHome(t *schema.Task) {
 // localPath is where a workdir or file_mounts source of a task launched
 // from base is: "~" is the user's home, a relative path starts at base.
 func localPath(base, p string) string {
+	if schema.IsBucketURL(p) {
+		return p // a bucket, not a path on this machine
+	}
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
 			p = filepath.Join(home, strings.TrimPrefix(p, "~"))

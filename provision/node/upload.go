@@ -54,6 +54,16 @@ chmod "$MODE" "$T.sortie-upload"
 mv -f "$T.sortie-upload" "$T"
 `
 
+// localError is err, from reading a source on this machine, as a
+// precheck error when no retry fixes it: the source is missing or may not
+// be read, and stays so on every node and attempt.
+func localError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return provision.Prechecks(err)
+	}
+	return err
+}
+
 // Upload copies localDir, skipping .git, into remoteSubdir on the node behind
 // r: a path relative to r.Dir(), an absolute one (a file mount), or one
 // under the node's HOME (~/...). On a node whose tasks run in a sandbox
@@ -77,12 +87,12 @@ func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir stri
 	}
 	info, err := os.Stat(localDir)
 	if err != nil {
-		return fmt.Errorf("upload %s: %w", localDir, err)
+		return localError(fmt.Errorf("upload %s: %w", localDir, err))
 	}
 	if info.Mode().IsRegular() {
 		f, err := os.Open(localDir)
 		if err != nil {
-			return fmt.Errorf("upload %s: %w", localDir, err)
+			return localError(fmt.Errorf("upload %s: %w", localDir, err))
 		}
 		defer f.Close()
 		mode := fmt.Sprintf("%o", info.Mode().Perm())
