@@ -195,29 +195,33 @@ func TestCrashWhileEndingKeepsTheRealExitCodes(t *testing.T) {
 	}
 }
 
-// Nodes sortie stops have unknown codes, whether the attempt ended by a
-// cancel or because another node was lost: one rule.
-func TestCodesOfNodesSortieStoppedAreUnknown(t *testing.T) {
+// Nodes sortie stops because another node was lost have unknown codes;
+// a cancel stops them within their grace and records the codes they end
+// with (what the task did with its SIGTERM), and its decision names who
+// cancelled.
+func TestCodesOfNodesSortieStopped(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		end     func(t *testing.T, c *Controller, a *store.Attempt)
-		outcome strategy.Outcome
+		name     string
+		end      func(t *testing.T, c *Controller, a *store.Attempt)
+		outcome  strategy.Outcome
+		codes    string
+		decision string
 	}{
 		{"cancel", func(t *testing.T, c *Controller, a *store.Attempt) {
-			if _, err := c.Store.RequestCancel(context.Background(), []int64{a.JobID}); err != nil {
+			if _, err := c.Store.RequestCancelBy(context.Background(), []int64{a.JobID}, "alice"); err != nil {
 				t.Fatal(err)
 			}
-		}, strategy.Cancelled},
+		}, strategy.Cancelled, "7,7", "cancelled by alice"},
 		{"node 1 lost", func(t *testing.T, c *Controller, a *store.Attempt) {
 			if err := local.New(local.Config{Home: c.Config.Home}).Preempt(context.Background(), a.Cluster, 1); err != nil {
 				t.Fatal(err)
 			}
-		}, strategy.Preempted},
+		}, strategy.Preempted, "?,?", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := localController(t)
-			id := createJob(t, c, "num_nodes: 2\nresources: {cloud: local}\nrun: sleep 300\n")
+			id := createJob(t, c, "num_nodes: 2\nresources: {cloud: local}\nrun: trap 'exit 7' TERM; sleep 300 & wait\n")
 			a := untilRunning(t, c, id)
 			for _, r := range runners(t, c, a) {
 				waitFor(t, r, "the task running", running)
@@ -225,8 +229,11 @@ func TestCodesOfNodesSortieStoppedAreUnknown(t *testing.T) {
 			tc.end(t, c, a)
 			step(t, c, id)
 			as, _ := c.Store.Attempts(ctx, id)
-			if as[0].Outcome != string(tc.outcome) || strategy.FormatExitCodes(as[0].ExitCodes) != "?,?" {
-				t.Errorf("outcome %s codes %s, want %s with ?,?", as[0].Outcome, strategy.FormatExitCodes(as[0].ExitCodes), tc.outcome)
+			if as[0].Outcome != string(tc.outcome) || strategy.FormatExitCodes(as[0].ExitCodes) != tc.codes {
+				t.Errorf("outcome %s codes %s, want %s with %s", as[0].Outcome, strategy.FormatExitCodes(as[0].ExitCodes), tc.outcome, tc.codes)
+			}
+			if tc.decision != "" && (as[0].Decision != tc.decision || strings.Contains(as[0].Reason, "cancelled by")) {
+				t.Errorf("reason %q, decision %q; want the decision %q, who cancelled named once", as[0].Reason, as[0].Decision, tc.decision)
 			}
 		})
 	}

@@ -73,7 +73,7 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 		}
 	}
 	d := strategy.Decide(policy, counters,
-		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size},
+		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by},
 		last)
 	var next *time.Time
 	if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
@@ -178,7 +178,7 @@ func (c *jobStep) finishJob(ctx context.Context, j *store.Job, e ended) error {
 	if err != nil {
 		return fmt.Errorf("read the last attempt: %w", err)
 	}
-	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, strategy.Ended{Outcome: e.outcome, Detail: e.detail}, false)
+	d := strategy.Decide(strategy.Policy{}, strategy.Counters{}, strategy.Ended{Outcome: e.outcome, Detail: e.detail, By: e.by}, false)
 	if err := c.Store.FinishJob(ctx, j.ID, d); err != nil {
 		if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) {
 			return nil // ended meanwhile, or an attempt started: the next look ends that
@@ -238,7 +238,7 @@ func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt,
 	}
 	w.prov, w.cl = prov, cl
 	if codes {
-		w.codes = c.recordedCodes(ctx, prov, cl, a)
+		w.codes = c.recordedCodes(ctx, prov, cl, a, false)
 	}
 	if w.keep {
 		c.keepLogs(ctx, j, a, prov, cl)
@@ -248,9 +248,11 @@ func (c *Controller) wrapUp(ctx context.Context, j *store.Job, a *store.Attempt,
 
 // recordedCodes polls every running node of cl, all at once and each
 // within LogDeadline, and returns the exit codes the tasks recorded
-// themselves (nil where none, where it was sortie's, or where the node did
-// not answer). A node the cloud reports gone is never dialled.
-func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider, cl *provision.Cluster, a *store.Attempt) []*int {
+// themselves (nil where none, where the node did not answer, or, unless
+// stopped, where sortie stopped the task). A node the cloud reports gone
+// is never dialled. stopped takes the codes of tasks sortie stopped too:
+// a cancel's, which are what the task did with its SIGTERM.
+func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider, cl *provision.Cluster, a *store.Attempt, stopped bool) []*int {
 	codes := make([]*int, len(cl.Nodes))
 	var wg sync.WaitGroup
 	for rank, n := range cl.Nodes {
@@ -268,7 +270,7 @@ func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider,
 			}
 			st, err := nt.Poll(pctx)
 			nt.Close()
-			if err == nil && st.Done && !st.Stopped && st.Invalid == "" {
+			if err == nil && st.Done && (stopped || !st.Stopped) && st.Invalid == "" {
 				code := st.ExitCode
 				codes[rank] = &code
 			}

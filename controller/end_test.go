@@ -51,7 +51,7 @@ func TestEveryEndingGoesThroughDecide(t *testing.T) {
 				}
 				return j.ID
 			},
-			want: want{outcome: "cancelled", action: "cancel", reason: "cancelled by user", decision: "cancelled by user",
+			want: want{outcome: "cancelled", action: "cancel", reason: "stopped for the cancel", decision: "cancelled by user",
 				status: lifecycle.Cancelled, tasks: []lifecycle.Status{lifecycle.Cancelled}},
 		},
 		{

@@ -22,6 +22,8 @@ type ended struct {
 	detail  string // what strategy.Decide folds into its reason
 	// prechecks: a launch_failed that no retry can fix.
 	prechecks bool
+	// by is who asked for a cancel.
+	by string
 	// seen is when the controller saw the attempt end (endAttempt sets
 	// it), for the decision latency; zero for ends it caused itself.
 	seen time.Time

@@ -233,20 +233,26 @@ func (c *Controller) terminate(ctx context.Context, a *store.Attempt) {
 // cancel stops the job's running attempt, keeps its logs, and ends the job
 // CANCELLED; the tasks after it never start.
 func (c *jobStep) cancel(ctx context.Context, j *store.Job, a *store.Attempt) error {
-	e := ended{outcome: strategy.Cancelled, reason: reasonCancelled}
+	e := ended{outcome: strategy.Cancelled, reason: reasonStopped, by: j.CancelledBy}
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
 	if a.State == lifecycle.AttemptLaunching {
 		// No task ran: there is nothing to poll or keep, and finish tears
 		// down whatever the launch made.
+		e.reason = reasonNotStarted
 		return c.finish(ctx, j, a, nil, e, nil)
 	}
-	// Nodes that ended on their own keep their codes; those still running
-	// are stopped by sortie once the cancel is recorded, and their codes,
-	// sortie's, are unknown.
-	w := c.wrapUp(ctx, j, a, true)
-	e.codes = w.codes
+	// The nodes still running are stopped first, each given its grace
+	// (SIGTERM, then SIGKILL), and the codes they end with are recorded
+	// with the cancel: a task that traps SIGTERM and exits 143 shows 143.
+	// A controller killed between the stop and the record finds the
+	// cancel still asked for, and the codes on the nodes, next time.
+	w := c.wrapUp(ctx, j, a, false)
+	c.stopLeftovers(ctx, j, a, w)
+	if w.cl != nil {
+		e.codes = c.recordedCodes(ctx, w.prov, w.cl, a, true)
+	}
 	return c.finish(ctx, j, a, nil, e, w)
 }
 
@@ -321,8 +327,13 @@ func (c *Controller) cluster(ctx context.Context, a *store.Attempt) (provision.P
 	return prov, got[a.Cluster], nil
 }
 
-// reasonCancelled is why a cancelled attempt ended.
-const reasonCancelled = "cancelled by user"
+// Why a cancelled attempt ended: its nodes were stopped for the cancel,
+// or it was cancelled before its task started. The decision names who
+// cancelled.
+const (
+	reasonStopped    = "stopped for the cancel"
+	reasonNotStarted = "cancelled before the task started"
+)
 
 // failController ends a job FAILED_CONTROLLER: sortie itself cannot go on
 // with it (a spec it cannot read). Never silent: the reason is stored, and

@@ -98,6 +98,10 @@ func (s *server) user(name string, admin bool) (*env, string) {
 	if !strings.HasPrefix(tok, "sortie_") || !strings.Contains(r.stderr, "shown once") {
 		s.t.Fatalf("users add printed %q / %q", r.stdout, r.stderr)
 	}
+	// The link is to the address the server listens on, not a default.
+	if want := s.url + "/?token=" + tok; !strings.Contains(r.stderr, want) {
+		s.t.Errorf("users add printed %q, want the link %s", r.stderr, want)
+	}
 	root := s.t.TempDir()
 	u := newEnv(s.t, "SORTIE_API_URL="+s.url, "SORTIE_TOKEN="+tok, "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, ".config"))
 	return u, tok

@@ -204,6 +204,9 @@ type Ended struct {
 	// escalates (SizeOf the task's resources, or the size an earlier
 	// escalation chose).
 	Size Size
+	// By is who asked for a cancel, named in its reason ("cancelled by
+	// alice"); "" is a user not named.
+	By string
 }
 
 // Decision is what to do after an attempt, and why.
@@ -278,7 +281,7 @@ func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 			Reason: withDetail(reasonTaskSucceeded, e.Detail)}
 	case Cancelled:
 		return Decision{Action: Cancel, Counters: c, Status: lifecycle.Cancelled,
-			Rule: RuleCancelled, Reason: withDetail(reasonCancelled, e.Detail)}
+			Rule: RuleCancelled, Reason: withDetail(cancelledBy(e.By), e.Detail)}
 	case LaunchFailed:
 		if e.Prechecks {
 			return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedPrechecks,
@@ -422,6 +425,15 @@ func formatCodes(codes []int) string {
 		parts[i] = strconv.Itoa(c)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// cancelledBy is the reason of a cancel asked by by ("" when no one is
+// named).
+func cancelledBy(by string) string {
+	if by == "" {
+		return reasonCancelled
+	}
+	return "cancelled by " + by
 }
 
 func withDetail(s, detail string) string {

@@ -270,6 +270,12 @@ func TestDecide(t *testing.T) {
 			want:   Decision{Action: Cancel, Status: "CANCELLED", Rule: RuleCancelled, Reason: "cancelled by user (jobs cancel --all)"},
 		},
 		{
+			name:   "cancel names who asked for it",
+			policy: budget2,
+			ended:  Ended{Outcome: Cancelled, ExitCodes: codes(143), By: "alice"},
+			want:   Decision{Action: Cancel, Status: "CANCELLED", Rule: RuleCancelled, Reason: "cancelled by alice"},
+		},
+		{
 			name:     "cancel of a middle task ends the job too",
 			policy:   budget2,
 			ended:    Ended{Outcome: Cancelled},

@@ -11,7 +11,7 @@ var fieldDocs = map[string]map[string]string{
 		"current_task":       "pipeline position (0-based) and length",
 		"num_tasks":          "pipeline position (0-based) and length",
 		"recovery_count":     "recoveries and listed-exit-code restarts, over all tasks",
-		"restarts_on_errors": "failures counted against `max_restarts_on_errors`, over all tasks, the last one included: a task that restarted once on errors and then failed for good counts 2 (`jobs show` prints \"Failures: 2, budget 1\")",
+		"restarts_on_errors": "failures counted against `max_restarts_on_errors`, over all tasks, the last one included: a task that restarted once on errors and then failed for good counts 2 (`jobs show` prints \"Failures: 2, restarts on error left 0 of 1\")",
 		"exit_codes":         "the last ended attempt's exit code per node, in rank order; `null` for a node whose code is unknown",
 		"retry_of":           "the job this one retries",
 		"retried_in":         "the newest retry of this job",

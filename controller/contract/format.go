@@ -50,3 +50,11 @@ func Elapsed(start, end *time.Time, now time.Time) string {
 	}
 	return fmt.Sprintf("%ds", s)
 }
+
+// RestartsLeft says how many of a task's max_restarts_on_errors are left
+// after restarts failures counted against them: "restarts on error left 1
+// of 2". A task that failed for good counts one more failure than it
+// restarted, so what is left is never below 0.
+func RestartsLeft(restarts, maxRestarts int) string {
+	return fmt.Sprintf("restarts on error left %d of %d", max(maxRestarts-restarts, 0), maxRestarts)
+}

@@ -28,6 +28,11 @@ func Lock(home string) string { return filepath.Join(home, "controller.lock") }
 // PID holds the running controller's pid.
 func PID(home string) string { return filepath.Join(home, "controller.pid") }
 
+// ServerURL holds the address `sortie server` last served on as users
+// reach it (its --url, else the address it listens on), for the links
+// `server users add` prints.
+func ServerURL(home string) string { return filepath.Join(home, "server.url") }
+
 // ControllerLog is where a controller started in the background writes.
 func ControllerLog(home string) string { return filepath.Join(home, "controller.log") }
 

@@ -346,7 +346,9 @@ func TestShowSaysFailuresAgainstTheBudget(t *testing.T) {
 		total int
 		want  string
 	}{
-		{[]service.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, budget 1"},
+		{[]service.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, restarts on error left 0 of 1"},
+		{[]service.TaskView{{RestartsOnErrors: 0, MaxRestartsOnErrors: 2}}, 0, "Failures: 0, restarts on error left 2 of 2"},
+		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 2}}, 1, "Failures: 1, restarts on error left 1 of 2"},
 		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 3}, {RestartsOnErrors: 1}}, 2, "Failures: 2   "},
 	} {
 		f, out, _ := testFactory()

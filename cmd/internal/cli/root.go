@@ -222,14 +222,18 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Short:         "Managed jobs on cloud clusters: launch, recover, retry, and remember what failed",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version says this program's; `sortie version` the
+		// controller's too.
+		Version: contract.OwnVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &flagError{err: fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath())}
 	})
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
-	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
 	}

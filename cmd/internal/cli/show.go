@@ -290,12 +290,12 @@ func nonEmpty(ss ...string) []string {
 }
 
 // failures says how many failures counted against max_restarts_on_errors,
-// and for a single task its budget: "2, budget 1" is a task that restarted
-// once on errors and then failed for good. A pipeline's budgets are per
-// task, in the tasks table.
+// and for a single task how many restarts on error it has left: "2,
+// restarts on error left 0 of 1" is a task that restarted once on errors
+// and then failed for good. A pipeline's are per task, in the tasks table.
 func failures(d *contract.JobDetail) string {
 	if len(d.Tasks) == 1 {
-		return fmt.Sprintf("%d, budget %d", d.RestartsOnErrors, d.Tasks[0].MaxRestartsOnErrors)
+		return fmt.Sprintf("%d, %s", d.RestartsOnErrors, contract.RestartsLeft(d.Tasks[0].RestartsOnErrors, d.Tasks[0].MaxRestartsOnErrors))
 	}
 	return strconv.Itoa(d.RestartsOnErrors)
 }

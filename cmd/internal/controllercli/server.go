@@ -81,6 +81,14 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 							log.Error("the dashboard's own address is unknown: it takes no form", "err", err)
 						}
 						dash.Serving(origins)
+						// `server users add` links users to this address.
+						own := strings.TrimRight(o.publicURL, "/")
+						if own == "" {
+							own = scheme(useTLS) + "://" + addr.String()
+						}
+						if err := home.WriteFileAtomic(home.ServerURL(h), []byte(own+"\n"), home.FileMode); err != nil {
+							log.Warn("the server's address is not recorded for `server users add`", "err", err)
+						}
 						log.Info("serving the dashboard", "url", scheme(useTLS)+"://"+addr.String()+"/", "origins", origins)
 					}
 					return api.Serve(ctx, dashboard.Mount(srv, dash), api.ServeOptions{Listen: o.listen, TLSCert: o.cert, TLSKey: o.key,
@@ -161,8 +169,14 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 		},
 	}
 	add.Flags().BoolVar(&admin, "admin", false, "the user may cancel, retry and forget every user's jobs")
-	add.Flags().StringVar(&dashURL, "url", "http://127.0.0.1:8080", "the server's address as users reach it, for the dashboard link printed")
+	add.Flags().StringVar(&dashURL, "url", "", "the server's address as users reach it, for the dashboard link printed (default: the address `sortie server` of this home last served on, its --url or --listen, else http://127.0.0.1:8080)")
 	add.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if dashURL == "" {
+			dashURL = "http://127.0.0.1:8080"
+			if b, err := os.ReadFile(home.ServerURL(h)); err == nil && strings.TrimSpace(string(b)) != "" {
+				dashURL = strings.TrimSpace(string(b))
+			}
+		}
 		u, err := url.Parse(dashURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return &service.UsageError{Err: fmt.Errorf("--url %q: give the server's address with its scheme, e.g. https://sortie.example.com:8443", dashURL)}

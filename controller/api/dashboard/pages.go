@@ -352,7 +352,7 @@ func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
 	v.Cancelable = v.MayAct && !v.Terminal && dt.Status != lifecycle.Cancelling
 	v.Failures = strconv.Itoa(dt.RestartsOnErrors)
 	if len(dt.Tasks) == 1 {
-		v.Failures = fmt.Sprintf("%d, budget %d", dt.RestartsOnErrors, dt.Tasks[0].MaxRestartsOnErrors)
+		v.Failures = fmt.Sprintf("%d, %s", dt.RestartsOnErrors, contract.RestartsLeft(dt.Tasks[0].RestartsOnErrors, dt.Tasks[0].MaxRestartsOnErrors))
 	}
 	names := map[int]string{}
 	for _, t := range dt.Tasks {
