@@ -68,6 +68,10 @@ type env struct {
 	home  string
 	dir   string
 	extra []string
+	// serverURL is the address users reach the server last started on
+	// this home at (its --url, else where it listens): what `server users
+	// add` links them to.
+	serverURL string
 }
 
 // newEnv gives the test its own home with fast timings, and stops its

@@ -52,6 +52,12 @@ func startServerIn(t *testing.T, e *env, args ...string) *server {
 		t.Fatal(err)
 	}
 	s := &server{env: e, url: "http://" + addr, cmd: cmd, log: logf}
+	e.serverURL = s.url
+	for i, a := range args {
+		if a == "--url" && i+1 < len(args) {
+			e.serverURL = strings.TrimRight(args[i+1], "/")
+		}
+	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
@@ -98,8 +104,10 @@ func (s *server) user(name string, admin bool) (*env, string) {
 	if !strings.HasPrefix(tok, "sortie_") || !strings.Contains(r.stderr, "shown once") {
 		s.t.Fatalf("users add printed %q / %q", r.stdout, r.stderr)
 	}
-	// The link is to the address the server listens on, not a default.
-	if want := s.url + "/?token=" + tok; !strings.Contains(r.stderr, want) {
+	// The link is to the address the home's server is reached at (its
+	// --url, else where it listens; the last started of replicas on one
+	// home), not a default.
+	if want := s.serverURL + "/?token=" + tok; !strings.Contains(r.stderr, want) {
 		s.t.Errorf("users add printed %q, want the link %s", r.stderr, want)
 	}
 	root := s.t.TempDir()
