@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sortie/provision/node/agent"
@@ -68,8 +69,8 @@ func RunSandbox(ctx context.Context, o SandboxOptions) (SandboxResult, error) {
 				return r, err
 			}
 			took := time.Since(t0)
-			b, err := os.ReadFile(filepath.Join(dir, agent.FileExitCode))
-			if err != nil || string(b) != "run 0 -\n" {
+			b, err := os.ReadFile(filepath.Join(dir, agent.RecordDir, agent.FileExitCode))
+			if err != nil || !strings.HasPrefix(string(b), "run 0 -") {
 				log, _ := os.ReadFile(filepath.Join(dir, agent.FileLog))
 				return r, fmt.Errorf("start %d (sandboxed %v): exit_code %q (%v); log: %s", i, sandboxed, b, err, log)
 			}
