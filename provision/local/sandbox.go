@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +76,21 @@ func (p *Provider) sandbox() (*agent.Sandbox, error) {
 		}
 		return nil, fmt.Errorf("%s, and %s: install bubblewrap (apt-get install bubblewrap), or set local.sandbox: off in config.yaml to run every user's local tasks with the server's own files in reach", who, st.Why)
 	}
-	return &agent.Sandbox{Program: st.Program, Hide: []string{p.home}}, nil
+	return &agent.Sandbox{Program: st.Program, Hide: p.hidden()}, nil
+}
+
+// hidden are the folders a sandboxed task must not see: the sortie home
+// and, on a shared server, the home of the user the server runs as (its
+// cloud credentials and SSH keys are not its users'), the outer one first.
+func (p *Provider) hidden() []string {
+	hide := []string{p.home}
+	if !p.server {
+		return hide
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) && filepath.Clean(h) != "/" && filepath.Clean(h) != p.home {
+		hide = append([]string{filepath.Clean(h)}, hide...)
+	}
+	return hide
 }
 
 // SandboxMode is the mode this provider runs in: SandboxOn or SandboxOff,

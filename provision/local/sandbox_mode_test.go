@@ -56,3 +56,29 @@ func TestWithoutBubblewrapAServerRefusesLocalJobs(t *testing.T) {
 		})
 	}
 }
+
+// On a shared server a sandboxed task sees neither the sortie home nor the
+// home of the user the server runs as (its cloud credentials, its SSH
+// keys); a single user's own home hides only the sortie home.
+func TestAServersSandboxHidesItsUsersHome(t *testing.T) {
+	userHome := t.TempDir()
+	t.Setenv("HOME", userHome)
+	works := func() SandboxStatus { return SandboxStatus{Program: "/usr/bin/bwrap"} }
+	sortieHome := t.TempDir()
+	for _, tc := range []struct {
+		server bool
+		want   []string
+	}{
+		{true, []string{userHome, sortieHome}},
+		{false, []string{sortieHome}},
+	} {
+		p := New(Config{Home: sortieHome, Sandbox: SandboxOn, Server: tc.server, Probe: works})
+		sb, err := p.sandbox()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(sb.Hide, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("server %v hides %q, want %q", tc.server, sb.Hide, tc.want)
+		}
+	}
+}
