@@ -9,6 +9,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/provision/node"
 	"sortie/schema"
 )
@@ -88,7 +89,7 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 // tell (no credentials here, a bucket still to be created), it says
 // nothing. A placement that names no region may run in any region cfg
 // offers its cloud.
-func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, cfg config.Config) []string {
+func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []contract.TaskPlan, cfg config.Config) []string {
 	var warns []string
 	asked := map[string]string{} // store:bucket -> location, "" when unknown
 	for i, t := range p.Tasks {

@@ -10,12 +10,13 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/provision/fit"
 	"sortie/schema"
 	"sortie/strategy"
 )
 
-func planEscalate(e *schema.Escalate) *EscalatePlan {
+func planEscalate(e *schema.Escalate) *contract.EscalatePlan {
 	if e == nil {
 		return nil
 	}
@@ -25,7 +26,7 @@ func planEscalate(e *schema.Escalate) *EscalatePlan {
 		}
 		return strPtr(f.String())
 	}
-	p := &EscalatePlan{OnExitCodes: e.OnExitCodes, Memory: factor(e.Memory), MaxMemory: strPtr(e.MaxMemory),
+	p := &contract.EscalatePlan{OnExitCodes: e.OnExitCodes, Memory: factor(e.Memory), MaxMemory: strPtr(e.MaxMemory),
 		CPUs: factor(e.CPUs), MaxCPUs: strPtr(e.MaxCPUs), Accelerators: e.Accelerators}
 	if p.OnExitCodes == nil {
 		p.OnExitCodes = []int{}
@@ -52,7 +53,7 @@ func OpenConfig(h string, cls []clouds.Cloud) (*Service, error) {
 // *schema.ValidationError); what only the launch lacks (an env value, a
 // local file, a bucket) is listed in the plan's Missing, so that a valid
 // file passes wherever it is checked.
-func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
+func (s *Service) Plan(ctx context.Context, req contract.LaunchRequest) (*contract.Plan, error) {
 	var warned []string
 	warn := req.Warn
 	req.Warn = func(w string) {
@@ -66,7 +67,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 		return nil, err
 	}
 	p := pr.pipeline
-	plan := &Plan{Name: pr.name, InputKey: strPtr(pr.key), Tasks: []TaskPlan{}, Warnings: warned, Missing: []string{}}
+	plan := &contract.Plan{Name: pr.name, InputKey: strPtr(pr.key), Tasks: []contract.TaskPlan{}, Warnings: warned, Missing: []string{}}
 	for _, m := range pr.missing {
 		plan.Missing = append(plan.Missing, m.Error())
 	}
@@ -76,8 +77,8 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	var probs []schema.Problem
 	for i, t := range p.Tasks {
 		rec := t.Recovery()
-		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
-			FileMounts: []MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
+		tp := contract.TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
+			FileMounts: []contract.MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
 			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
 			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, Escalate: planEscalate(rec.Escalate)}
 		if rec.MaxDuration > 0 {
@@ -91,10 +92,10 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 			tp.Workdir = &w
 		}
 		if r := t.WorkdirRepo; r != nil {
-			tp.WorkdirRepo = &RepoPlan{URL: r.URL, Ref: strPtr(r.Ref)}
+			tp.WorkdirRepo = &contract.RepoPlan{URL: r.URL, Ref: strPtr(r.Ref)}
 		}
 		for _, dst := range sortedKeys(t.FileMounts) {
-			tp.FileMounts = append(tp.FileMounts, MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
+			tp.FileMounts = append(tp.FileMounts, contract.MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
 		}
 		var err error
 		tp.Placements, err = s.placements(ctx, t)
@@ -119,7 +120,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 // first launch. A cloud known from the configuration alone (local, sim)
 // is asked here; any other (aws, gcp) only by the controller, so its
 // request is listed as given.
-func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPlan, error) {
+func (s *Service) placements(ctx context.Context, t *schema.Task) ([]contract.PlacementPlan, error) {
 	resolved := map[schema.Placement]bool{}
 	cands, err := strategy.Candidates(t.Resources, func(r schema.Resources) ([]schema.Placement, error) {
 		ps, ok, err := s.Clouds.ConfigPlacements(ctx, r)
@@ -135,10 +136,10 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		return nil, err
 	}
 	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
-	out := make([]PlacementPlan, 0, len(cands))
+	out := make([]contract.PlacementPlan, 0, len(cands))
 	for _, c := range cands {
 		r := c.Resources
-		pp := PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
+		pp := contract.PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
 			ResolvedBy: "controller", InstanceType: strPtr(r.InstanceType), CPUs: strPtr(r.CPUs), Memory: strPtr(r.Memory),
 			Accelerators: strPtr(formatAccelerators(r.Accelerators)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID),
 			DiskTier: strPtr(r.DiskTier), NetworkTier: strPtr(r.NetworkTier)}

@@ -13,6 +13,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/schema"
 )
@@ -44,12 +45,12 @@ func (pr *prepared) refusal() error {
 // secrets and the local inputs. A problem with the file or the flags is
 // an error; what the launch lacks besides is in missing, every problem at
 // once, each with the path a task file problem would have and a fix.
-func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
+func (s *Service) prepare(req contract.LaunchRequest) (*prepared, error) {
 	data := req.Task
 	if data == nil {
 		var err error
 		if data, err = schema.ReadFile(req.File); err != nil {
-			return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("read task file: %w", err)}
 		}
 	}
 	if err := checkVarNames("--env", req.Envs); err != nil {
@@ -82,7 +83,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 			return nil, err
 		}
 	} else if len(req.Inputs) > 0 {
-		return nil, &UsageError{Err: errors.New("inputs: uploads are for a server; this process reads the sources from disk")}
+		return nil, &contract.UsageError{Err: errors.New("inputs: uploads are for a server; this process reads the sources from disk")}
 	}
 	for _, t := range p.Tasks {
 		expandHome(t)
@@ -382,7 +383,7 @@ func inputKey(p *schema.Pipeline, base, uploads string) (string, error) {
 		if uploads != "" {
 			return "", errors.New("compute input key: the server could not read the request's uploads")
 		}
-		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
+		return "", &contract.UsageError{Err: fmt.Errorf("compute input key: %w", err)}
 	}
 	return "", &schema.ValidationError{Problems: probs}
 }

@@ -3,29 +3,28 @@ package cli
 import (
 	"context"
 	"slices"
+	"sortie/controller/contract"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"sortie/controller/service"
 )
 
 // cancelFake matches a fixed set of jobs and records what it cancelled.
 type cancelFake struct {
 	Service
-	matches   []service.JobView
-	asked     service.CancelRequest
+	matches   []contract.JobView
+	asked     contract.CancelRequest
 	cancelled []int64
 }
 
-func (s *cancelFake) CancelTargets(_ context.Context, req service.CancelRequest) ([]service.JobView, error) {
+func (s *cancelFake) CancelTargets(_ context.Context, req contract.CancelRequest) ([]contract.JobView, error) {
 	s.asked = req
 	return s.matches, nil
 }
-func (s *cancelFake) Cancel(_ context.Context, req service.CancelRequest) ([]int64, error) {
+func (s *cancelFake) Cancel(_ context.Context, req contract.CancelRequest) ([]int64, error) {
 	s.cancelled = append(s.cancelled, req.IDs...)
 	return req.IDs, nil
 }
@@ -37,7 +36,7 @@ func runCancelCmd(t *testing.T, tty bool, stdin string, argv ...string) (*cancel
 	f.In = strings.NewReader(stdin)
 	f.IsTerminal = func() bool { return tty }
 	sub := f.Now().Add(-time.Hour)
-	fake := &cancelFake{matches: []service.JobView{{ID: 3, Name: "sweep-1", Status: "RUNNING", SubmittedAt: sub}, {ID: 5, Name: "sweep-2", Status: "PENDING", SubmittedAt: sub}}}
+	fake := &cancelFake{matches: []contract.JobView{{ID: 3, Name: "sweep-1", Status: "RUNNING", SubmittedAt: sub}, {ID: 5, Name: "sweep-2", Status: "PENDING", SubmittedAt: sub}}}
 	f.Service = func(context.Context) (Service, error) { return fake, nil }
 	code := Execute(f, append([]string{"jobs", "cancel"}, argv...))
 	return fake, code, out.String(), errb.String()

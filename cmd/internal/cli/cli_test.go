@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/config"
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/schema"
 )
 
@@ -251,8 +251,8 @@ func TestExitCodes(t *testing.T) {
 		want int
 	}{
 		{&schema.ValidationError{Problems: []schema.Problem{{Path: "run", Message: "missing"}}}, ExitUsage},
-		{fmt.Errorf("launch: %w", &service.UsageError{Err: errors.New("x")}), ExitUsage},
-		{&service.KnownFailureError{Failure: &service.FailureView{JobID: 1}}, ExitKnownFailure},
+		{fmt.Errorf("launch: %w", &contract.UsageError{Err: errors.New("x")}), ExitUsage},
+		{&contract.KnownFailureError{Failure: &contract.FailureView{JobID: 1}}, ExitKnownFailure},
 		{&exitError{code: ExitFailed}, ExitFailed},
 		{errors.New("disk full"), ExitFailed},
 	}
@@ -266,10 +266,10 @@ func TestExitCodes(t *testing.T) {
 // fakeService answers the queue with fixed jobs.
 type fakeService struct {
 	Service
-	jobs []service.JobView
+	jobs []contract.JobView
 }
 
-func (s *fakeService) Queue(context.Context, service.QueueRequest) ([]service.JobView, error) {
+func (s *fakeService) Queue(context.Context, contract.QueueRequest) ([]contract.JobView, error) {
 	return s.jobs, nil
 }
 func (s *fakeService) Close() error { return nil }
@@ -280,7 +280,7 @@ func TestQueueTable(t *testing.T) {
 	start := now.Add(-90 * time.Second)
 	one, orig := 1, int64(7)
 	f.Service = func(context.Context) (Service, error) {
-		return &fakeService{jobs: []service.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
+		return &fakeService{jobs: []contract.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
 			RecoveryCount: 2, ExitCodes: []*int{&one, nil}, RetryOf: &orig, SubmittedAt: now.Add(-2 * time.Minute), StartedAt: &start}}}, nil
 	}
 	if code := Execute(f, []string{"jobs", "queue"}); code != 0 {
@@ -302,10 +302,10 @@ func TestQueueTable(t *testing.T) {
 
 func TestPrintJSONListIsPrintJSON(t *testing.T) {
 	one := 1
-	for _, items := range [][]service.JobView{nil, {}, {{ID: 1, Name: "a<b>"}}, {{ID: 1, ExitCodes: []*int{&one, nil}}, {ID: 2, Overrides: []service.Override{{Path: "p"}}}}} {
+	for _, items := range [][]contract.JobView{nil, {}, {{ID: 1, Name: "a<b>"}}, {{ID: 1, ExitCodes: []*int{&one, nil}}, {ID: 2, Overrides: []contract.Override{{Path: "p"}}}}} {
 		var want, got bytes.Buffer
 		if items == nil {
-			printJSON(&want, []service.JobView{})
+			printJSON(&want, []contract.JobView{})
 		} else {
 			printJSON(&want, items)
 		}
@@ -320,14 +320,14 @@ func TestPrintJSONListIsPrintJSON(t *testing.T) {
 
 func TestShowListsPorts(t *testing.T) {
 	for _, tc := range []struct {
-		tasks []service.TaskView
+		tasks []contract.TaskView
 		want  string
 	}{
-		{[]service.TaskView{{Ports: []string{"8080", "10000-10010"}}}, "Ports:         8080, 10000-10010\n"},
-		{[]service.TaskView{{Task: 0, Name: "a", Ports: []string{}}, {Task: 1, Name: "b", Ports: []string{"22", "80"}}}, "  1     b     "},
+		{[]contract.TaskView{{Ports: []string{"8080", "10000-10010"}}}, "Ports:         8080, 10000-10010\n"},
+		{[]contract.TaskView{{Task: 0, Name: "a", Ports: []string{}}, {Task: 1, Name: "b", Ports: []string{"22", "80"}}}, "  1     b     "},
 	} {
 		f, out, _ := testFactory()
-		d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Tasks: tc.tasks}
+		d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING"}, Tasks: tc.tasks}
 		if err := printShow(f, d); err != nil {
 			t.Fatal(err)
 		}
@@ -342,17 +342,17 @@ func TestShowListsPorts(t *testing.T) {
 
 func TestShowSaysFailuresAgainstTheBudget(t *testing.T) {
 	for _, tc := range []struct {
-		tasks []service.TaskView
+		tasks []contract.TaskView
 		total int
 		want  string
 	}{
-		{[]service.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, restarts on error left 0 of 1"},
-		{[]service.TaskView{{RestartsOnErrors: 0, MaxRestartsOnErrors: 2}}, 0, "Failures: 0, restarts on error left 2 of 2"},
-		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 2}}, 1, "Failures: 1, restarts on error left 1 of 2"},
-		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 3}, {RestartsOnErrors: 1}}, 2, "Failures: 2   "},
+		{[]contract.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, restarts on error left 0 of 1"},
+		{[]contract.TaskView{{RestartsOnErrors: 0, MaxRestartsOnErrors: 2}}, 0, "Failures: 0, restarts on error left 2 of 2"},
+		{[]contract.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 2}}, 1, "Failures: 1, restarts on error left 1 of 2"},
+		{[]contract.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 3}, {RestartsOnErrors: 1}}, 2, "Failures: 2   "},
 	} {
 		f, out, _ := testFactory()
-		d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "FAILED", RestartsOnErrors: tc.total}, Tasks: tc.tasks}
+		d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "FAILED", RestartsOnErrors: tc.total}, Tasks: tc.tasks}
 		if err := printShow(f, d); err != nil {
 			t.Fatal(err)
 		}
@@ -402,11 +402,11 @@ func FuzzIndentJSON(f *testing.F) {
 func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 	region, typ, cpus := "us-east-1", "m6i.large", "2+"
 	name, workdir := "train", "/proj/code"
-	plan := &service.Plan{Name: "train", InputKey: strPtr("abc"), Missing: []string{"envs.HF_TOKEN: is required at launch"}, Warnings: []string{"service: ignored"}, Tasks: []service.TaskPlan{{
+	plan := &contract.Plan{Name: "train", InputKey: strPtr("abc"), Missing: []string{"envs.HF_TOKEN: is required at launch"}, Warnings: []string{"service: ignored"}, Tasks: []contract.TaskPlan{{
 		Task: 0, Name: &name, NumNodes: 2, Ports: []string{"8080"}, Workdir: &workdir,
-		FileMounts: []service.MountPlan{{Path: "/data", Source: "/proj/data"}}, Envs: []string{"HF_TOKEN"}, Secrets: []string{},
+		FileMounts: []contract.MountPlan{{Path: "/data", Source: "/proj/data"}}, Envs: []string{"HF_TOKEN"}, Secrets: []string{},
 		Strategy: "FAILOVER", RecoverOnExitCodes: []int{29},
-		Placements: []service.PlacementPlan{
+		Placements: []contract.PlacementPlan{
 			{Cloud: "local", Region: strPtr("local"), Zone: strPtr("local-a"), ResolvedBy: "sortie"},
 			{Cloud: "aws", Region: &region, ResolvedBy: "controller", InstanceType: &typ, CPUs: &cpus, UseSpot: true},
 			{Cloud: "gcp", ResolvedBy: "controller"},
@@ -425,8 +425,8 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 			"a launch from here would be refused until these are given:\n  envs.HF_TOKEN: is required at launch"}},
 	} {
 		f, out, errb := testFactory()
-		var asked service.LaunchRequest
-		f.Plan = func(_ context.Context, req service.LaunchRequest) (*service.Plan, error) {
+		var asked contract.LaunchRequest
+		f.Plan = func(_ context.Context, req contract.LaunchRequest) (*contract.Plan, error) {
 			asked = req
 			return plan, nil
 		}
@@ -447,7 +447,7 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 		}
 	}
 	f, out, _ := testFactory()
-	f.Plan = func(context.Context, service.LaunchRequest) (*service.Plan, error) { return plan, nil }
+	f.Plan = func(context.Context, contract.LaunchRequest) (*contract.Plan, error) { return plan, nil }
 	if code := Execute(f, []string{"jobs", "launch", "--dry-run", "-o", "json", "t.yaml"}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -473,11 +473,11 @@ func TestShowListsNotices(t *testing.T) {
 	deadline, asked, ended := at.Add(2*time.Minute), at.Add(800*time.Millisecond), at.Add(95*time.Second)
 	head := ended.Sub(asked).Milliseconds()
 	f, out, _ := testFactory()
-	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Attempts: []service.AttemptView{
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING"}, Attempts: []contract.AttemptView{
 		{Task: 0, Attempt: 1, StartedAt: at.Add(-time.Hour), EndedAt: &ended, ReplacedAt: &asked, HeadStartMS: &head,
-			Notice: &service.NoticeView{Kind: "spot-interruption", Source: "aws-imds", At: at, Deadline: &deadline}},
+			Notice: &contract.NoticeView{Kind: "spot-interruption", Source: "aws-imds", At: at, Deadline: &deadline}},
 		{Task: 0, Attempt: 2, StartedAt: asked, ReplacedAt: &asked,
-			Notice: &service.NoticeView{Kind: "preempted", Source: "gce-metadata", At: at}},
+			Notice: &contract.NoticeView{Kind: "preempted", Source: "gce-metadata", At: at}},
 		{Task: 0, Attempt: 3, StartedAt: asked},
 	}}
 	if err := printShow(f, d); err != nil {
@@ -502,7 +502,7 @@ func TestShowListsNotifications(t *testing.T) {
 	now := f.Now()
 	next := now.Add(4 * time.Second)
 	code, failed, refused := 204, "try 2: 503 Service Unavailable", "try 1: 401 Unauthorized"
-	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "FAILED"}, Notifications: []service.NotificationView{
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "FAILED"}, Notifications: []contract.NotificationView{
 		{Event: "status", Status: "RUNNING", URL: "https://h.example.com/a", State: "delivered", Tries: 1, HTTPStatus: &code},
 		{Event: "failed", Status: "FAILED", URL: "https://h.example.com/a", State: "pending", Tries: 2, Error: &failed, NextTryAt: &next},
 		{Event: "failed", Status: "FAILED", URL: "https://h.example.com/\x1b[2J", State: "failed", Tries: 1, Error: &refused},
