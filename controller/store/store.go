@@ -219,7 +219,7 @@ func start(ctx context.Context, sdb *sql.DB, d *dialect, where string, now func(
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{conn: &conn{db: &db{sql: sdb, d: d}, d: d, now: now, where: where, busy: busy, sources: migrations}}
+	s := &Store{conn: &conn{db: &db{rebound[*sql.DB]{sdb, d}}, d: d, now: now, where: where, busy: busy, sources: migrations}}
 	// Opening a new store switches it to WAL, which SQLite does without
 	// waiting for a lock: two processes opening one new home at once (a CLI
 	// and the daemon it starts) can find it busy. That passes in moments.
