@@ -239,23 +239,18 @@ func (s *Store) RecordLaunchTry(ctx context.Context, t LaunchTry) error {
 
 // LaunchTries returns a job's failed launch tries in order.
 func (s *Store) LaunchTries(ctx context.Context, jobID int64) ([]LaunchTry, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT job_id, task_idx, attempt, round, cloud, region, zone, class, message, at
+	return queryAll(ctx, s.db, scanLaunchTry, `SELECT job_id, task_idx, attempt, round, cloud, region, zone, class, message, at
 		FROM launch_tries WHERE job_id = ? ORDER BY id`, jobID)
-	if err != nil {
-		return nil, err
+}
+
+func scanLaunchTry(rows *sql.Rows) (LaunchTry, error) {
+	var t LaunchTry
+	var at string
+	if err := rows.Scan(&t.JobID, &t.TaskIdx, &t.Attempt, &t.Round, &t.Cloud, &t.Region, &t.Zone, &t.Class, &t.Message, &at); err != nil {
+		return LaunchTry{}, err
 	}
-	defer rows.Close()
-	var out []LaunchTry
-	for rows.Next() {
-		var t LaunchTry
-		var at string
-		if err := rows.Scan(&t.JobID, &t.TaskIdx, &t.Attempt, &t.Round, &t.Cloud, &t.Region, &t.Zone, &t.Class, &t.Message, &at); err != nil {
-			return nil, err
-		}
-		if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
-			t.At = *p
-		}
-		out = append(out, t)
+	if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
+		t.At = *p
 	}
-	return out, rows.Err()
+	return t, nil
 }

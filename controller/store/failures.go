@@ -74,20 +74,10 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 	var key string
 	var job int64
 	err := s.tx(ctx, func(tx *dbTx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
+		keys, err := queryAll(ctx, tx, column[string], `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
 		if err != nil {
 			return err
 		}
-		var keys []string
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return err
-			}
-			keys = append(keys, k)
-		}
-		rows.Close()
 		switch len(keys) {
 		case 0:
 			return ErrNotFound
@@ -148,34 +138,29 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 }
 
 func findFailures(ctx context.Context, q querier, tail string, args ...any) ([]*KnownFailure, error) {
-	rows, err := q.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
+	return queryAll(ctx, q, scanFailure, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
 		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id),
 		(SELECT owner FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
-	if err != nil {
+}
+
+func scanFailure(rows *sql.Rows) (*KnownFailure, error) {
+	var f KnownFailure
+	var codes, size sql.NullString
+	var at string
+	var removed, owner sql.NullString
+	if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*KnownFailure
-	for rows.Next() {
-		var f KnownFailure
-		var codes, size sql.NullString
-		var at string
-		var removed, owner sql.NullString
-		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner); err != nil {
-			return nil, err
-		}
-		f.LogsRemovedAt = parseTime(removed)
-		f.Owner = owner.String
-		// A size that cannot be read is left out: the record still refuses
-		// its inputs, which is what it is for.
-		f.Size, _ = readSize(size)
-		if codes.Valid {
-			_ = json.Unmarshal([]byte(codes.String), &f.ExitCodes)
-		}
-		if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
-			f.RecordedAt = *p
-		}
-		out = append(out, &f)
+	f.LogsRemovedAt = parseTime(removed)
+	f.Owner = owner.String
+	// A size that cannot be read is left out: the record still refuses
+	// its inputs, which is what it is for.
+	f.Size, _ = readSize(size)
+	if codes.Valid {
+		_ = json.Unmarshal([]byte(codes.String), &f.ExitCodes)
 	}
-	return out, rows.Err()
+	if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
+		f.RecordedAt = *p
+	}
+	return &f, nil
 }
