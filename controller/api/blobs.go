@@ -22,7 +22,7 @@ import (
 
 // Uploads keeps uploaded workdirs and file mounts: each a tar archive
 // named by its SHA-256 under Dir/blobs, unpacked once under Dir/trees
-// when a launch names it (home.UploadTree). The server checks every
+// when a launch names it. The server checks every
 // archive's hash, and unpacks through the tree's os.Root only regular
 // files, directories and symlinks whose every chain of links stays
 // inside, up to Max bytes of files.

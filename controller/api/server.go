@@ -133,9 +133,6 @@ func NewServer(o Options) *Server {
 	return s
 }
 
-// Routes lists the API's routes as http.ServeMux patterns.
-func Routes() []string { return append([]string(nil), routes...) }
-
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // statusWriter remembers the status a handler wrote, for the log.

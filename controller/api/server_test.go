@@ -150,7 +150,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		}
 	}
 	slices.Sort(documented)
-	served := Routes()
+	served := slices.Clone(routes)
 	slices.Sort(served)
 	if !slices.Equal(documented, served) {
 		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
