@@ -78,10 +78,7 @@ func (s *Service) prepare(req contract.LaunchRequest) (*prepared, error) {
 	var uploadProbs []schema.Problem
 	if remote {
 		// A server reads no user's disk: every local source is an upload.
-		uploadProbs, err = s.uploadedInputs(p, req.Inputs)
-		if err != nil {
-			return nil, err
-		}
+		uploadProbs = s.uploadedInputs(p, req.Inputs)
 	} else if len(req.Inputs) > 0 {
 		return nil, &contract.UsageError{Err: errors.New("inputs: uploads are for a server; this process reads the sources from disk")}
 	}

@@ -22,7 +22,7 @@ import (
 // field, whatever that path is on the server, and an uploaded one is
 // looked at through its upload's root. No problem names where the server
 // keeps an upload.
-func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]contract.Upload) ([]schema.Problem, error) {
+func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]contract.Upload) []schema.Problem {
 	var probs []schema.Problem
 	resolve := func(i int, field, src string, workdir bool) string {
 		path := taskPath(p, i, field)
@@ -82,7 +82,7 @@ func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]contract.
 			t.StorageMounts[dst] = sm
 		}
 	}
-	return probs, nil
+	return probs
 }
 
 // storedUploadProblems is inputProblems of a stored job that a server
