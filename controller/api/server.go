@@ -342,6 +342,15 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request, svc *service.Se
 	return err
 }
 
+// answerOK writes v as the request's answer, unless err says why there is
+// none.
+func answerOK(w http.ResponseWriter, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
 func (s *Server) me(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	return writeJSON(w, http.StatusOK, svc.Asker)
 }
@@ -424,10 +433,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request, svc *service.Servi
 		return err
 	}
 	d, err := svc.Show(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, d)
+	return answerOK(w, d, err)
 }
 
 func (s *Server) cancelOne(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -436,10 +442,7 @@ func (s *Server) cancelOne(w http.ResponseWriter, r *http.Request, svc *service.
 		return err
 	}
 	marked, err := svc.Cancel(r.Context(), contract.CancelRequest{IDs: []int64{id}})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, contract.Cancelled{Cancelled: orEmpty(marked)})
+	return answerOK(w, contract.Cancelled{Cancelled: orEmpty(marked)}, err)
 }
 
 // cancel is a cancel by ids, filter or all; ?dry_run=true lists the jobs
@@ -455,16 +458,10 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, svc *service.Ser
 	}
 	if dry {
 		ts, err := svc.CancelTargets(r.Context(), req)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, orEmpty(ts))
+		return answerOK(w, orEmpty(ts), err)
 	}
 	marked, err := svc.Cancel(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, contract.Cancelled{Cancelled: orEmpty(marked)})
+	return answerOK(w, contract.Cancelled{Cancelled: orEmpty(marked)}, err)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -473,10 +470,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return err
 	}
 	v, err := svc.Release(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+	return answerOK(w, v, err)
 }
 
 // retry retries by ids or filter; ?dry_run=true lists the jobs it would
@@ -493,10 +487,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	}
 	if dry {
 		ts, err := svc.RetryTargets(r.Context(), req)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, orEmpty(ts))
+		return answerOK(w, orEmpty(ts), err)
 	}
 	warnings := []string{}
 	req.Warn = func(m string) { warnings = append(warnings, m) }
@@ -509,26 +500,17 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Serv
 
 func (s *Server) failures(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	fs, err := svc.Failures(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, orEmpty(fs))
+	return answerOK(w, orEmpty(fs), err)
 }
 
 func (s *Server) forget(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	key, err := svc.ForgetFailure(r.Context(), r.PathValue("key"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, contract.Forgotten{Key: key, Count: 1})
+	return answerOK(w, contract.Forgotten{Key: key, Count: 1}, err)
 }
 
 func (s *Server) forgetAll(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	n, err := svc.ForgetAllFailures(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, contract.Forgotten{Count: n})
+	return answerOK(w, contract.Forgotten{Count: n}, err)
 }
 
 func orEmpty[T any](v []T) []T {
