@@ -395,7 +395,7 @@ var ErrCancelRequested = lifecycle.ErrCancelRequested
 // cluster), and those kept after a failure (keep_on_failure) whose time
 // has not come and that no user asked to release.
 func (s *Store) LiveClusters(ctx context.Context, now time.Time) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE `+openSQL+`
+	names, err := queryAll(ctx, s.db, column[string], `SELECT cluster FROM attempts WHERE `+openSQL+`
 		UNION
 		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
 		WHERE j.`+activeSQL+` AND a.action = '`+string(strategy.Restart)+`' AND a.task_idx = j.current_task
@@ -403,17 +403,9 @@ func (s *Store) LiveClusters(ctx context.Context, now time.Time) (map[string]boo
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	live := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
+	for _, name := range names {
 		live[name] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	kept, err := s.KeptAttempts(ctx)
 	if err != nil {
