@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -289,9 +290,7 @@ func notKept(h string, a *store.Attempt, rank int) (string, bool) {
 	defer f.Close()
 	b, _ := io.ReadAll(io.LimitReader(f, 4096))
 	why := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
-	if why == "" {
-		why = "no reason was recorded"
-	}
+	why = cmp.Or(why, "no reason was recorded")
 	return why, true
 }
 

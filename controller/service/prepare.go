@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -132,13 +133,7 @@ func (s *Service) prepare(req contract.LaunchRequest) (*prepared, error) {
 			return nil, err
 		}
 	}
-	name := req.Name
-	if name == "" {
-		name = p.Name
-	}
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
-	}
+	name := cmp.Or(req.Name, p.Name, strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File)))
 	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key, missing: probs}, nil
 }
 

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,9 +139,7 @@ func (s *Service) Retry(ctx context.Context, req contract.RetryRequest) ([]contr
 			reason += " (" + note + ")"
 		}
 		by := req.RequestedBy
-		if by == "" {
-			by = s.asker().Name
-		}
+		by = cmp.Or(by, s.asker().Name)
 		// The retry is the original's owner's work, whoever asked for it.
 		v, err := s.submit(ctx, pl.pipeline, submission{name: retryName(pl.job, pl.pipeline, pl.overrides), baseDir: pl.job.BaseDir,
 			retry: pl.job, reason: reason, overrides: diff, requestedBy: by, secrets: pl.secrets, key: pl.key,

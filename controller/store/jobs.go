@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -115,9 +116,7 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 			root = orig.RootID
 		}
 		trigger := j.Trigger
-		if trigger == "" {
-			trigger = "user"
-		}
+		trigger = cmp.Or(trigger, "user")
 		links := make([]bool, len(tasks))
 		for i, t := range tasks {
 			links[i] = t.Linked != nil

@@ -1,6 +1,7 @@
 package controllercli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -83,10 +84,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 						}
 						dash.Serving(origins)
 						// `server users add` links users to this address.
-						own := strings.TrimRight(o.publicURL, "/")
-						if own == "" {
-							own = scheme(useTLS) + "://" + addr.String()
-						}
+						own := cmp.Or(strings.TrimRight(o.publicURL, "/"), scheme(useTLS)+"://"+addr.String())
 						if err := home.WriteFileAtomic(home.ServerURL(h), []byte(own+"\n"), home.FileMode); err != nil {
 							log.Warn("the server's address is not recorded for `server users add`", "err", err)
 						}
