@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,12 +106,7 @@ func (c *jobStep) heard(ctx context.Context, j *store.Job, a *store.Attempt, ran
 // an exit code everywhere, none of them caused by a stop (a notice's
 // SIGTERM, or sortie's).
 func endedOnItsOwn(sts []node.Status) bool {
-	for _, st := range sts {
-		if !st.Done || st.Stopped {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(sts, func(st node.Status) bool { return !st.Done || st.Stopped })
 }
 
 // replace asks the strategy what follows a preemption of a and, when it is
