@@ -116,10 +116,7 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	if err != nil {
 		return nil, err
 	}
-	n := p.Tasks[a.TaskIdx].NumNodes
-	if n < 1 {
-		n = 1
-	}
+	n := max(p.Tasks[a.TaskIdx].NumNodes, 1)
 	// What the launch waits for is shown on the job while it waits, and
 	// cleared once it is over.
 	var shown atomic.Bool
