@@ -31,13 +31,14 @@ type podCloud struct {
 	status  map[string][]provision.TaskStatus // by cluster, per rank
 	logs    map[string][]string               // by cluster, per rank
 	stopped map[string][]int                  // by cluster
+	reads   map[int]int                       // ReadTaskLog calls, by rank
 	execs   int                               // Runner calls: none expected
 }
 
 func newPodCloud() *podCloud {
 	return &podCloud{fakeCloud: fakeCloud{clusters: map[string]*provision.Cluster{}}, limit: 1 << 10,
 		started: map[string][]provision.Task{}, status: map[string][]provision.TaskStatus{},
-		logs: map[string][]string{}, stopped: map[string][]int{}}
+		logs: map[string][]string{}, stopped: map[string][]int{}, reads: map[int]int{}}
 }
 
 var _ provision.TaskRunner = (*podCloud)(nil)
@@ -86,6 +87,7 @@ func (f *podCloud) TaskStatus(_ context.Context, c *provision.Cluster, rank int)
 func (f *podCloud) ReadTaskLog(_ context.Context, c *provision.Cluster, rank int, off int64, max int) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads[rank]++
 	log := f.logs[c.Name][rank]
 	if off >= int64(len(log)) {
 		return nil, nil
@@ -229,6 +231,44 @@ run: train
 	}
 	if cloud.execs != 0 {
 		t.Errorf("%d runners asked for; a pod runs no command", cloud.execs)
+	}
+}
+
+// TestATakenNodesLogIsKeptWhileItCanBeRead: a node the cloud took away
+// whose log the provider says can still be read (a pod in its grace
+// period, or whose log the provider read as it went) has it kept when the
+// attempt ends; one that says nothing is never read, and a note says why.
+func TestATakenNodesLogIsKeptWhileItCanBeRead(t *testing.T) {
+	cloud := newPodCloud()
+	c := podController(t, cloud)
+	id := podJob(t, c, "resources: {cloud: kubernetes}\nnum_nodes: 2\nrun: train\n", nil)
+	a := untilRunning(t, c, id)
+	cloud.mu.Lock()
+	nodes := cloud.clusters[a.Cluster].Nodes
+	nodes[0].State, nodes[0].Reason, nodes[0].LogReadable = provision.NodePreempted, "pod deleted", true
+	nodes[1].State, nodes[1].Reason = provision.NodePreempted, "pod deleted"
+	cloud.logs[a.Cluster][0] = "epoch 3\ngot SIGTERM, checkpoint saved\n"
+	cloud.logs[a.Cluster][1] = "never read\n"
+	cloud.mu.Unlock()
+	_, a = step(t, c, id)
+	if a.State != lifecycle.AttemptEnded || a.Outcome != string(strategy.Preempted) {
+		t.Fatalf("attempt %+v, want ended preempted", a)
+	}
+	b, err := os.ReadFile(home.NodeLog(c.Config.Home, id, 0, 1, 0))
+	if err != nil || string(b) != "epoch 3\ngot SIGTERM, checkpoint saved\n" {
+		t.Errorf("kept log of the taken node 0: %q, %v", b, err)
+	}
+	if _, err := os.Stat(home.NodeLogMissing(c.Config.Home, id, 0, 1, 0)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("node 0's log is kept, yet a note says it is not (%v)", err)
+	}
+	note, err := os.ReadFile(home.NodeLogMissing(c.Config.Home, id, 0, 1, 1))
+	if want := "node 1 was preempted when the attempt ended (pod deleted)"; err != nil || strings.TrimSpace(string(note)) != want {
+		t.Errorf("note of node 1: %q, %v; want %q", note, err, want)
+	}
+	cloud.mu.Lock()
+	defer cloud.mu.Unlock()
+	if cloud.reads[1] != 0 {
+		t.Errorf("node 1, whose log cannot be read, was read %d times", cloud.reads[1])
 	}
 }
 
