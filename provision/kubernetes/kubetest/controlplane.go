@@ -66,9 +66,12 @@ func BinDir() string {
 // version answers /version with a v0.0.0 placeholder.
 func checkStamp(bin string) error {
 	out, err := exec.Command(filepath.Join(bin, "kube-apiserver"), "--version").Output()
-	if got := strings.TrimSpace(string(out)); err != nil || got != "Kubernetes "+KubeVersion {
-		return fmt.Errorf("kube-apiserver in %s says %q (%v) to --version, not \"Kubernetes %s\": it was built without the version stamp; run `make kube-control-plane`, which builds it again",
-			bin, got, err, KubeVersion)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver in %s --version: %w; run `make kube-control-plane`, which builds it again", bin, err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "Kubernetes "+KubeVersion {
+		return fmt.Errorf("kube-apiserver in %s says %q to --version, not \"Kubernetes %s\": it was built without the version stamp; run `make kube-control-plane`, which builds it again",
+			bin, got, KubeVersion)
 	}
 	return nil
 }
