@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"sortie/provision"
+	"sortie/schema"
 )
 
 // InClusterContext is the context name of the pod's own cluster when
@@ -106,6 +107,8 @@ type kubeContext struct {
 	core corev1client.CoreV1Interface
 	auth authv1client.AuthorizationV1Interface
 	disc discovery.ServerVersionInterface
+	// seen is told of every pod the namespace's informer adds or changes.
+	seen func(ns string, pod *corev1.Pod)
 
 	mu       sync.Mutex
 	watchers map[string]*watcher // by namespace
@@ -156,7 +159,10 @@ func (p *Provider) kubeContext(name string) (*kubeContext, error) {
 	if err != nil {
 		return nil, provision.Prechecks(fmt.Errorf("kubernetes context %s: %w", name, err))
 	}
-	c := &kubeContext{name: name, core: core, auth: auth, disc: disc, watchers: map[string]*watcher{}}
+	c := &kubeContext{name: name, core: core, auth: auth, disc: disc, watchers: map[string]*watcher{},
+		seen: func(ns string, pod *corev1.Pod) {
+			p.podSeen(schema.Placement{Cloud: CloudName, Region: name, Zone: ns}, pod)
+		}}
 	p.contexts[name] = c
 	return c, nil
 }
@@ -173,6 +179,18 @@ func (c *kubeContext) watch(ctx context.Context, ns string) (*watcher, error) {
 			&corev1.Pod{}, 0, indexers)
 		parents := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(c.core.RESTClient(), "configmaps", ns, managed),
 			&corev1.ConfigMap{}, 0, indexers)
+		if c.seen != nil {
+			seen := func(obj any) {
+				if pod, ok := obj.(*corev1.Pod); ok {
+					c.seen(ns, pod)
+				}
+			}
+			_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
+			if err != nil {
+				c.mu.Unlock()
+				return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
+			}
+		}
 		w = &watcher{stopCh: make(chan struct{}), pods: corelisters.NewPodLister(pods.GetIndexer()),
 			parents: corelisters.NewConfigMapLister(parents.GetIndexer()),
 			synced:  []cache.InformerSynced{pods.HasSynced, parents.HasSynced}}

@@ -112,7 +112,7 @@ func TestOnDemandPodsStayOffSpotNodesWithTheDefaultGrace(t *testing.T) {
 		c.SpotNodeSelector = map[string]string{"cloud.google.com/gke-spot": "true"}
 		c.SpotTolerations = []corev1.Toleration{{Key: "cloud.google.com/gke-spot", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	})
-	s := spec(7307, 1, e.ns[0], schema.Resources{CPUs: "1"})
+	s := spec(7309, 1, e.ns[0], schema.Resources{CPUs: "1"})
 	launch(t, p, s)
 	pod, err := cp.Client.CoreV1().Pods(e.ns[0]).Get(testContext(t), podName(s.Name, 0), metav1.GetOptions{})
 	if err != nil {
