@@ -277,10 +277,17 @@ func (p *Provider) markDeleting(at schema.Placement, name string, deleting bool)
 	} else {
 		delete(p.deleting, placeKey(at, name))
 	}
-	// A cluster launched or torn down again has no pod stopped on its own.
+	// A cluster launched or torn down again has no pod stopped on its own,
+	// nor any taken away whose log is worth holding.
 	for k := range p.stopped {
 		if strings.HasPrefix(k, placeKey(at, name)+"-") {
 			delete(p.stopped, k)
+		}
+	}
+	for k, t := range p.taken {
+		if t.cluster == name && strings.HasPrefix(k, placeKey(at, name)+"-") {
+			t.cancel()
+			delete(p.taken, k)
 		}
 	}
 }

@@ -143,19 +143,6 @@ func (p *Provider) takenLogOf(at schema.Placement, pod string) *takenLog {
 	return p.taken[placeKey(at, pod)]
 }
 
-// forgetTaken drops the logs read of cluster name's pods at at.
-func (p *Provider) forgetTaken(at schema.Placement, name string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	prefix := placeKey(at, "")
-	for k, t := range p.taken {
-		if t.cluster == name && len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			t.cancel()
-			delete(p.taken, k)
-		}
-	}
-}
-
 // readTaken waits, within ctx, for what is read of a taken pod's log as
 // it went, and answers from offset on, at most max bytes.
 func readTaken(ctx context.Context, t *takenLog, pod string, offset int64, max int) ([]byte, error) {

@@ -38,7 +38,6 @@ func (p *Provider) Terminate(ctx context.Context, name string) error {
 			continue
 		}
 		p.markDeleting(at, name, true)
-		p.forgetTaken(at, name)
 		if err := p.deleteCluster(ctx, kc, at.Zone, name); err != nil {
 			return err
 		}
