@@ -107,8 +107,9 @@ type kubeContext struct {
 	core corev1client.CoreV1Interface
 	auth authv1client.AuthorizationV1Interface
 	disc discovery.ServerVersionInterface
-	// seen is told of every pod the namespace's informer adds or changes.
-	seen func(ns string, pod *corev1.Pod)
+	// seen is told of every pod the namespace's informer adds or changes,
+	// with the namespace's cached parents.
+	seen func(ns string, pod *corev1.Pod, parents corelisters.ConfigMapLister)
 
 	mu       sync.Mutex
 	watchers map[string]*watcher // by namespace
@@ -160,8 +161,8 @@ func (p *Provider) kubeContext(name string) (*kubeContext, error) {
 		return nil, provision.Prechecks(fmt.Errorf("kubernetes context %s: %w", name, err))
 	}
 	c := &kubeContext{name: name, core: core, auth: auth, disc: disc, watchers: map[string]*watcher{},
-		seen: func(ns string, pod *corev1.Pod) {
-			p.podSeen(schema.Placement{Cloud: CloudName, Region: name, Zone: ns}, pod)
+		seen: func(ns string, pod *corev1.Pod, parents corelisters.ConfigMapLister) {
+			p.podSeen(schema.Placement{Cloud: CloudName, Region: name, Zone: ns}, pod, parents)
 		}}
 	p.contexts[name] = c
 	return c, nil
@@ -179,10 +180,14 @@ func (c *kubeContext) watch(ctx context.Context, ns string) (*watcher, error) {
 			&corev1.Pod{}, 0, indexers)
 		parents := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(c.core.RESTClient(), "configmaps", ns, managed),
 			&corev1.ConfigMap{}, 0, indexers)
+		w = &watcher{stopCh: make(chan struct{}), pods: corelisters.NewPodLister(pods.GetIndexer()),
+			parents: corelisters.NewConfigMapLister(parents.GetIndexer()),
+			synced:  []cache.InformerSynced{pods.HasSynced, parents.HasSynced}}
 		if c.seen != nil {
+			parentsOf := w.parents
 			seen := func(obj any) {
 				if pod, ok := obj.(*corev1.Pod); ok {
-					c.seen(ns, pod)
+					c.seen(ns, pod, parentsOf)
 				}
 			}
 			_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
@@ -191,9 +196,6 @@ func (c *kubeContext) watch(ctx context.Context, ns string) (*watcher, error) {
 				return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
 			}
 		}
-		w = &watcher{stopCh: make(chan struct{}), pods: corelisters.NewPodLister(pods.GetIndexer()),
-			parents: corelisters.NewConfigMapLister(parents.GetIndexer()),
-			synced:  []cache.InformerSynced{pods.HasSynced, parents.HasSynced}}
 		go pods.Run(w.stopCh)
 		go parents.Run(w.stopCh)
 		c.watchers[ns] = w

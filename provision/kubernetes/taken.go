@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -76,13 +77,17 @@ func hasLog(pod *corev1.Pod) bool {
 }
 
 // podSeen is the pods informer's handler: a pod of a cluster sortie is
-// not tearing down, whose task it did not stop, that the cluster is
-// taking away, has its log read while it can be (keepTaken).
-func (p *Provider) podSeen(at schema.Placement, pod *corev1.Pod) {
+// not tearing down (it did not ask, and the parent is there and not
+// going), whose task it did not stop, that the cluster is taking away, has
+// its log read while it can be (followLog).
+func (p *Provider) podSeen(at schema.Placement, pod *corev1.Pod, parents corelisters.ConfigMapLister) {
 	if !takenAway(pod) || !hasLog(pod) {
 		return
 	}
 	cluster := pod.Labels[provision.TagCluster]
+	if parent, err := parents.ConfigMaps(at.Zone).Get(cluster); err != nil || parent.DeletionTimestamp != nil {
+		return
+	}
 	key := placeKey(at, pod.Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -134,5 +138,47 @@ func TestTheEndOfALongTakenLogIsKept(t *testing.T) {
 	short.Write([]byte("short\n"))
 	if got := string(short.bytes()); got != "short\n" {
 		t.Errorf("a short log kept as %q", got)
+	}
+}
+
+// TestOnlyPodsTheClusterTakesAreRead: a pod's log is read as it goes only
+// when the cluster takes it: not when it is not going, when its container
+// never started, when sortie stopped it, or when its cluster is being torn
+// down (its parent gone or going).
+func TestOnlyPodsTheClusterTakesAreRead(t *testing.T) {
+	e := newQuietEnv(t, 1)
+	p := e.provider(t)
+	ns := e.ns[0]
+	at := schema.Placement{Cloud: CloudName, Region: ctxA, Zone: ns}
+	now := metav1.Now()
+	podOf := func(name string, going, started bool) *corev1.Pod {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: ns, UID: types.UID(name),
+			Labels: map[string]string{provision.TagCluster: name}}, Spec: corev1.PodSpec{NodeName: "node"}}
+		if going {
+			pod.DeletionTimestamp = &now
+		}
+		if started {
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}
+		return pod
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	parents := corelisters.NewConfigMapLister(idx)
+	for _, name := range []string{"staying", "unstarted", "stopped", "taken"} {
+		if err := idx.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := idx.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "going", Namespace: ns, DeletionTimestamp: &now}}); err != nil {
+		t.Fatal(err)
+	}
+	p.markStopped(at, "stopped-0")
+	for _, pod := range []*corev1.Pod{podOf("staying", false, true), podOf("unstarted", true, false), podOf("stopped", true, true),
+		podOf("going", true, true), podOf("orphan", true, true), podOf("taken", true, true)} {
+		p.podSeen(at, pod, parents)
+		if got, want := p.takenLogOf(at, pod.Name) != nil, pod.Name == "taken-0"; got != want {
+			t.Errorf("pod %s read as it goes: %v, want %v", pod.Name, got, want)
+		}
 	}
 }
