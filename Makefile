@@ -50,8 +50,8 @@ deps:
 # kube-control-plane builds etcd and kube-apiserver, which the Kubernetes
 # provider's tests start, from the Go module proxy into a cache folder
 # outside the repository ($$SORTIE_KUBE_BIN_DIR, else
-# ~/.cache/sortie/kube-VERSION), when they are not there yet, and says how
-# long that took: about 10 minutes on 2 cores the first time (2.4 GB of
+# ~/.cache/sortie/kube-VERSION), when they are not there yet (or the
+# apiserver there lacks its version stamp), and says how long that took: about 10 minutes on 2 cores the first time (2.4 GB of
 # memory at the peak), nothing after. It builds at a low priority, so that
 # a shared machine stays usable (GOFLAGS=-p=1 makes it gentler still).
 kube-control-plane:
