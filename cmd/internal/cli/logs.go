@@ -35,7 +35,7 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cob
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return withService(cmd.Context(), f, func(svc Service) error {
+			return withJobsService(cmd.Context(), f, func(svc Service) error {
 				return svc.Logs(cmd.Context(), contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task, Follow: opts.Follow}, f.Out)
 			})
 		},
