@@ -207,13 +207,13 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 	})
 }
 
-// followToEnd prints a job's logs, attempt after attempt, until it ends, and
-// turns its final status into the exit status.
+// followToEnd prints a job's logs and steps, attempt after attempt, until
+// it ends, and turns its final status into the exit status.
 func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
 	banner := func(a contract.AttemptView) {
 		fmt.Fprintf(f.Err, "== job %d, task %d, attempt %d ==\n", id, a.Task, a.Attempt)
 	}
-	if err := svc.Logs(ctx, contract.LogsRequest{ID: id, Follow: true, FromStart: true, Banner: banner}, f.Out); err != nil {
+	if err := follow(ctx, f, svc, contract.LogsRequest{ID: id, FromStart: true, Banner: banner}); err != nil {
 		return err
 	}
 	d, err := svc.Show(ctx, id)

@@ -36,7 +36,11 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cob
 				return runF(cmd.Context(), opts)
 			}
 			return withJobsService(cmd.Context(), f, func(svc Service) error {
-				return svc.Logs(cmd.Context(), contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task, Follow: opts.Follow}, f.Out)
+				req := contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task}
+				if opts.Follow {
+					return follow(cmd.Context(), f, svc, req)
+				}
+				return svc.Logs(cmd.Context(), req, f.Out)
 			})
 		},
 	}
