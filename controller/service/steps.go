@@ -81,7 +81,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 				where := strings.Join(nonEmpty(t.Cloud, t.Region, t.Zone), "/")
 				round := fmt.Sprint(t.Round)
 				placed(where, t.Cloud, t.Region, round)
-				st.once(key+"failed:"+where+"#"+round, fmt.Sprintf("%s: the launch in %s failed (%s): %s", name, where, t.Class, t.Message))
+				st.once(key+"failed:"+where+"#"+round, sentence(fmt.Sprintf("%s: the launch in %s failed (%s): %s", name, where, t.Class, t.Message)))
 			}
 		}
 		if a.Cloud != "" {
@@ -120,7 +120,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		if a.Decision != "" {
 			ended += "; " + a.Decision
 		}
-		st.once(key+"end", ended+".")
+		st.once(key+"end", sentence(ended))
 		if i == len(as)-1 && !j.Status.Terminal() && j.NextActionAt != nil {
 			if wait := j.NextActionAt.Sub(s.Now()); wait > 0 && a.TaskIdx < len(tasks) {
 				st.once(key+"wait", backoffText(strategy.Action(a.Action), wait, tasks[a.TaskIdx], task))
@@ -133,7 +133,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		st.reason = r
 		newestEnded := len(as) > 0 && as[len(as)-1].State == lifecycle.AttemptEnded
 		if r != "" && !j.Status.Terminal() && !newestEnded {
-			st.say(r + ".")
+			st.say(sentence(r))
 		}
 	}
 	return nil
@@ -195,4 +195,13 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
+}
+
+// sentence ends s with a full stop unless it ends with one already.
+func sentence(s string) string {
+	s = strings.TrimRight(s, " \n")
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
 }
