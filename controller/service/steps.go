@@ -84,7 +84,16 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 				st.once(key+"failed:"+where+"#"+round, sentence(fmt.Sprintf("%s: the launch in %s failed (%s): %s", name, where, t.Class, t.Message)))
 			}
 		}
-		if a.Cloud != "" {
+		reused := false
+		for _, b := range as[:i] {
+			reused = reused || (b.TaskIdx == a.TaskIdx && b.Cluster == a.Cluster)
+		}
+		switch {
+		case reused:
+			// A restart on the cluster of the attempt before: nothing
+			// is placed or launched.
+			st.once(key+"up", fmt.Sprintf("%s: the task starts again on cluster %s (%s).", name, a.Cluster, strings.Join(a.InstanceIDs, ", ")))
+		case a.Cloud != "":
 			where := strings.Join(nonEmpty(a.Cloud, a.Region, a.Zone), "/")
 			waiting := j.Status == lifecycle.Pending && j.NextActionAt != nil
 			switch {

@@ -99,6 +99,16 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	look("Attempt 1 ended: user_failure, exit codes 1; exit code 1 is a failure: restart on error 1 of 2.",
 		"Restarting in 8s (back-off 1; restarts on error left 1 of 2).")
 	look()
+	// The restart runs on the same cluster: nothing is placed or launched.
+	as, err := s.Store.Attempts(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(8 * time.Second)
+	if _, err := s.Store.NewAttempt(ctx, v.ID, 0, func(int) string { return "sortie-1-0-2" }, as[0], lifecycle.Recovering); err != nil {
+		t.Fatal(err)
+	}
+	look("Attempt 2: the task starts again on cluster sortie-1-0-1 (sim-1).")
 }
 
 // TestLogsFollowSaysTheSteps: a follow that asks for the steps gets them
