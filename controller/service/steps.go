@@ -58,10 +58,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		if i < st.from {
 			continue
 		}
-		name := fmt.Sprintf("Attempt %d", a.Attempt)
-		if j.NumTasks > 1 {
-			name = fmt.Sprintf("Task %d, attempt %d", a.TaskIdx, a.Attempt)
-		}
+		name := attemptName(j, a)
 		key := fmt.Sprintf("%d/%d/", a.TaskIdx, a.Attempt)
 		task := st.task(a.TaskIdx)
 		nodes := 1
@@ -142,6 +139,9 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		st.reason = r
 		newestEnded := len(as) > 0 && as[len(as)-1].State == lifecycle.AttemptEnded
 		if r != "" && !j.Status.Terminal() && !newestEnded {
+			if len(as) > 0 {
+				r = attemptName(j, as[len(as)-1]) + ": " + r
+			}
 			st.say(sentence(r))
 		}
 	}
@@ -213,4 +213,13 @@ func sentence(s string) string {
 		return s
 	}
 	return s + "."
+}
+
+// attemptName names attempt a of job j in a step: "Attempt 2", or "Task
+// 1, attempt 2" in a pipeline.
+func attemptName(j *store.Job, a *store.Attempt) string {
+	if j.NumTasks > 1 {
+		return fmt.Sprintf("Task %d, attempt %d", a.TaskIdx, a.Attempt)
+	}
+	return fmt.Sprintf("Attempt %d", a.Attempt)
 }

@@ -74,7 +74,7 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	if err := s.Store.SetStatusReason(ctx, v.ID, "waiting for SSH on node 0: connection refused, try 1"); err != nil {
 		t.Fatal(err)
 	}
-	look("waiting for SSH on node 0: connection refused, try 1.")
+	look("Attempt 1: waiting for SSH on node 0: connection refused, try 1.")
 	look() // nothing new
 	if err := s.Store.MarkLaunched(ctx, a.ID, "sim", "sim-east", "sim-east-b", []string{"sim-1"}); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,6 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cob
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Attempt, "attempt", 0, "attempt number (1-based) of the task; default the newest")
 	fl.IntVar(&opts.Task, "task", 0, "task index within a pipeline, with --attempt")
-	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing until the job ends")
+	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing until the job ends, with its steps on stderr; Ctrl-C stops following, not the job")
 	return cmd
 }
