@@ -92,7 +92,9 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 			st.once(key+"up", fmt.Sprintf("%s: the task starts again on cluster %s (%s).", name, a.Cluster, strings.Join(a.InstanceIDs, ", ")))
 		case a.Cloud != "":
 			where := strings.Join(nonEmpty(a.Cloud, a.Region, a.Zone), "/")
-			waiting := j.Status == lifecycle.Pending && j.NextActionAt != nil
+			// A job waiting for its next round of launch tries still
+			// shows the placement that failed last.
+			waiting := j.Status == lifecycle.Pending && j.NextActionAt != nil && s.Now().Before(*j.NextActionAt)
 			switch {
 			case a.State == lifecycle.AttemptLaunching && !waiting && a.TaskIdx < len(tasks):
 				placed(where, a.Cloud, a.Region, fmt.Sprint(tasks[a.TaskIdx].LaunchRound))

@@ -9,8 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
+	"sortie/schema"
 	"sortie/strategy"
 	"sortie/strategy/clocktest"
 )
@@ -71,12 +73,30 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	look("Attempt 1: the launch in sim/sim-east/sim-east-a failed (capacity): no capacity in sim-east-a.",
 		"Attempt 1: placement chosen: sim/sim-east/sim-east-b, on-demand.",
 		"Attempt 1: requesting 1 instance there for cluster sortie-1-0-1.")
+	// sim-east-b has no capacity either: the job waits for the next round,
+	// which tries sim-east-a again.
+	if err := s.Store.RecordLaunchTry(ctx, store.LaunchTry{JobID: v.ID, Attempt: 1, Cloud: "sim", Region: "sim-east", Zone: "sim-east-b",
+		Class: "capacity", Message: "no capacity in sim-east-b"}); err != nil {
+		t.Fatal(err)
+	}
+	round := clock.Now().Add(30 * time.Second)
+	if err := s.Store.SetWaiting(ctx, v.ID, 0, "no placement has capacity; the next round of launch tries is in 30s", &round, 1); err != nil {
+		t.Fatal(err)
+	}
+	look("Attempt 1: the launch in sim/sim-east/sim-east-b failed (capacity): no capacity in sim-east-b.",
+		"Attempt 1: no placement has capacity; the next round of launch tries is in 30s.")
+	clock.Advance(30 * time.Second)
+	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-a"); err != nil {
+		t.Fatal(err)
+	}
+	look("Attempt 1: placement chosen: sim/sim-east/sim-east-a, on-demand.",
+		"Attempt 1: requesting 1 instance there for cluster sortie-1-0-1.")
 	if err := s.Store.SetStatusReason(ctx, v.ID, "waiting for SSH on node 0: connection refused, try 1"); err != nil {
 		t.Fatal(err)
 	}
 	look("Attempt 1: waiting for SSH on node 0: connection refused, try 1.")
 	look() // nothing new
-	if err := s.Store.MarkLaunched(ctx, a.ID, "sim", "sim-east", "sim-east-b", []string{"sim-1"}); err != nil {
+	if err := s.Store.MarkLaunched(ctx, a.ID, "sim", "sim-east", "sim-east-a", []string{"sim-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Store.SetStatusReason(ctx, v.ID, ""); err != nil {
@@ -148,5 +168,27 @@ func TestLogsFollowSaysTheSteps(t *testing.T) {
 		"Attempt 1 ended: succeeded, exit codes 0; the task succeeded."}
 	if diff := cmp.Diff(want, said); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+// A placement is spot when the task, or the any_of item of its cloud and
+// region, asks for spot.
+func TestSpotText(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, cloud, region, want string
+	}{
+		{"run: x\n", "aws", "us-east-1", "on-demand"},
+		{"resources: {use_spot: true}\nrun: x\n", "aws", "us-east-1", "spot"},
+		{"resources: {any_of: [{cloud: aws, use_spot: true}, {cloud: gcp}]}\nrun: x\n", "aws", "us-east-1", "spot"},
+		{"resources: {any_of: [{cloud: aws, use_spot: true}, {cloud: gcp}]}\nrun: x\n", "gcp", "us-central1", "on-demand"},
+		{"resources: {ordered: [{region: us-west-2, use_spot: true}, {region: us-east-1}]}\nrun: x\n", "aws", "us-east-1", "on-demand"},
+	} {
+		p, err := schema.Parse([]byte(tc.yaml), clouds.Schema())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if got := spotText(p.Tasks[0], tc.cloud, tc.region); got != tc.want {
+			t.Errorf("%s on %s/%s: %s, want %s", tc.yaml, tc.cloud, tc.region, got, tc.want)
+		}
 	}
 }
