@@ -34,7 +34,7 @@ run: |
 		"Attempt 1: placement chosen: local/local/local-a, on-demand.\n",
 		"Attempt 1: requesting 1 instance there for cluster ",
 		"Attempt 1: cluster sortie-1-0-1 is up (",
-		"Attempt 1: setup started on 1 node; run follows it.\n",
+		"Attempt 1: setup started on 1 node.\n",
 		"Attempt 1 ended: user_failure, exit codes 1 (node 0 exited 1); ",
 		"Restarting in ",
 		"(back-off 1; restarts on error left 0 of 1).\n",

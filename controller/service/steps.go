@@ -109,9 +109,12 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		ran := a.State == lifecycle.AttemptRunning || (a.State == lifecycle.AttemptEnded && len(a.ExitCodes) > 0)
 		if ran {
 			on := plural(max(len(a.InstanceIDs), 1), "node")
+			// With a setup, run starts once the controller has seen
+			// setup over on every node (RunAt).
 			if task != nil && strings.TrimSpace(task.Setup) != "" {
-				st.once(key+"run", fmt.Sprintf("%s: setup started on %s; run follows it.", name, on))
-			} else {
+				st.once(key+"setup", fmt.Sprintf("%s: setup started on %s.", name, on))
+			}
+			if task == nil || strings.TrimSpace(task.Setup) == "" || a.RunAt != nil {
 				st.once(key+"run", fmt.Sprintf("%s: run started on %s.", name, on))
 			}
 		}

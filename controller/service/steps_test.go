@@ -107,7 +107,12 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	if err := s.Store.MarkRunning(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	look("Attempt 1: setup started on 1 node; run follows it.")
+	look("Attempt 1: setup started on 1 node.")
+	look()
+	if err := s.Store.MarkRunStarted(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	look("Attempt 1: run started on 1 node.")
 	next := clock.Now().Add(8 * time.Second)
 	d := strategy.Decision{Action: strategy.Restart, Counters: strategy.Counters{RestartsOnErrors: 1},
 		Reason: "exit code 1 is a failure: restart on error 1 of 2"}
