@@ -76,6 +76,10 @@ func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) er
 	if err != nil {
 		return err
 	}
+	steps, err := boolQuery(r, "steps")
+	if err != nil {
+		return err
+	}
 	// A job that does not exist, or that this user may not read, is a
 	// plain error before the stream begins.
 	if _, err := svc.Show(r.Context(), id); err != nil {
@@ -84,6 +88,9 @@ func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) er
 	out := &ndjson{w: w, enc: json.NewEncoder(w)}
 	req := service.LogsRequest{ID: id, Task: task, Attempt: attempt, Follow: follow, FromStart: fromStart,
 		Banner: func(a service.AttemptView) { _ = out.send(LogEvent{Attempt: &a}) }}
+	if steps {
+		req.Step = func(text string) { _ = out.send(LogEvent{Step: text}) }
+	}
 	err = svc.Logs(r.Context(), req, out)
 	if r.Context().Err() != nil {
 		return nil // the client went

@@ -252,6 +252,7 @@ var fieldDocs = map[string]map[string]string{
 		"text":    "a piece of log, where it is UTF-8",
 		"bytes":   "a piece of log that is not UTF-8",
 		"attempt": "the attempt whose log begins here, when following",
+		"step":    "a step of the job as the controller recorded it (placement chosen, instances requested, waiting for SSH, setup or run started, an attempt's end and decision, the back-off before the next), one sentence, when following with `steps=true`",
 		"end":     "the end of the stream, last",
 	},
 	"log_end": {

@@ -223,6 +223,12 @@ type LogsRequest struct {
 	Poll time.Duration `json:"-"`
 	// Banner, when set, is told each time a new attempt's log begins.
 	Banner func(a AttemptView) `json:"-"`
+	// Step, when set and following, is told each step of the job as the
+	// controller records it: the placement chosen and the instances
+	// requested, a failed launch try, what a launch waits for (SSH on a
+	// node), the cluster up, setup or run started, an attempt's end and
+	// decision, the back-off before the next. One sentence each.
+	Step func(text string) `json:"-"`
 }
 
 // ReleaseView is what `jobs release` did.

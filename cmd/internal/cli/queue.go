@@ -60,7 +60,7 @@ func statuses(ss []string) []lifecycle.Status {
 
 func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	req := contract.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit}
-	return withService(ctx, f, func(svc Service) error {
+	return withJobsService(ctx, f, func(svc Service) error {
 		if opts.Output == "json" {
 			// Streamed: a listing of many jobs is never held whole.
 			l := newJSONList(f.Out)
