@@ -17,7 +17,7 @@ BUILD    = $(GO) build $(LDFLAGS) -o bin/ $(BINS)
 AGENT_BUILD = CGO_ENABLED=0 $(GO) build $(LDFLAGS) -o bin/ ./cmd/sortie-agent ./cmd/sortie-sync
 TIMEOUT ?= 75m
 
-.PHONY: all build test unit smoke demo deps vet lint clean bench fuzz chaos kube-control-plane
+.PHONY: all build test unit smoke demo deps vet lint clean bench fuzz chaos kube-control-plane aws-playground
 
 all: build
 
@@ -141,6 +141,18 @@ chaos:
 # twice, recovers, succeeds, and prints the queue.
 demo: build
 	@SORTIE=$(CURDIR)/$(BIN) bash smoke_tests/demo/demo.sh
+
+# aws-playground runs AWS on this machine, to try the AWS provider without
+# an account (README.md, "Try AWS without an account"): moto, the tests'
+# fault proxy in front of it and an sshd playing every instance, a sortie
+# home wired to them, and a control port that takes an instance away as a
+# spot interruption. It prints the lines to paste, and Ctrl-C stops it all.
+# It needs moto and sshd, as make test does. AWS_PLAYGROUND_FLAGS passes
+# options: -dir DIR keeps the home and the nodes there, -port N.
+# It is built apart (go run would end in an error at Ctrl-C).
+aws-playground: build
+	@$(GO) build -o bin/.aws-playground ./provision/aws/playground
+	@exec bin/.aws-playground -sortie $(CURDIR)/$(BIN) $(AWS_PLAYGROUND_FLAGS)
 
 clean:
 	rm -rf bin
