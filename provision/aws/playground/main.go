@@ -18,9 +18,11 @@
 //
 // Everything lives in one folder (-dir, else a temporary one removed at
 // the end): the home, the instances' node folders and the home the sshd
-// gives them, moto's log. The machine's ~/.ssh, ~/.aws and HOME are never
-// read or written. It runs until SIGINT or SIGTERM (Ctrl-C), then stops the
-// home's controller and everything it started.
+// gives them, moto's log. The machine's ~/.ssh and ~/.aws are not used:
+// the sshd has its own keys and authorized_keys, sets HOME to its own
+// folder and runs no ~/.ssh/rc, and the printed lines point the AWS SDK at
+// no file. It runs until SIGINT or SIGTERM (Ctrl-C), then stops the home's
+// controller and everything it started.
 package main
 
 import (
@@ -35,6 +37,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"sortie/provision"
@@ -63,6 +66,9 @@ func main() {
 	if err != nil {
 		p.Fatal(err)
 	}
+	if err := checkDir(abs); err != nil {
+		p.Fatal(err)
+	}
 	p.dir = abs
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		p.Fatal(err)
@@ -73,6 +79,15 @@ func main() {
 		p.Fatal(err)
 	}
 	p.stop()
+}
+
+// checkDir refuses a folder whose path the printed shell lines and the SSH
+// proxy command could not hold as it is.
+func checkDir(dir string) error {
+	if strings.ContainsAny(dir, " \t\n'\"\\$`;&|<>*?") {
+		return fmt.Errorf("-dir %q: the path must have no spaces, quotes or shell characters, as the printed lines and the SSH proxy command hold it; give another folder", dir)
+	}
+	return nil
 }
 
 // run starts the stand-ins, writes the home, prints how to use them and
