@@ -6,10 +6,10 @@ BIN     := bin/sortie
 # alone links the cloud SDKs, are built side by side: the CLI starts the
 # controller from its own directory, and the controller finds the node agent
 # (sortie-agent) and the bucket sync program (sortie-sync) in it. Both are
-# static (no cgo): they are copied to every VM.
-# Every program is stripped (-s -w: no symbol table, no DWARF), which takes
-# 40 MB off the controller (148 to 108 MB) and 9 MB off the CLI; panics still print stack traces, and
-# `sortie version` still reads the module version, VCS revision and Go
+# static (no cgo): they are copied to every VM. Every program is stripped
+# (-s -w: no symbol table, no DWARF), which takes 40 MB off the controller
+# (148 to 108 MB) and 9 MB off the CLI; panics still print stack traces,
+# and `sortie version` still reads the module version, VCS revision and Go
 # version from the build info, which stripping keeps.
 BINS    := ./cmd/sortie ./cmd/sortie-controller
 LDFLAGS := -ldflags='-s -w'
@@ -149,7 +149,8 @@ demo: build
 # spot interruption. It prints the lines to paste, and Ctrl-C stops it all.
 # It needs moto and sshd, as make test does. AWS_PLAYGROUND_FLAGS passes
 # options: -dir DIR keeps the home and the nodes there, -port N.
-# It is built apart (go run would end in an error at Ctrl-C).
+# It is built into bin/.aws-playground and run from there: go run would end
+# in an error at Ctrl-C.
 aws-playground: build
 	@$(GO) build -o bin/.aws-playground ./provision/aws/playground
 	@exec bin/.aws-playground -sortie $(CURDIR)/$(BIN) $(AWS_PLAYGROUND_FLAGS)
