@@ -662,8 +662,8 @@ func TestQueueShowsResourcesAndLocation(t *testing.T) {
 	_, page := td.do(t, "bob", "GET", "/", nil)
 	for _, want := range []string{
 		`<th scope="col">Resources</th><th scope="col">Location</th>`, `<th scope="col" class="num" title="Recoveries">#Rec.</th>`,
-		fmt.Sprintf(`<tr id="job-%d" data-status="FAILED">`, placed), `<td class="codes">1x[default]</td>` + "\n    <td>sim/sim-1a</td>",
-		fmt.Sprintf(`<tr id="job-%d" data-status="PENDING">`, waiting.ID), `<td class="codes">2x[A100:8]</td>` + "\n    <td>-</td>",
+		fmt.Sprintf(`<tr id="job-%d" data-status="FAILED">`, placed), `<td class="resources">1x[default]</td>` + "\n    <td>sim/sim-1a</td>",
+		fmt.Sprintf(`<tr id="job-%d" data-status="PENDING">`, waiting.ID), `<td class="resources">2x[A100:8]</td>` + "\n    <td>-</td>",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the queue lacks %q", want)
