@@ -28,7 +28,7 @@ var fieldDocs = map[string]map[string]string{
 		"started_at":         "when it first ran (`RUNNING`), and when it ended",
 		"ended_at":           "when it first ran (`RUNNING`), and when it ended",
 		"size":               "what `job_recovery.escalate` chose for the current task's attempts; `null` while it asks for its own resources",
-		"resources":          "what the current task asks for, as `sky jobs queue` writes it: nodes, then accelerators, else instance type, else CPUs, and `[Spot]` for spot capacity (`\"1x[A100:8]\"`, `\"2x[CPU:4+][Spot]\"`); `null` for jobs stored before it was kept",
+		"resources":          "what the current task asks for, at the size `job_recovery.escalate` chose, as `sky jobs queue` writes it: nodes, then accelerators, else instance type, else CPUs (`default` when it names none), and `[Spot]` for spot capacity (`\"1x[A100:8]\"`, `\"2x[CPU:4+][Spot]\"`); `null` for jobs stored before it was kept",
 		"location":           "where the job's newest placed attempt runs or ran: cloud and zone, or region when it has no zone (`\"aws/us-east-1a\"`); `null` before any attempt was placed",
 	},
 	"size": {

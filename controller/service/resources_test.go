@@ -29,8 +29,33 @@ func TestResourcesOf(t *testing.T) {
 			{Accelerators: map[string]int{"A100": 8}, UseSpot: true}}}}, "1x[A100:8, H100:8][Spot]"},
 		{schema.Task{NumNodes: 1, Resources: schema.Resources{Ordered: []schema.Resources{{UseSpot: true}, {}}}}, "1x[default]"},
 	} {
-		if got := resourcesOf(&tc.task); got != tc.want {
+		if got := resourcesOf(&tc.task).String(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.task.Resources, got, tc.want)
+		}
+	}
+}
+
+// An escalation's size is what the task asks for now.
+func TestResourcesGrowWithTheEscalation(t *testing.T) {
+	for _, tc := range []struct {
+		task schema.Task
+		size *strategy.Size
+		want string
+	}{
+		{schema.Task{NumNodes: 2, Resources: schema.Resources{Accelerators: map[string]int{"L4": 1}, UseSpot: true}},
+			&strategy.Size{Accelerators: map[string]int{"A100": 1}}, "2x[A100:1][Spot]"},
+		{schema.Task{Resources: schema.Resources{InstanceType: "m6i.large"}}, &strategy.Size{CPUs: "8", Memory: "64"}, "1x[CPU:8]"},
+		{schema.Task{Resources: schema.Resources{CPUs: "4"}}, &strategy.Size{Memory: "64"}, "1x[CPU:4]"},
+		{schema.Task{Resources: schema.Resources{CPUs: "4"}}, nil, "1x[CPU:4]"},
+	} {
+		stored := storedResources(&tc.task)
+		if got := viewResources(stored, tc.size); got == nil || *got != tc.want {
+			t.Errorf("%s at %+v: %v, want %q", stored, tc.size, got, tc.want)
+		}
+	}
+	for _, stored := range []string{"", "{", "{}"} {
+		if got := viewResources(stored, nil); got != nil {
+			t.Errorf("%q: %q, want none", stored, *got)
 		}
 	}
 }

@@ -49,8 +49,8 @@ type Job struct {
 	// Size is what an escalation chose for the current task's attempts;
 	// nil for the task's own resources.
 	Size *strategy.Size
-	// Resources are what the current task asks for, as queues show them
-	// ("1x[A100:8]"); "" for a task stored before they were kept.
+	// Resources are what the current task asks for, the JSON the service
+	// wrote (NewTask.Resources); "" for a task stored before they were kept.
 	Resources string
 	// Placement is where the job's newest placed attempt runs or ran;
 	// nil before any attempt was placed.
@@ -66,7 +66,8 @@ type Placement struct {
 type NewTask struct {
 	Name     string
 	InputKey string
-	// Resources are what the task asks for, as queues show them.
+	// Resources are what the task asks for, as JSON the service writes
+	// and reads.
 	Resources string
 	// Linked, when set, is the run of another job's task this task reuses
 	// instead of running: it is stored SUCCEEDED with the link. Linked

@@ -440,7 +440,7 @@ func TestJobPage(t *testing.T) {
 	id := td.launch(t, "alice", "train")
 	td.fail(t, id)
 	_, page := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d", id), nil)
-	for _, want := range []string{`id="attempt-0-1"`, "sim/sim-1/sim-1a", "node 0: <strong>3</strong>", "node 0 exited 3",
+	for _, want := range []string{`id="attempt-0-1"`, "sim/sim-1/sim-1a", `<dd id="resources">1x[default]</dd>`, `<dd id="location">sim/sim-1a</dd>`, "node 0: <strong>3</strong>", "node 0 exited 3",
 		"<strong>fail</strong>: restart 1/0 on errors: budget spent", `class="status s-bad"`, "FAILED", "restarts on error left "} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the job page lacks %q", want)

@@ -260,6 +260,8 @@ type jobView struct {
 	J          *service.JobDetail
 	Status     statusView
 	Owner      string
+	Resources  string
+	Location   string
 	Submitted  string
 	At         string
 	Duration   string
@@ -356,7 +358,7 @@ func (d *Dashboard) pathJob(r *http.Request, s *session) (*jobView, error) {
 func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
 	now := d.o.Now()
 	v := &jobView{base: d.base(s, fmt.Sprintf("Job %d: %s", dt.ID, dt.Name), "queue"), J: dt, Status: jobStatus(&dt.JobView),
-		Owner: deref(dt.Owner), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
+		Owner: deref(dt.Owner), Resources: orDash(dt.Resources), Location: orDash(dt.Location), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
 		Duration: contract.Elapsed(dt.StartedAt, dt.EndedAt, now), ExitCodes: strategy.FormatExitCodes(dt.ExitCodes),
 		Terminal: dt.Status.Terminal(), Live: fmt.Sprintf("/jobs/%d?partial=1", dt.ID), LiveMore: fmt.Sprintf("/jobs/%d?partial=more", dt.ID)}
 	if v.Owner == "" {
