@@ -606,3 +606,31 @@ func TestShowChainSaysUnsetOverrides(t *testing.T) {
 		t.Errorf("the chain does not say the SEED was unset:\n%s", out)
 	}
 }
+
+type failuresFake struct {
+	Service
+	fs []service.FailureView
+}
+
+func (s *failuresFake) Failures(context.Context) ([]service.FailureView, error) { return s.fs, nil }
+func (s *failuresFake) Close() error                                            { return nil }
+
+// A known failure of an unnamed task is named by its position, never left
+// blank.
+func TestFailuresNameTheTask(t *testing.T) {
+	f, out, _ := testFactory()
+	zero, two := 0, 2
+	f.Service = func(context.Context) (Service, error) {
+		return &failuresFake{fs: []service.FailureView{
+			{InputKey: "8c1f0e5a2b9d0000", JobID: 12, Task: &zero, Status: "FAILED", RecordedAt: f.Now()},
+			{InputKey: "7d2e1f6b3c0a0000", JobID: 13, Task: &two, TaskName: "eval", Status: "FAILED", RecordedAt: f.Now()},
+		}}, nil
+	}
+	if code := Execute(f, []string{"jobs", "failures"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || strings.Fields(lines[1])[2] != "0" || !strings.Contains(lines[2], " 2 (eval) ") {
+		t.Errorf("failures:\n%s", out)
+	}
+}
