@@ -263,7 +263,7 @@ func printChain(f *Factory, d *contract.JobDetail) {
 				line += fmt.Sprintf(": %q", *j.RetryReason)
 			}
 			for _, o := range j.Overrides {
-				line += fmt.Sprintf("  [%s: %s → %s]", o.Path, o.Old, o.New)
+				line += "  [" + o.String() + "]"
 			}
 		} else {
 			line += "  original"
