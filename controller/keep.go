@@ -14,28 +14,41 @@ import (
 )
 
 // keepLogs copies the log of every node of a that the cloud reports
-// running into the controller's log directory, all nodes at once; a node
-// must answer, and send each chunk, within the controller's LogDeadline. A node the cloud reports gone is
-// never dialled. Where a node's log is not kept (and no earlier copy is),
-// a note beside it says why, which `jobs logs` prints.
+// running, or whose log it says can still be read (a node going, or gone,
+// whose log the provider read in time: provision.Node.LogReadable), into
+// the controller's log directory, all nodes at once; a node must answer,
+// and send each chunk, within the controller's LogDeadline, and a node
+// going within its task's termination grace more: what the task writes
+// after its SIGTERM (a checkpoint) is what matters most. Any other node
+// the cloud reports gone is never dialled. Where a node's log is not kept
+// (and no earlier copy is), a note beside it says why, which `jobs logs`
+// prints.
 func (c *Controller) keepLogs(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster) {
 	var wg sync.WaitGroup
 	for rank, n := range cl.Nodes {
-		if n.State != provision.NodeRunning {
+		if n.State != provision.NodeRunning && !n.LogReadable {
 			c.logNotKept(j, a, rank, fmt.Sprintf("node %d was %s when the attempt ended%s", rank, n.State, because(n.Reason)))
 			continue
+		}
+		per := c.logDeadline()
+		if n.State != provision.NodeRunning {
+			per += c.terminationGrace(j, a.TaskIdx)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			nt, err := c.reach(ctx, prov, cl, rank, a)
 			if err == nil {
-				err = c.keepLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), len(cl.Nodes))
+				err = copyLog(ctx, nt, home.NodeLog(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank), per, c.logLimit(len(cl.Nodes)))
 				nt.Close()
 			}
 			if err != nil {
 				c.logger(ctx).Warn("keep node log", "cluster", a.Cluster, "rank", rank, "err", err)
-				c.logNotKept(j, a, rank, fmt.Sprintf("node %d could not be read when the attempt ended: %v", rank, err))
+				why := fmt.Sprintf("node %d could not be read when the attempt ended: %v", rank, err)
+				if n.State != provision.NodeRunning {
+					why = fmt.Sprintf("node %d was %s when the attempt ended%s, and its log could not be read: %v", rank, n.State, because(n.Reason), err)
+				}
+				c.logNotKept(j, a, rank, why)
 				return
 			}
 			os.Remove(home.NodeLogMissing(c.Config.Home, j.ID, a.TaskIdx, a.Attempt, rank))

@@ -181,6 +181,14 @@ func (c *jobStep) judge(ctx context.Context, j *store.Job, a *store.Attempt, pro
 		return c.endAttempt(ctx, j, a, e)
 	}
 	if running {
+		if a.RunAt == nil && slices.IndexFunc(sts, func(st node.Status) bool { return st.Phase != node.PhaseRun }) < 0 {
+			// Setup is over on every node: a follow says the run began.
+			if err := c.Store.MarkRunStarted(ctx, a.ID); err != nil {
+				return fmt.Errorf("record the run started: %w", err)
+			}
+			now := c.Now()
+			a.RunAt = &now
+		}
 		return nil
 	}
 	if slices.IndexFunc(codes, func(c *int) bool { return c != nil }) < 0 {

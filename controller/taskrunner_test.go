@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sortie/controller/clouds"
 	"sortie/controller/home"
@@ -31,13 +32,16 @@ type podCloud struct {
 	status  map[string][]provision.TaskStatus // by cluster, per rank
 	logs    map[string][]string               // by cluster, per rank
 	stopped map[string][]int                  // by cluster
+	reads   map[int]int                       // ReadTaskLog calls, by rank
+	within  map[int]time.Duration             // the time ReadTaskLog was given, by rank
 	execs   int                               // Runner calls: none expected
 }
 
 func newPodCloud() *podCloud {
 	return &podCloud{fakeCloud: fakeCloud{clusters: map[string]*provision.Cluster{}}, limit: 1 << 10,
 		started: map[string][]provision.Task{}, status: map[string][]provision.TaskStatus{},
-		logs: map[string][]string{}, stopped: map[string][]int{}}
+		logs: map[string][]string{}, stopped: map[string][]int{}, reads: map[int]int{},
+		within: map[int]time.Duration{}}
 }
 
 var _ provision.TaskRunner = (*podCloud)(nil)
@@ -83,9 +87,13 @@ func (f *podCloud) TaskStatus(_ context.Context, c *provision.Cluster, rank int)
 	return f.status[c.Name][rank], nil
 }
 
-func (f *podCloud) ReadTaskLog(_ context.Context, c *provision.Cluster, rank int, off int64, max int) ([]byte, error) {
+func (f *podCloud) ReadTaskLog(ctx context.Context, c *provision.Cluster, rank int, off int64, max int) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads[rank]++
+	if d, ok := ctx.Deadline(); ok {
+		f.within[rank] = time.Until(d)
+	}
 	log := f.logs[c.Name][rank]
 	if off >= int64(len(log)) {
 		return nil, nil
@@ -229,6 +237,54 @@ run: train
 	}
 	if cloud.execs != 0 {
 		t.Errorf("%d runners asked for; a pod runs no command", cloud.execs)
+	}
+}
+
+// TestATakenNodesLogIsKeptWhileItCanBeRead: a node the cloud took away
+// whose log the provider says can still be read (a pod in its grace
+// period, or whose log the provider read as it went) has it kept when the
+// attempt ends, given its task's termination grace beyond the log
+// deadline to end writing it; one that says nothing is never read, and a
+// note says why.
+func TestATakenNodesLogIsKeptWhileItCanBeRead(t *testing.T) {
+	cloud := newPodCloud()
+	c := podController(t, cloud)
+	c.LogDeadline = time.Second
+	id := podJob(t, c, "resources: {cloud: kubernetes, job_recovery: {termination_grace: 40s}}\nnum_nodes: 3\nrun: train\n", nil)
+	a := untilRunning(t, c, id)
+	cloud.mu.Lock()
+	nodes := cloud.clusters[a.Cluster].Nodes
+	nodes[0].State, nodes[0].Reason, nodes[0].LogReadable = provision.NodePreempted, "pod deleted", true
+	nodes[1].State, nodes[1].Reason = provision.NodePreempted, "pod deleted"
+	cloud.logs[a.Cluster][0] = "epoch 3\ngot SIGTERM, checkpoint saved\n"
+	cloud.logs[a.Cluster][1] = "never read\n"
+	cloud.logs[a.Cluster][2] = "running\n"
+	cloud.mu.Unlock()
+	_, a = step(t, c, id)
+	if a.State != lifecycle.AttemptEnded || a.Outcome != string(strategy.Preempted) {
+		t.Fatalf("attempt %+v, want ended preempted", a)
+	}
+	b, err := os.ReadFile(home.NodeLog(c.Config.Home, id, 0, 1, 0))
+	if err != nil || string(b) != "epoch 3\ngot SIGTERM, checkpoint saved\n" {
+		t.Errorf("kept log of the taken node 0: %q, %v", b, err)
+	}
+	if _, err := os.Stat(home.NodeLogMissing(c.Config.Home, id, 0, 1, 0)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("node 0's log is kept, yet a note says it is not (%v)", err)
+	}
+	note, err := os.ReadFile(home.NodeLogMissing(c.Config.Home, id, 0, 1, 1))
+	if want := "node 1 was preempted when the attempt ended (pod deleted)"; err != nil || strings.TrimSpace(string(note)) != want {
+		t.Errorf("note of node 1: %q, %v; want %q", note, err, want)
+	}
+	cloud.mu.Lock()
+	defer cloud.mu.Unlock()
+	if cloud.reads[1] != 0 {
+		t.Errorf("node 1, whose log cannot be read, was read %d times", cloud.reads[1])
+	}
+	if w := cloud.within[0]; w <= 40*time.Second || w > 41*time.Second {
+		t.Errorf("the taken node's log was read within %s, want the grace (40s) and the log deadline (1s)", w)
+	}
+	if w := cloud.within[2]; w <= 0 || w > time.Second {
+		t.Errorf("the running node's log was read within %s, want the log deadline (1s)", w)
 	}
 }
 

@@ -55,6 +55,13 @@ type Node struct {
 	IP         string // address the task's peers use (SORTIE_NODE_IPS)
 	State      NodeState
 	Reason     string // cloud-given reason, e.g. "Server.SpotInstanceTermination"
+	// LogReadable says the task's log can still be read through the
+	// provider though the node is not running: it is going but still
+	// answers (a pod in its grace period), or the provider read the log
+	// while the node went (a pod taken away). The controller keeps the
+	// log of a running node, or of one that says so; it never dials any
+	// other.
+	LogReadable bool
 }
 
 // Cluster is one attempt's set of nodes.

@@ -1,6 +1,7 @@
 package smoke_tests
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -222,13 +223,24 @@ func TestControllerKilledMidRun(t *testing.T) {
 	// The task keeps running without its controller and ends meanwhile.
 	e.write("gate", "")
 	time.Sleep(300 * time.Millisecond)
-	// Any CLI call that needs the controller starts it again.
+	// Any CLI call that needs the controller starts it again; a queue
+	// that finds the job unfinished and no controller too, and says so.
 	if r := e.run("controller", "status"); r.code != 1 {
 		t.Errorf("controller status after kill -9: exit %d, %s", r.code, r.stdout)
 	}
-	r := e.run("jobs", "queue")
+	r := e.run("jobs", "queue", "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("queue: %+v", r)
+	}
+	if !strings.HasPrefix(r.stderr, "sortie: the controller was not running; started it (pid ") ||
+		!strings.HasSuffix(r.stderr, ") to go on with 1 unfinished job\n") {
+		t.Errorf("queue after kill -9 said %q, want that it started the controller", r.stderr)
+	}
+	if !json.Valid([]byte(r.stdout)) {
+		t.Errorf("queue -o json printed more than JSON: %q", r.stdout)
+	}
+	if r := e.run("controller", "status"); r.code != 0 {
+		t.Errorf("controller status after jobs queue: exit %d, %s", r.code, r.stdout)
 	}
 	startController(t, e)
 	d := e.waitStatus(id, "FAILED")

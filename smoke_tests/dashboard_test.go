@@ -119,6 +119,10 @@ func TestDashboardJobPageShowsAttempts(t *testing.T) {
 	alice.waitStatus(id, lifecycle.Succeeded)
 	ctx := browser(t, 3*time.Minute)
 	open(t, ctx, s, tok, fmt.Sprintf("/jobs/%d", id))
+	// The attempt before the newest is folded away until asked for.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#older-attempts summary"))); err != nil {
+		t.Fatal(err)
+	}
 	a1, a2 := text(t, ctx, "#attempt-0-1"), text(t, ctx, "#attempt-0-2")
 	for _, want := range []string{"Attempt 1", "local/local", "node 0: 29", "user_failure", "restart", "exit code 29 matched recover_on_exit_codes [29]"} {
 		if !strings.Contains(a1, want) {
@@ -139,6 +143,46 @@ func TestDashboardJobPageShowsAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	until[bool](t, ctx, "attempt 1's log", `document.getElementById('log').textContent.includes('this is attempt 1') && !document.getElementById('log').textContent.includes('the second try')`)
+}
+
+// A job that failed four times shows, on a laptop's first screen without
+// scrolling, its newest attempt's log and the retry form; the attempts
+// before the newest are folded below them.
+func TestDashboardFailedJobShowsLogAndRetryOnTheFirstScreen(t *testing.T) {
+	s := startServerIn(t, newEnv(t, "SORTIE_RESTART_BACKOFF_INITIAL=10ms", "SORTIE_RESTART_BACKOFF_MAX=10ms"))
+	alice, tok := s.user("alice", false)
+	id := alice.launch(alice.write("four.yaml", "name: four\nresources: {cloud: local, job_recovery: {max_restarts_on_errors: 3}}\n"+
+		"run: echo attempt $SORTIE_ATTEMPT fails; exit 3\n"))
+	if d := alice.waitStatus(id, lifecycle.Failed); len(d.Attempts) != 4 {
+		t.Fatalf("%d attempts, want 4", len(d.Attempts))
+	}
+	ctx := browser(t, 3*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900)); err != nil {
+		t.Fatal(err)
+	}
+	open(t, ctx, s, tok, fmt.Sprintf("/jobs/%d", id))
+	until[bool](t, ctx, "the newest attempt's log", `document.getElementById('log').textContent.includes('attempt 4 fails')`)
+	inView := until[string](t, ctx, "the page laid out", `(() => {
+		if (window.innerWidth !== 1366 || window.innerHeight !== 900) return "";
+		const out = [];
+		for (const id of ["log", "retry-form", "r-reason", "retry"]) {
+			const r = document.getElementById(id).getBoundingClientRect();
+			if (window.scrollY !== 0 || r.top < 0 || r.bottom > window.innerHeight || r.right > window.innerWidth)
+				out.push(id + " at " + Math.round(r.top) + "-" + Math.round(r.bottom));
+		}
+		return out.length ? "out of view: " + out.join(", ") : "in view";
+	})()`)
+	screenshot(t, ctx, "failed-job")
+	if inView != "in view" {
+		t.Errorf("in a 1366x900 window, %s", inView)
+	}
+	folded, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const d = document.getElementById('older-attempts');
+		return d && !d.open ? Array.from(d.querySelectorAll('li.attempt'), a => a.id).join(' ') : "";
+	})()`))
+	if err != nil || folded != "attempt-0-1 attempt-0-2 attempt-0-3" {
+		t.Errorf("folded attempts %q (%v), want the three before the newest", folded, err)
+	}
 }
 
 // A retry from the job's page: the server's problems show by their

@@ -139,6 +139,10 @@ func TestTwoUsersOnOneServer(t *testing.T) {
 	if got := bob.show(long); got.Status == lifecycle.Cancelling || got.Status == lifecycle.Cancelled {
 		t.Fatalf("bob's refused cancel cancelled the job: %s", got.Status)
 	}
+	// bob's --all selects his own jobs: none, and it says whose run.
+	if r := bob.run("jobs", "cancel", "--all", "-y"); r.code != 0 || !strings.Contains(r.stderr, "No unfinished job to cancel: none of yours (alice has 1).") {
+		t.Fatalf("bob's cancel --all: exit %d, stderr %q", r.code, r.stderr)
+	}
 	alice.must("jobs", "cancel", strconv.FormatInt(long, 10), "-y")
 	if got := alice.waitStatus(long, lifecycle.Cancelled); got.CancelledBy == nil || *got.CancelledBy != "alice" {
 		t.Fatalf("cancelled_by %v", got.CancelledBy)
@@ -183,6 +187,17 @@ func TestTwoUsersOnOneServer(t *testing.T) {
 	mine := bob.launch(bob.write("ok.yaml", "resources: {cloud: local}\nrun: echo bob\n"))
 	if got := bob.waitStatus(mine, lifecycle.Succeeded); got.Owner == nil || *got.Owner != "bob" {
 		t.Fatalf("bob's job owner %v", got.Owner)
+	}
+	// The queue of both users' jobs says whose each is, what it asks for
+	// and where it ran.
+	q := strings.Split(bob.must("jobs", "queue", "-a").stdout, "\n")
+	if h := strings.Fields(q[0]); len(h) < 5 || h[2] != "OWNER" || !strings.Contains(q[0], "RESOURCES") || !strings.Contains(q[0], "LOCATION") {
+		t.Fatalf("the queue's header: %q", q[0])
+	}
+	for _, line := range q[1:] {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == strconv.FormatInt(mine, 10) && (f[2] != "bob" || !strings.Contains(line, "1x[default]") || !strings.Contains(line, "local/local-")) {
+			t.Errorf("bob's job in the queue: %q", line)
+		}
 	}
 
 	b, err := os.ReadFile(s.log.Name())

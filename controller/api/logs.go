@@ -77,6 +77,10 @@ func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) er
 	if err != nil {
 		return err
 	}
+	steps, err := boolQuery(r, "steps")
+	if err != nil {
+		return err
+	}
 	// A job that does not exist, or that this user may not read, is a
 	// plain error before the stream begins.
 	if _, err := svc.Show(r.Context(), id); err != nil {
@@ -85,6 +89,9 @@ func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) er
 	out := &ndjson{w: w, enc: json.NewEncoder(w)}
 	req := contract.LogsRequest{ID: id, Task: task, Attempt: attempt, Follow: follow, FromStart: fromStart,
 		Banner: func(a contract.AttemptView) { _ = out.send(contract.LogEvent{Attempt: &a}) }}
+	if steps {
+		req.Step = func(text string) { _ = out.send(contract.LogEvent{Step: text}) }
+	}
 	err = svc.Logs(r.Context(), req, out)
 	if r.Context().Err() != nil {
 		return nil // the client went

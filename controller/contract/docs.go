@@ -28,6 +28,8 @@ var fieldDocs = map[string]map[string]string{
 		"started_at":         "when it first ran (`RUNNING`), and when it ended",
 		"ended_at":           "when it first ran (`RUNNING`), and when it ended",
 		"size":               "what `job_recovery.escalate` chose for the current task's attempts; `null` while it asks for its own resources",
+		"resources":          "what the current task asks for, at the size `job_recovery.escalate` chose, as `sky jobs queue` writes it: nodes, then accelerators, else instance type, else CPUs (`default` when it names none), and `[Spot]` for spot capacity (`\"1x[A100:8]\"`, `\"2x[CPU:4+][Spot]\"`); `null` for jobs stored before it was kept",
+		"location":           "where the job's newest placed attempt runs or ran: cloud and zone, or region when it has no zone (`\"aws/us-east-1a\"`); `null` before any attempt was placed",
 	},
 	"size": {
 		"cpus":         "`\"8\"` or `\"8+\"`; `null` when the escalation does not grow CPUs",
@@ -192,7 +194,9 @@ var fieldDocs = map[string]map[string]string{
 	"failure": {
 		"input_key":       "the inputs' key: a launch of the same inputs is refused (`--retry-failed` runs it anyway)",
 		"job_id":          "the job that failed",
-		"task_name":       "the task that failed",
+		"task_name":       "the name of the task that failed (the pipeline's name for an unnamed task; empty when neither is named)",
+		"task":            "the position (0-based) of the task that failed in its pipeline; `null` once the job is no longer stored",
+		"job_name":        "the name of the job that failed; `null` once the job is no longer stored",
 		"status":          "the job's status when it failed",
 		"exit_codes":      "the failed attempt's exit code per node, in rank order; `null` for a node whose code is unknown",
 		"log_path":        "the directory the failed attempt's logs are kept in, `$SORTIE_HOME/logs/<job>`, where they are `task-T.attempt-A.node-N.log`; a failure recorded by an earlier version names the attempt's own directory, `logs/<job>/task-T/attempt-A`",
@@ -252,6 +256,7 @@ var fieldDocs = map[string]map[string]string{
 		"text":    "a piece of log, where it is UTF-8",
 		"bytes":   "a piece of log that is not UTF-8",
 		"attempt": "the attempt whose log begins here, when following",
+		"step":    "a step of the job as the controller recorded it (placement chosen, instances requested, waiting for SSH, setup or run started, an attempt's end and decision, the back-off before the next), one sentence, when following with `steps=true`",
 		"end":     "the end of the stream, last",
 	},
 	"log_end": {

@@ -53,3 +53,17 @@ func Elapsed(start, end *time.Time, now time.Time) string {
 func RestartsLeft(restarts, maxRestarts int) string {
 	return fmt.Sprintf("restarts on error left %d of %d", max(maxRestarts-restarts, 0), maxRestarts)
 }
+
+// String writes an override's change the one way the CLI and the
+// dashboard show it, "envs.SEED: (unset) → 7": a value that is empty (a
+// field the task left out, or one the retry removes) is "(unset)".
+func (o Override) String() string {
+	return fmt.Sprintf("%s: %s → %s", o.Path, orUnset(o.Old), orUnset(o.New))
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return s
+}

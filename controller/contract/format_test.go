@@ -43,3 +43,38 @@ func TestElapsed(t *testing.T) {
 		}
 	}
 }
+
+// An override reads the same wherever it is shown, an empty value as
+// "(unset)".
+func TestOverrideString(t *testing.T) {
+	for _, tc := range []struct {
+		o    Override
+		want string
+	}{
+		{Override{Path: "envs.SEED", New: "7"}, "envs.SEED: (unset) → 7"},
+		{Override{Path: "resources.memory", Old: "16", New: "32"}, "resources.memory: 16 → 32"},
+		{Override{Path: "resources.use_spot", Old: "true"}, "resources.use_spot: true → (unset)"},
+	} {
+		if got := tc.o.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}
+
+// A known failure's task is named by its position and name, or either.
+func TestFailureTaskLabel(t *testing.T) {
+	one := 1
+	for _, tc := range []struct {
+		f    FailureView
+		want string
+	}{
+		{FailureView{Task: &one, TaskName: "train"}, "1 (train)"},
+		{FailureView{Task: &one}, "1"},
+		{FailureView{TaskName: "train"}, "train"},
+		{FailureView{}, "-"},
+	} {
+		if got := tc.f.TaskLabel(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}

@@ -154,6 +154,25 @@ type FailureView struct {
 	LogsRemovedAt *time.Time `json:"logs_removed_at"`
 	// Owner is the owner of the job that failed; null before owners.
 	Owner *string `json:"owner"`
+	// JobName and Task are the failed job's name and the position of the
+	// task that failed; null once the job is no longer stored.
+	JobName *string `json:"job_name"`
+	Task    *int    `json:"task"`
+}
+
+// TaskLabel names the task that failed as the failure lists show it: its
+// position and name, "1 (train)", or either alone; "-" when neither is
+// known.
+func (f FailureView) TaskLabel() string {
+	switch {
+	case f.Task != nil && f.TaskName != "":
+		return fmt.Sprintf("%d (%s)", *f.Task, f.TaskName)
+	case f.Task != nil:
+		return strconv.Itoa(*f.Task)
+	case f.TaskName != "":
+		return f.TaskName
+	}
+	return "-"
 }
 
 // Filter selects jobs by status, name pattern and submission time: `jobs
@@ -223,6 +242,12 @@ type LogsRequest struct {
 	Poll time.Duration `json:"-"`
 	// Banner, when set, is told each time a new attempt's log begins.
 	Banner func(a AttemptView) `json:"-"`
+	// Step, when set and following, is told each step of the job as the
+	// controller records it: the placement chosen and the instances
+	// requested, a failed launch try, what a launch waits for (SSH on a
+	// node), the cluster up, setup or run started, an attempt's end and
+	// decision, the back-off before the next. One sentence each.
+	Step func(text string) `json:"-"`
 }
 
 // ReleaseView is what `jobs release` did.

@@ -44,6 +44,16 @@ type JobView struct {
 	// Size is what job_recovery.escalate chose for the current task's
 	// attempts; null while the task asks for its own resources.
 	Size *SizeView `json:"size"`
+	// Resources are what the current task asks for, at the size an
+	// escalation chose, as `sky jobs queue` writes them: nodes, then
+	// accelerators, else instance type, else CPUs, and [Spot] for spot
+	// capacity ("1x[A100:8]", "2x[CPU:4+][Spot]"); null for a job stored
+	// before they were kept.
+	Resources *string `json:"resources"`
+	// Location is where the job's newest placed attempt runs or ran, its
+	// cloud and zone (or region when it has no zone): "aws/us-east-1a";
+	// null before any attempt was placed.
+	Location *string `json:"location"`
 }
 
 // SizeView is a size an escalation chose: each dimension it grows, as

@@ -103,12 +103,14 @@ type Forgotten struct {
 // LogEvent is one line of GET /v1/jobs/{id}/logs, which streams
 // newline-delimited JSON (application/x-ndjson), flushed line by line:
 // a piece of log (Text, or Bytes where it is not UTF-8), the start of an
-// attempt's log when following (Attempt), and last End, with the error
+// attempt's log when following (Attempt), a step of the job when following
+// (Step), and last End, with the error
 // that ended the listing (a node's log not kept, logs removed...) or none.
 type LogEvent struct {
 	Text    string       `json:"text,omitempty"`
 	Bytes   []byte       `json:"bytes,omitempty"`
 	Attempt *AttemptView `json:"attempt,omitempty"`
+	Step    string       `json:"step,omitempty"`
 	End     *LogEnd      `json:"end,omitempty"`
 }
 

@@ -69,10 +69,27 @@ func (s *Service) Logs(ctx context.Context, req contract.LogsRequest, w io.Write
 		shown = start
 	}
 	cur := newCursor(true)
+	var steps *stepper
+	if req.Step != nil {
+		steps = newStepper(req.Step)
+		steps.from = max(start, 0)
+	}
 	for {
+		if steps != nil {
+			// The job before its attempts: a job read as ended has
+			// every attempt ended.
+			if j, err = s.Store.Job(ctx, req.ID); err != nil {
+				return fmt.Errorf("read job %d: %w", req.ID, err)
+			}
+		}
 		as, err = s.Store.Attempts(ctx, j.ID)
 		if err != nil {
 			return fmt.Errorf("job %d: attempts: %w", j.ID, err)
+		}
+		if steps != nil {
+			if err := s.step(ctx, steps, j, as); err != nil {
+				return err
+			}
 		}
 		if shown < len(as) {
 			a := as[shown]

@@ -243,7 +243,7 @@ func (s *Service) Failures(ctx context.Context) ([]contract.FailureView, error) 
 func viewFailure(f *store.KnownFailure) contract.FailureView {
 	return contract.FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
 		ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt),
-		Owner: strPtr(f.Owner)}
+		Owner: strPtr(f.Owner), JobName: strPtr(f.JobName), Task: f.Task}
 }
 
 // knownFailure is the error that refuses a launch of inputs that failed

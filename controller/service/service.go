@@ -174,7 +174,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	}
 	tasks := make([]store.NewTask, len(p.Tasks))
 	for i, t := range p.Tasks {
-		tasks[i] = store.NewTask{Name: t.Name}
+		tasks[i] = store.NewTask{Name: t.Name, Resources: storedResources(t)}
 		if i < len(sub.links) {
 			tasks[i].Linked = &sub.links[i]
 		}

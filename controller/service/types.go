@@ -54,7 +54,7 @@ func viewJob(j *store.Job) contract.JobView {
 		Owner: strPtr(j.Owner), CancelledBy: strPtr(j.CancelledBy),
 		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
 		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
-		Size: viewSize(j.Size),
+		Size: viewSize(j.Size), Resources: viewResources(j.Resources, j.Size), Location: location(j.Placement),
 	}
 	if len(j.Overrides) > 0 {
 		_ = json.Unmarshal(j.Overrides, &v.Overrides)

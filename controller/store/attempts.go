@@ -80,6 +80,9 @@ type Attempt struct {
 	// its exit code record with it, so that the controller takes no record
 	// the task wrote. nil for an attempt stored before keys.
 	NodeKey []byte
+	// RunAt is when the run step was first seen going on every node, after
+	// setup; nil until then.
+	RunAt *time.Time
 }
 
 // NodeKeySize is the size of an attempt's NodeKey.
@@ -124,7 +127,7 @@ func scanTask(rows *sql.Rows) (*Task, error) {
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
-	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key`
+	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -152,12 +155,12 @@ func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*
 func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	var a Attempt
 	var ids, outcome, codes, ended, size, kept, released sql.NullString
-	var nKind, nSource, nAt, nDeadline, replaced, nodeKey sql.NullString
+	var nKind, nSource, nAt, nDeadline, replaced, nodeKey, runAt sql.NullString
 	var started string
 	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
-		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey); err != nil {
+		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt); err != nil {
 		return nil, err
 	}
 	var err error
@@ -171,6 +174,7 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 		}
 	}
 	a.ReplacedAt = parseTime(replaced)
+	a.RunAt = parseTime(runAt)
 	if nodeKey.Valid {
 		if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
 			return nil, fmt.Errorf("attempt %d node_key: not %d bytes in hex", a.ID, NodeKeySize)
@@ -325,6 +329,13 @@ func (s *Store) MarkRunning(ctx context.Context, at *Attempt) error {
 			c.Job, fmtTime(s.now()), a.Job)
 		return err
 	})
+}
+
+// MarkRunStarted records that the run step goes on every node of a
+// running attempt (its setup is over), once.
+func (s *Store) MarkRunStarted(ctx context.Context, attemptID int64) error {
+	return s.exec(ctx, `UPDATE attempts SET run_at = ? WHERE id = ? AND run_at IS NULL AND state = ?`,
+		fmtTime(s.now()), attemptID, lifecycle.AttemptRunning)
 }
 
 // SetUnreachable records how many checks of a running attempt's nodes failed

@@ -30,6 +30,10 @@ type KnownFailure struct {
 	LogsRemovedAt *time.Time
 	// Owner is the owner of the job that failed ("" before owners).
 	Owner string
+	// JobName and Task are the failed job's name and the position of its
+	// task that failed; "" and nil once the job is no longer stored.
+	JobName string
+	Task    *int
 }
 
 func recordFailure(ctx context.Context, tx *dbTx, f *KnownFailure, now time.Time) error {
@@ -140,16 +144,24 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 func findFailures(ctx context.Context, q querier, tail string, args ...any) ([]*KnownFailure, error) {
 	return queryAll(ctx, q, scanFailure, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
 		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id),
-		(SELECT owner FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
+		(SELECT owner FROM jobs WHERE jobs.id = known_failures.job_id),
+		(SELECT name FROM jobs WHERE jobs.id = known_failures.job_id),
+		(SELECT current_task FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
 }
 
 func scanFailure(rows *sql.Rows) (*KnownFailure, error) {
 	var f KnownFailure
 	var codes, size sql.NullString
 	var at string
-	var removed, owner sql.NullString
-	if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner); err != nil {
+	var removed, owner, jobName sql.NullString
+	var task sql.NullInt64
+	if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner, &jobName, &task); err != nil {
 		return nil, err
+	}
+	f.JobName = jobName.String
+	if task.Valid {
+		n := int(task.Int64)
+		f.Task = &n
 	}
 	f.LogsRemovedAt = parseTime(removed)
 	f.Owner = owner.String

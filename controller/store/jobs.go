@@ -50,12 +50,26 @@ type Job struct {
 	// Size is what an escalation chose for the current task's attempts;
 	// nil for the task's own resources.
 	Size *strategy.Size
+	// Resources are what the current task asks for, the JSON the service
+	// wrote (NewTask.Resources); "" for a task stored before they were kept.
+	Resources string
+	// Placement is where the job's newest placed attempt runs or ran;
+	// nil before any attempt was placed.
+	Placement *Placement
+}
+
+// Placement is where an attempt runs: its cloud, region and zone.
+type Placement struct {
+	Cloud, Region, Zone string
 }
 
 // NewTask is one task of a job being created.
 type NewTask struct {
 	Name     string
 	InputKey string
+	// Resources are what the task asks for, as JSON the service writes
+	// and reads.
+	Resources string
 	// Linked, when set, is the run of another job's task this task reuses
 	// instead of running: it is stored SUCCEEDED with the link. Linked
 	// tasks come first in a pipeline; the job starts at the first other.
@@ -79,7 +93,10 @@ const (
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
 	submitted_at, started_at, ended_at, owner, cancelled_by,
-	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size`
+	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size,
+	(SELECT resources FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS resources,
+	(SELECT cloud || '/' || region || '/' || zone FROM attempts
+		WHERE attempts.job_id = jobs.id AND attempts.cloud <> '' ORDER BY attempts.id DESC LIMIT 1) AS placement`
 )
 
 // CreateJob stores a new PENDING job and its tasks and returns its id. When
@@ -156,8 +173,8 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 				linked++
 				linkJob, linkTask = t.Linked.Job, t.Linked.Task
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key, linked_job, linked_task)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, id, i, t.Name, taskStatus[i], nullStr(t.InputKey), linkJob, linkTask); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (job_id, idx, name, status, input_key, linked_job, linked_task, resources)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, i, t.Name, taskStatus[i], nullStr(t.InputKey), linkJob, linkTask, t.Resources); err != nil {
 				return err
 			}
 		}
@@ -352,20 +369,25 @@ func findJobs(ctx context.Context, q querier, tail string, args ...any) ([]*Job,
 
 func scanJob(rows *sql.Rows) (*Job, error) {
 	var j Job
-	var failure, inputKey, exitCodes, overrides, next, started, ended, size sql.NullString
+	var failure, inputKey, exitCodes, overrides, next, started, ended, size, resources, placement sql.NullString
 	var retriedIn, retryOf, root sql.NullInt64
 	var submitted string
 	var spec string
 	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
-		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &size); err != nil {
+		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &size, &resources, &placement); err != nil {
 		return nil, err
 	}
 	j.Spec = []byte(spec)
 	// A size that cannot be read is left out of listings; the controller
 	// reads the attempt's own and stops there.
 	j.Size, _ = readSize(size)
+	j.Resources = resources.String
+	if cloud, rest, ok := strings.Cut(placement.String, "/"); ok {
+		region, zone, _ := strings.Cut(rest, "/")
+		j.Placement = &Placement{Cloud: cloud, Region: region, Zone: zone}
+	}
 	j.FailureReason = failure.String
 	j.InputKey = inputKey.String
 	j.NextActionAt = parseTime(next)

@@ -197,7 +197,7 @@ func testEndAttemptFollowsTheDecision(t *testing.T, b backend) {
 				Reason: "exit code 1; no restarts left (max_restarts_on_errors 0)"},
 			job: lifecycle.Failed, tasks: []lifecycle.Status{lifecycle.Failed, lifecycle.Cancelled},
 			failure: "exit code 1; no restarts left (max_restarts_on_errors 0)",
-			known:   &KnownFailure{InputKey: "key", JobID: 1, TaskName: "t0", Status: lifecycle.Failed, ExitCodes: []*int{code(1)}, LogPath: "/logs/1"},
+			known:   &KnownFailure{InputKey: "key", JobID: 1, TaskName: "t0", Status: lifecycle.Failed, ExitCodes: []*int{code(1)}, LogPath: "/logs/1", JobName: "j", Task: code(0)},
 		},
 		{
 			name: "cancel leaves no failure reason",

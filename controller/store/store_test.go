@@ -181,13 +181,14 @@ func testAttemptLifecycle(t *testing.T, b backend) {
 	if marked, _ := s.RequestCancel(ctx, []int64{id}); len(marked) != 0 {
 		t.Fatalf("cancel marked an ended job")
 	}
-	// FAILED records the job's inputs as a known failure.
+	// FAILED records the job's inputs as a known failure, read with the
+	// job's name and the position of the task that failed.
 	f, err := s.KnownFailure(ctx, "abc123")
 	if err != nil || f == nil {
 		t.Fatalf("known failure: %+v %v", f, err)
 	}
 	want := &KnownFailure{InputKey: "abc123", JobID: id, TaskName: "t1", Status: lifecycle.Failed, ExitCodes: []*int{code(1)},
-		LogPath: "/logs/1/1/1", RecordedAt: f.RecordedAt}
+		LogPath: "/logs/1/1/1", RecordedAt: f.RecordedAt, JobName: "train", Task: code(1)}
 	if diff := cmp.Diff(want, f); diff != "" {
 		t.Errorf("known failure (-want +got):\n%s", diff)
 	}

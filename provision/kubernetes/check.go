@@ -86,9 +86,19 @@ func (p *Provider) checkOne(ctx context.Context, ctxName, ns string) (string, []
 			}
 		}
 	}
-	line := fmt.Sprintf("%s: reachable (Kubernetes %s)", where, v.GitVersion)
+	line := fmt.Sprintf("%s: reachable (%s)", where, kubeVersion(v.GitVersion))
 	if len(missing) > 0 {
 		return line, []string{fmt.Sprintf("%s: sortie may not %s; bind the Role in the README's Kubernetes section", where, strings.Join(missing, ", "))}
 	}
 	return line + ", RBAC ok", nil
+}
+
+// kubeVersion names the version an apiserver answers, or says it was
+// built without one: a build that sets no -ldflags -X version stamp
+// answers a v0.0.0 placeholder.
+func kubeVersion(git string) string {
+	if git == "" || strings.HasPrefix(git, "v0.0.0-") {
+		return fmt.Sprintf("Kubernetes of unknown version: the apiserver was built without a version stamp and says %q", git)
+	}
+	return "Kubernetes " + git
 }

@@ -55,8 +55,9 @@ func TestCheckSaysWhatRBACLacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Problems) != 0 || len(r.Contexts) != 1 || !strings.Contains(r.Contexts[0], "reachable (Kubernetes ") || !strings.HasSuffix(r.Contexts[0], "), RBAC ok") {
-		t.Errorf("check with the Role: contexts %q, problems %q", r.Contexts, r.Problems)
+	// The test control plane's apiserver is stamped with its version.
+	if want := "context ctx-a, namespace " + ns + ": reachable (Kubernetes " + kubetest.KubeVersion + "), RBAC ok"; len(r.Problems) != 0 || len(r.Contexts) != 1 || r.Contexts[0] != want {
+		t.Errorf("check with the Role: contexts %q, problems %q; want %q", r.Contexts, r.Problems, want)
 	}
 
 	// The same user, through the Role alone, can launch and tear down.
@@ -83,5 +84,19 @@ func TestCheckSaysWhatRBACLacks(t *testing.T) {
 	r, err = Check(ctx, Config{Kubeconfig: bad})
 	if err != nil || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "context gone, namespace "+ns+": unreachable") {
 		t.Errorf("check of an unreachable context: %q, %v", r.Problems, err)
+	}
+}
+
+// TestCheckSaysAnUnstampedVersionIsUnknown: an apiserver built without a
+// version stamp is not reported as Kubernetes v0.0.0.
+func TestCheckSaysAnUnstampedVersionIsUnknown(t *testing.T) {
+	for git, want := range map[string]string{
+		"v1.37.2":                   "Kubernetes v1.37.2",
+		"v0.0.0-master+$Format:%H$": `Kubernetes of unknown version: the apiserver was built without a version stamp and says "v0.0.0-master+$Format:%H$"`,
+		"":                          `Kubernetes of unknown version: the apiserver was built without a version stamp and says ""`,
+	} {
+		if got := kubeVersion(git); got != want {
+			t.Errorf("kubeVersion(%q) = %q, want %q", git, got, want)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"sortie/provision"
+	"sortie/schema"
 )
 
 // InClusterContext is the context name of the pod's own cluster when
@@ -106,6 +107,9 @@ type kubeContext struct {
 	core corev1client.CoreV1Interface
 	auth authv1client.AuthorizationV1Interface
 	disc discovery.ServerVersionInterface
+	// seen is told of every pod the namespace's informer adds or changes,
+	// with the namespace's cached parents.
+	seen func(ns string, pod *corev1.Pod, parents corelisters.ConfigMapLister)
 
 	mu       sync.Mutex
 	watchers map[string]*watcher // by namespace
@@ -156,7 +160,10 @@ func (p *Provider) kubeContext(name string) (*kubeContext, error) {
 	if err != nil {
 		return nil, provision.Prechecks(fmt.Errorf("kubernetes context %s: %w", name, err))
 	}
-	c := &kubeContext{name: name, core: core, auth: auth, disc: disc, watchers: map[string]*watcher{}}
+	c := &kubeContext{name: name, core: core, auth: auth, disc: disc, watchers: map[string]*watcher{},
+		seen: func(ns string, pod *corev1.Pod, parents corelisters.ConfigMapLister) {
+			p.podSeen(schema.Placement{Cloud: CloudName, Region: name, Zone: ns}, pod, parents)
+		}}
 	p.contexts[name] = c
 	return c, nil
 }
@@ -176,6 +183,19 @@ func (c *kubeContext) watch(ctx context.Context, ns string) (*watcher, error) {
 		w = &watcher{stopCh: make(chan struct{}), pods: corelisters.NewPodLister(pods.GetIndexer()),
 			parents: corelisters.NewConfigMapLister(parents.GetIndexer()),
 			synced:  []cache.InformerSynced{pods.HasSynced, parents.HasSynced}}
+		if c.seen != nil {
+			parentsOf := w.parents
+			seen := func(obj any) {
+				if pod, ok := obj.(*corev1.Pod); ok {
+					c.seen(ns, pod, parentsOf)
+				}
+			}
+			_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
+			if err != nil {
+				c.mu.Unlock()
+				return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
+			}
+		}
 		go pods.Run(w.stopCh)
 		go parents.Run(w.stopCh)
 		c.watchers[ns] = w

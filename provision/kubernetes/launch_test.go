@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,41 @@ func TestPodsCarryTheRequest(t *testing.T) {
 		if env["SORTIE_NODE_RANK"] != string(rune('0'+rank)) || env["SORTIE_NUM_NODES"] != "2" || env["SKYPILOT_NODE_RANK"] != env["SORTIE_NODE_RANK"] {
 			t.Errorf("pod %d env %v", rank, env)
 		}
+	}
+}
+
+// TestOnDemandPodsStayOffSpotNodesWithTheDefaultGrace: a pod without
+// use_spot gets none of the spot node selector and tolerations, even where
+// they are configured; a task that gives no termination_grace gets the
+// documented 30 s grace period; no accelerator, no node selector at all.
+func TestOnDemandPodsStayOffSpotNodesWithTheDefaultGrace(t *testing.T) {
+	e := newEnv(t, 1)
+	p := e.provider(t, func(c *Config) {
+		c.SpotNodeSelector = map[string]string{"cloud.google.com/gke-spot": "true"}
+		c.SpotTolerations = []corev1.Toleration{{Key: "cloud.google.com/gke-spot", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	s := spec(7309, 1, e.ns[0], schema.Resources{CPUs: "1"})
+	launch(t, p, s)
+	pod, err := cp.Client.CoreV1().Pods(e.ns[0]).Get(testContext(t), podName(s.Name, 0), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Spec.NodeSelector) != 0 {
+		t.Errorf("on-demand pod's node selector %v, want none", pod.Spec.NodeSelector)
+	}
+	// The apiserver's DefaultTolerationSeconds adds its own (not-ready,
+	// unreachable), which are no spot ones.
+	for _, tol := range pod.Spec.Tolerations {
+		if tol.Key == "cloud.google.com/gke-spot" {
+			t.Errorf("on-demand pod tolerates the spot taint: %+v", pod.Spec.Tolerations)
+		}
+	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g != 30 {
+		got := "unset"
+		if g != nil {
+			got = fmt.Sprintf("%d s", *g)
+		}
+		t.Errorf("grace period %s, want the default 30 s (job_recovery.termination_grace unset)", got)
 	}
 }
 

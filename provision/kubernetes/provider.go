@@ -106,7 +106,12 @@ type Provider struct {
 	contexts map[string]*kubeContext // by context name
 	deleting map[string]bool         // clusters sortie asked to delete, by placeKey
 	stopped  map[string]bool         // pods whose task sortie stopped, by placeKey
+	taken    map[string]*takenLog    // logs of pods the cluster took away, by placeKey
 	closed   bool
+
+	bg      context.Context // the reads of taken pods' logs; ended by Close
+	stopBg  context.CancelFunc
+	reading sync.WaitGroup
 }
 
 var (
@@ -122,7 +127,9 @@ func New(_ context.Context, cfg Config) (*Provider, error) {
 	// stderr: its lines go to the provider's logger, as JSON in the
 	// controller's log. klog is one per process, as the controller's log is.
 	klog.SetSlogLogger(cfg.Logger.With("source", "client-go"))
-	p := &Provider{cfg: cfg, contexts: map[string]*kubeContext{}, deleting: map[string]bool{}, stopped: map[string]bool{}}
+	p := &Provider{cfg: cfg, contexts: map[string]*kubeContext{}, deleting: map[string]bool{}, stopped: map[string]bool{},
+		taken: map[string]*takenLog{}}
+	p.bg, p.stopBg = context.WithCancel(context.Background())
 	if cfg.REST == nil {
 		k, err := loadKubeconfig(cfg.Kubeconfig)
 		if err != nil {
@@ -242,15 +249,17 @@ func (p *Provider) allPlacements() ([]schema.Placement, error) {
 	return p.Placements(context.Background(), schema.Resources{})
 }
 
-// Close stops the informers.
+// Close stops the informers and the reads of taken pods' logs.
 func (p *Provider) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
 	for _, c := range p.contexts {
 		c.stop()
 	}
 	p.contexts = map[string]*kubeContext{}
+	p.mu.Unlock()
+	p.stopBg()
+	p.reading.Wait()
 	return nil
 }
 
@@ -268,10 +277,17 @@ func (p *Provider) markDeleting(at schema.Placement, name string, deleting bool)
 	} else {
 		delete(p.deleting, placeKey(at, name))
 	}
-	// A cluster launched or torn down again has no pod stopped on its own.
+	// A cluster launched or torn down again has no pod stopped on its own,
+	// nor any taken away whose log is worth holding.
 	for k := range p.stopped {
 		if strings.HasPrefix(k, placeKey(at, name)+"-") {
 			delete(p.stopped, k)
+		}
+	}
+	for k, t := range p.taken {
+		if t.cluster == name && strings.HasPrefix(k, placeKey(at, name)+"-") {
+			t.cancel()
+			delete(p.taken, k)
 		}
 	}
 }

@@ -154,9 +154,32 @@ func (p *Provider) clusterAt(w *watcher, at schema.Placement, name string) (*pro
 			// pod the cache has not seen deleted yet.
 			pod = nil
 		}
-		c.Nodes = append(c.Nodes, nodeOf(rank, pod, teardown || p.wasStopped(at, podName(name, rank))))
+		n := nodeOf(rank, pod, teardown || p.wasStopped(at, podName(name, rank)))
+		if n.State == provision.NodePreempted {
+			n.LogReadable = p.logReadable(at, podName(name, rank), pod)
+		}
+		c.Nodes = append(c.Nodes, n)
 	}
 	return c, nil
+}
+
+// logReadable says whether the log of pod (nil when gone), taken away, can
+// still be read: through the pod log API while the pod is there and its
+// container started, else from what was read of it as it went.
+func (p *Provider) logReadable(at schema.Placement, name string, pod *corev1.Pod) bool {
+	if pod != nil && hasLog(pod) {
+		return true
+	}
+	t := p.takenLogOf(at, name)
+	if t == nil {
+		return false
+	}
+	select {
+	case <-t.done:
+		return t.err == nil
+	default:
+		return true // still being read: ReadTaskLog waits for it
+	}
 }
 
 // nodeOf is the node that pod (nil when missing) is. A pod the cluster

@@ -122,16 +122,35 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provis
 
 // ReadTaskLog implements provision.TaskRunner: node rank's container log
 // from byte offset on, at most max bytes, through the pod log API (the
-// kubelet keeps it while the pod exists).
+// kubelet keeps it while the pod exists). The log of a pod the cluster
+// took away comes from what was read of it as it went (podSeen): once
+// that read is whole, or when the pod is gone; while the pod is still in
+// its grace period, that read is waited for, until shortly before ctx
+// ends, and the log so far is read from the API after that.
 func (p *Provider) ReadTaskLog(ctx context.Context, c *provision.Cluster, rank int, offset int64, max int) ([]byte, error) {
+	pod := podName(c.Name, rank)
+	taken := p.takenLogOf(c.Placement, pod)
+	if taken != nil {
+		wctx, cancel := waitShort(ctx)
+		select {
+		case <-taken.done:
+		case <-wctx.Done():
+		}
+		cancel()
+		if taken.whole() {
+			return chunk(taken.data, offset, max), nil
+		}
+	}
 	kc, err := p.kubeContext(c.Placement.Region)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := kc.core.Pods(c.Placement.Zone).GetLogs(podName(c.Name, rank),
-		&corev1.PodLogOptions{Container: ContainerName}).Stream(ctx)
+	rc, err := kc.core.Pods(c.Placement.Zone).GetLogs(pod, &corev1.PodLogOptions{Container: ContainerName}).Stream(ctx)
+	if apierrors.IsNotFound(err) && taken != nil {
+		return readTaken(ctx, taken, pod, offset, max)
+	}
 	if err != nil {
-		return nil, classify(fmt.Errorf("read the log of pod %s: %w", podName(c.Name, rank), err))
+		return nil, classify(fmt.Errorf("read the log of pod %s: %w", pod, err))
 	}
 	defer rc.Close()
 	if _, err := io.CopyN(io.Discard, rc, offset); err != nil {

@@ -3,10 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"sortie/controller/contract"
+	"sortie/controller/lifecycle"
 )
 
 // CancelOptions are `jobs cancel`'s flags.
@@ -72,9 +76,18 @@ func runCancel(ctx context.Context, f *Factory, opts *CancelOptions) error {
 			return err
 		}
 		if len(targets) == 0 {
-			fmt.Fprintln(f.Err, "No unfinished job to cancel.")
 			if len(opts.IDs) > 0 {
+				fmt.Fprintln(f.Err, "No unfinished job to cancel.")
 				return &exitError{code: ExitFailed}
+			}
+			others, err := othersUnfinished(ctx, svc, filter)
+			if err != nil {
+				return err
+			}
+			if others == "" {
+				fmt.Fprintln(f.Err, "No unfinished job to cancel.")
+			} else {
+				fmt.Fprintf(f.Err, "No unfinished job to cancel: none of yours (%s).\n", others)
 			}
 			return nil
 		}
@@ -120,4 +133,36 @@ func runCancel(ctx context.Context, f *Factory, opts *CancelOptions) error {
 		}
 		return nil
 	})
+}
+
+// othersUnfinished counts, per owner, the unfinished jobs a filter (or
+// --all) would match that it did not select because they are not the
+// caller's: "alice has 1, carol has 2"; "" when there are none.
+func othersUnfinished(ctx context.Context, svc Service, filter contract.Filter) (string, error) {
+	statuses := filter.Statuses
+	if len(statuses) == 0 {
+		statuses = lifecycle.ActiveStatuses()
+	}
+	jobs, err := svc.Queue(ctx, contract.QueueRequest{All: true, Statuses: statuses, NameGlob: filter.NameGlob})
+	if err != nil {
+		return "", err
+	}
+	counts, ownerless := map[string]int{}, 0
+	for _, j := range jobs {
+		switch {
+		case j.Status.Terminal() || (filter.Since != nil && j.SubmittedAt.Before(*filter.Since)):
+		case j.Owner == nil:
+			ownerless++
+		default:
+			counts[*j.Owner]++
+		}
+	}
+	var parts []string
+	for _, owner := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s has %d", owner, counts[owner]))
+	}
+	if ownerless > 0 {
+		parts = append(parts, fmt.Sprintf("%d from before owners", ownerless))
+	}
+	return strings.Join(parts, ", "), nil
 }

@@ -95,3 +95,60 @@ func TestCancelByFilter(t *testing.T) {
 		t.Errorf("bad --since: exit %d, err %q", code, errs)
 	}
 }
+
+// othersFake selects none of the caller's jobs and lists everyone's.
+type othersFake struct {
+	Service
+	all    []contract.JobView
+	listed contract.QueueRequest
+}
+
+func (s *othersFake) CancelTargets(context.Context, contract.CancelRequest) ([]contract.JobView, error) {
+	return nil, nil
+}
+func (s *othersFake) Queue(_ context.Context, req contract.QueueRequest) ([]contract.JobView, error) {
+	s.listed = req
+	var out []contract.JobView
+	for _, j := range s.all {
+		if slices.Contains(req.Statuses, j.Status) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+func (s *othersFake) Close() error { return nil }
+
+// A cancel that selects none of the caller's jobs says whose unfinished
+// jobs it left alone, per owner, rather than that there are none.
+func TestCancelAllSaysWhoseJobsAreLeft(t *testing.T) {
+	alice, carol := "alice", "carol"
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	all := []contract.JobView{
+		{ID: 1, Name: "a", Owner: &alice, Status: "RUNNING", SubmittedAt: now.Add(-3 * time.Hour)},
+		{ID: 2, Name: "b", Owner: &carol, Status: "PENDING", SubmittedAt: now.Add(-time.Minute)},
+		{ID: 3, Name: "c", Owner: &carol, Status: "RECOVERING", SubmittedAt: now.Add(-time.Minute)},
+		{ID: 4, Name: "d", Owner: &alice, Status: "SUCCEEDED", SubmittedAt: now.Add(-time.Minute)},
+		{ID: 5, Name: "e", Status: "RUNNING", SubmittedAt: now.Add(-time.Minute)},
+	}
+	for _, tc := range []struct {
+		argv []string
+		jobs []contract.JobView
+		want string
+	}{
+		{[]string{"--all"}, all[:1], "No unfinished job to cancel: none of yours (alice has 1).\n"},
+		{[]string{"--all"}, all, "No unfinished job to cancel: none of yours (alice has 1, carol has 2, 1 from before owners).\n"},
+		{[]string{"--since", "1h"}, all, "No unfinished job to cancel: none of yours (carol has 2, 1 from before owners).\n"},
+		{[]string{"--status", "pending"}, all, "No unfinished job to cancel: none of yours (carol has 1).\n"},
+		{[]string{"--all"}, all[3:4], "No unfinished job to cancel.\n"},
+	} {
+		f, _, errb := testFactory()
+		fake := &othersFake{all: tc.jobs}
+		f.Service = func(context.Context) (Service, error) { return fake, nil }
+		if code := Execute(f, append([]string{"jobs", "cancel"}, tc.argv...)); code != 0 {
+			t.Errorf("%v: exit %d, %s", tc.argv, code, errb)
+		}
+		if errb.String() != tc.want {
+			t.Errorf("%v: %q, want %q", tc.argv, errb.String(), tc.want)
+		}
+	}
+}

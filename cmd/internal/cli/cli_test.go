@@ -279,17 +279,19 @@ func TestQueueTable(t *testing.T) {
 	now := f.Now()
 	start := now.Add(-90 * time.Second)
 	one, orig := 1, int64(7)
+	res, loc := "1x[A100:8]", "aws/us-east-1a"
 	f.Service = func(context.Context) (Service, error) {
 		return &fakeService{jobs: []contract.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
-			RecoveryCount: 2, ExitCodes: []*int{&one, nil}, RetryOf: &orig, SubmittedAt: now.Add(-2 * time.Minute), StartedAt: &start}}}, nil
+			RecoveryCount: 2, ExitCodes: []*int{&one, nil}, RetryOf: &orig, SubmittedAt: now.Add(-2 * time.Minute), StartedAt: &start,
+			Resources: &res, Location: &loc}}}, nil
 	}
 	if code := Execute(f, []string{"jobs", "queue"}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{
-		{"ID", "NAME", "TASK", "SUBMITTED", "DURATION", "#RECOVERIES", "STATUS", "EXIT", "CODES", "RETRY", "OF"},
-		{"9", "train", "2/3", "2", "minutes", "ago", "1m", "30s", "2", "RUNNING", "1,?", "7"},
+		{"ID", "NAME", "TASK", "RESOURCES", "LOCATION", "SUBMITTED", "DURATION", "#RECOV", "STATUS", "EXIT", "RETRY", "OF"},
+		{"9", "train", "2/3", "1x[A100:8]", "aws/us-east-1a", "2m", "ago", "1m", "30s", "2", "RUNNING", "1,?", "7"},
 	}
 	var got [][]string
 	for _, l := range lines {
@@ -297,6 +299,54 @@ func TestQueueTable(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("queue table (-want +got):\n%s", diff)
+	}
+}
+
+// OWNER is shown when the jobs have more than one owner, TASK and RETRY
+// OF only when a job is a pipeline or a retry; a job not placed yet, or
+// stored before its resources were kept, shows "-". A team's queue with
+// a pipeline, and one user's with a retried pipeline, keep to 120 columns.
+func TestQueueColumns(t *testing.T) {
+	str := func(s string) *string { return &s }
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	start, orig, one := now.Add(-2*time.Hour-3*time.Minute), int64(4), 1
+	alice := contract.JobView{ID: 12, Name: "train-llama", Owner: str("alice"), Status: "RUNNING", NumTasks: 1,
+		Resources: str("2x[CPU:4+]"), Location: str("aws/us-east-1a"), SubmittedAt: now.Add(-12 * time.Hour), StartedAt: &start, RecoveryCount: 3}
+	bob := contract.JobView{ID: 11, Name: "eval-llama", Owner: str("bob"), Status: "FAILED_PRECHECKS", NumTasks: 3,
+		Resources: str("1x[A100:8][Spot]"), SubmittedAt: now.Add(-40 * time.Minute), RetryOf: &orig, ExitCodes: []*int{&one, nil}}
+	bobFirst, bobAsAlice := bob, bob
+	bobFirst.RetryOf = nil
+	bobAsAlice.Owner = alice.Owner
+	old := contract.JobView{ID: 3, Name: "old", Owner: str("alice"), Status: "SUCCEEDED", NumTasks: 1, SubmittedAt: now.Add(-72 * time.Hour)}
+	for _, tc := range []struct {
+		jobs    []contract.JobView
+		headers string
+		rows    []string
+	}{
+		{[]contract.JobView{alice, old}, "ID NAME RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT",
+			[]string{"12 train-llama 2x[CPU:4+] aws/us-east-1a 12h ago 2h 3m 0s 3 RUNNING -", "3 old - - 3d ago - 0 SUCCEEDED -"}},
+		{[]contract.JobView{alice, bobFirst}, "ID NAME OWNER TASK RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT",
+			[]string{"12 train-llama alice - 2x[CPU:4+] aws/us-east-1a 12h ago 2h 3m 0s 3 RUNNING -",
+				"11 eval-llama bob 1/3 1x[A100:8][Spot] - 40m ago - 0 FAILED_PRECHECKS 1,?"}},
+		{[]contract.JobView{alice, bobAsAlice}, "ID NAME TASK RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT RETRY OF",
+			[]string{"12 train-llama - 2x[CPU:4+] aws/us-east-1a 12h ago 2h 3m 0s 3 RUNNING - -",
+				"11 eval-llama 1/3 1x[A100:8][Spot] - 40m ago - 0 FAILED_PRECHECKS 1,? 4"}},
+	} {
+		f, out, _ := testFactory()
+		if err := printQueue(f, tc.jobs); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		var got []string
+		for _, l := range lines {
+			if len(l) > 120 {
+				t.Errorf("a line of %d columns, over 120:\n%s", len(l), out)
+			}
+			got = append(got, strings.Join(strings.Fields(l), " "))
+		}
+		if diff := cmp.Diff(append([]string{tc.headers}, tc.rows...), got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -537,5 +587,50 @@ func TestOneJobCommands(t *testing.T) {
 		if _, err := parse(t, NewCmdShow, argv); exitCode(err) != ExitUsage {
 			t.Errorf("show %q: %v, want a usage error", argv, err)
 		}
+	}
+}
+
+// The retry chain writes each override as the retry did: a value the
+// task left out is "(unset)".
+func TestShowChainSaysUnsetOverrides(t *testing.T) {
+	f, out, _ := testFactory()
+	orig := int64(1)
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 2, Status: "RUNNING", RetryOf: &orig}, Chain: []contract.JobView{
+		{ID: 1, Status: "FAILED"},
+		{ID: 2, Status: "RUNNING", RetryOf: &orig, Overrides: []contract.Override{{Path: "envs.SEED", New: "7"}}},
+	}}
+	if err := printShow(f, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "[envs.SEED: (unset) → 7]") {
+		t.Errorf("the chain does not say the SEED was unset:\n%s", out)
+	}
+}
+
+type failuresFake struct {
+	Service
+	fs []contract.FailureView
+}
+
+func (s *failuresFake) Failures(context.Context) ([]contract.FailureView, error) { return s.fs, nil }
+func (s *failuresFake) Close() error                                             { return nil }
+
+// A known failure of an unnamed task is named by its position, never left
+// blank.
+func TestFailuresNameTheTask(t *testing.T) {
+	f, out, _ := testFactory()
+	zero, two := 0, 2
+	f.Service = func(context.Context) (Service, error) {
+		return &failuresFake{fs: []contract.FailureView{
+			{InputKey: "8c1f0e5a2b9d0000", JobID: 12, Task: &zero, Status: "FAILED", RecordedAt: f.Now()},
+			{InputKey: "7d2e1f6b3c0a0000", JobID: 13, Task: &two, TaskName: "eval", Status: "FAILED", RecordedAt: f.Now()},
+		}}, nil
+	}
+	if code := Execute(f, []string{"jobs", "failures"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || strings.Fields(lines[1])[2] != "0" || !strings.Contains(lines[2], " 2 (eval) ") {
+		t.Errorf("failures:\n%s", out)
 	}
 }

@@ -37,7 +37,7 @@ func NewCmdFailures(f *Factory) *cobra.Command {
 					if k.LogsRemovedAt != nil {
 						logs = "removed " + ago(f.Now(), *k.LogsRemovedAt)
 					}
-					t.row(k.InputKey[:12], fmt.Sprint(k.JobID), k.TaskName, string(k.Status), strategy.FormatExitCodes(k.ExitCodes),
+					t.row(k.InputKey[:12], fmt.Sprint(k.JobID), k.TaskLabel(), string(k.Status), strategy.FormatExitCodes(k.ExitCodes),
 						ago(f.Now(), k.RecordedAt), logs)
 				}
 				return t.flush()

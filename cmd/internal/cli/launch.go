@@ -55,10 +55,11 @@ func NewCmdLaunch(f *Factory, runF func(context.Context, *LaunchOptions) error) 
 	cmd := &cobra.Command{
 		Use:   "launch TASK.yaml",
 		Short: "Launch a managed job from a task file",
-		Long: "Launch a managed job. Without -d, follow its logs and exit 0 only if it ends SUCCEEDED.\n" +
+		Long: "Launch a managed job. Without -d, follow its logs (stdout) and steps (stderr) and exit 0 only if it ends SUCCEEDED;\n" +
+			"Ctrl-C stops following, not the job (exit status 130): `sortie jobs logs -f ID` follows it again.\n" +
 			"A relative workdir or file_mounts source is taken from the directory you run this in, as in SkyPilot.\n" +
 			"The resource flags apply to every task of the file; \"none\" removes the field.\n" +
-			"Exit status: 0 success, 1 the job failed, 2 invalid task or usage, 3 the inputs are a known failure.",
+			"Exit status: 0 success, 1 the job failed, 2 invalid task or usage, 3 the inputs are a known failure, 130 Ctrl-C.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
@@ -207,13 +208,13 @@ func runLaunch(ctx context.Context, f *Factory, opts *LaunchOptions) error {
 	})
 }
 
-// followToEnd prints a job's logs, attempt after attempt, until it ends, and
-// turns its final status into the exit status.
+// followToEnd prints a job's logs and steps, attempt after attempt, until
+// it ends, and turns its final status into the exit status.
 func followToEnd(ctx context.Context, f *Factory, svc Service, id int64) error {
 	banner := func(a contract.AttemptView) {
 		fmt.Fprintf(f.Err, "== job %d, task %d, attempt %d ==\n", id, a.Task, a.Attempt)
 	}
-	if err := svc.Logs(ctx, contract.LogsRequest{ID: id, Follow: true, FromStart: true, Banner: banner}, f.Out); err != nil {
+	if err := follow(ctx, f, svc, contract.LogsRequest{ID: id, FromStart: true, Banner: banner}); err != nil {
 		return err
 	}
 	d, err := svc.Show(ctx, id)

@@ -35,14 +35,18 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cob
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return withService(cmd.Context(), f, func(svc Service) error {
-				return svc.Logs(cmd.Context(), contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task, Follow: opts.Follow}, f.Out)
+			return withJobsService(cmd.Context(), f, func(svc Service) error {
+				req := contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task}
+				if opts.Follow {
+					return follow(cmd.Context(), f, svc, req)
+				}
+				return svc.Logs(cmd.Context(), req, f.Out)
 			})
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Attempt, "attempt", 0, "attempt number (1-based) of the task; default the newest")
 	fl.IntVar(&opts.Task, "task", 0, "task index within a pipeline, with --attempt")
-	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing until the job ends")
+	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing until the job ends, with its steps on stderr; Ctrl-C stops following, not the job")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,7 @@ func statuses(ss []string) []lifecycle.Status {
 
 func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	req := contract.QueueRequest{All: opts.All, Statuses: statuses(opts.Statuses), NameGlob: opts.Name, Finished: opts.Limit}
-	return withService(ctx, f, func(svc Service) error {
+	return withJobsService(ctx, f, func(svc Service) error {
 		if opts.Output == "json" {
 			// Streamed: a listing of many jobs is never held whole.
 			l := newJSONList(f.Out)
@@ -77,20 +78,68 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	})
 }
 
+// printQueue writes the queue as a table. OWNER is there when the jobs
+// shown have more than one owner, TASK when one of them is a pipeline and
+// RETRY OF when one is a retry, so that a queue keeps to 120 columns.
 func printQueue(f *Factory, jobs []contract.JobView) error {
 	if len(jobs) == 0 {
 		fmt.Fprintln(f.Err, "No jobs.")
 		return nil
 	}
-	now := f.Now()
-	t := newTable(f.Out, "ID", "NAME", "TASK", "SUBMITTED", "DURATION", "#RECOVERIES", "STATUS", "EXIT CODES", "RETRY OF")
+	owners := map[string]bool{}
+	pipelines, retries := false, false
 	for _, j := range jobs {
-		task := "-"
-		if j.NumTasks > 1 {
-			task = fmt.Sprintf("%d/%d", j.CurrentTask+1, j.NumTasks)
+		owners[orDash(j.Owner)] = true
+		pipelines = pipelines || j.NumTasks > 1
+		retries = retries || j.RetryOf != nil
+	}
+	showOwner := len(owners) > 1
+	headers := []string{"ID", "NAME"}
+	if showOwner {
+		headers = append(headers, "OWNER")
+	}
+	if pipelines {
+		headers = append(headers, "TASK")
+	}
+	headers = append(headers, "RESOURCES", "LOCATION", "SUBMITTED", "DURATION", "#RECOV", "STATUS", "EXIT")
+	if retries {
+		headers = append(headers, "RETRY OF")
+	}
+	now := f.Now()
+	t := newTable(f.Out, headers...)
+	for _, j := range jobs {
+		row := []string{strconv.FormatInt(j.ID, 10), j.Name}
+		if showOwner {
+			row = append(row, orDash(j.Owner))
 		}
-		t.row(strconv.FormatInt(j.ID, 10), j.Name, task, ago(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now),
-			strconv.Itoa(j.RecoveryCount), string(j.Status), strategy.FormatExitCodes(j.ExitCodes), idOrDash(j.RetryOf))
+		if pipelines {
+			task := "-"
+			if j.NumTasks > 1 {
+				task = fmt.Sprintf("%d/%d", j.CurrentTask+1, j.NumTasks)
+			}
+			row = append(row, task)
+		}
+		row = append(row, orDash(j.Resources), orDash(j.Location), shortAgo(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now),
+			strconv.Itoa(j.RecoveryCount), string(j.Status), strategy.FormatExitCodes(j.ExitCodes))
+		if retries {
+			row = append(row, idOrDash(j.RetryOf))
+		}
+		t.row(row...)
 	}
 	return t.flush()
+}
+
+// shortAgo is how long before now t was, in its largest unit: "45s ago",
+// "12m ago", "5h ago", "3d ago" (hours up to two days).
+func shortAgo(now, t time.Time) string {
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }

@@ -121,18 +121,11 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 				fmt.Fprintf(f.Out, "Job %d retries job %d (%s).\n", r.Retry.ID, r.Original.ID, r.Original.Status)
 			}
 			for _, o := range r.Override {
-				fmt.Fprintf(f.Out, "  %s: %s → %s\n", printable(o.Path), printable(orNone(o.Old)), printable(orNone(o.New)))
+				fmt.Fprintf(f.Out, "  %s\n", printable(o.String()))
 			}
 		}
 		return err
 	})
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
 }
 
 func idList(jobs []contract.JobView) string {

@@ -73,6 +73,9 @@ type Factory struct {
 	// Sources lists the local inputs of a launch a server is sent, each
 	// with its path here: what the client uploads first.
 	Sources func(contract.LaunchRequest) (map[string]string, error)
+	// Interrupts hears Ctrl-C while a job is followed, and stops hearing
+	// it; nil listens for SIGINT.
+	Interrupts func() (<-chan os.Signal, func())
 }
 
 // LocalService is the service over this machine's home: the verbs, and

@@ -56,7 +56,7 @@ func oneJobCmd(use, short string, id *int64, output *string, run func(context.Co
 }
 
 func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
-	return withService(ctx, f, func(svc Service) error {
+	return withJobsService(ctx, f, func(svc Service) error {
 		d, err := svc.Show(ctx, opts.ID)
 		if err != nil {
 			return err
@@ -263,7 +263,7 @@ func printChain(f *Factory, d *contract.JobDetail) {
 				line += fmt.Sprintf(": %q", *j.RetryReason)
 			}
 			for _, o := range j.Overrides {
-				line += fmt.Sprintf("  [%s: %s → %s]", o.Path, o.Old, o.New)
+				line += "  [" + o.String() + "]"
 			}
 		} else {
 			line += "  original"

@@ -274,6 +274,9 @@ func (c *Client) Logs(ctx context.Context, req contract.LogsRequest, w io.Writer
 	q.Set("attempt", strconv.Itoa(req.Attempt))
 	q.Set("follow", strconv.FormatBool(req.Follow))
 	q.Set("from_start", strconv.FormatBool(req.FromStart))
+	if req.Step != nil {
+		q.Set("steps", "true")
+	}
 	resp, err := c.do(ctx, "GET", fmt.Sprintf("/v1/jobs/%d/logs?%s", req.ID, q.Encode()), nil, "")
 	if err != nil {
 		return err
@@ -297,6 +300,10 @@ func (c *Client) Logs(ctx context.Context, req contract.LogsRequest, w io.Writer
 		case ev.Attempt != nil:
 			if req.Banner != nil {
 				req.Banner(*ev.Attempt)
+			}
+		case ev.Step != "":
+			if req.Step != nil {
+				req.Step(ev.Step)
 			}
 		case ev.Bytes != nil:
 			if _, err := w.Write(ev.Bytes); err != nil {

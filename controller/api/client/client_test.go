@@ -14,8 +14,11 @@ import (
 	"sortie/controller/api"
 	"sortie/controller/clouds"
 	"sortie/controller/contract"
+	"sortie/controller/lifecycle"
 	"sortie/controller/service"
+	"sortie/controller/store"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // serve runs an API server on a fresh home with users alice and bob and
@@ -195,3 +198,36 @@ func TestLoginPath(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A follow through a server gets the job's steps as the local one does.
+func TestFollowGetsTheSteps(t *testing.T) {
+	ctx := context.Background()
+	alice, _, svc := serve(t, nil)
+	st := svc.Store
+	id, err := st.CreateJob(ctx, &store.Job{Name: "j", Spec: []byte(`{}`), Owner: "alice"}, []store.NewTask{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkLaunched(ctx, a.ID, "local", "local", "local-a", []string{"n0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EndAttempt(ctx, a, store.Observed{Outcome: strategy.LaunchFailed, Reason: "node 0 lacks git"},
+		strategy.Decision{Action: strategy.Fail, Status: lifecycle.FailedPrechecks, Reason: "no retry can fix it"}, store.Facts{}); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	var out bytes.Buffer
+	if err := alice.Logs(ctx, contract.LogsRequest{ID: id, Follow: true, FromStart: true, Step: func(s string) { steps = append(steps, s) }}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "Attempt 1: placement chosen: local/local/local-a, on-demand.|Attempt 1: requesting 1 instance there for cluster c.|" +
+		"Attempt 1: cluster c is up (n0); starting the task.|" +
+		"Attempt 1 ended: launch_failed (node 0 lacks git); no retry can fix it."
+	if got := strings.Join(steps, "|"); got != want {
+		t.Errorf("steps through the server:\n got %s\nwant %s", got, want)
+	}
+}

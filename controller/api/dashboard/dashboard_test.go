@@ -92,24 +92,40 @@ func (td *testDash) launch(t *testing.T, user, name string) int64 {
 
 // fail ends a job's first attempt with exit code 3 and the job FAILED,
 // as the controller does.
-func (td *testDash) fail(t *testing.T, id int64) {
+func (td *testDash) fail(t *testing.T, id int64) { td.failAttempts(t, id, 1) }
+
+// failAttempts ends n attempts of a job's first task with exit code 3:
+// each is restarted but the last, which fails the job.
+func (td *testDash) failAttempts(t *testing.T, id int64, n int) {
 	t.Helper()
 	ctx := context.Background()
 	st := td.svc.Store
-	a, err := st.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, lifecycle.Starting)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.MarkLaunched(ctx, a.ID, "sim", "sim-1", "sim-1a", []string{"n0"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.MarkRunning(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	three := 3
-	if err := st.EndAttempt(ctx, a, store.Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{&three}, Reason: "node 0 exited 3"},
-		strategy.Decision{Action: strategy.Fail, Status: lifecycle.Failed, Reason: "restart 1/0 on errors: budget spent"}, store.Facts{}); err != nil {
-		t.Fatal(err)
+	for i := 1; i <= n; i++ {
+		status := lifecycle.Starting
+		if i > 1 {
+			status = lifecycle.Recovering
+		}
+		a, err := st.NewAttempt(ctx, id, 0, func(int) string { return "c" }, nil, status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.MarkLaunched(ctx, a.ID, "sim", "sim-1", "sim-1a", []string{"n0"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.MarkRunning(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		d := strategy.Decision{Action: strategy.Restart, Reason: fmt.Sprintf("restart %d/%d on errors", i, n-1),
+			Counters: strategy.Counters{RestartsOnErrors: i}}
+		if i == n {
+			d = strategy.Decision{Action: strategy.Fail, Status: lifecycle.Failed, Reason: fmt.Sprintf("restart %d/%d on errors: budget spent", i, n-1),
+				Counters: strategy.Counters{RestartsOnErrors: i}}
+		}
+		three := 3
+		if err := st.EndAttempt(ctx, a, store.Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{&three}, Reason: "node 0 exited 3"},
+			d, store.Facts{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -413,7 +429,7 @@ func TestRetryForm(t *testing.T) {
 		t.Fatalf("the retry: %+v", d.JobView)
 	}
 	_, page = td.do(t, "alice", "GET", resp.Header.Get("Location"), nil)
-	if !strings.Contains(page, fmt.Sprintf(`<a href="/jobs/%d" id="retry-of">job %d</a>`, id, id)) || !strings.Contains(page, "resources.memory:  → 32") {
+	if !strings.Contains(page, fmt.Sprintf(`<a href="/jobs/%d" id="retry-of">job %d</a>`, id, id)) || !strings.Contains(page, "resources.memory: (unset) → 32") {
 		t.Errorf("the retry's page links its original and shows the override:\n%s", page)
 	}
 }
@@ -425,17 +441,21 @@ func TestJobPage(t *testing.T) {
 	id := td.launch(t, "alice", "train")
 	td.fail(t, id)
 	_, page := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d", id), nil)
-	for _, want := range []string{`id="attempt-0-1"`, "sim/sim-1/sim-1a", "node 0: <strong>3</strong>", "node 0 exited 3",
+	for _, want := range []string{`id="attempt-0-1"`, "sim/sim-1/sim-1a", `<dd id="resources">1x[default]</dd>`, `<dd id="location">sim/sim-1a</dd>`, "node 0: <strong>3</strong>", "node 0 exited 3",
 		"<strong>fail</strong>: restart 1/0 on errors: budget spent", `class="status s-bad"`, "FAILED", "restarts on error left "} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the job page lacks %q", want)
 		}
 	}
-	// The part a script refreshes is the job's summary and attempts alone,
-	// marked final once the job has ended.
+	// The parts a script refreshes are the job's summary, marked final
+	// once the job has ended, and its attempts.
 	resp, part := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d?partial=1", id), nil)
-	if resp.StatusCode != 200 || strings.Contains(part, "<html") || !strings.Contains(part, `id="attempt-0-1"`) || !strings.Contains(part, "data-final-now") {
-		t.Errorf("the job page's live part: %d\n%s", resp.StatusCode, part)
+	if resp.StatusCode != 200 || strings.Contains(part, "<html") || !strings.Contains(part, "data-final-now") || strings.Contains(part, `id="attempt-0-1"`) {
+		t.Errorf("the job page's live summary: %d\n%s", resp.StatusCode, part)
+	}
+	resp, part = td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d?partial=more", id), nil)
+	if resp.StatusCode != 200 || strings.Contains(part, "<html") || !strings.Contains(part, `id="attempt-0-1"`) {
+		t.Errorf("the job page's live attempts: %d\n%s", resp.StatusCode, part)
 	}
 	resp, body := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d/logs", id), nil)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
@@ -521,6 +541,133 @@ func TestSignInErrorsThatAreNotRefusals(t *testing.T) {
 		c := sessionCookie(rec.Result())
 		if rec.Code != tc.status || (c != nil) != tc.signOut {
 			t.Errorf("%v: %d, cookie %v; want %d, signed out %t", tc.err, rec.Code, c, tc.status, tc.signOut)
+		}
+	}
+}
+
+// A failed job's page puts its log and the retry form before the
+// attempts: the newest attempt first, the ones before it folded away.
+func TestFailedJobPageShowsLogAndRetryFirst(t *testing.T) {
+	td := newTestDash(t, Options{})
+	id := td.launch(t, "alice", "train")
+	one := td.launch(t, "alice", "once")
+	td.failAttempts(t, id, 4)
+	_, page := td.do(t, "alice", "GET", fmt.Sprintf("/jobs/%d", id), nil)
+	at := func(s string) int {
+		t.Helper()
+		i := strings.Index(page, s)
+		if i < 0 {
+			t.Fatalf("the page lacks %q:\n%s", s, page)
+		}
+		return i
+	}
+	logAt, retryAt, attemptsAt := at(`<pre id="log"`), at(`id="retry-form"`), at(`id="attempts-h"`)
+	if logAt > attemptsAt || retryAt > attemptsAt {
+		t.Errorf("the log (at %d) and the retry form (at %d) come after the attempts (at %d)", logAt, retryAt, attemptsAt)
+	}
+	newest, folded := at(`id="attempt-0-4"`), at(`<details id="older-attempts">`)
+	foldEnd := folded + strings.Index(page[folded:], "</details>")
+	if newest > folded {
+		t.Errorf("the newest attempt is after the earlier ones")
+	}
+	for n := 1; n <= 3; n++ {
+		if i := at(fmt.Sprintf(`id="attempt-0-%d"`, n)); i < folded || i > foldEnd {
+			t.Errorf("attempt %d is not folded", n)
+		}
+	}
+	if !strings.Contains(page[folded:foldEnd], "<summary>3 earlier attempts</summary>") {
+		t.Errorf("the fold does not say what it holds:\n%s", page[folded:foldEnd])
+	}
+	// A job of one attempt has nothing to fold.
+	td.fail(t, one)
+	if _, page := td.do(t, "alice", "GET", fmt.Sprintf("/jobs/%d", one), nil); strings.Contains(page, "<details") || !strings.Contains(page, `id="attempt-0-1"`) {
+		t.Errorf("a job of one attempt:\n%s", page)
+	}
+}
+
+var (
+	tableRE = regexp.MustCompile(`(?s)<table id="tasks">.*?</table>`)
+	rowRE   = regexp.MustCompile(`(?s)<tr>(.*?)</tr>`)
+	cellRE  = regexp.MustCompile(`(?s)<t([hd])([^>]*)>`)
+)
+
+// The pipeline's Tasks table aligns each column's header as its cells:
+// the numbers, and their headers, to the right.
+func TestPipelineTasksTableAlignsNumbers(t *testing.T) {
+	td := newTestDash(t, Options{})
+	svc := *td.svc
+	svc.Asker = &contract.Asker{Name: "alice"}
+	j, err := svc.Launch(context.Background(), contract.LaunchRequest{File: "p.yaml",
+		Task: []byte("name: a\nrun: 'true'\nresources: {cloud: sim}\n---\nname: b\nrun: 'true'\nresources: {cloud: sim}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := td.do(t, "alice", "GET", fmt.Sprintf("/jobs/%d", j.ID), nil)
+	table := tableRE.FindString(page)
+	if table == "" {
+		t.Fatalf("no Tasks table:\n%s", page)
+	}
+	var header []string
+	for _, r := range rowRE.FindAllStringSubmatch(table, -1) {
+		var classes []string
+		for _, c := range cellRE.FindAllStringSubmatch(r[1], -1) {
+			classes = append(classes, fmt.Sprint(strings.Contains(c[2], `class="num"`)))
+		}
+		if header == nil {
+			header = classes
+			continue
+		}
+		if fmt.Sprint(classes) != fmt.Sprint(header) {
+			t.Errorf("a row's cells are aligned %v, its headers %v", classes, header)
+		}
+	}
+	if fmt.Sprint(header) != "[true false false true true true]" {
+		t.Errorf("the headers Task, Name, Status, Recoveries, Failures, Budget are right-aligned %v", header)
+	}
+	css, err := staticFS.ReadFile("static/style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`th\.num[^{]*\{[^}]*text-align: right`).Match(css) {
+		t.Error("style.css does not right-align th.num")
+	}
+}
+
+// The known failures name the job that failed and its task.
+func TestFailuresPageNamesJobAndTask(t *testing.T) {
+	td := newTestDash(t, Options{})
+	id := td.launch(t, "alice", "eval-seed")
+	td.fail(t, id)
+	_, page := td.do(t, "bob", "GET", "/failures", nil)
+	row := regexp.MustCompile(`(?s)<tr id="failure-[0-9a-f]+">.*?</tr>`).FindString(page)
+	for _, want := range []string{fmt.Sprintf(`<a href="/jobs/%d">%d</a> <span class="name">eval-seed</span>`, id, id), `<td class="task">0</td>`} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the failure's row lacks %q:\n%s", want, row)
+		}
+	}
+}
+
+// The queue shows what each job asks for and where it runs, as `jobs
+// queue` does, and aligns its numbers under their header.
+func TestQueueShowsResourcesAndLocation(t *testing.T) {
+	td := newTestDash(t, Options{})
+	placed := td.launch(t, "alice", "train")
+	td.fail(t, placed)
+	svc := *td.svc
+	svc.Asker = &contract.Asker{Name: "alice"}
+	waiting, err := svc.Launch(context.Background(), contract.LaunchRequest{File: "t.yaml", Name: "big",
+		Task: []byte("num_nodes: 2\nrun: 'true'\nresources: {cloud: sim, accelerators: A100:8}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := td.do(t, "bob", "GET", "/", nil)
+	for _, want := range []string{
+		`<th scope="col">Resources</th><th scope="col">Location</th>`, `<th scope="col" class="num" title="Recoveries">#Rec.</th>`,
+		fmt.Sprintf(`<tr id="job-%d" data-status="FAILED">`, placed), `<td class="resources">1x[default]</td>` + "\n    <td>sim/sim-1a</td>",
+		fmt.Sprintf(`<tr id="job-%d" data-status="PENDING">`, waiting.ID), `<td class="resources">2x[A100:8]</td>` + "\n    <td>-</td>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the queue lacks %q", want)
 		}
 	}
 }

@@ -109,6 +109,13 @@ func ago(now, t time.Time) string { return contract.Age(now.Sub(t)) + " ago" }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
+func orDash(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	return *s
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -122,6 +129,8 @@ type queueRow struct {
 	Name       string
 	Owner      string
 	Task       string
+	Resources  string
+	Location   string
 	Submitted  string
 	At         string
 	Duration   string
@@ -140,7 +149,7 @@ func row(v *contract.JobView, now time.Time) queueRow {
 	if owner == "" {
 		owner = "-"
 	}
-	return queueRow{ID: v.ID, Name: v.Name, Owner: owner, Task: task, Submitted: ago(now, v.SubmittedAt), At: stamp(v.SubmittedAt),
+	return queueRow{ID: v.ID, Name: v.Name, Owner: owner, Task: task, Resources: orDash(v.Resources), Location: orDash(v.Location), Submitted: ago(now, v.SubmittedAt), At: stamp(v.SubmittedAt),
 		Duration: contract.Elapsed(v.StartedAt, v.EndedAt, now), Recoveries: v.RecoveryCount, Status: jobStatus(v),
 		ExitCodes: strategy.FormatExitCodes(v.ExitCodes), RetryOf: v.RetryOf}
 }
@@ -250,6 +259,8 @@ type jobView struct {
 	J          *contract.JobDetail
 	Status     statusView
 	Owner      string
+	Resources  string
+	Location   string
 	Submitted  string
 	At         string
 	Duration   string
@@ -259,11 +270,15 @@ type jobView struct {
 	MayAct     bool
 	Cancelable bool
 	Tasks      []taskRow
-	Attempts   []attemptRow
-	Tries      []tryRow
-	Chain      []chainRow
-	Retry      retryForm
-	Live       string
+	// Last is the job's newest attempt, shown first; Older are the ones
+	// before it, oldest first, folded away.
+	Last     *attemptRow
+	Older    []attemptRow
+	Tries    []tryRow
+	Chain    []chainRow
+	Retry    retryForm
+	Live     string
+	LiveMore string
 }
 
 type taskRow struct {
@@ -277,6 +292,9 @@ type taskRow struct {
 }
 
 type attemptRow struct {
+	JobID int64
+	// OfTask says the attempt's task, in a pipeline.
+	OfTask   bool
 	Task     int
 	TaskName string
 	Attempt  int
@@ -339,9 +357,9 @@ func (d *Dashboard) pathJob(r *http.Request, s *session) (*jobView, error) {
 func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 	now := d.o.Now()
 	v := &jobView{base: d.base(s, fmt.Sprintf("Job %d: %s", dt.ID, dt.Name), "queue"), J: dt, Status: jobStatus(&dt.JobView),
-		Owner: deref(dt.Owner), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
+		Owner: deref(dt.Owner), Resources: orDash(dt.Resources), Location: orDash(dt.Location), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
 		Duration: contract.Elapsed(dt.StartedAt, dt.EndedAt, now), ExitCodes: strategy.FormatExitCodes(dt.ExitCodes),
-		Terminal: dt.Status.Terminal(), Live: fmt.Sprintf("/jobs/%d?partial=1", dt.ID)}
+		Terminal: dt.Status.Terminal(), Live: fmt.Sprintf("/jobs/%d?partial=1", dt.ID), LiveMore: fmt.Sprintf("/jobs/%d?partial=more", dt.ID)}
 	if v.Owner == "" {
 		v.Owner = "-"
 	}
@@ -363,8 +381,9 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 		}
 		v.Tasks = append(v.Tasks, tr)
 	}
+	var attempts []attemptRow
 	for _, a := range dt.Attempts {
-		ar := attemptRow{Task: a.Task, TaskName: names[a.Task], Attempt: a.Attempt, Cluster: a.Cluster, Started: ago(now, a.StartedAt),
+		ar := attemptRow{JobID: dt.ID, OfTask: len(dt.Tasks) > 1, Task: a.Task, TaskName: names[a.Task], Attempt: a.Attempt, Cluster: a.Cluster, Started: ago(now, a.StartedAt),
 			At: stamp(a.StartedAt), Outcome: string(a.State), Class: "run", Reason: deref(a.Reason), Action: deref(a.Action),
 			Decision: deref(a.Decision), Running: a.EndedAt == nil}
 		start := a.StartedAt
@@ -386,7 +405,10 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 		for i, c := range a.ExitCodes {
 			ar.Nodes = append(ar.Nodes, nodeCode{Rank: i, Code: strategy.FormatExitCodes([]*int{c})})
 		}
-		v.Attempts = append(v.Attempts, ar)
+		attempts = append(attempts, ar)
+	}
+	if n := len(attempts); n > 0 {
+		v.Last, v.Older = &attempts[n-1], attempts[:n-1]
 	}
 	for _, t := range dt.LaunchTries {
 		var where []string
@@ -418,13 +440,19 @@ func outcomeClass(o string) string {
 	return "bad"
 }
 
-// job is a job's page; ?partial=1 is the part that refreshes.
+// job is a job's page; ?partial=1 and ?partial=more are the parts that
+// refresh: its summary, and its attempts, tasks, retry chain and launch
+// tries.
 func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, s *session) error {
 	v, err := d.pathJob(r, s)
 	if err != nil {
 		return err
 	}
-	if r.URL.Query().Get("partial") != "" {
+	switch r.URL.Query().Get("partial") {
+	case "":
+	case "more":
+		return d.render(w, http.StatusOK, "job", "jobMore", v)
+	default:
 		return d.render(w, http.StatusOK, "job", "jobLive", v)
 	}
 	return d.render(w, http.StatusOK, "job", "layout", v)

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"testing"
 )
 
 // EC2Proxy sits between the code under test and moto and makes the weather
@@ -47,7 +46,7 @@ type instanceMark struct {
 }
 
 // StartEC2Proxy serves a proxy to upstream (moto's URL) on 127.0.0.1.
-func StartEC2Proxy(t testing.TB, upstream string) *EC2Proxy {
+func StartEC2Proxy(t TB, upstream string) *EC2Proxy {
 	t.Helper()
 	target, err := url.Parse(upstream)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package testenv starts what the cloud backends' tests run against: the moto
 // EC2 emulator, a fault-injecting proxy in front of it, and a private sshd
 // that plays every instance's SSH endpoint. Everything binds to 127.0.0.1 and
-// is stopped by t.Cleanup.
+// is stopped by t.Cleanup. The AWS playground (provision/aws/playground)
+// starts the same for a person trying sortie without an account.
 package testenv
 
 import (
@@ -20,6 +21,18 @@ import (
 	"time"
 )
 
+// TB is what starting the stand-ins needs of its caller: a test's
+// testing.TB, or the playground, which reports failures on its own terms,
+// runs the cleanups when it stops and keeps temporary files in its folder.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
 // Moto is a running moto_server.
 type Moto struct {
 	// URL is the endpoint, http://127.0.0.1:PORT.
@@ -29,7 +42,7 @@ type Moto struct {
 // StartMoto starts moto_server on a free port and waits until it answers.
 // A machine without moto fails the test with how to install it: skipping
 // would let the AWS backend go untested without anyone noticing.
-func StartMoto(t testing.TB) *Moto {
+func StartMoto(t TB) *Moto {
 	t.Helper()
 	SkipShort(t, "the moto EC2 emulator")
 	if out, err := exec.Command("python3", "-c", "import moto").CombinedOutput(); err != nil {
@@ -123,7 +136,7 @@ func Call(ctx context.Context, endpoint, region, action string, params map[strin
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
+func FreePort(t TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -135,9 +148,10 @@ func FreePort(t testing.TB) int {
 
 // SkipShort skips t under -short (make unit), which starts no server
 // outside the test binary: what (moto, an sshd) is started by make test.
-func SkipShort(t testing.TB, what string) {
+// Outside a test (the AWS playground) it does nothing.
+func SkipShort(t TB, what string) {
 	t.Helper()
-	if testing.Short() {
+	if testing.Testing() && testing.Short() {
 		t.Skipf("needs %s, which -short (make unit) does not start; make test runs it", what)
 	}
 }

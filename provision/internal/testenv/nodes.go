@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"path/filepath"
-	"testing"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -12,7 +11,7 @@ import (
 // sshrun.LoadOrCreateKey, passed in because sshrun's own tests use this
 // package). When the test ends it kills the task processes left in the
 // node directories under nodes, as the cloud would by deleting the VMs.
-func StartNodeSSHD(t testing.TB, home, nodes string, loadKey func(dir string) (ssh.Signer, string, error)) *SSHD {
+func StartNodeSSHD(t TB, home, nodes string, loadKey func(dir string) (ssh.Signer, string, error)) *SSHD {
 	t.Helper()
 	_, line, err := loadKey(filepath.Join(home, "keys"))
 	if err != nil {

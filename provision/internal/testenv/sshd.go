@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -43,7 +42,7 @@ type SSHD struct {
 
 // EnsureSSHD installs openssh-server when /usr/sbin/sshd is missing, with
 // ensure-sshd.sh, failing the test with what to do when it cannot.
-func EnsureSSHD(t testing.TB) {
+func EnsureSSHD(t TB) {
 	t.Helper()
 	SkipShort(t, "an sshd")
 	if _, err := os.Stat(SSHDPath); err == nil {
@@ -58,7 +57,7 @@ func EnsureSSHD(t testing.TB) {
 
 // StartSSHD starts a private sshd and stops it, and every session it
 // started, on cleanup.
-func StartSSHD(t testing.TB) *SSHD {
+func StartSSHD(t TB) *SSHD {
 	t.Helper()
 	EnsureSSHD(t)
 	me, err := user.Current()
@@ -98,6 +97,7 @@ PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
 PrintMotd no
+PermitUserRC no
 MaxSessions 100
 MaxStartups 100
 LogLevel ERROR
@@ -179,7 +179,7 @@ while True:
 }
 
 // Authorize lets the holder of the key in an authorized_keys line log in.
-func (s *SSHD) Authorize(t testing.TB, line string) {
+func (s *SSHD) Authorize(t TB, line string) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(s.dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *SSHD) ready() bool {
 	return err == nil && strings.HasPrefix(line, "SSH-")
 }
 
-func writeHostKey(t testing.TB, path string) ssh.PublicKey {
+func writeHostKey(t TB, path string) ssh.PublicKey {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -9,6 +9,11 @@
 # modules (k8s.io/api, k8s.io/apiserver, ...) mapped to the published
 # v0.X.Y version of the same release. A cold build takes about 10 minutes
 # on 2 cores and 2.4 GB of memory; GOFLAGS=-p=1 keeps a shared machine usable.
+#
+# kube-apiserver is stamped with its version (-ldflags -X, as Kubernetes'
+# own build does), so /version answers v1.37.2 rather than the
+# v0.0.0-master placeholder; one that does not say so when asked
+# --version (built before it was stamped) is built again.
 set -eu
 
 ETCD_VERSION=v3.7.3
@@ -18,7 +23,12 @@ STAGING_VERSION=v0.37.2
 GO=${GO:-go}
 dir=${SORTIE_KUBE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sortie/kube-$KUBE_VERSION}
 
-if [ -x "$dir/etcd" ] && [ -x "$dir/kube-apiserver" ]; then
+# stamped reports whether the kube-apiserver in $dir says it is $KUBE_VERSION.
+stamped() {
+	[ -x "$dir/kube-apiserver" ] && [ "$("$dir/kube-apiserver" --version 2>/dev/null)" = "Kubernetes $KUBE_VERSION" ]
+}
+
+if [ -x "$dir/etcd" ] && stamped; then
 	echo "etcd $ETCD_VERSION and kube-apiserver $KUBE_VERSION are built already, in $dir" >&2
 	echo "$dir"
 	exit 0
@@ -39,7 +49,11 @@ if [ ! -x "$dir/etcd" ]; then
 	mv "$dir/etcd.tmp" "$dir/etcd"
 fi
 
-if [ ! -x "$dir/kube-apiserver" ]; then
+if [ -x "$dir/kube-apiserver" ] && ! stamped; then
+	# Replaced only once the new one is built: tests may be using it.
+	echo "kube-apiserver in $dir does not say it is $KUBE_VERSION (built before it was stamped): building it again" >&2
+fi
+if ! stamped; then
 	echo "building kube-apiserver $KUBE_VERSION into $dir (about 10 minutes the first time)" >&2
 	mkdir "$work/kube"
 	cd "$work/kube"
@@ -50,7 +64,18 @@ if [ ! -x "$dir/kube-apiserver" ]; then
 		"$GO" mod edit -replace="$m=$m@$STAGING_VERSION"
 	done
 	"$GO" mod edit -require=k8s.io/kubernetes@$KUBE_VERSION
-	GOFLAGS="${GOFLAGS:-} -mod=mod" "$GO" build -o "$dir/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+	# The version stamp Kubernetes' hack/lib/version.sh sets, for both
+	# packages that answer it (/version and --version).
+	major=${KUBE_VERSION#v}
+	minor=${major#*.}
+	major=${major%%.*}
+	minor=${minor%%.*}
+	ldflags=""
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags="$ldflags -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+		ldflags="$ldflags -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	done
+	GOFLAGS="${GOFLAGS:-} -mod=mod" "$GO" build -ldflags="$ldflags" -o "$dir/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 	mv "$dir/kube-apiserver.tmp" "$dir/kube-apiserver"
 fi
 

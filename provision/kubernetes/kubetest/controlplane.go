@@ -61,6 +61,21 @@ func BinDir() string {
 	return filepath.Join(cache, "sortie", "kube-"+KubeVersion)
 }
 
+// checkStamp refuses a kube-apiserver in bin that does not say it is
+// KubeVersion: one built before build-control-plane.sh stamped the
+// version answers /version with a v0.0.0 placeholder.
+func checkStamp(bin string) error {
+	out, err := exec.Command(filepath.Join(bin, "kube-apiserver"), "--version").Output()
+	if err != nil {
+		return fmt.Errorf("kube-apiserver in %s --version: %w; run `make kube-control-plane`, which builds it again", bin, err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "Kubernetes "+KubeVersion {
+		return fmt.Errorf("kube-apiserver in %s says %q to --version, not \"Kubernetes %s\": it was built without the version stamp; run `make kube-control-plane`, which builds it again",
+			bin, got, KubeVersion)
+	}
+	return nil
+}
+
 // ControlPlane is a running etcd and kube-apiserver.
 type ControlPlane struct {
 	// Config reaches the apiserver as an admin (system:masters).
@@ -90,6 +105,9 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 			return nil, fmt.Errorf("%s is missing from %s: run `make kube-control-plane` (it builds etcd %s and kube-apiserver %s there, about 10 minutes the first time) or set %s",
 				name, bin, EtcdVersion, KubeVersion, BinDirEnv)
 		}
+	}
+	if err := checkStamp(bin); err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "sortie-kube-")
 	if err != nil {

@@ -27,9 +27,11 @@ type Kubelet struct {
 	cs   kubernetes.Interface
 	srv  *httptest.Server
 
-	mu   sync.Mutex
-	logs map[string]string // namespace/pod/container -> log
-	full map[string]bool   // namespaces whose new pods no node fits
+	mu      sync.Mutex
+	logs    map[string]string        // namespace/pod/container -> log
+	ended   map[string]chan struct{} // namespace/pod/ -> closed once the pod's containers ended
+	follows map[string]int           // namespace/pod/container -> follows of it under way
+	full    map[string]bool          // namespaces whose new pods no node fits
 }
 
 // Full makes Serve leave the new pods of namespace ns Unschedulable, as
@@ -50,7 +52,7 @@ func (k *Kubelet) isFull(ns string) bool {
 // the test ends.
 func (cp *ControlPlane) StartKubelet(t testing.TB, name string) *Kubelet {
 	t.Helper()
-	k := &Kubelet{Node: name, cs: cp.Client, logs: map[string]string{}, full: map[string]bool{}}
+	k := &Kubelet{Node: name, cs: cp.Client, logs: map[string]string{}, ended: map[string]chan struct{}{}, follows: map[string]int{}, full: map[string]bool{}}
 	k.srv = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -78,7 +80,9 @@ func (cp *ControlPlane) StartKubelet(t testing.TB, name string) *Kubelet {
 	return k
 }
 
-// serve answers the apiserver's /containerLogs/NS/POD/CONTAINER requests.
+// serve answers the apiserver's /containerLogs/NS/POD/CONTAINER requests;
+// with follow=true, as a kubelet does, it goes on sending what the log
+// gains until the pod's containers end (Exit, Disrupt, FinishDeletion).
 func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/containerLogs/")
 	if !ok {
@@ -93,6 +97,75 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprint(w, log)
+	if r.URL.Query().Get("follow") != "true" {
+		return
+	}
+	ended := k.endedOf(rest[:strings.LastIndex(rest, "/")+1])
+	k.mu.Lock()
+	k.follows[rest]++
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.follows[rest]--
+		k.mu.Unlock()
+	}()
+	sent := len(log)
+	for {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		var end bool
+		select {
+		case <-ended:
+			end = true
+		case <-r.Context().Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		k.mu.Lock()
+		log = k.logs[rest]
+		k.mu.Unlock()
+		if len(log) > sent {
+			fmt.Fprint(w, log[sent:])
+			sent = len(log)
+		}
+		if end {
+			return
+		}
+	}
+}
+
+// endedOf is the channel closed once the containers of the pod named by
+// prefix (namespace/pod/) end.
+func (k *Kubelet) endedOf(prefix string) chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ch, ok := k.ended[prefix]
+	if !ok {
+		ch = make(chan struct{})
+		k.ended[prefix] = ch
+	}
+	return ch
+}
+
+// endLogs ends the logs of pod's containers: a follow of them ends.
+func (k *Kubelet) endLogs(ns, pod string) {
+	ch := k.endedOf(ns + "/" + pod + "/")
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// Following says whether someone follows the container's log (the pod
+// log API with follow=true).
+func (k *Kubelet) Following(ns, pod, container string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.follows[ns+"/"+pod+"/"+container] > 0
 }
 
 // SetLog sets what the container's log holds.
@@ -100,6 +173,14 @@ func (k *Kubelet) SetLog(ns, pod, container, log string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.logs[ns+"/"+pod+"/"+container] = log
+}
+
+// AppendLog adds to what the container's log holds, as the container
+// writes more.
+func (k *Kubelet) AppendLog(ns, pod, container, more string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.logs[ns+"/"+pod+"/"+container] += more
 }
 
 // Bind schedules the pod onto the node, as the scheduler does.
@@ -162,6 +243,7 @@ func (k *Kubelet) Waiting(ctx context.Context, ns, pod, reason, msg string) erro
 // Exit ends the pod's containers with code, message as their termination
 // message, the pod Succeeded (code 0) or Failed.
 func (k *Kubelet) Exit(ctx context.Context, ns, pod string, code int, message string) error {
+	k.endLogs(ns, pod)
 	return k.status(ctx, ns, pod, func(p *corev1.Pod) {
 		now := metav1.Now()
 		p.Status.Phase = corev1.PodSucceeded
@@ -186,6 +268,7 @@ func (k *Kubelet) Exit(ctx context.Context, ns, pod string, code int, message st
 // (a node drain, a spot node's loss, preemption by the scheduler): the
 // DisruptionTarget condition with reason, then the pod Failed.
 func (k *Kubelet) Disrupt(ctx context.Context, ns, pod, reason string) error {
+	k.endLogs(ns, pod)
 	return k.status(ctx, ns, pod, func(p *corev1.Pod) {
 		now := metav1.Now()
 		setCondition(p, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason,
@@ -201,6 +284,7 @@ func (k *Kubelet) Disrupt(ctx context.Context, ns, pod, reason string) error {
 // FinishDeletion completes the graceful deletion of a pod bound to the
 // node, as the kubelet does once its containers stopped.
 func (k *Kubelet) FinishDeletion(ctx context.Context, ns, pod string) error {
+	k.endLogs(ns, pod)
 	err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 	if apierrors.IsNotFound(err) {
 		return nil

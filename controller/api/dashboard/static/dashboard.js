@@ -29,7 +29,13 @@
     if (!resp.ok) return;
     const html = await resp.text();
     const wasFinal = region.dataset.final === "true";
+    // A folded part the reader opened stays open.
+    const opened = Array.from(region.querySelectorAll("details[open][id]"), function (d) { return d.id; });
     region.innerHTML = html;
+    opened.forEach(function (id) {
+      const d = document.getElementById(id);
+      if (d) d.open = true;
+    });
     if (focused) {
       const el = document.getElementById(focused);
       if (el) el.focus();
