@@ -5,18 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -25,6 +21,7 @@ import (
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/aws"
+	"sortie/provision/cloudtest"
 )
 
 // AWSOptions is a measure of how many DescribeInstances the controller's
@@ -58,7 +55,7 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 	if o.Simulated <= 0 {
 		o.Simulated = time.Minute
 	}
-	stop, motoURL, err := startMoto(ctx, o.Home)
+	motoURL, stop, err := cloudtest.RunMoto(ctx, filepath.Join(o.Home, "moto.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -167,88 +164,11 @@ func (p *countingProxy) count(action string) int {
 	return p.calls[action]
 }
 
-// startMoto runs moto_server on a free port of 127.0.0.1 until stop.
-func startMoto(ctx context.Context, home string) (stop func(), endpoint string, err error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	args := []string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)}
-	var cmd *exec.Cmd
-	if path, err := exec.LookPath("moto_server"); err == nil {
-		cmd = exec.Command(path, args...)
-	} else {
-		cmd = exec.Command("python3", append([]string{"-m", "moto.server"}, args...)...)
-	}
-	logFile, err := os.Create(filepath.Join(home, "moto.log"))
-	if err != nil {
-		return nil, "", err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
-		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null")
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, "", fmt.Errorf("start moto_server (pip install 'moto[server]'): %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-	stop = func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	}
-	endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if _, err := ec2Call(ctx, endpoint, "DescribeRegions", nil); err == nil {
-			return stop, endpoint, nil
-		}
-		select {
-		case <-exited:
-			return nil, "", fmt.Errorf("moto_server exited; see %s", filepath.Join(home, "moto.log"))
-		case <-ctx.Done():
-			stop()
-			return nil, "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, "", fmt.Errorf("moto_server did not answer within 60s")
-		}
-	}
-}
-
-// ec2Call sends one EC2 query request to us-east-1 at endpoint.
-func ec2Call(ctx context.Context, endpoint, action string, params map[string]string) ([]byte, error) {
-	form := url.Values{"Action": {action}, "Version": {"2016-11-15"}}
-	for k, v := range params {
-		form.Set(k, v)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: HTTP %d: %s", action, resp.StatusCode, body)
-	}
-	return body, nil
-}
-
 var imageIDRE = regexp.MustCompile(`<imageId>(ami-[0-9a-f]+)</imageId>`)
 
 // anImage is an image moto knows.
 func anImage(ctx context.Context, endpoint string) (string, error) {
-	body, err := ec2Call(ctx, endpoint, "DescribeImages", map[string]string{"Owner.1": "amazon"})
+	body, err := cloudtest.Call(ctx, endpoint, "us-east-1", "DescribeImages", map[string]string{"Owner.1": "amazon"})
 	if err != nil {
 		return "", err
 	}
@@ -268,6 +188,6 @@ func runTagged(ctx context.Context, endpoint, image string, job int64) error {
 		params[fmt.Sprintf("TagSpecification.1.Tag.%d.Key", i+1)] = kv[0]
 		params[fmt.Sprintf("TagSpecification.1.Tag.%d.Value", i+1)] = kv[1]
 	}
-	_, err := ec2Call(ctx, endpoint, "RunInstances", params)
+	_, err := cloudtest.Call(ctx, endpoint, "us-east-1", "RunInstances", params)
 	return err
 }
