@@ -199,7 +199,7 @@ func (r *Runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	if errors.As(err, &exitErr) {
 		code := exitErr.ExitStatus()
 		if sig := exitErr.Signal(); sig != "" {
-			code = 128 + signalNumber(sig)
+			code = 128 + signalNumbers[ssh.Signal(sig)]
 		}
 		return stdout.Bytes(), &provision.ExitError{Code: code, Stderr: stderr.String()}
 	}
@@ -211,38 +211,22 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// signalNumber maps the SSH protocol's signal names to Linux numbers, for the
-// shell's 128+n exit code convention.
-func signalNumber(name string) int {
-	switch ssh.Signal(name) {
-	case ssh.SIGHUP:
-		return 1
-	case ssh.SIGINT:
-		return 2
-	case ssh.SIGQUIT:
-		return 3
-	case ssh.SIGILL:
-		return 4
-	case ssh.SIGABRT:
-		return 6
-	case ssh.SIGFPE:
-		return 8
-	case ssh.SIGKILL:
-		return 9
-	case ssh.SIGUSR1:
-		return 10
-	case ssh.SIGSEGV:
-		return 11
-	case ssh.SIGUSR2:
-		return 12
-	case ssh.SIGPIPE:
-		return 13
-	case ssh.SIGALRM:
-		return 14
-	case ssh.SIGTERM:
-		return 15
-	}
-	return 0
+// signalNumbers maps the SSH protocol's signal names to Linux numbers, for
+// the shell's 128+n exit code convention.
+var signalNumbers = map[ssh.Signal]int{
+	ssh.SIGHUP:  1,
+	ssh.SIGINT:  2,
+	ssh.SIGQUIT: 3,
+	ssh.SIGILL:  4,
+	ssh.SIGABRT: 6,
+	ssh.SIGFPE:  8,
+	ssh.SIGKILL: 9,
+	ssh.SIGUSR1: 10,
+	ssh.SIGSEGV: 11,
+	ssh.SIGUSR2: 12,
+	ssh.SIGPIPE: 13,
+	ssh.SIGALRM: 14,
+	ssh.SIGTERM: 15,
 }
 
 // Attach implements provision.Attacher: script runs under bash on the node
@@ -285,7 +269,7 @@ func (r *Runner) Attach(ctx context.Context, script string, stdio provision.Stdi
 		return 0, nil
 	case errors.As(err, &exitErr):
 		if sig := exitErr.Signal(); sig != "" {
-			return 128 + signalNumber(sig), nil
+			return 128 + signalNumbers[ssh.Signal(sig)], nil
 		}
 		return exitErr.ExitStatus(), nil
 	}
