@@ -30,8 +30,6 @@ type AWSOptions struct {
 	Home string // a fresh directory: moto's log, the provider's SSH key
 	// Jobs are the job counts measured, each with a running cluster.
 	Jobs []int
-	// PollInterval is the controller's; its default when zero.
-	PollInterval time.Duration
 	// Simulated is how long the polling runs on the provider's clock.
 	Simulated time.Duration
 	Progress  io.Writer
@@ -66,9 +64,6 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 	srv := httptest.NewServer(proxy.handler(rp))
 	defer srv.Close()
 	yaml := fmt.Sprintf("aws:\n  endpoint: %s\n  regions: [us-east-1]\n", srv.URL)
-	if o.PollInterval > 0 {
-		yaml += fmt.Sprintf("controller:\n  poll_interval: %s\n", o.PollInterval)
-	}
 	if err := os.WriteFile(filepath.Join(o.Home, "config.yaml"), []byte(yaml), 0o600); err != nil {
 		return nil, err
 	}
