@@ -35,6 +35,12 @@ func StartEC2Proxy(t testing.TB, upstream string) *EC2Proxy {
 	return testenv.StartEC2Proxy(t, upstream)
 }
 
+// ServeEC2Proxy serves the proxy until stop: StartEC2Proxy for a program
+// that is not a test.
+func ServeEC2Proxy(upstream string) (p *EC2Proxy, stop func(), err error) {
+	return testenv.ServeEC2Proxy(upstream)
+}
+
 // StartSSHD starts a private sshd, installing it first when missing.
 func StartSSHD(t testing.TB) *SSHD { return testenv.StartSSHD(t) }
 

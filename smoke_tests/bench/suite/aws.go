@@ -1,14 +1,9 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,8 +34,8 @@ type AWSOptions struct {
 // per minute of polling.
 type AWSResult map[int]float64
 
-// RunAWS starts moto behind a counting proxy, runs one instance per job
-// there with sortie's tags, and drives the EC2 provider (configured from
+// RunAWS starts moto behind the tests' EC2 proxy, which counts the calls,
+// runs one instance per job there with sortie's tags, and drives the EC2 provider (configured from
 // config.yaml as the controller's is) with the controller's status pattern:
 // a poll interval spread over shards (a tick every 250ms, at most 20), each
 // tick asking Status about its shard's clusters (job id modulo the shard
@@ -58,12 +53,12 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 		return nil, err
 	}
 	defer stop()
-	proxy := &countingProxy{}
-	target, _ := url.Parse(motoURL)
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-	srv := httptest.NewServer(proxy.handler(rp))
-	defer srv.Close()
-	yaml := fmt.Sprintf("aws:\n  endpoint: %s\n  regions: [us-east-1]\n", srv.URL)
+	proxy, stopProxy, err := cloudtest.ServeEC2Proxy(motoURL)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProxy()
+	yaml := fmt.Sprintf("aws:\n  endpoint: %s\n  regions: [us-east-1]\n", proxy.URL)
 	if err := os.WriteFile(filepath.Join(o.Home, "config.yaml"), []byte(yaml), 0o600); err != nil {
 		return nil, err
 	}
@@ -71,7 +66,7 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	image, err := anImage(ctx, srv.URL)
+	image, err := anImage(ctx, proxy.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +74,7 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 	made := 0
 	for _, jobs := range o.Jobs {
 		for ; made < jobs; made++ {
-			if err := runTagged(ctx, srv.URL, image, int64(made+1)); err != nil {
+			if err := runTagged(ctx, proxy.URL, image, int64(made+1)); err != nil {
 				return nil, err
 			}
 		}
@@ -97,7 +92,7 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 		interval := cfg.Controller.PollInterval.D()
 		shards := min(max(int(interval/(250*time.Millisecond)), 1), 20)
 		step := interval / time.Duration(shards)
-		proxy.reset()
+		proxy.ResetCalls()
 		for k := 0; time.Duration(k)*step < o.Simulated; k++ {
 			var names []string
 			for id := 1; id <= jobs; id++ {
@@ -118,45 +113,12 @@ func RunAWS(ctx context.Context, o AWSOptions) (AWSResult, error) {
 			now = now.Add(step)
 			mu.Unlock()
 		}
-		calls := proxy.count("DescribeInstances")
+		calls := proxy.Calls("DescribeInstances", "")
 		out[jobs] = float64(calls) / o.Simulated.Minutes()
 		fmt.Fprintf(o.Progress, "aws: %d jobs, poll interval %s over %d shards: %d DescribeInstances in %s simulated\n",
 			jobs, interval, shards, calls, o.Simulated)
 	}
 	return out, nil
-}
-
-// countingProxy counts the EC2 actions that pass through it.
-type countingProxy struct {
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (p *countingProxy) handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		form, _ := url.ParseQuery(string(body))
-		p.mu.Lock()
-		if p.calls == nil {
-			p.calls = map[string]int{}
-		}
-		p.calls[form.Get("Action")]++
-		p.mu.Unlock()
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (p *countingProxy) reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.calls = map[string]int{}
-}
-
-func (p *countingProxy) count(action string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.calls[action]
 }
 
 var imageIDRE = regexp.MustCompile(`<imageId>(ami-[0-9a-f]+)</imageId>`)
