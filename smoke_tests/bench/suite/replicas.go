@@ -210,24 +210,13 @@ func RunReplicas(ctx context.Context, o ReplicasOptions) (*ReplicasResult, error
 
 // waitRan waits until n jobs have started running at least once.
 func waitRan(ctx context.Context, db *sql.DB, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		var ran int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE started_at IS NOT NULL`).Scan(&ran); err != nil {
-			return err
-		}
-		if ran >= n {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of the %d jobs to run before the kill ran within %s", ran, n, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	var ran int
+	return until(ctx, 50*time.Millisecond, timeout, func() (bool, error) {
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE started_at IS NOT NULL`).Scan(&ran)
+		return err == nil && ran >= n, err
+	}, func() error {
+		return fmt.Errorf("%d of the %d jobs to run before the kill ran within %s", ran, n, timeout)
+	})
 }
 
 // killAndTakeOver kills the replicas dead with kill -9, all at once, and
@@ -260,28 +249,19 @@ func killAndTakeOver(ctx context.Context, db *sql.DB, dead []*Replica, timeout t
 	}
 	rows.Close()
 	res.Orphaned = len(orphans)
-	deadline := time.Now().Add(timeout)
-	for {
-		var left int
+	var left int
+	err = until(ctx, 20*time.Millisecond, timeout, func() (bool, error) {
 		// An orphan is taken over once a survivor holds it, or it has ended
 		// (which only a survivor can have recorded).
 		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE `+active+` AND (lease_holder IS NULL OR lease_holder NOT IN (`+inLive+`))`).Scan(&left)
-		if err != nil {
-			return err
-		}
-		if left == 0 {
-			res.Takeover = time.Since(t0)
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d unfinished jobs not held by the survivors %s after %s", left, timeout, res.Survivors)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		return err == nil && left == 0, err
+	}, func() error {
+		return fmt.Errorf("%d unfinished jobs not held by the survivors %s after %s", left, timeout, res.Survivors)
+	})
+	if err != nil {
+		return err
 	}
+	res.Takeover = time.Since(t0)
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_holder IN (`+inLive+`) THEN 1 ELSE 0 END), 0) FROM jobs WHERE `+active).
 		Scan(&res.Unfinished, &res.SurvivorsHeld); err != nil {
 		return err
