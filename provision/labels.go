@@ -40,10 +40,5 @@ func CheckLabels(cloud string, labels map[string]string, reserved []string, vali
 }
 
 func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -216,10 +217,7 @@ func (p *EC2Proxy) modifyResponse(resp *http.Response) error {
 	// The request body was consumed; the action is in the response's root
 	// element name instead.
 	p.mu.Lock()
-	marks := make(map[string]instanceMark, len(p.marks))
-	for k, v := range p.marks {
-		marks[k] = v
-	}
+	marks := maps.Clone(p.marks)
 	p.mu.Unlock()
 	if len(marks) == 0 {
 		return nil
