@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,12 +155,7 @@ var scanProcs = nodeProcs
 
 // under reports whether dir is one of roots or below one.
 func under(dir string, roots []string) bool {
-	for _, r := range roots {
-		if dir == r || strings.HasPrefix(dir, r+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(roots, func(r string) bool { return dir == r || strings.HasPrefix(dir, r+"/") })
 }
 
 // procStat reads a process's state and process group from /proc/PID/stat.

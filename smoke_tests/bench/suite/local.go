@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,15 +192,7 @@ func isAgent(pid, dir string) bool {
 	if err != nil || !strings.HasPrefix(filepath.Base(args[0]), "sortie-agent") {
 		return false
 	}
-	if dir == "" {
-		return true
-	}
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a, dir+"/") {
-			return true
-		}
-	}
-	return false
+	return dir == "" || slices.ContainsFunc(args[1:], func(a string) bool { return strings.HasPrefix(a, dir+"/") })
 }
 
 // agentUnder is the pid of a sortie-agent process with an argument under
