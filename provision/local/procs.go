@@ -90,15 +90,9 @@ func agentDirOf(pid int) (string, bool) {
 // nodeDirOf finds key's value in a process's environment (NUL-separated
 // KEY=VALUE entries): the first entry of that name, as getenv reads it.
 func nodeDirOf(env, key []byte) (string, bool) {
-	for len(env) > 0 {
-		kv := env
-		if i := bytes.IndexByte(env, 0); i >= 0 {
-			kv, env = env[:i], env[i+1:]
-		} else {
-			env = nil
-		}
-		if bytes.HasPrefix(kv, key) {
-			return string(kv[len(key):]), true
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, key); ok {
+			return string(v), true
 		}
 	}
 	return "", false
