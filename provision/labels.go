@@ -2,7 +2,8 @@ package provision
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -16,11 +17,7 @@ const ReservedLabelPrefix = "sortie-"
 // and a fix, or "" for a label the cloud accepts. Every problem is named,
 // keys in order.
 func CheckLabels(cloud string, labels map[string]string, reserved []string, valid func(k, v string) (why, fix string)) error {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	var problems []string
 	for _, k := range keys {
 		v := labels[k]
@@ -43,10 +40,5 @@ func CheckLabels(cloud string, labels map[string]string, reserved []string, vali
 }
 
 func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }

@@ -194,12 +194,7 @@ func (p *Provider) runInput(ctx context.Context, spec provision.ClusterSpec, gen
 		groups = append(groups, g)
 	}
 	tags := []types.Tag{{Key: awssdk.String("Name"), Value: awssdk.String(spec.Name)}}
-	keys := make([]string, 0, len(spec.Tags))
-	for k := range spec.Tags {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(spec.Tags)) {
 		tags = append(tags, types.Tag{Key: awssdk.String(k), Value: awssdk.String(spec.Tags[k])})
 	}
 	// The task's labels; checkLabels made sure none is one of sortie's.

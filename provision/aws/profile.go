@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,15 +171,7 @@ func (p *Provider) ensureNodeProfile(ctx context.Context) error {
 }
 
 func hasRole(prof *iamtypes.InstanceProfile, role string) bool {
-	if prof == nil {
-		return false
-	}
-	for _, r := range prof.Roles {
-		if awssdk.ToString(r.RoleName) == role {
-			return true
-		}
-	}
-	return false
+	return prof != nil && slices.ContainsFunc(prof.Roles, func(r iamtypes.Role) bool { return awssdk.ToString(r.RoleName) == role })
 }
 
 // isIAM reports whether err is the IAM error code.

@@ -159,11 +159,7 @@ func clustersFrom(region string, instances []types.Instance) map[string]*provisi
 	}
 	out := map[string]*provision.Cluster{}
 	for name, ranks := range byName {
-		keys := make([]int, 0, len(ranks))
-		for r := range ranks {
-			keys = append(keys, r)
-		}
-		sort.Ints(keys)
+		keys := slices.Sorted(maps.Keys(ranks))
 		c := &provision.Cluster{Name: name, Tags: map[string]string{}}
 		for i, r := range keys {
 			in := ranks[r]

@@ -24,9 +24,21 @@ type SSHD = testenv.SSHD
 // StartMoto starts moto_server and fails the test when moto is missing.
 func StartMoto(t testing.TB) *Moto { return testenv.StartMoto(t) }
 
+// RunMoto runs moto_server, its output in logPath, until stop: StartMoto
+// for a program that is not a test.
+func RunMoto(ctx context.Context, logPath string) (endpoint string, stop func(), err error) {
+	return testenv.RunMoto(ctx, logPath)
+}
+
 // StartEC2Proxy starts the fault-injecting proxy in front of upstream.
 func StartEC2Proxy(t testing.TB, upstream string) *EC2Proxy {
 	return testenv.StartEC2Proxy(t, upstream)
+}
+
+// ServeEC2Proxy serves the proxy until stop: StartEC2Proxy for a program
+// that is not a test.
+func ServeEC2Proxy(upstream string) (p *EC2Proxy, stop func(), err error) {
+	return testenv.ServeEC2Proxy(upstream)
 }
 
 // StartSSHD starts a private sshd, installing it first when missing.

@@ -3,6 +3,7 @@ package gcp
 import (
 	"crypto/sha1"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -78,9 +79,7 @@ func clusterLabels(spec provision.ClusterSpec, rank int) map[string]string {
 	}
 	// The task's own, as given: checkLabels refused what Compute Engine
 	// would, and any that would replace sortie's.
-	for k, v := range spec.Resources.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, spec.Resources.Labels)
 	labels[provision.TagManaged] = "true"
 	labels[provision.TagCluster] = labelValue(spec.Name)
 	labels[provision.TagRank] = strconv.Itoa(rank)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -58,9 +59,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, fmt.Errorf("launch %s: %w", spec.Name, err)
 	}
 	rec := &record{Name: spec.Name, Placement: at, Tags: map[string]string{}}
-	for k, v := range spec.Tags {
-		rec.Tags[k] = v
-	}
+	maps.Copy(rec.Tags, spec.Tags)
 	for i, id := range ids {
 		rec.Nodes = append(rec.Nodes, nodeRecord{Rank: i, InstanceID: id, State: provision.NodeRunning})
 	}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,10 +159,8 @@ func (p *Provider) offers(at schema.Placement) bool {
 		if at.Zone == "" {
 			return true
 		}
-		for _, z := range reg.Zones {
-			if z == at.Zone {
-				return true
-			}
+		if slices.Contains(reg.Zones, at.Zone) {
+			return true
 		}
 	}
 	return false

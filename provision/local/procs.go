@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,15 +90,9 @@ func agentDirOf(pid int) (string, bool) {
 // nodeDirOf finds key's value in a process's environment (NUL-separated
 // KEY=VALUE entries): the first entry of that name, as getenv reads it.
 func nodeDirOf(env, key []byte) (string, bool) {
-	for len(env) > 0 {
-		kv := env
-		if i := bytes.IndexByte(env, 0); i >= 0 {
-			kv, env = env[:i], env[i+1:]
-		} else {
-			env = nil
-		}
-		if bytes.HasPrefix(kv, key) {
-			return string(kv[len(key):]), true
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, key); ok {
+			return string(v), true
 		}
 	}
 	return "", false
@@ -154,12 +149,7 @@ var scanProcs = nodeProcs
 
 // under reports whether dir is one of roots or below one.
 func under(dir string, roots []string) bool {
-	for _, r := range roots {
-		if dir == r || strings.HasPrefix(dir, r+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(roots, func(r string) bool { return dir == r || strings.HasPrefix(dir, r+"/") })
 }
 
 // procStat reads a process's state and process group from /proc/PID/stat.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -227,9 +228,7 @@ func (c *recordCache) forget(name string) {
 func (rec *record) clone() *record {
 	out := *rec
 	out.Tags = make(map[string]string, len(rec.Tags))
-	for k, v := range rec.Tags {
-		out.Tags[k] = v
-	}
+	maps.Copy(out.Tags, rec.Tags)
 	out.Nodes = make([]nodeRecord, len(rec.Nodes))
 	copy(out.Nodes, rec.Nodes)
 	for i, n := range out.Nodes {
@@ -326,9 +325,7 @@ func (p *Provider) reserveIDs(n int) (int, error) {
 // (removed behind sortie's back) is NodeGone.
 func view(rec *record, present map[string]bool) *provision.Cluster {
 	c := &provision.Cluster{Name: rec.Name, Placement: rec.Placement, Tags: map[string]string{}}
-	for k, v := range rec.Tags {
-		c.Tags[k] = v
-	}
+	maps.Copy(c.Tags, rec.Tags)
 	for _, n := range rec.Nodes {
 		node := provision.Node{Rank: n.Rank, InstanceID: n.InstanceID, IP: "127.0.0.1", State: n.State, Reason: n.Reason}
 		if !present["node-"+strconv.Itoa(n.Rank)] {

@@ -28,9 +28,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -239,11 +241,7 @@ func IsEnvKey(k string) bool {
 // key that is not a shell variable name, or a value holding a NUL byte, is
 // an error naming it under envs.
 func EnvExports(env map[string]string) ([]byte, error) {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(env))
 	var b bytes.Buffer
 	for _, k := range keys {
 		if !IsEnvKey(k) {

@@ -89,41 +89,18 @@ func Upload(ctx context.Context, r provision.Runner, localDir, remoteSubdir stri
 	if err != nil {
 		return localError(fmt.Errorf("upload %s: %w", localDir, err))
 	}
-	if info.Mode().IsRegular() {
-		f, err := os.Open(localDir)
-		if err != nil {
-			return localError(fmt.Errorf("upload %s: %w", localDir, err))
-		}
-		defer f.Close()
-		mode := fmt.Sprintf("%o", info.Mode().Perm())
-		s := script(uploadFileBody, "D", r.Dir(), "T", remoteSubdir, "MODE", mode)
-		if _, err := r.Exec(ctx, s, f); err != nil {
-			return fmt.Errorf("upload %s to %s: %w", localDir, remoteSubdir, err)
-		}
-		return nil
-	}
-	if !info.IsDir() {
+	if !info.Mode().IsRegular() && !info.IsDir() {
 		return provision.Prechecks(fmt.Errorf("upload %s: neither a directory nor a regular file", localDir))
 	}
-
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := writeTar(pw, localDir)
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	_, err = r.Exec(ctx, script(uploadBody, "D", r.Dir(), "T", remoteSubdir), pr)
-	// Unblock the writer if the remote side stopped reading early.
-	pr.CloseWithError(errors.New("upload ended"))
-	werr := <-done
-	if werr != nil && !errors.Is(werr, io.ErrClosedPipe) && err == nil {
-		err = werr
-	}
+	abs, err := filepath.Abs(localDir)
 	if err != nil {
-		return fmt.Errorf("upload %s to %s: %w", localDir, remoteSubdir, err)
+		return fmt.Errorf("upload %s: %w", localDir, err)
 	}
-	return nil
+	name := strings.TrimPrefix(filepath.ToSlash(abs), "/")
+	if name == "" {
+		name = "."
+	}
+	return uploadFS(ctx, r, os.DirFS("/"), name, localDir, remoteSubdir, localError)
 }
 
 // UploadFrom is Upload of name, a path inside root, read through root:
@@ -136,49 +113,59 @@ func UploadFrom(ctx context.Context, r provision.Runner, root *os.Root, name, re
 	if err := checkRemote(remoteSubdir); err != nil {
 		return provision.Prechecks(fmt.Errorf("upload %s: %w", name, err))
 	}
-	f, err := root.Open(name)
+	// The tree does not change: an error opening it is the same on every
+	// attempt.
+	return uploadFS(ctx, r, root.FS(), path.Clean(filepath.ToSlash(name)), name, remoteSubdir, provision.Prechecks)
+}
+
+// uploadFS copies name of fsys, a directory's tree or a single file, to
+// remoteSubdir; label names it in errors, and openErr makes an error
+// opening it a precheck error when no retry fixes it.
+func uploadFS(ctx context.Context, r provision.Runner, fsys fs.FS, name, label, remoteSubdir string, openErr func(error) error) error {
+	f, err := fsys.Open(name)
 	if err != nil {
-		// The tree does not change: the same error on every attempt.
-		return provision.Prechecks(fmt.Errorf("upload %s: %w", name, err))
+		return openErr(fmt.Errorf("upload %s: %w", label, err))
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("upload %s: %w", name, err)
+		return fmt.Errorf("upload %s: %w", label, err)
 	}
 	if info.Mode().IsRegular() {
 		mode := fmt.Sprintf("%o", info.Mode().Perm())
 		s := script(uploadFileBody, "D", r.Dir(), "T", remoteSubdir, "MODE", mode)
 		if _, err := r.Exec(ctx, s, f); err != nil {
-			return fmt.Errorf("upload %s to %s: %w", name, remoteSubdir, err)
+			return fmt.Errorf("upload %s to %s: %w", label, remoteSubdir, err)
 		}
 		return nil
 	}
 	if !info.IsDir() {
-		return provision.Prechecks(fmt.Errorf("upload %s: neither a directory nor a regular file", name))
+		return provision.Prechecks(fmt.Errorf("upload %s: neither a directory nor a regular file", label))
 	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := writeTarFS(pw, root.FS(), path.Clean(filepath.ToSlash(name)))
+		err := writeTar(pw, fsys, name)
 		pw.CloseWithError(err)
 		done <- err
 	}()
 	_, err = r.Exec(ctx, script(uploadBody, "D", r.Dir(), "T", remoteSubdir), pr)
+	// Unblock the writer if the remote side stopped reading early.
 	pr.CloseWithError(errors.New("upload ended"))
 	werr := <-done
 	if werr != nil && !errors.Is(werr, io.ErrClosedPipe) && err == nil {
 		err = werr
 	}
 	if err != nil {
-		return fmt.Errorf("upload %s to %s: %w", name, remoteSubdir, err)
+		return fmt.Errorf("upload %s to %s: %w", label, remoteSubdir, err)
 	}
 	return nil
 }
 
-// writeTarFS is writeTar of the tree dir of fsys, which reads symlinks
-// (fs.ReadLinkFS): an os.Root's FS opens nothing outside the root.
-func writeTarFS(w io.Writer, fsys fs.FS, dir string) error {
+// writeTar streams the tree dir of fsys to w, without .git entries,
+// sockets or devices. fsys reads symlinks (fs.ReadLinkFS): an os.Root's FS
+// opens nothing outside the root.
+func writeTar(w io.Writer, fsys fs.FS, dir string) error {
 	tw := tar.NewWriter(w)
 	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -261,67 +248,4 @@ func checkRemote(p string) error {
 		return fmt.Errorf("remote path %q would overwrite the node agent's own %q; choose another name", p, first)
 	}
 	return nil
-}
-
-// writeTar streams dir's tree to w, without .git entries, sockets or devices.
-func writeTar(w io.Writer, dir string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		if d.Name() == ".git" {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		case info.IsDir(), info.Mode().IsRegular():
-		default:
-			return nil
-		}
-		h, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if info.IsDir() {
-			h.Name += "/"
-		}
-		h.Uname, h.Gname = "", ""
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }

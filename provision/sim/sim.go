@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -208,10 +209,8 @@ func (p *Provider) offers(at schema.Placement) bool {
 		if at.Zone == "" {
 			return len(reg.Zones) == 0
 		}
-		for _, z := range reg.Zones {
-			if z == at.Zone {
-				return true
-			}
+		if slices.Contains(reg.Zones, at.Zone) {
+			return true
 		}
 	}
 	return false

@@ -8,7 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,12 +45,7 @@ func ReadState(path string) (State, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return State{}, fmt.Errorf("read sim state %s: %w", path, err)
 	}
-	st := State{Starts: s.Starts}
-	for name := range s.Clusters {
-		st.Clusters = append(st.Clusters, name)
-	}
-	sort.Strings(st.Clusters)
-	return st, nil
+	return State{Starts: s.Starts, Clusters: slices.Sorted(maps.Keys(s.Clusters))}, nil
 }
 
 // stateFile is where an opened provider keeps its state. Only the process

@@ -180,8 +180,25 @@ func (r *Runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	if stdin != nil {
 		s.Stdin = stdin
 	}
+	code, waited, err := r.run(ctx, s, script)
+	switch {
+	case !waited:
+		return nil, err
+	case err != nil:
+		return stdout.Bytes(), err
+	case code != 0:
+		return stdout.Bytes(), &provision.ExitError{Code: code, Stderr: stderr.String()}
+	}
+	return stdout.Bytes(), nil
+}
+
+// run starts script under bash in s and waits for it, killing it when ctx
+// ends first. waited says whether it got to the end of the wait: code is
+// then its exit status (128+N for signal N), or err why the session ended
+// without one.
+func (r *Runner) run(ctx context.Context, s *ssh.Session, script string) (code int, waited bool, err error) {
 	if err := s.Start("bash -c " + ShellQuote(script)); err != nil {
-		return nil, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+		return 0, false, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Wait() }()
@@ -190,20 +207,19 @@ func (r *Runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]by
 	case <-ctx.Done():
 		s.Signal(ssh.SIGKILL)
 		s.Close()
-		return nil, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
-	}
-	if err == nil {
-		return stdout.Bytes(), nil
+		return 0, false, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
 	}
 	var exitErr *ssh.ExitError
-	if errors.As(err, &exitErr) {
-		code := exitErr.ExitStatus()
+	switch {
+	case err == nil:
+		return 0, true, nil
+	case errors.As(err, &exitErr):
 		if sig := exitErr.Signal(); sig != "" {
-			code = 128 + signalNumber(sig)
+			return 128 + signalNumbers[ssh.Signal(sig)], true, nil
 		}
-		return stdout.Bytes(), &provision.ExitError{Code: code, Stderr: stderr.String()}
+		return exitErr.ExitStatus(), true, nil
 	}
-	return stdout.Bytes(), fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+	return 0, true, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
 }
 
 // ShellQuote quotes s as one word for a POSIX shell.
@@ -211,38 +227,22 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// signalNumber maps the SSH protocol's signal names to Linux numbers, for the
-// shell's 128+n exit code convention.
-func signalNumber(name string) int {
-	switch ssh.Signal(name) {
-	case ssh.SIGHUP:
-		return 1
-	case ssh.SIGINT:
-		return 2
-	case ssh.SIGQUIT:
-		return 3
-	case ssh.SIGILL:
-		return 4
-	case ssh.SIGABRT:
-		return 6
-	case ssh.SIGFPE:
-		return 8
-	case ssh.SIGKILL:
-		return 9
-	case ssh.SIGUSR1:
-		return 10
-	case ssh.SIGSEGV:
-		return 11
-	case ssh.SIGUSR2:
-		return 12
-	case ssh.SIGPIPE:
-		return 13
-	case ssh.SIGALRM:
-		return 14
-	case ssh.SIGTERM:
-		return 15
-	}
-	return 0
+// signalNumbers maps the SSH protocol's signal names to Linux numbers, for
+// the shell's 128+n exit code convention.
+var signalNumbers = map[ssh.Signal]int{
+	ssh.SIGHUP:  1,
+	ssh.SIGINT:  2,
+	ssh.SIGQUIT: 3,
+	ssh.SIGILL:  4,
+	ssh.SIGABRT: 6,
+	ssh.SIGFPE:  8,
+	ssh.SIGKILL: 9,
+	ssh.SIGUSR1: 10,
+	ssh.SIGSEGV: 11,
+	ssh.SIGUSR2: 12,
+	ssh.SIGPIPE: 13,
+	ssh.SIGALRM: 14,
+	ssh.SIGTERM: 15,
 }
 
 // Attach implements provision.Attacher: script runs under bash on the node
@@ -267,27 +267,6 @@ func (r *Runner) Attach(ctx context.Context, script string, stdio provision.Stdi
 			return 0, fmt.Errorf("ssh pty on %s: %w", r.cfg.HostID, err)
 		}
 	}
-	if err := s.Start("bash -c " + ShellQuote(script)); err != nil {
-		return 0, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		s.Signal(ssh.SIGKILL)
-		s.Close()
-		return 0, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
-	}
-	var exitErr *ssh.ExitError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &exitErr):
-		if sig := exitErr.Signal(); sig != "" {
-			return 128 + signalNumber(sig), nil
-		}
-		return exitErr.ExitStatus(), nil
-	}
-	return 0, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, err)
+	code, _, err := r.run(ctx, s, script)
+	return code, err
 }

@@ -214,24 +214,27 @@ func (s *Server) ResetCalls() {
 
 // Instance is a copy of the named instance, or nil.
 func (s *Server) Instance(zone, name string) *computepb.Instance {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settle()
-	if in, ok := s.instances[zone+"/"+name]; ok {
-		return proto.CloneOf(in)
-	}
-	return nil
+	return copies(s, s.instances, zone+"/"+name)[0]
 }
 
 // Instances is a copy of every instance, by zone then name.
-func (s *Server) Instances() []*computepb.Instance {
+func (s *Server) Instances() []*computepb.Instance { return copies(s, s.instances) }
+
+// copies is, once the operations due have finished, a copy of m's value
+// at each key (nil where there is none), or with no key of every value in
+// m, by key.
+func copies[T proto.Message](s *Server, m map[string]T, keys ...string) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settle()
-	keys := slices.Sorted(maps.Keys(s.instances))
-	out := make([]*computepb.Instance, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, proto.CloneOf(s.instances[k]))
+	if len(keys) == 0 {
+		keys = slices.Sorted(maps.Keys(m))
+	}
+	out := make([]T, len(keys))
+	for i, k := range keys {
+		if v, ok := m[k]; ok {
+			out[i] = proto.CloneOf(v)
+		}
 	}
 	return out
 }
@@ -293,7 +296,7 @@ func (s *Server) act(verb, zone, name string, do func(in *computepb.Instance) er
 
 // unasked records a finished operation on in that user, not sortie, caused.
 func (s *Server) unasked(zone, kind string, in *computepb.Instance, user, message string) {
-	op := s.newOp(zone, kind, in, "")
+	op := s.instanceOp(zone, kind, in, "", nil)
 	op.User = proto.String(user)
 	if message != "" {
 		op.StatusMessage = proto.String(message)
@@ -329,33 +332,50 @@ func (s *Server) settle() {
 	}
 }
 
-// newOp records a RUNNING zone operation on target.
-func (s *Server) newOp(zone, kind string, target *computepb.Instance, requestID string) *computepb.Operation {
+// newOp records a RUNNING operation on the resource at target (a path
+// below the project: "zones/Z/instances/N", "global/firewalls/N") whose id
+// is targetID, in zone or, when zone is "", global. The next request
+// finishes it with finish, unless that is nil.
+func (s *Server) newOp(zone, kind, target string, targetID uint64, requestID string, finish func(*computepb.Operation)) *computepb.Operation {
 	s.seq++
 	now := s.timestamp()
 	name := fmt.Sprintf("operation-%d-%d", s.now().UnixMilli(), s.seq)
+	scope, key := "global", "global/"+name
+	if zone != "" {
+		scope, key = "zones/"+zone, zone+"/"+name
+	}
 	op := &computepb.Operation{
 		Kind:          proto.String("compute#operation"),
 		Id:            proto.Uint64(7000000000000000000 + s.seq),
 		Name:          proto.String(name),
-		Zone:          proto.String(s.link("zones/%s", zone)),
 		OperationType: proto.String(kind),
-		TargetLink:    proto.String(s.link("zones/%s/instances/%s", zone, target.GetName())),
-		TargetId:      proto.Uint64(target.GetId()),
+		TargetLink:    proto.String(s.link("%s", target)),
+		TargetId:      proto.Uint64(targetID),
 		Status:        computepb.Operation_RUNNING.Enum(),
 		User:          proto.String("sortie@" + s.project + ".iam.gserviceaccount.com"),
 		Progress:      proto.Int32(0),
 		InsertTime:    proto.String(now),
 		StartTime:     proto.String(now),
-		SelfLink:      proto.String(s.link("zones/%s/operations/%s", zone, name)),
+		SelfLink:      proto.String(s.link("%s/operations/%s", scope, name)),
+	}
+	if zone != "" {
+		op.Zone = proto.String(s.link("zones/%s", zone))
 	}
 	if requestID != "" {
 		op.ClientOperationId = proto.String(requestID)
-		s.byRequest[requestID] = zone + "/" + name
+		s.byRequest[requestID] = key
 	}
-	s.ops[zone+"/"+name] = op
-	s.opOrder = append(s.opOrder, zone+"/"+name)
+	s.ops[key] = op
+	s.opOrder = append(s.opOrder, key)
+	if finish != nil {
+		s.pending = append(s.pending, pendingOp{key: key, finish: finish})
+	}
 	return op
+}
+
+// instanceOp is newOp on instance in of zone.
+func (s *Server) instanceOp(zone, kind string, in *computepb.Instance, requestID string, finish func(*computepb.Operation)) *computepb.Operation {
+	return s.newOp(zone, kind, "zones/"+zone+"/instances/"+in.GetName(), in.GetId(), requestID, finish)
 }
 
 // finish marks op DONE, failed with e when e is not nil.

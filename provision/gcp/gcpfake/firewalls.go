@@ -11,55 +11,10 @@ import (
 )
 
 // Firewall is a copy of the named firewall rule, or nil.
-func (s *Server) Firewall(name string) *computepb.Firewall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settle()
-	if fw, ok := s.firewalls[name]; ok {
-		return proto.CloneOf(fw)
-	}
-	return nil
-}
+func (s *Server) Firewall(name string) *computepb.Firewall { return copies(s, s.firewalls, name)[0] }
 
 // Firewalls is a copy of every firewall rule, by name.
-func (s *Server) Firewalls() []*computepb.Firewall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settle()
-	var out []*computepb.Firewall
-	for _, k := range slices.Sorted(maps.Keys(s.firewalls)) {
-		out = append(out, proto.CloneOf(s.firewalls[k]))
-	}
-	return out
-}
-
-// newGlobalOp records a RUNNING global operation on a firewall rule.
-func (s *Server) newGlobalOp(kind string, target *computepb.Firewall, requestID string) *computepb.Operation {
-	s.seq++
-	now := s.timestamp()
-	name := fmt.Sprintf("operation-%d-%d", s.now().UnixMilli(), s.seq)
-	op := &computepb.Operation{
-		Kind:          proto.String("compute#operation"),
-		Id:            proto.Uint64(7000000000000000000 + s.seq),
-		Name:          proto.String(name),
-		OperationType: proto.String(kind),
-		TargetLink:    proto.String(s.link("global/firewalls/%s", target.GetName())),
-		TargetId:      proto.Uint64(target.GetId()),
-		Status:        computepb.Operation_RUNNING.Enum(),
-		User:          proto.String("sortie@" + s.project + ".iam.gserviceaccount.com"),
-		Progress:      proto.Int32(0),
-		InsertTime:    proto.String(now),
-		StartTime:     proto.String(now),
-		SelfLink:      proto.String(s.link("global/operations/%s", name)),
-	}
-	if requestID != "" {
-		op.ClientOperationId = proto.String(requestID)
-		s.byRequest[requestID] = "global/" + name
-	}
-	s.ops["global/"+name] = op
-	s.opOrder = append(s.opOrder, "global/"+name)
-	return op
-}
+func (s *Server) Firewalls() []*computepb.Firewall { return copies(s, s.firewalls) }
 
 // insertFirewall creates a firewall rule as firewalls.insert does: the
 // rule exists once its operation finishes.
@@ -95,11 +50,10 @@ func (s *Server) insertFirewall(body []byte, requestID string) (proto.Message, *
 	if fw.Direction == nil {
 		fw.Direction = proto.String("INGRESS")
 	}
-	op := s.newGlobalOp("insert", fw, requestID)
-	s.pending = append(s.pending, pendingOp{key: "global/" + op.GetName(), finish: func(op *computepb.Operation) {
+	op := s.newOp("", "insert", "global/firewalls/"+fw.GetName(), fw.GetId(), requestID, func(op *computepb.Operation) {
 		s.finish(op, nil)
 		s.firewalls[fw.GetName()] = fw
-	}})
+	})
 	return proto.CloneOf(op), nil
 }
 
@@ -112,13 +66,12 @@ func (s *Server) deleteFirewall(name, requestID string) (proto.Message, *apiErro
 	if !ok {
 		return nil, notFound(fmt.Sprintf("projects/%s/global/firewalls/%s", s.project, name))
 	}
-	op := s.newGlobalOp("delete", fw, requestID)
-	s.pending = append(s.pending, pendingOp{key: "global/" + op.GetName(), finish: func(op *computepb.Operation) {
+	op := s.newOp("", "delete", "global/firewalls/"+name, fw.GetId(), requestID, func(op *computepb.Operation) {
 		s.finish(op, nil)
 		if cur, ok := s.firewalls[name]; ok && cur == fw {
 			delete(s.firewalls, name)
 		}
-	}})
+	})
 	return proto.CloneOf(op), nil
 }
 

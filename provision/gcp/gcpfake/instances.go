@@ -61,21 +61,17 @@ func (s *Server) insert(zone string, body []byte, requestID string) (proto.Messa
 		d.InitializeParams = nil // the API does not echo them back
 	}
 
-	op := s.newOp(zone, "insert", in, requestID)
 	if e, failing := s.insertErr[zone]; failing {
-		s.pending = append(s.pending, pendingOp{key: zone + "/" + op.GetName(), finish: func(op *computepb.Operation) {
-			s.finish(op, &e)
-		}})
-		return proto.CloneOf(op), nil
+		return proto.CloneOf(s.instanceOp(zone, "insert", in, requestID, func(op *computepb.Operation) { s.finish(op, &e) })), nil
 	}
 	s.instances[key] = in
-	s.pending = append(s.pending, pendingOp{key: zone + "/" + op.GetName(), finish: func(op *computepb.Operation) {
+	op := s.instanceOp(zone, "insert", in, requestID, func(op *computepb.Operation) {
 		s.finish(op, nil)
 		if cur, ok := s.instances[key]; ok && cur == in {
 			in.Status = proto.String("RUNNING")
 			in.LastStartTimestamp = proto.String(s.timestamp())
 		}
-	}})
+	})
 	return proto.CloneOf(op), nil
 }
 
@@ -156,12 +152,11 @@ func (s *Server) delete(zone, name, requestID string) (proto.Message, *apiError)
 		return nil, notFound(fmt.Sprintf("projects/%s/zones/%s/instances/%s", s.project, zone, name))
 	}
 	in.Status = proto.String("STOPPING")
-	op := s.newOp(zone, "delete", in, requestID)
-	s.pending = append(s.pending, pendingOp{key: zone + "/" + op.GetName(), finish: func(op *computepb.Operation) {
+	op := s.instanceOp(zone, "delete", in, requestID, func(op *computepb.Operation) {
 		s.finish(op, nil)
 		if cur, ok := s.instances[key]; ok && cur == in {
 			delete(s.instances, key)
 		}
-	}})
+	})
 	return proto.CloneOf(op), nil
 }

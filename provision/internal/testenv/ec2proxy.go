@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -48,11 +49,22 @@ type instanceMark struct {
 // StartEC2Proxy serves a proxy to upstream (moto's URL) on 127.0.0.1.
 func StartEC2Proxy(t TB, upstream string) *EC2Proxy {
 	t.Helper()
-	target, err := url.Parse(upstream)
+	p, stop, err := ServeEC2Proxy(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &EC2Proxy{upstream: upstream, noCapacity: map[string]bool{},
+	t.Cleanup(stop)
+	return p
+}
+
+// ServeEC2Proxy serves a proxy to upstream on 127.0.0.1 until stop:
+// StartEC2Proxy for a program that is not a test.
+func ServeEC2Proxy(upstream string) (p *EC2Proxy, stop func(), err error) {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		return nil, nil, err
+	}
+	p = &EC2Proxy{upstream: upstream, noCapacity: map[string]bool{},
 		failNext: map[string][]apiError{}, marks: map[string]instanceMark{}, calls: map[callKey]int{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -63,9 +75,8 @@ func StartEC2Proxy(t TB, upstream string) *EC2Proxy {
 		ModifyResponse: p.modifyResponse,
 	}
 	srv := httptest.NewServer(p.handler(rp))
-	t.Cleanup(srv.Close)
 	p.URL = srv.URL
-	return p
+	return p, srv.Close, nil
 }
 
 // SetCapacity turns launches in a zone (or a whole region) on or off: while
@@ -205,10 +216,7 @@ func (p *EC2Proxy) modifyResponse(resp *http.Response) error {
 	// The request body was consumed; the action is in the response's root
 	// element name instead.
 	p.mu.Lock()
-	marks := make(map[string]instanceMark, len(p.marks))
-	for k, v := range p.marks {
-		marks[k] = v
-	}
+	marks := maps.Clone(p.marks)
 	p.mu.Unlock()
 	if len(marks) == 0 {
 		return nil

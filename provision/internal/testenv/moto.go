@@ -49,7 +49,23 @@ func StartMoto(t TB) *Moto {
 		t.Fatalf("the AWS tests need the moto EC2 emulator: python3 -c 'import moto' failed (%v: %s); install it with: pip install 'moto[server]'",
 			err, strings.TrimSpace(string(out)))
 	}
-	port := FreePort(t)
+	endpoint, stop, err := RunMoto(context.Background(), filepath.Join(t.TempDir(), "moto.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return &Moto{URL: endpoint}
+}
+
+// RunMoto runs moto_server on a free port of 127.0.0.1, its output in
+// logPath, until stop; it returns once moto answers.
+func RunMoto(ctx context.Context, logPath string) (endpoint string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	args := []string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)}
 	var cmd *exec.Cmd
 	if path, err := exec.LookPath("moto_server"); err == nil {
@@ -57,10 +73,9 @@ func StartMoto(t TB) *Moto {
 	} else {
 		cmd = exec.Command("python3", append([]string{"-m", "moto.server"}, args...)...)
 	}
-	logPath := filepath.Join(t.TempDir(), "moto.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -68,43 +83,38 @@ func StartMoto(t TB) *Moto {
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null")
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start moto_server: %v", err)
+		logFile.Close()
+		return "", nil, fmt.Errorf("start moto_server (pip install 'moto[server]'): %w", err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		logFile.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
+	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
+	stop = func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
-	})
-	m := &Moto{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	}
+	endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		try, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := Call(try, endpoint, "us-east-1", "DescribeRegions", nil)
+		cancel()
+		if err == nil {
+			return endpoint, stop, nil
+		}
 		select {
 		case <-exited:
 			log, _ := os.ReadFile(logPath)
-			t.Fatalf("moto_server exited before answering: %s", log)
-		default:
-		}
-		if m.ready() {
-			return m
+			return "", nil, fmt.Errorf("moto_server exited before answering: %s", log)
+		case <-ctx.Done():
+			stop()
+			return "", nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			stop()
 			log, _ := os.ReadFile(logPath)
-			t.Fatalf("moto_server did not answer on %s within 60s: %s", m.URL, log)
+			return "", nil, fmt.Errorf("moto_server did not answer on %s within 60s: %s", endpoint, log)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func (m *Moto) ready() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_, err := Call(ctx, m.URL, "us-east-1", "DescribeRegions", nil)
-	return err == nil
 }
 
 // Call sends one EC2 query-protocol request straight to url, bypassing any

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,22 +43,25 @@ func KillNodeProcesses(dir string) int {
 			n++
 		}
 	}
-	want := []byte(nodeDirEnv + "=" + dir)
 	for _, pid := range pids() {
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) || bytes.HasPrefix(kv, append(want, '/')) {
-				if syscall.Kill(pid, syscall.SIGKILL) == nil {
-					n++
-				}
-				break
-			}
+		if inNode(pid, dir) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
 		}
 	}
 	return n
+}
+
+// inNode says whether process pid's environment names dir, or a directory
+// below it, under SORTIE_NODE_DIR.
+func inNode(pid int, dir string) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	want := []byte(nodeDirEnv + "=" + dir)
+	return slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool {
+		return bytes.Equal(kv, want) || bytes.HasPrefix(kv, append(want, '/'))
+	})
 }
 
 // nodeGroup says whether process group pg still holds a process of the
@@ -67,7 +71,6 @@ func KillNodeProcesses(dir string) int {
 // started some of them, and killing those made their agents die "without
 // an exit code".
 func nodeGroup(pg int, dir string) bool {
-	marker := []byte(nodeDirEnv + "=" + dir)
 	agentDir := []byte(dir)
 	for _, pid := range pids() {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -93,12 +96,8 @@ func nodeGroup(pg int, dir string) bool {
 				}
 			}
 		}
-		if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil {
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if bytes.Equal(kv, marker) || bytes.HasPrefix(kv, append(marker, '/')) {
-					return true
-				}
-			}
+		if inNode(pid, dir) {
+			return true
 		}
 	}
 	return false

@@ -112,7 +112,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	if a.Reap {
-		if err := becomeSubreaper(); err != nil {
+		if err := Subreaper(true); err != nil {
 			a.Reap = false
 			a.logLine(fmt.Sprintf("sortie: the agent cannot adopt the task's orphans (%v); leftovers are ended by the node's teardown", err))
 		}

@@ -15,12 +15,16 @@ import (
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
 const prSetChildSubreaper = 36
 
-// becomeSubreaper makes this process the reaper of its orphaned
-// descendants: a process the task left behind, even one that left its
+// Subreaper makes this process the reaper of its orphaned descendants (on
+// true) or stops it: a process the task left behind, even one that left its
 // process group and session (setsid, a daemon's double fork), stays below
 // the agent instead of going to init.
-func becomeSubreaper() error {
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+func Subreaper(on bool) error {
+	arg := uintptr(0)
+	if on {
+		arg = 1
+	}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, arg, 0); errno != 0 {
 		return errno
 	}
 	return nil
@@ -114,9 +118,9 @@ func reapAll() {
 	}
 }
 
-// children lists this process's children: those of each of its threads,
+// Children lists this process's children: those of each of its threads,
 // as the kernel may give an orphan to any of them.
-func children() []int {
+func Children() []int {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return nil
@@ -140,7 +144,7 @@ func children() []int {
 // behind.
 func leftovers() []int {
 	var out []int
-	for _, pid := range children() {
+	for _, pid := range Children() {
 		if !filed(pid) {
 			out = append(out, pid)
 		}

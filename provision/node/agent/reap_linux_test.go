@@ -15,7 +15,7 @@ import (
 // gives to this process once it is a subreaper.
 func orphan(t *testing.T, script string) int {
 	t.Helper()
-	if err := becomeSubreaper(); err != nil {
+	if err := Subreaper(true); err != nil {
 		t.Skipf("cannot become a subreaper: %v", err)
 	}
 	out, err := exec.Command("sh", "-c", script+" >/dev/null 2>&1 & echo $!").Output()
@@ -39,9 +39,9 @@ func orphan(t *testing.T, script string) int {
 func TestAnOrphanLeftRunningIsALeftoverUntilReaped(t *testing.T) {
 	pid := orphan(t, "sleep 30")
 	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(children(), pid) {
+	for !slices.Contains(Children(), pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("orphan %d never came to this process; its children: %v", pid, children())
+			t.Fatalf("orphan %d never came to this process; its children: %v", pid, Children())
 		}
 		time.Sleep(time.Millisecond)
 	}

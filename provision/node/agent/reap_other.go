@@ -10,9 +10,9 @@ import (
 )
 
 // Elsewhere than Linux the agent reaps only its phases; see reap_linux.go.
-// becomeSubreaper fails, so Reap is off and nothing below is called.
+// Subreaper fails, so Reap is off and nothing below is called.
 
-func becomeSubreaper() error { return errors.ErrUnsupported }
+func Subreaper(on bool) error { return errors.ErrUnsupported }
 func startChild(cmd *exec.Cmd) (int, <-chan int, error) {
 	return 0, nil, errors.ErrUnsupported
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -207,10 +208,5 @@ func under(p, d string) bool {
 }
 
 func underAny(p string, ds []string) bool {
-	for _, d := range ds {
-		if d != "" && under(p, d) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ds, func(d string) bool { return d != "" && under(p, d) })
 }

@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -39,17 +38,7 @@ func RunAPILaunch(ctx context.Context, o LaunchOptions) (*APIResult, error) {
 		return nil, err
 	}
 	run := func(env []string, args ...string) (time.Duration, string, error) {
-		cmd := exec.CommandContext(ctx, o.Bin, args...)
-		cmd.Env, cmd.Dir = env, work
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		t0 := time.Now()
-		err := cmd.Run()
-		el := time.Since(t0)
-		if err != nil {
-			return el, "", fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
-		}
-		return el, out.String(), nil
+		return runCLI(ctx, o.Bin, env, work, args...)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -136,29 +136,18 @@ func RunCancel(ctx context.Context, o CancelOptions) (*CancelResult, error) {
 
 // waitCount waits until n jobs whose name matches glob have status.
 func waitCount(ctx context.Context, db *sql.DB, glob, status string, n int, timeout time.Duration, progress io.Writer) error {
-	deadline := time.Now().Add(timeout)
+	var got int
 	next := time.Now()
-	for {
-		var got int
+	return until(ctx, 20*time.Millisecond, timeout, func() (bool, error) {
 		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE name GLOB ? AND status = ?`, glob, status).Scan(&got); err != nil {
-			return fmt.Errorf("count %s jobs: %w", status, err)
+			return false, fmt.Errorf("count %s jobs: %w", status, err)
 		}
-		if got >= n {
-			return nil
-		}
-		if time.Now().After(next) {
+		if got < n && time.Now().After(next) {
 			fmt.Fprintf(progress, "  %d/%d %s %s\n", got, n, glob, status)
 			next = time.Now().Add(5 * time.Second)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d %s jobs %s within %s", got, n, glob, status, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return got >= n, nil
+	}, func() error { return fmt.Errorf("%d of %d %s jobs %s within %s", got, n, glob, status, timeout) })
 }
 
 func tail(b []byte) string {

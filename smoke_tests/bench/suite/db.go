@@ -113,30 +113,41 @@ func submitNamed(ctx context.Context, d *Daemon, file, prefix string, n, batch i
 // waitAll polls the store every poll until every job has ended or timeout
 // passes, printing the counts to progress every report.
 func waitAll(ctx context.Context, db *sql.DB, n int, poll, timeout, report time.Duration, progress io.Writer) (map[string]int, error) {
-	deadline := time.Now().Add(timeout)
+	var counts map[string]int
+	ended := 0
 	next := time.Now()
-	for {
-		counts, err := statusCounts(ctx, db)
-		if err != nil {
-			return nil, err
+	err := until(ctx, poll, timeout, func() (bool, error) {
+		var err error
+		if counts, err = statusCounts(ctx, db); err != nil {
+			return false, err
 		}
-		ended := 0
+		ended = 0
 		for _, st := range lifecycle.TerminalStatuses() {
 			ended += counts[string(st)]
 		}
-		if ended >= n {
-			return counts, nil
-		}
-		if time.Now().After(next) {
+		if ended < n && time.Now().After(next) {
 			fmt.Fprintf(progress, "  %v\n", counts)
 			next = time.Now().Add(report)
 		}
+		return ended >= n, nil
+	}, func() error { return fmt.Errorf("%d of %d jobs ended within %s: %v", ended, n, timeout, counts) })
+	return counts, err
+}
+
+// until calls check every poll until it says done or fails, ctx ends, or
+// timeout passes: then it returns the error late makes.
+func until(ctx context.Context, poll, timeout time.Duration, check func() (bool, error), late func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if done, err := check(); done || err != nil {
+			return err
+		}
 		if time.Now().After(deadline) {
-			return counts, fmt.Errorf("%d of %d jobs ended within %s: %v", ended, n, timeout, counts)
+			return late()
 		}
 		select {
 		case <-ctx.Done():
-			return counts, ctx.Err()
+			return ctx.Err()
 		case <-time.After(poll):
 		}
 	}

@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -40,18 +39,7 @@ func RunLaunchCLI(ctx context.Context, o LaunchOptions) (*LaunchResult, error) {
 		return nil, err
 	}
 	run := func(args ...string) (time.Duration, string, error) {
-		cmd := exec.CommandContext(ctx, o.Bin, args...)
-		cmd.Env = Environ(o.Home)
-		cmd.Dir = work
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		t0 := time.Now()
-		err := cmd.Run()
-		el := time.Since(t0)
-		if err != nil {
-			return el, "", fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
-		}
-		return el, out.String(), nil
+		return runCLI(ctx, o.Bin, Environ(o.Home), work, args...)
 	}
 	defer run("controller", "stop") //nolint:errcheck // best effort: the home is thrown away
 	r := &LaunchResult{}

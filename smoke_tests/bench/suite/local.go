@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,15 +192,7 @@ func isAgent(pid, dir string) bool {
 	if err != nil || !strings.HasPrefix(filepath.Base(args[0]), "sortie-agent") {
 		return false
 	}
-	if dir == "" {
-		return true
-	}
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a, dir+"/") {
-			return true
-		}
-	}
-	return false
+	return dir == "" || slices.ContainsFunc(args[1:], func(a string) bool { return strings.HasPrefix(a, dir+"/") })
 }
 
 // agentUnder is the pid of a sortie-agent process with an argument under
@@ -216,19 +209,13 @@ func agentUnder(home string) string {
 
 // vmRSS is the VmRSS of process pid in KiB.
 func vmRSS(pid string) (int64, bool) {
-	status, err := os.ReadFile("/proc/" + pid + "/status")
+	n, err := strconv.Atoi(pid)
 	if err != nil {
 		return 0, false
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				n, err := strconv.ParseInt(f[0], 10, 64)
-				return n, err == nil
-			}
-		}
-	}
-	return 0, false
+	// A process without memory (a zombie) has no VmRSS line.
+	u, err := ReadUsage(n)
+	return u.RSSKiB, err == nil && u.RSSKiB > 0
 }
 
 // plainLoop runs n `bash -c true`, width at a time, and returns the wall

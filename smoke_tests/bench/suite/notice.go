@@ -223,42 +223,22 @@ func indent(s string) string {
 
 // waitPath waits until path exists and is not empty.
 func waitPath(ctx context.Context, path string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not there within %s", path, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return until(ctx, 20*time.Millisecond, timeout, func() (bool, error) {
+		fi, err := os.Stat(path)
+		return err == nil && fi.Size() > 0, nil
+	}, func() error { return fmt.Errorf("%s not there within %s", path, timeout) })
 }
 
 // waitRunning waits until job id's attempt runs.
 func waitRunning(ctx context.Context, svc *service.Service, id int64, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return until(ctx, 20*time.Millisecond, timeout, func() (bool, error) {
 		d, err := svc.Show(ctx, id)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if n := len(d.Attempts); n > 0 && d.Attempts[n-1].State == "running" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("job %d not running within %s", id, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		n := len(d.Attempts)
+		return n > 0 && d.Attempts[n-1].State == "running", nil
+	}, func() error { return fmt.Errorf("job %d not running within %s", id, timeout) })
 }
 
 // readNanos reads a time the task wrote with date +%s%N.

@@ -47,42 +47,69 @@ func Environ(home string) []string {
 	return append(out, "SORTIE_HOME="+home, "SORTIE_LOCAL_SANDBOX=off")
 }
 
+// runCLI runs the sortie CLI bin with args in dir and says how long it
+// took and what it printed on stdout; an error carries its stderr.
+func runCLI(ctx context.Context, bin string, env []string, dir string, args ...string) (time.Duration, string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env, cmd.Dir = env, dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	el := time.Since(t0)
+	if err != nil {
+		return el, "", fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return el, out.String(), nil
+}
+
 // StartDaemon runs the controller program beside bin (`sortie-controller
 // run`) for home, its output in home/controller.log, and returns once it
 // has taken the home.
 func StartDaemon(ctx context.Context, bin, home string) (*Daemon, error) {
-	logf, err := os.OpenFile(filepath.Join(home, "controller.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	pidFile := filepath.Join(home, "controller.pid")
+	return startController(ctx, bin, home, "controller", "controller.log", "start", 15*time.Second, 10*time.Millisecond,
+		func(pid int) bool {
+			b, err := os.ReadFile(pidFile)
+			return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(pid)
+		}, "run")
+}
+
+// startController runs `sortie-controller args` beside bin for home, its
+// output appended to home/logName, and waits, checking every tick, until
+// ready says the process (what, in errors) has done what verb names.
+func startController(ctx context.Context, bin, home, what, logName, verb string, within, tick time.Duration, ready func(pid int) bool, args ...string) (*Daemon, error) {
+	logPath := filepath.Join(home, logName)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "sortie-controller"), "run")
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "sortie-controller"), args...)
 	cmd.Env = Environ(home)
 	cmd.Dir = home
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start controller: %w", err)
+		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
 	d := &Daemon{Home: home, Pid: cmd.Process.Pid, cmd: cmd, done: make(chan error, 1)}
 	go func() { d.done <- cmd.Wait() }()
-	pidFile := filepath.Join(home, "controller.pid")
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(d.Pid) {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		if ready(d.Pid) {
 			return d, nil
 		}
 		select {
 		case err := <-d.done:
-			return nil, fmt.Errorf("controller exited at start (%v); see %s", err, logf.Name())
+			return nil, fmt.Errorf("%s exited at start (%v); see %s", what, err, logPath)
 		case <-ctx.Done():
 			d.Kill()
 			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(tick):
 		}
 	}
 	d.Kill()
-	return nil, fmt.Errorf("controller did not start within 15s; see %s", logf.Name())
+	return nil, fmt.Errorf("%s did not %s within %s; see %s", what, verb, within, logPath)
 }
 
 // Nudge makes the controller reconcile now, as the CLI does after a submit.

@@ -1,13 +1,11 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -148,18 +146,8 @@ func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 // run that also checks what they print.
 func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 	r := &QueueResult{}
-	run := func(args ...string) (time.Duration, []byte, error) {
-		cmd := exec.CommandContext(ctx, o.Bin, args...)
-		cmd.Env = Environ(o.Home)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		t0 := time.Now()
-		err := cmd.Run()
-		el := time.Since(t0)
-		if err != nil {
-			return el, nil, fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
-		}
-		return el, out.Bytes(), nil
+	run := func(args ...string) (time.Duration, string, error) {
+		return runCLI(ctx, o.Bin, Environ(o.Home), "", args...)
 	}
 	statusArgs := []string{"jobs", "queue", "-o", "json", "--status", "RUNNING"}
 	_, out, err := run(statusArgs...)
@@ -167,7 +155,7 @@ func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 		return nil, err
 	}
 	var jobs []contract.JobView
-	if err := json.Unmarshal(out, &jobs); err != nil {
+	if err := json.Unmarshal([]byte(out), &jobs); err != nil {
 		return nil, fmt.Errorf("queue -o json: %w", err)
 	}
 	r.StatusJobs = len(jobs)
@@ -175,7 +163,7 @@ func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.DefaultLines = bytes.Count(out, []byte("\n"))
+	r.DefaultLines = strings.Count(out, "\n")
 	for i := 0; i < o.Runs; i++ {
 		d, _, err := run(statusArgs...)
 		if err != nil {

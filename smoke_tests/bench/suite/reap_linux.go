@@ -8,10 +8,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
-const prSetChildSubreaper = 36
+	"sortie/provision/node/agent"
+)
 
 // orphans makes this process the subreaper of what the processes it starts
 // detach (the node agents, which are the subreapers of their tasks) and
@@ -29,8 +28,8 @@ type orphans struct {
 // adoptOrphans starts adopting and reaping the node agents; finish undoes
 // it.
 func adoptOrphans() (*orphans, error) {
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		return nil, errno
+	if err := agent.Subreaper(true); err != nil {
+		return nil, err
 	}
 	o := &orphans{stop: make(chan struct{})}
 	o.wg.Add(1)
@@ -54,7 +53,7 @@ func adoptOrphans() (*orphans, error) {
 // left running.
 func (o *orphans) reap() int {
 	left := 0
-	for _, pid := range childPids() {
+	for _, pid := range agent.Children() {
 		if !isAgentProcess(pid) {
 			continue
 		}
@@ -81,12 +80,12 @@ func (o *orphans) finish(d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for o.reap() > 0 {
 		if time.Now().After(deadline) {
-			syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
+			agent.Subreaper(false)
 			return errors.New("node agents still run after the controller stopped")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
+	agent.Subreaper(false)
 	return nil
 }
 
@@ -99,24 +98,6 @@ func isAgentProcess(pid int) bool {
 	}
 	open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
 	return open >= 0 && end > open && string(stat[open+1:end]) == "sortie-agent"
-}
-
-// childPids lists this process's children: those of each of its threads.
-func childPids() []int {
-	tasks, _ := os.ReadDir("/proc/self/task")
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
 }
 
 // childrenCPU is the user and system CPU of this process's children that

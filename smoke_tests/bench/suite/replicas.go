@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -109,44 +108,21 @@ type Replica struct {
 // output in home/replica-NAME.log, and returns once it has registered in
 // the store.
 func StartReplica(ctx context.Context, bin, home, name string, ttl time.Duration, db *sql.DB) (*Replica, error) {
-	logPath := filepath.Join(home, "replica-"+name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	args := []string{"run", "--replica", name}
 	if ttl > 0 {
 		args = append(args, "--lease-ttl", ttl.String())
 	}
-	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "sortie-controller"), args...)
-	cmd.Env = Environ(home)
-	cmd.Dir = home
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start replica %s: %w", name, err)
+	d, err := startController(ctx, bin, home, "replica "+name, "replica-"+name+".log", "register", 30*time.Second, 20*time.Millisecond,
+		func(pid int) bool {
+			var n int
+			// No placeholders: their form differs between SQLite and PostgreSQL.
+			err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM replicas WHERE name = '%s' AND pid = %d`, name, pid)).Scan(&n)
+			return err == nil && n == 1
+		}, args...)
+	if err != nil {
+		return nil, err
 	}
-	r := &Replica{Daemon: &Daemon{Home: home, Pid: cmd.Process.Pid, cmd: cmd, done: make(chan error, 1)}, Name: name}
-	go func() { r.done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var n int
-		// No placeholders: their form differs between SQLite and PostgreSQL.
-		if err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM replicas WHERE name = '%s' AND pid = %d`, name, r.Pid)).Scan(&n); err == nil && n == 1 {
-			return r, nil
-		}
-		select {
-		case err := <-r.done:
-			return nil, fmt.Errorf("replica %s exited at start (%v); see %s", name, err, logPath)
-		case <-ctx.Done():
-			r.Kill()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	r.Kill()
-	return nil, fmt.Errorf("replica %s did not register within 30s; see %s", name, logPath)
+	return &Replica{Daemon: d, Name: name}, nil
 }
 
 // RunReplicas starts the replicas, submits every job, kills those to be
@@ -235,24 +211,13 @@ func RunReplicas(ctx context.Context, o ReplicasOptions) (*ReplicasResult, error
 
 // waitRan waits until n jobs have started running at least once.
 func waitRan(ctx context.Context, db *sql.DB, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		var ran int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE started_at IS NOT NULL`).Scan(&ran); err != nil {
-			return err
-		}
-		if ran >= n {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of the %d jobs to run before the kill ran within %s", ran, n, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	var ran int
+	return until(ctx, 50*time.Millisecond, timeout, func() (bool, error) {
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE started_at IS NOT NULL`).Scan(&ran)
+		return err == nil && ran >= n, err
+	}, func() error {
+		return fmt.Errorf("%d of the %d jobs to run before the kill ran within %s", ran, n, timeout)
+	})
 }
 
 // killAndTakeOver kills the replicas dead with kill -9, all at once, and
@@ -285,28 +250,19 @@ func killAndTakeOver(ctx context.Context, db *sql.DB, dead []*Replica, timeout t
 	}
 	rows.Close()
 	res.Orphaned = len(orphans)
-	deadline := time.Now().Add(timeout)
-	for {
-		var left int
+	var left int
+	err = until(ctx, 20*time.Millisecond, timeout, func() (bool, error) {
 		// An orphan is taken over once a survivor holds it, or it has ended
 		// (which only a survivor can have recorded).
 		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE `+active+` AND (lease_holder IS NULL OR lease_holder NOT IN (`+inLive+`))`).Scan(&left)
-		if err != nil {
-			return err
-		}
-		if left == 0 {
-			res.Takeover = time.Since(t0)
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d unfinished jobs not held by the survivors %s after %s", left, timeout, res.Survivors)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		return err == nil && left == 0, err
+	}, func() error {
+		return fmt.Errorf("%d unfinished jobs not held by the survivors %s after %s", left, timeout, res.Survivors)
+	})
+	if err != nil {
+		return err
 	}
+	res.Takeover = time.Since(t0)
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_holder IN (`+inLive+`) THEN 1 ELSE 0 END), 0) FROM jobs WHERE `+active).
 		Scan(&res.Unfinished, &res.SurvivorsHeld); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"sortie/provision/bucket"
+	"sortie/provision/cloudtest"
 )
 
 // StorageOptions sizes the storage group: Files files of FileBytes each
@@ -44,7 +45,7 @@ func RunStorage(ctx context.Context, o StorageOptions) (StorageResult, error) {
 	if err := os.MkdirAll(o.Home, 0o755); err != nil {
 		return r, err
 	}
-	stop, endpoint, err := startMoto(ctx, o.Home)
+	endpoint, stop, err := cloudtest.RunMoto(ctx, filepath.Join(o.Home, "moto.log"))
 	if err != nil {
 		return r, err
 	}

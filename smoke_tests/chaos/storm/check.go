@@ -5,7 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -211,7 +212,7 @@ func readJobs(ctx context.Context, db *sql.DB) (map[int64]*job, error) {
 // final status as the restart rule gives them for the outcomes recorded.
 func (r *Result) checkCommon(jobs map[int64]*job, policy strategy.Policy) {
 	r.Statuses = map[string]int{}
-	for _, id := range sortedIDs(jobs) {
+	for _, id := range slices.Sorted(maps.Keys(jobs)) {
 		j := jobs[id]
 		r.Statuses[j.Status]++
 		if !lifecycle.Status(j.Status).Terminal() {
@@ -261,26 +262,12 @@ func (r *Result) checkWatched(w *watcher) {
 	for _, s := range w.changed {
 		r.problem(&r.Changed, "%s", s)
 	}
-	keys := make([]string, 0, len(w.twoLive))
-	for k := range w.twoLive {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(w.twoLive)) {
 		r.problem(&r.Duplicated, "%s", k)
 	}
 	if w.samples == 0 {
 		r.problem(&r.Lost, "the store could not be sampled once during the run")
 	}
-}
-
-func sortedIDs(jobs map[int64]*job) []int64 {
-	ids := make([]int64, 0, len(jobs))
-	for id := range jobs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
 }
 
 func numbers(as []attempt) []int {
@@ -311,16 +298,6 @@ func fmtCodes(cs []*int) string {
 	return "[" + strings.Join(s, ",") + "]"
 }
 
-func intp(v int) *int { return &v }
-
 func sameCodes(a, b []*int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if (a[i] == nil) != (b[i] == nil) || (a[i] != nil && *a[i] != *b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y *int) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) })
 }

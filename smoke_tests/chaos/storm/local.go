@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -316,7 +318,7 @@ func (r *Result) checkLocalLog(jobs map[int64]*job, path string, preempted map[[
 		return err
 	}
 	recorded := map[[3]int64]bool{}
-	for _, id := range sortedIDs(jobs) {
+	for _, id := range slices.Sorted(maps.Keys(jobs)) {
 		j := jobs[id]
 		for _, a := range j.Attempts {
 			wasPreempted := preempted[[2]int64{id, int64(a.Attempt)}]

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -277,7 +279,7 @@ func lifecycleTerminal(s string) bool { return lifecycle.Status(s).Terminal() }
 // the sim's record of starts.
 func (r *Result) checkSimExpected(jobs map[int64]*job, cfg sim.Config, starts map[string]int) {
 	policy := strategy.Policy{MaxRestartsOnErrors: 1, RecoverOnExitCodes: []int{29}}
-	for _, id := range sortedIDs(jobs) {
+	for _, id := range slices.Sorted(maps.Keys(jobs)) {
 		j := jobs[id]
 		var c strategy.Counters
 		cluster := ""
@@ -293,7 +295,7 @@ func (r *Result) checkSimExpected(jobs map[int64]*job, cfg sim.Config, starts ma
 				e = strategy.Ended{Outcome: strategy.Preempted, ExitCodes: []*int{nil}}
 			} else {
 				code := cfg.ExitCode(id, 0, n)
-				e = strategy.Ended{Outcome: strategy.Succeeded, ExitCodes: []*int{intp(code)}}
+				e = strategy.Ended{Outcome: strategy.Succeeded, ExitCodes: []*int{new(code)}}
 				if code != 0 {
 					e.Outcome = strategy.UserFailure
 				}
