@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sort"
 	"strconv"
@@ -97,9 +98,25 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 			tp.FileMounts = append(tp.FileMounts, MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
 		}
 		var err error
-		tp.Placements, err = s.placements(ctx, t)
-		if err != nil {
+		var refused []schema.Problem
+		tp.Placements, refused, err = s.placements(ctx, p, i)
+		switch {
+		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error()})
+		case len(tp.Placements) == 0:
+			// No cloud the task allows is enabled here: what a launch
+			// from here lacks, as a missing env is.
+			for _, r := range refused {
+				plan.Missing = append(plan.Missing, r.Error())
+			}
+		default:
+			for _, r := range refused {
+				w := leftOut(r)
+				plan.Warnings = append(plan.Warnings, w)
+				if warn != nil {
+					warn(w)
+				}
+			}
 		}
 		plan.Tasks = append(plan.Tasks, tp)
 	}
@@ -115,13 +132,25 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	return plan, nil
 }
 
-// placements lists a task's candidates as the controller would order a
+// placements lists task i's candidates as the controller would order a
 // first launch. A cloud known from the configuration alone (local, sim)
 // is asked here; any other (aws, gcp) only by the controller, so its
-// request is listed as given.
-func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPlan, error) {
+// request is listed as given. The candidates on a cloud that is not
+// enabled here are left out: refused says why of each such cloud, and
+// when no candidate is left the list is empty (err is for a request no
+// cloud offers).
+func (s *Service) placements(ctx context.Context, p *schema.Pipeline, i int) (_ []PlacementPlan, refused []schema.Problem, _ error) {
+	t := p.Tasks[i]
 	resolved := map[schema.Placement]bool{}
+	seen := map[string]bool{}
 	cands, err := strategy.Candidates(t.Resources, func(r schema.Resources) ([]schema.Placement, error) {
+		if err := s.Clouds.Enabled(r.Cloud, clouds.Machine{Getenv: s.Getenv}); err != nil {
+			if !seen[r.Cloud] {
+				seen[r.Cloud] = true
+				refused = append(refused, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error() + "; " + s.checkHint()})
+			}
+			return nil, nil
+		}
 		ps, ok, err := s.Clouds.ConfigPlacements(ctx, r)
 		if ok || err != nil {
 			for _, p := range ps {
@@ -131,8 +160,11 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		}
 		return []schema.Placement{{Cloud: r.Cloud, Region: r.Region, Zone: r.Zone}}, nil
 	})
+	if errors.Is(err, strategy.ErrNoCandidates) && len(refused) > 0 {
+		return []PlacementPlan{}, refused, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
 	out := make([]PlacementPlan, 0, len(cands))
@@ -155,7 +187,23 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		}
 		out = append(out, pp)
 	}
-	return out, nil
+	return out, refused, nil
+}
+
+// checkHint says where to see what each cloud lacks: `sortie check` on
+// the machine that launches.
+func (s *Service) checkHint() string {
+	if s.Inputs != nil {
+		return "`sortie check` on the server's machine says what each cloud lacks"
+	}
+	return "`sortie check` says what each cloud lacks"
+}
+
+// leftOut is the warning of a launch that leaves out the candidates of
+// a cloud that is not enabled, as others are left.
+func leftOut(refused schema.Problem) string {
+	msg, _, _ := strings.Cut(refused.Message, ": ")
+	return refused.Path + ": " + msg + ", so its placements are left out (`sortie check` says why)"
 }
 
 // formatAccelerators writes accelerators as a task file does: "A100:1",

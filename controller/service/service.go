@@ -108,15 +108,23 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := pr.refusal(); err != nil {
-		return nil, err
-	}
 	// What the dry run would refuse for its placements, the launch
 	// refuses too, rather than store a job that can only fail prechecks.
-	var probs []schema.Problem
-	for i, t := range pr.pipeline.Tasks {
-		if _, err := s.placements(ctx, t); err != nil {
+	// A cloud that is not enabled here is refused as SkyPilot's optimizer
+	// refuses it: its candidates are left out, and a task with none left
+	// is refused, naming each cloud and why.
+	probs := pr.missing
+	for i := range pr.pipeline.Tasks {
+		pls, refused, err := s.placements(ctx, pr.pipeline, i)
+		switch {
+		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
+		case len(pls) == 0:
+			probs = append(probs, refused...)
+		case req.Warn != nil:
+			for _, r := range refused {
+				req.Warn(leftOut(r))
+			}
 		}
 	}
 	if len(probs) == 0 {
