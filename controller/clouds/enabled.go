@@ -32,12 +32,6 @@ func (m Machine) readFile(path string) ([]byte, error) {
 // "" when it is not set.
 func (m Machine) home() string { return m.getenv("HOME") }
 
-// exists says whether path names a file m can read.
-func (m Machine) exists(path string) bool {
-	_, err := m.readFile(path)
-	return err == nil
-}
-
 // dmi is a field of the machine's firmware tables (/sys/class/dmi/id),
 // which name the cloud a VM runs on; "" when it cannot be read.
 func (m Machine) dmi(field string) string {
