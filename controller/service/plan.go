@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,8 +99,8 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 			tp.FileMounts = append(tp.FileMounts, MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
 		}
 		var err error
-		var refused []schema.Problem
-		tp.Placements, refused, err = s.placements(ctx, p, i)
+		var refused []*clouds.NotEnabledError
+		tp.Placements, refused, err = s.placements(ctx, t)
 		switch {
 		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error()})
@@ -107,11 +108,11 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 			// No cloud the task allows is enabled here: what a launch
 			// from here lacks, as a missing env is.
 			for _, r := range refused {
-				plan.Missing = append(plan.Missing, r.Error())
+				plan.Missing = append(plan.Missing, s.notEnabled(p, i, r).Error())
 			}
 		default:
 			for _, r := range refused {
-				w := leftOut(r)
+				w := leftOut(p, i, r)
 				plan.Warnings = append(plan.Warnings, w)
 				if warn != nil {
 					warn(w)
@@ -132,22 +133,20 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	return plan, nil
 }
 
-// placements lists task i's candidates as the controller would order a
+// placements lists a task's candidates as the controller would order a
 // first launch. A cloud known from the configuration alone (local, sim)
 // is asked here; any other (aws, gcp) only by the controller, so its
 // request is listed as given. The candidates on a cloud that is not
 // enabled here are left out: refused says why of each such cloud, and
 // when no candidate is left the list is empty (err is for a request no
 // cloud offers).
-func (s *Service) placements(ctx context.Context, p *schema.Pipeline, i int) (_ []PlacementPlan, refused []schema.Problem, _ error) {
-	t := p.Tasks[i]
+func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []PlacementPlan, refused []*clouds.NotEnabledError, _ error) {
 	resolved := map[schema.Placement]bool{}
-	seen := map[string]bool{}
 	cands, err := strategy.Candidates(t.Resources, func(r schema.Resources) ([]schema.Placement, error) {
-		if err := s.Clouds.Enabled(r.Cloud, clouds.Machine{Getenv: s.Getenv}); err != nil {
-			if !seen[r.Cloud] {
-				seen[r.Cloud] = true
-				refused = append(refused, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error() + "; " + s.checkHint()})
+		var ne *clouds.NotEnabledError
+		if errors.As(s.Clouds.Enabled(r.Cloud, clouds.Machine{Getenv: s.Getenv}), &ne) {
+			if !slices.ContainsFunc(refused, func(e *clouds.NotEnabledError) bool { return e.Cloud == ne.Cloud }) {
+				refused = append(refused, ne)
 			}
 			return nil, nil
 		}
@@ -190,20 +189,21 @@ func (s *Service) placements(ctx context.Context, p *schema.Pipeline, i int) (_ 
 	return out, refused, nil
 }
 
-// checkHint says where to see what each cloud lacks: `sortie check` on
-// the machine that launches.
-func (s *Service) checkHint() string {
+// notEnabled is the problem of task i of a launch that no cloud it
+// allows is enabled for: cloud e, why, and where to see what each cloud
+// lacks (`sortie check` on the machine that launches).
+func (s *Service) notEnabled(p *schema.Pipeline, i int, e *clouds.NotEnabledError) schema.Problem {
+	hint := "`sortie check` says what each cloud lacks"
 	if s.Inputs != nil {
-		return "`sortie check` on the server's machine says what each cloud lacks"
+		hint = "`sortie check` on the server's machine says what each cloud lacks"
 	}
-	return "`sortie check` says what each cloud lacks"
+	return schema.Problem{Path: taskPath(p, i, "resources"), Message: e.Error() + "; " + hint}
 }
 
-// leftOut is the warning of a launch that leaves out the candidates of
-// a cloud that is not enabled, as others are left.
-func leftOut(refused schema.Problem) string {
-	msg, _, _ := strings.Cut(refused.Message, ": ")
-	return refused.Path + ": " + msg + ", so its placements are left out (`sortie check` says why)"
+// leftOut is the warning of a launch of task i that leaves out the
+// candidates of cloud e, which is not enabled, as others are left.
+func leftOut(p *schema.Pipeline, i int, e *clouds.NotEnabledError) string {
+	return taskPath(p, i, "resources") + ": " + e.Cloud + " is not enabled here, so its placements are left out (`sortie check` says why)"
 }
 
 // formatAccelerators writes accelerators as a task file does: "A100:1",

@@ -114,16 +114,18 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, erro
 	// refuses it: its candidates are left out, and a task with none left
 	// is refused, naming each cloud and why.
 	probs := pr.missing
-	for i := range pr.pipeline.Tasks {
-		pls, refused, err := s.placements(ctx, pr.pipeline, i)
+	for i, t := range pr.pipeline.Tasks {
+		pls, refused, err := s.placements(ctx, t)
 		switch {
 		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
 		case len(pls) == 0:
-			probs = append(probs, refused...)
+			for _, r := range refused {
+				probs = append(probs, s.notEnabled(pr.pipeline, i, r))
+			}
 		case req.Warn != nil:
 			for _, r := range refused {
-				req.Warn(leftOut(r))
+				req.Warn(leftOut(pr.pipeline, i, r))
 			}
 		}
 	}
