@@ -72,9 +72,9 @@ type Cloud struct {
 	// Enabled says where the cloud's credentials come from on m, or why
 	// it has none, from the configuration, the environment and local
 	// files alone (no network call), so that every launch asks it: a
-	// launch refuses a cloud that is not enabled, and `sortie check` says
-	// why before it asks the cloud anything. Nil means always enabled
-	// (local, sim).
+	// launch refuses a cloud that is not enabled. Check finds the same
+	// before it asks the cloud anything. Nil means always enabled (local,
+	// sim).
 	Enabled func(cfg config.Config, m Machine) (source string, err error)
 	// Check says whether the cloud is usable; nil leaves it out of
 	// `sortie check` (sim, a test cloud).
@@ -346,8 +346,7 @@ func (s *Set) Close() error {
 }
 
 // Check reports every cloud of the set that has a check: local first, then
-// the others by name. A cloud that is not Enabled is reported with why,
-// unasked; the others are asked with their standard credential chain.
+// the others by name, each asked with its standard credential chain.
 func (s *Set) Check(ctx context.Context) []Check {
 	var out []Check
 	for _, name := range s.names() {
@@ -355,14 +354,7 @@ func (s *Set) Check(ctx context.Context) []Check {
 		if c.Check == nil {
 			continue
 		}
-		var r Check
-		if err := s.Enabled(name, Machine{}); err != nil {
-			// What a launch would refuse the cloud for, and nothing
-			// asked of the cloud.
-			r.Problems = []string{errors.Unwrap(err).Error()}
-		} else {
-			r = c.Check(ctx, s.cfg)
-		}
+		r := c.Check(ctx, s.cfg)
 		r.Cloud, r.OK = name, len(r.Problems) == 0
 		if r.Details == nil {
 			r.Details = []string{}
