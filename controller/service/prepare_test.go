@@ -286,6 +286,7 @@ run: 'true'
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Getenv = credentialsEnv(t)
 	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
@@ -532,6 +533,7 @@ func TestLaunchRefusesPlacementsTheConfigDoesNotOffer(t *testing.T) {
 		t.Error("the dry run passed a zone the local cloud does not have")
 	}
 	// A cloud only the controller can ask is left to it.
+	s.Getenv = credentialsEnv(t)
 	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "aws.yaml"), Dir: root}); err != nil {
 		t.Errorf("launch on aws: %v", err)
 	}
