@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"errors"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,9 +100,25 @@ func (s *Service) Plan(ctx context.Context, req contract.LaunchRequest) (*contra
 			tp.FileMounts = append(tp.FileMounts, contract.MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
 		}
 		var err error
-		tp.Placements, err = s.placements(ctx, t)
-		if err != nil {
+		var refused []*clouds.NotEnabledError
+		tp.Placements, refused, err = s.placements(ctx, t)
+		switch {
+		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error()})
+		case len(tp.Placements) == 0:
+			// No cloud the task allows is enabled here: what a launch
+			// from here lacks, as a missing env is.
+			for _, r := range refused {
+				plan.Missing = append(plan.Missing, s.notEnabled(p, i, r).Error())
+			}
+		default:
+			for _, r := range refused {
+				w := leftOut(p, i, r)
+				plan.Warnings = append(plan.Warnings, w)
+				if warn != nil {
+					warn(w)
+				}
+			}
 		}
 		plan.Tasks = append(plan.Tasks, tp)
 	}
@@ -119,10 +137,20 @@ func (s *Service) Plan(ctx context.Context, req contract.LaunchRequest) (*contra
 // placements lists a task's candidates as the controller would order a
 // first launch. A cloud known from the configuration alone (local, sim)
 // is asked here; any other (aws, gcp) only by the controller, so its
-// request is listed as given.
-func (s *Service) placements(ctx context.Context, t *schema.Task) ([]contract.PlacementPlan, error) {
+// request is listed as given. The candidates on a cloud that is not
+// enabled here are left out: refused says why of each such cloud, and
+// when no candidate is left the list is empty (err is for a request no
+// cloud offers).
+func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.PlacementPlan, refused []*clouds.NotEnabledError, _ error) {
 	resolved := map[schema.Placement]bool{}
 	cands, err := strategy.Candidates(t.Resources, func(r schema.Resources) ([]schema.Placement, error) {
+		var ne *clouds.NotEnabledError
+		if errors.As(s.Clouds.Enabled(r.Cloud, clouds.Machine{Getenv: s.Getenv}), &ne) {
+			if !slices.ContainsFunc(refused, func(e *clouds.NotEnabledError) bool { return e.Cloud == ne.Cloud }) {
+				refused = append(refused, ne)
+			}
+			return nil, nil
+		}
 		ps, ok, err := s.Clouds.ConfigPlacements(ctx, r)
 		if ok || err != nil {
 			for _, p := range ps {
@@ -132,8 +160,11 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]contract.Pl
 		}
 		return []schema.Placement{{Cloud: r.Cloud, Region: r.Region, Zone: r.Zone}}, nil
 	})
+	if errors.Is(err, strategy.ErrNoCandidates) && len(refused) > 0 {
+		return []contract.PlacementPlan{}, refused, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
 	out := make([]contract.PlacementPlan, 0, len(cands))
@@ -156,7 +187,24 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]contract.Pl
 		}
 		out = append(out, pp)
 	}
-	return out, nil
+	return out, refused, nil
+}
+
+// notEnabled is the problem of task i of a launch that no cloud it
+// allows is enabled for: cloud e, why, and where to see what each cloud
+// lacks (`sortie check` on the machine that launches).
+func (s *Service) notEnabled(p *schema.Pipeline, i int, e *clouds.NotEnabledError) schema.Problem {
+	hint := "`sortie check` says what each cloud lacks"
+	if s.Inputs != nil {
+		hint = "`sortie check` on the server's machine says what each cloud lacks"
+	}
+	return schema.Problem{Path: taskPath(p, i, "resources"), Message: e.Error() + "; " + hint}
+}
+
+// leftOut is the warning of a launch of task i that leaves out the
+// candidates of cloud e, which is not enabled, as others are left.
+func leftOut(p *schema.Pipeline, i int, e *clouds.NotEnabledError) string {
+	return taskPath(p, i, "resources") + ": " + e.Cloud + " is not enabled here, so its placements are left out (`sortie check` says why)"
 }
 
 // formatAccelerators writes accelerators as a task file does: "A100:1",

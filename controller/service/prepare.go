@@ -33,14 +33,6 @@ type prepared struct {
 	missing []schema.Problem
 }
 
-// refusal is the error a launch gives for what it lacks, nil if nothing.
-func (pr *prepared) refusal() error {
-	if len(pr.missing) == 0 {
-		return nil
-	}
-	return &schema.ValidationError{Problems: pr.missing}
-}
-
 // prepare reads, validates and completes a launch request without storing
 // anything: the task file, the command line's overrides, required envs,
 // secrets and the local inputs. A problem with the file or the flags is

@@ -287,6 +287,7 @@ run: 'true'
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Getenv = credentialsEnv(t)
 	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
@@ -533,6 +534,7 @@ func TestLaunchRefusesPlacementsTheConfigDoesNotOffer(t *testing.T) {
 		t.Error("the dry run passed a zone the local cloud does not have")
 	}
 	// A cloud only the controller can ask is left to it.
+	s.Getenv = credentialsEnv(t)
 	if _, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "aws.yaml"), Dir: root}); err != nil {
 		t.Errorf("launch on aws: %v", err)
 	}

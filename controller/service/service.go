@@ -109,15 +109,25 @@ func (s *Service) Launch(ctx context.Context, req contract.LaunchRequest) (*cont
 	if err != nil {
 		return nil, err
 	}
-	if err := pr.refusal(); err != nil {
-		return nil, err
-	}
 	// What the dry run would refuse for its placements, the launch
 	// refuses too, rather than store a job that can only fail prechecks.
-	var probs []schema.Problem
+	// A cloud that is not enabled here is refused as SkyPilot's optimizer
+	// refuses it: its candidates are left out, and a task with none left
+	// is refused, naming each cloud and why.
+	probs := pr.missing
 	for i, t := range pr.pipeline.Tasks {
-		if _, err := s.placements(ctx, t); err != nil {
+		pls, refused, err := s.placements(ctx, t)
+		switch {
+		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
+		case len(pls) == 0:
+			for _, r := range refused {
+				probs = append(probs, s.notEnabled(pr.pipeline, i, r))
+			}
+		case req.Warn != nil:
+			for _, r := range refused {
+				req.Warn(leftOut(pr.pipeline, i, r))
+			}
 		}
 	}
 	if len(probs) == 0 {
