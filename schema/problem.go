@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/hbollon/go-edlib"
 )
 
 // Problem is one thing wrong with a task file or config.yaml: where, what
@@ -148,9 +146,7 @@ func suggest(name string, known []string) string {
 	lname := strings.ToLower(name)
 	best, bestDist := "", -1
 	for _, k := range known {
-		// The optimal-string-alignment distance: a swap of two letters, the
-		// most common typo, is one edit.
-		d := edlib.OSADamerauLevenshteinDistance(lname, strings.ToLower(k))
+		d := editDistance(lname, strings.ToLower(k))
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = k, d
 		}
@@ -162,6 +158,34 @@ func suggest(name string, known []string) string {
 		return best
 	}
 	return ""
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and adjacent transpositions each cost one, since
+// swapped letters are the most common typo.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
 }
 
 // sortedKeys returns m's keys in order, so problems come out the same way
