@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,11 +94,7 @@ func (k *kubeconfig) restConfig(name string) (*rest.Config, error) {
 }
 
 func contextList(raw clientcmdapi.Config) string {
-	var names []string
-	for n := range raw.Contexts {
-		names = append(names, n)
-	}
-	return "it has " + listOf(names)
+	return "it has " + listOf(slices.Collect(maps.Keys(raw.Contexts)))
 }
 
 // kubeContext is one context's clients and its namespaces' informers.

@@ -310,12 +310,5 @@ func listOf(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
+	return strings.Join(s, ", ")
 }

@@ -64,14 +64,14 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 			return nil, err
 		}
 		names := map[string]bool{}
-		parents, err := w.parents.List(everything())
+		parents, err := w.parents.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
 		for _, cm := range parents {
 			names[cm.Labels[provision.TagCluster]] = true
 		}
-		pods, err := w.pods.List(everything())
+		pods, err := w.pods.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
@@ -295,6 +295,3 @@ func torndown(c *provision.Cluster) bool {
 	}
 	return true
 }
-
-// everything selects every object of a cache.
-func everything() labels.Selector { return labels.Everything() }
