@@ -140,7 +140,7 @@ func (p *Provider) waitRunning(ctx context.Context, w *watcher, spec provision.C
 			if c, err = p.clusterAt(w, spec.Placement, spec.Name); err != nil {
 				return nil, err
 			}
-			done, err := p.launched(c, spec)
+			done, err := p.launched(w, c, spec)
 			if done || err != nil {
 				return c, err
 			}
@@ -162,7 +162,7 @@ func (p *Provider) waitRunning(ctx context.Context, w *watcher, spec provision.C
 
 // launched says whether c is up: every pod running (or past it) with an
 // address. A pod that cannot start is an error of its class.
-func (p *Provider) launched(c *provision.Cluster, spec provision.ClusterSpec) (bool, error) {
+func (p *Provider) launched(w *watcher, c *provision.Cluster, spec provision.ClusterSpec) (bool, error) {
 	if c == nil || len(c.Nodes) < spec.NumNodes {
 		return false, nil
 	}
@@ -173,7 +173,7 @@ func (p *Provider) launched(c *provision.Cluster, spec provision.ClusterSpec) (b
 			up = up && n.IP != ""
 		case provision.NodePending:
 			up = false
-			if err := p.notStarting(c, n); err != nil {
+			if err := p.notStarting(w, c, n); err != nil {
 				return false, err
 			}
 		case provision.NodePreempted:
@@ -188,12 +188,12 @@ func (p *Provider) launched(c *provision.Cluster, spec provision.ClusterSpec) (b
 // notStarting is the error of a pending pod that will not start: left
 // Unschedulable past ProvisionTimeout (capacity), or its image or config
 // refused (prechecks).
-func (p *Provider) notStarting(c *provision.Cluster, n provision.Node) error {
+func (p *Provider) notStarting(w *watcher, c *provision.Cluster, n provision.Node) error {
 	pod := podName(c.Name, n.Rank)
 	reason, _, _ := strings.Cut(n.Reason, ": ")
 	switch reason {
 	case corev1.PodReasonUnschedulable:
-		since, ok := p.unschedulableSince(c, n.Rank)
+		since, ok := unschedulableSince(w, c, n.Rank)
 		if ok && p.cfg.Now().Sub(since) > p.cfg.ProvisionTimeout {
 			return provision.Capacity(fmt.Errorf("pod %s unschedulable for over %s in %s/%s (kubernetes.provision_timeout): %s",
 				pod, p.cfg.ProvisionTimeout, c.Placement.Region, c.Placement.Zone, n.Reason))
@@ -207,18 +207,8 @@ func (p *Provider) notStarting(c *provision.Cluster, n provision.Node) error {
 }
 
 // unschedulableSince is when rank's pod became unschedulable, as the
-// scheduler recorded it.
-func (p *Provider) unschedulableSince(c *provision.Cluster, rank int) (time.Time, bool) {
-	kc, err := p.kubeContext(c.Placement.Region)
-	if err != nil {
-		return time.Time{}, false
-	}
-	kc.mu.Lock()
-	w := kc.watchers[c.Placement.Zone]
-	kc.mu.Unlock()
-	if w == nil {
-		return time.Time{}, false
-	}
+// scheduler recorded it in the watcher's cache.
+func unschedulableSince(w *watcher, c *provision.Cluster, rank int) (time.Time, bool) {
 	pod, err := w.pods.Pods(c.Placement.Zone).Get(podName(c.Name, rank))
 	if err != nil {
 		return time.Time{}, false
