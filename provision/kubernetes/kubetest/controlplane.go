@@ -35,6 +35,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Versions of the programs the control plane runs; the cache folder is
@@ -275,16 +277,16 @@ func token() (string, error) {
 // Kubeconfig writes a kubeconfig file to path whose contexts (each named
 // in contexts, with namespace ns) reach the apiserver with bearer token.
 func (cp *ControlPlane) Kubeconfig(path, token, ns string, contexts ...string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\n", cp.URL)
-	fmt.Fprintf(&b, "users:\n- name: test\n  user:\n    token: %s\ncontexts:\n", token)
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.URL, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: token}
 	for _, c := range contexts {
-		fmt.Fprintf(&b, "- name: %q\n  context:\n    cluster: test\n    user: test\n    namespace: %s\n", c, ns)
+		cfg.Contexts[c] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test", Namespace: ns}
 	}
 	if len(contexts) > 0 {
-		fmt.Fprintf(&b, "current-context: %q\n", contexts[0])
+		cfg.CurrentContext = contexts[0]
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o600)
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 func freePorts(n int) ([]int, error) {

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // Kubelet plays one node's kubelet, and the scheduler for the pods it is
@@ -219,7 +221,7 @@ func (k *Kubelet) Run(ctx context.Context, ns, pod, ip string) error {
 		p.Status.ContainerStatuses = nil
 		for _, c := range p.Spec.Containers {
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image, Ready: true, Started: ptr(true),
+				Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 		}
 	})
@@ -253,7 +255,7 @@ func (k *Kubelet) Exit(ctx context.Context, ns, pod string, code int, message st
 		setCondition(p, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now})
 		for i := range p.Status.ContainerStatuses {
 			cs := &p.Status.ContainerStatuses[i]
-			cs.Ready, cs.Started = false, ptr(false)
+			cs.Ready, cs.Started = false, ptr.To(false)
 			started := now
 			if cs.State.Running != nil {
 				started = cs.State.Running.StartedAt
@@ -285,7 +287,7 @@ func (k *Kubelet) Disrupt(ctx context.Context, ns, pod, reason string) error {
 // node, as the kubelet does once its containers stopped.
 func (k *Kubelet) FinishDeletion(ctx context.Context, ns, pod string) error {
 	k.endLogs(ns, pod)
-	err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -361,17 +363,15 @@ func (k *Kubelet) watchPods(ctx context.Context, ns, net string, seq *int, delet
 }
 
 func (k *Kubelet) status(ctx context.Context, ns, name string, change func(*corev1.Pod)) error {
-	for {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := k.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(p)
 		_, err = k.cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
@@ -399,5 +399,3 @@ func reasonFor(code int) string {
 	}
 	return "Error"
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,10 +1,10 @@
 package kubetest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,15 +221,11 @@ func versionOf(keys map[string][]byte) string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var b bytes.Buffer
+	h := fnv.New64a()
 	for _, k := range names {
-		fmt.Fprintf(&b, "%s=%d:%s;", k, len(keys[k]), keys[k])
+		fmt.Fprintf(h, "%s=%d:%s;", k, len(keys[k]), keys[k])
 	}
-	sum := uint64(14695981039346656037)
-	for _, c := range b.Bytes() {
-		sum = (sum ^ uint64(c)) * 1099511628211
-	}
-	return fmt.Sprintf("v%016x", sum)
+	return fmt.Sprintf("v%016x", h.Sum64())
 }
 
 // delete stops a pod being deleted, within its grace period, and ends its
