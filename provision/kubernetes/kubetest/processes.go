@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,13 +217,8 @@ func (s *procServer) syncVolume(ctx context.Context, vol *corev1.Volume, local s
 
 // versionOf names one version of a volume's keys.
 func versionOf(keys map[string][]byte) string {
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	h := fnv.New64a()
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		fmt.Fprintf(h, "%s=%d:%s;", k, len(keys[k]), keys[k])
 	}
 	return fmt.Sprintf("v%016x", h.Sum64())
@@ -295,11 +291,8 @@ func volumeNamed(pod *corev1.Pod, name string) *corev1.Volume {
 // replacePaths replaces each container path in s by its local folder,
 // longest first.
 func replacePaths(s string, paths map[string]string) string {
-	keys := make([]string, 0, len(paths))
-	for k := range paths {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	keys := slices.Collect(maps.Keys(paths))
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
 	for _, k := range keys {
 		s = strings.ReplaceAll(s, k, paths[k])
 	}
