@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -101,18 +102,10 @@ func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.C
 // for it. Pods bound to a node wait for their kubelet: the wait gives up
 // after a while, and Status reports such pods terminated meanwhile.
 func (p *Provider) waitDeleted(ctx context.Context, w *watcher, spec provision.ClusterSpec) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		if c, err := p.clusterAt(w, spec.Placement, spec.Name); err != nil || c == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(p.cfg.PollInterval):
-		}
-	}
+	_ = wait.PollUntilContextTimeout(ctx, p.cfg.PollInterval, 30*time.Second, true, func(context.Context) (bool, error) {
+		c, err := p.clusterAt(w, spec.Placement, spec.Name)
+		return err != nil || c == nil, nil
+	})
 }
 
 // cached says whether the informers' cache holds spec's parent and every
@@ -133,31 +126,29 @@ func (w *watcher) cached(spec provision.ClusterSpec) bool {
 func (p *Provider) waitRunning(ctx context.Context, w *watcher, spec provision.ClusterSpec) (*provision.Cluster, error) {
 	deadline := p.cfg.Now().Add(p.cfg.LaunchTimeout)
 	last := ""
-	for {
+	var up *provision.Cluster
+	err := wait.PollUntilContextCancel(ctx, p.cfg.PollInterval, true, func(context.Context) (bool, error) {
 		var c *provision.Cluster
 		if w.cached(spec) {
 			var err error
 			if c, err = p.clusterAt(w, spec.Placement, spec.Name); err != nil {
-				return nil, err
+				return false, err
 			}
-			done, err := p.launched(w, c, spec)
-			if done || err != nil {
-				return c, err
+			if done, err := p.launched(w, c, spec); done || err != nil {
+				up = c
+				return done, err
 			}
 		}
-		if now := p.cfg.Now(); now.After(deadline) {
-			return nil, fmt.Errorf("pods of %s not running after %s: %s", spec.Name, p.cfg.LaunchTimeout, describe(c))
+		if p.cfg.Now().After(deadline) {
+			return false, fmt.Errorf("pods of %s not running after %s: %s", spec.Name, p.cfg.LaunchTimeout, describe(c))
 		}
 		if msg := describe(c); msg != last {
 			provision.Progress(ctx, "waiting for pods: "+msg)
 			last = msg
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(p.cfg.PollInterval):
-		}
-	}
+		return false, nil
+	})
+	return up, err
 }
 
 // launched says whether c is up: every pod running (or past it) with an
