@@ -170,16 +170,9 @@ func (p *Provider) logReadable(at schema.Placement, name string, pod *corev1.Pod
 	if pod != nil && hasLog(pod) {
 		return true
 	}
+	// One still being read is readable: ReadTaskLog waits for it.
 	t := p.takenLogOf(at, name)
-	if t == nil {
-		return false
-	}
-	select {
-	case <-t.done:
-		return t.err == nil
-	default:
-		return true // still being read: ReadTaskLog waits for it
-	}
+	return t != nil && (!t.ended() || t.err == nil)
 }
 
 // nodeOf is the node that pod (nil when missing) is. A pod the cluster

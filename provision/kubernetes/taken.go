@@ -40,15 +40,18 @@ type takenLog struct {
 	err     error
 }
 
-// whole says whether the read has ended, and well.
-func (t *takenLog) whole() bool {
+// ended says whether the read has ended.
+func (t *takenLog) ended() bool {
 	select {
 	case <-t.done:
-		return t.err == nil
+		return true
 	default:
 		return false
 	}
 }
+
+// whole says whether the read has ended, and well.
+func (t *takenLog) whole() bool { return t.ended() && t.err == nil }
 
 // takenAway says whether the cluster is taking pod away: being deleted,
 // marked DisruptionTarget, or evicted by its kubelet.
