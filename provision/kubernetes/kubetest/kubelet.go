@@ -14,8 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -307,59 +310,40 @@ func (k *Kubelet) Serve(ctx context.Context, ns string) error {
 // servePods plays the scheduler and the kubelet for every pod of ns until
 // ctx ends: a pod being deleted goes to deleted; a new one is
 // Unschedulable while the namespace is Full, else bound and Running with
-// the pod IP net.X.Y, then given to started (when not nil).
+// the pod IP net.X.Y, then given to started (when not nil). The pods come
+// from an informer, which lists again when its watch ends.
 func (k *Kubelet) servePods(ctx context.Context, ns, net string, deleted, started func(*corev1.Pod) error) error {
 	seq := 0
-	for ctx.Err() == nil {
-		// A watch from no resource version begins with every pod there
-		// is, so a watch the apiserver ended is simply made again.
-		if err := k.watchPods(ctx, ns, net, &seq, deleted, started); err != nil {
-			return err
+	lw := cache.NewListWatchFromClient(k.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		p, isPod := ev.Object.(*corev1.Pod)
+		if !isPod || ev.Type == watch.Deleted {
+			return false, nil
 		}
-	}
-	return nil
-}
-
-func (k *Kubelet) watchPods(ctx context.Context, ns, net string, seq *int, deleted, started func(*corev1.Pod) error) error {
-	w, err := k.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return nil
+		var err error
+		switch {
+		case p.DeletionTimestamp != nil:
+			err = deleted(p)
+		case p.Spec.NodeName == "" && k.isFull(ns):
+			if c := podCondition(p, corev1.PodScheduled); c == nil || c.Reason != corev1.PodReasonUnschedulable {
+				err = k.Unschedulable(ctx, ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
 			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted {
-				continue
-			}
-			switch {
-			case p.DeletionTimestamp != nil:
-				err = deleted(p)
-			case p.Spec.NodeName == "" && k.isFull(ns):
-				if c := podCondition(p, corev1.PodScheduled); c == nil || c.Reason != corev1.PodReasonUnschedulable {
-					err = k.Unschedulable(ctx, ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
-				}
-			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
-				*seq++
-				err = k.Run(ctx, ns, p.Name, fmt.Sprintf("%s.%d.%d", net, *seq/250, *seq%250+1))
-				if err == nil && started != nil {
-					err = started(p)
-				}
-			}
-			if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("kubelet %s, pod %s: %w", k.Node, p.Name, err)
+		case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
+			seq++
+			err = k.Run(ctx, ns, p.Name, fmt.Sprintf("%s.%d.%d", net, seq/250, seq%250+1))
+			if err == nil && started != nil {
+				err = started(p)
 			}
 		}
+		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("kubelet %s, pod %s: %w", k.Node, p.Name, err)
+		}
+		return false, nil
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 func (k *Kubelet) status(ctx context.Context, ns, name string, change func(*corev1.Pod)) error {
