@@ -2,7 +2,6 @@ package kubetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -18,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ServeProcesses runs the node's kubelet, and the scheduler, for every pod
@@ -95,15 +95,7 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 			if err := s.syncVolume(ctx, vol, local); err != nil {
 				return err
 			}
-			go func() {
-				for vctx.Err() == nil {
-					select {
-					case <-vctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					_ = s.syncVolume(vctx, vol, local)
-				}
-			}()
+			go wait.UntilWithContext(vctx, func(ctx context.Context) { _ = s.syncVolume(ctx, vol, local) }, 100*time.Millisecond)
 		default:
 			if err := os.MkdirAll(local, 0o755); err != nil {
 				return err
@@ -143,16 +135,13 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 	s.procs[pod.Name] = p
 	s.mu.Unlock()
 	go func() {
-		err := cmd.Wait()
+		_ = cmd.Wait()
 		stopSync()
 		close(p.done)
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			}
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		code := ws.ExitStatus()
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
 		}
 		msg, _ := os.ReadFile(term)
 		if ctx.Err() == nil {
