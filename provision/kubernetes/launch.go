@@ -50,8 +50,8 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err != nil {
 		return nil, err
 	}
-	c, err := p.create(ctx, kc, spec)
-	if err == nil {
+	var c *provision.Cluster
+	if err = p.create(ctx, kc, spec); err == nil {
 		c, err = p.waitRunning(ctx, w, spec)
 	}
 	if err != nil {
@@ -70,7 +70,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 
 // create makes the parent and every pod missing; what exists is kept, so
 // a launch that died half way is finished, never doubled.
-func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.ClusterSpec) (*provision.Cluster, error) {
+func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.ClusterSpec) error {
 	ns := spec.Placement.Zone
 	cms := kc.core.ConfigMaps(ns)
 	parent, err := cms.Create(ctx, parentFor(spec), metav1.CreateOptions{})
@@ -78,23 +78,23 @@ func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.C
 		parent, err = cms.Get(ctx, spec.Name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return nil, classify(fmt.Errorf("create %s's parent ConfigMap in %s/%s: %w", spec.Name, kc.name, ns, err))
+		return classify(fmt.Errorf("create %s's parent ConfigMap in %s/%s: %w", spec.Name, kc.name, ns, err))
 	}
 	if parent.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("cluster %s in %s/%s is being deleted; launch again once it is gone", spec.Name, kc.name, ns)
+		return fmt.Errorf("cluster %s in %s/%s is being deleted; launch again once it is gone", spec.Name, kc.name, ns)
 	}
 	for rank := range spec.NumNodes {
 		pod, err := p.podFor(spec, parent, rank)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_, err = kc.core.Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, classify(fmt.Errorf("create pod %s in %s/%s: %w", pod.Name, kc.name, ns, err))
+			return classify(fmt.Errorf("create pod %s in %s/%s: %w", pod.Name, kc.name, ns, err))
 		}
 	}
 	p.logger(ctx).Info("pods created", "cluster", spec.Name, "context", kc.name, "namespace", ns, "pods", spec.NumNodes)
-	return nil, nil
+	return nil
 }
 
 // waitDeleted waits until the cache no longer holds spec's cluster, so
