@@ -132,17 +132,10 @@ func (p *Provider) kubeContext(name string) (*kubeContext, error) {
 	if c, ok := p.contexts[name]; ok {
 		return c, nil
 	}
-	var rc *rest.Config
-	var err error
-	if p.cfg.REST != nil {
-		rc, err = p.cfg.REST(name)
-	} else {
-		rc, err = p.kube.restConfig(name)
-	}
+	rc, err := p.kube.restConfig(name)
 	if err != nil {
 		return nil, provision.Prechecks(err)
 	}
-	rc = rest.CopyConfig(rc)
 	if calls := p.cfg.Calls; calls != nil {
 		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counted{rt: rt, calls: calls} })
 	}
