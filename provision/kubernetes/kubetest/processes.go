@@ -261,10 +261,7 @@ type logWriter struct {
 }
 
 func (w *logWriter) Write(b []byte) (int, error) {
-	w.k.mu.Lock()
-	defer w.k.mu.Unlock()
-	k := strings.Join(w.key[:], "/")
-	w.k.logs[k] += string(b)
+	w.k.AppendLog(w.key[0], w.key[1], w.key[2], string(b))
 	return len(b), nil
 }
 
