@@ -251,8 +251,8 @@ func (c counted) RoundTrip(req *http.Request) (*http.Response, error) {
 // /api/v1/namespaces/ns/pods/name/status -> pods/status.
 func resourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if parts[i] == "namespaces" && i+2 < len(parts) {
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "namespaces" {
 			rest := parts[i+2:]
 			if len(rest) >= 3 {
 				return rest[0] + "/" + rest[2]
@@ -260,8 +260,5 @@ func resourceOf(path string) string {
 			return rest[0]
 		}
 	}
-	if len(parts) > 0 {
-		return parts[len(parts)-1]
-	}
-	return path
+	return parts[len(parts)-1]
 }
