@@ -109,33 +109,30 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 		return []string{"  " + strconv.Itoa(task.Task), task.Name, status, strconv.Itoa(task.RecoveryCount),
 			strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors), ports}
 	})
-	fmt.Fprintln(w, "\nAttempts:")
 	if len(d.Attempts) == 0 {
-		fmt.Fprintln(w, "  none yet")
-	} else {
-		t := newTable(w, "  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION")
-		for _, a := range d.Attempts {
-			where := "-"
-			if a.Cloud != nil {
-				where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
-			}
-			if a.Size != nil {
-				where += " (" + sizeText(a.Size) + ")"
-			}
-			outcome := string(a.State)
-			if a.Outcome != nil {
-				outcome = *a.Outcome
-			}
-			decision := orDash(a.Decision)
-			if a.Reason != nil && *a.Reason != "" {
-				decision = *a.Reason + " → " + decision
-			}
-			start := a.StartedAt
-			t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
-				duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision)
-		}
-		t.flush()
+		fmt.Fprintln(w, "\nAttempts:\n  none yet")
 	}
+	headers := []string{"  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION"}
+	section(w, "Attempts", d.Attempts, headers, func(a contract.AttemptView) []string {
+		where := "-"
+		if a.Cloud != nil {
+			where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
+		}
+		if a.Size != nil {
+			where += " (" + sizeText(a.Size) + ")"
+		}
+		outcome := string(a.State)
+		if a.Outcome != nil {
+			outcome = *a.Outcome
+		}
+		decision := orDash(a.Decision)
+		if a.Reason != nil && *a.Reason != "" {
+			decision = *a.Reason + " → " + decision
+		}
+		start := a.StartedAt
+		return []string{"  " + strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
+			duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision}
+	})
 	printNotices(w, d.Attempts)
 	section(w, "Failed launch tries", d.LaunchTries, []string{"  TASK", "ATTEMPT", "ROUND", "WHERE", "CLASS", "ERROR"}, func(lt contract.LaunchTryView) []string {
 		return []string{"  " + strconv.Itoa(lt.Task), strconv.Itoa(lt.Attempt), strconv.Itoa(lt.Round + 1),
