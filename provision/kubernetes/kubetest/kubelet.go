@@ -368,11 +368,9 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 }
 
 func setCondition(p *corev1.Pod, c corev1.PodCondition) {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == c.Type {
-			p.Status.Conditions[i] = c
-			return
-		}
+	if old := podCondition(p, c.Type); old != nil {
+		*old = c
+		return
 	}
 	p.Status.Conditions = append(p.Status.Conditions, c)
 }
