@@ -174,18 +174,15 @@ func (c *kubeContext) watch(ctx context.Context, ns string) (*watcher, error) {
 		w = &watcher{stopCh: make(chan struct{}), pods: corelisters.NewPodLister(pods.GetIndexer()),
 			parents: corelisters.NewConfigMapLister(parents.GetIndexer()),
 			synced:  []cache.InformerSynced{pods.HasSynced, parents.HasSynced}}
-		if c.seen != nil {
-			parentsOf := w.parents
-			seen := func(obj any) {
-				if pod, ok := obj.(*corev1.Pod); ok {
-					c.seen(ns, pod, parentsOf)
-				}
+		seen := func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.seen(ns, pod, w.parents)
 			}
-			_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
-			if err != nil {
-				c.mu.Unlock()
-				return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
-			}
+		}
+		_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
+		if err != nil {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
 		}
 		go pods.Run(w.stopCh)
 		go parents.Run(w.stopCh)
