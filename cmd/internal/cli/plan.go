@@ -80,30 +80,21 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 // sizes when nothing is asked.
 func describeRequest(p contract.PlacementPlan) string {
 	var parts []string
-	if p.InstanceType != nil {
-		parts = append(parts, *p.InstanceType)
+	add := func(v *string, prefix, suffix string) {
+		if v != nil {
+			parts = append(parts, prefix+*v+suffix)
+		}
 	}
-	if p.CPUs != nil {
-		parts = append(parts, *p.CPUs+" CPUs")
-	}
-	if p.Memory != nil {
-		parts = append(parts, *p.Memory+" GB")
-	}
-	if p.Accelerators != nil {
-		parts = append(parts, *p.Accelerators)
-	}
+	add(p.InstanceType, "", "")
+	add(p.CPUs, "", " CPUs")
+	add(p.Memory, "", " GB")
+	add(p.Accelerators, "", "")
 	if p.DiskSize != nil {
 		parts = append(parts, fmt.Sprintf("disk %d GB", *p.DiskSize))
 	}
-	if p.DiskTier != nil {
-		parts = append(parts, "disk tier "+*p.DiskTier)
-	}
-	if p.NetworkTier != nil {
-		parts = append(parts, "network tier "+*p.NetworkTier)
-	}
-	if p.ImageID != nil {
-		parts = append(parts, "image "+*p.ImageID)
-	}
+	add(p.DiskTier, "disk tier ", "")
+	add(p.NetworkTier, "network tier ", "")
+	add(p.ImageID, "image ", "")
 	if len(parts) == 0 {
 		return "-"
 	}
