@@ -128,7 +128,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		if a.Reason != "" {
 			ended += " (" + a.Reason + ")"
 		}
-		if a.Decision != "" {
+		if a.Decision != "" && a.Decision != a.Reason {
 			ended += "; " + a.Decision
 		}
 		st.once(key+"end", sentence(ended))

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,42 @@ func TestSpotText(t *testing.T) {
 		if got := spotText(p.Tasks[0], tc.cloud, tc.region); got != tc.want {
 			t.Errorf("%s on %s/%s: %s, want %s", tc.yaml, tc.cloud, tc.region, got, tc.want)
 		}
+	}
+}
+
+// An attempt whose decision is its reason (a start that fails prechecks
+// ends the job with the error it ended on) is said with the reason once.
+func TestFollowSaysAReasonThatIsTheDecisionOnce(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": "run: train\n"})
+	v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Store.NewAttempt(ctx, v.ID, 0, func(int) string { return "sortie-1-0-1" }, nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := "node 0: resources.image_id docker:x: no container engine on the node"
+	if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: strategy.LaunchFailed, Reason: why},
+		strategy.Decision{Action: strategy.Fail, Status: lifecycle.FailedPrechecks, Rule: strategy.RulePrechecks, Reason: why}, store.Facts{}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Store.Job(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := s.Store.Attempts(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	if err := s.step(ctx, newStepper(func(text string) { said = append(said, text) }), j, as); err != nil {
+		t.Fatal(err)
+	}
+	want := "Attempt 1 ended: launch_failed (" + why + ")."
+	if !slices.Contains(said, want) {
+		t.Errorf("said %q, want %q", said, want)
 	}
 }
