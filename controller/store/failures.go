@@ -34,6 +34,11 @@ type KnownFailure struct {
 	// task that failed; "" and nil once the job is no longer stored.
 	JobName string
 	Task    *int
+	// Verdict is strategy.Deterministic when a confirmation run failed
+	// the same way (job_recovery.confirm_failures), "" for a failure not
+	// confirmed; Evidence is then the two attempts, the failed one first.
+	Verdict  strategy.VerdictKind
+	Evidence []strategy.Evidence
 }
 
 func recordFailure(ctx context.Context, tx *dbTx, f *KnownFailure, now time.Time) error {
@@ -146,7 +151,11 @@ func findFailures(ctx context.Context, q querier, tail string, args ...any) ([]*
 		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id),
 		(SELECT owner FROM jobs WHERE jobs.id = known_failures.job_id),
 		(SELECT name FROM jobs WHERE jobs.id = known_failures.job_id),
-		(SELECT current_task FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
+		(SELECT current_task FROM jobs WHERE jobs.id = known_failures.job_id),
+		(SELECT verdict FROM confirmations c WHERE c.job_id = known_failures.job_id AND c.verdict = 'deterministic' ORDER BY c.decided_at DESC LIMIT 1),
+		(SELECT failed FROM confirmations c WHERE c.job_id = known_failures.job_id AND c.verdict = 'deterministic' ORDER BY c.decided_at DESC LIMIT 1),
+		(SELECT confirming FROM confirmations c WHERE c.job_id = known_failures.job_id AND c.verdict = 'deterministic' ORDER BY c.decided_at DESC LIMIT 1)
+		FROM known_failures `+tail, args...)
 }
 
 func scanFailure(rows *sql.Rows) (*KnownFailure, error) {
@@ -155,8 +164,16 @@ func scanFailure(rows *sql.Rows) (*KnownFailure, error) {
 	var at string
 	var removed, owner, jobName sql.NullString
 	var task sql.NullInt64
-	if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner, &jobName, &task); err != nil {
+	var verdict, failed, confirming sql.NullString
+	if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner, &jobName, &task,
+		&verdict, &failed, &confirming); err != nil {
 		return nil, err
+	}
+	f.Verdict = strategy.VerdictKind(verdict.String)
+	for _, e := range []*strategy.Evidence{readEvidence(failed), readEvidence(confirming)} {
+		if e != nil {
+			f.Evidence = append(f.Evidence, *e)
+		}
 	}
 	f.JobName = jobName.String
 	if task.Valid {
