@@ -101,6 +101,8 @@ type FlakyInput struct {
 	// JobName and TaskName name the latest flaky job and its task.
 	JobName string
 	Owner   string
+	// Status is the latest flaky job's status.
+	Status lifecycle.Status
 }
 
 // FlakyInputs lists the input keys found flaky, the most recent first.
@@ -120,12 +122,12 @@ func (s *Store) FlakyInputs(ctx context.Context) ([]FlakyInput, error) {
 		if f.Flaky, f.Runs, err = s.FlakyRuns(ctx, c.InputKey); err != nil {
 			return nil, err
 		}
-		var name, owner sql.NullString
-		err := s.db.QueryRowContext(ctx, `SELECT name, owner FROM jobs WHERE id = ?`, c.JobID).Scan(&name, &owner)
+		var name, owner, status sql.NullString
+		err := s.db.QueryRowContext(ctx, `SELECT name, owner, status FROM jobs WHERE id = ?`, c.JobID).Scan(&name, &owner, &status)
 		if err != nil && err != sql.ErrNoRows {
 			return nil, err
 		}
-		f.JobName, f.Owner = name.String, owner.String
+		f.JobName, f.Owner, f.Status = name.String, owner.String, lifecycle.Status(status.String)
 		out = append(out, f)
 	}
 	return out, nil
