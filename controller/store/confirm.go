@@ -191,3 +191,16 @@ func confirmed(ctx context.Context, tx *dbTx, job int64, idx int, key string, f 
 	}
 	return nil
 }
+
+// flakyOwner is the latest job whose inputs key were found flaky, as a
+// KnownFailure holding its id and owner, for ForgetFailureBy's check.
+func flakyOwner(ctx context.Context, tx *dbTx, key string) ([]*KnownFailure, error) {
+	return queryAll(ctx, tx, func(rows *sql.Rows) (*KnownFailure, error) {
+		f := &KnownFailure{InputKey: key}
+		var owner sql.NullString
+		err := rows.Scan(&f.JobID, &owner)
+		f.Owner = owner.String
+		return f, err
+	}, `SELECT c.job_id, (SELECT owner FROM jobs WHERE jobs.id = c.job_id) FROM confirmations c
+		WHERE c.input_key = ? AND c.verdict = 'flaky' ORDER BY c.decided_at DESC, c.job_id DESC LIMIT 1`, key)
+}

@@ -122,3 +122,29 @@ func endFailedKey(t *testing.T, s *Store, key string) {
 	}
 	endFailed(t, s, id, "exit code 1")
 }
+
+func TestForgetFlakyInputs(t *testing.T) { onEach(t, testForgetFlakyInputs) }
+
+// Inputs found flaky are forgotten by key prefix, as known failures are,
+// and by forget --all.
+func testForgetFlakyInputs(t *testing.T, b backend) {
+	ctx := context.Background()
+	s, _ := openTest(t, b)
+	succeed := strategy.Decision{Action: strategy.Succeed, Status: lifecycle.Succeeded}
+	id := confirmedJob(t, s, "flaky-one", Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0)}}, strategy.Flaky, succeed)
+	confirmedJob(t, s, "flaky-two", Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0)}}, strategy.Flaky, succeed)
+	var seen *KnownFailure
+	key, job, err := s.ForgetFailureBy(ctx, "flaky-o", "alice", func(f *KnownFailure) error { seen = f; return nil })
+	if err != nil || key != "flaky-one" || job != id || seen == nil || seen.JobID != id {
+		t.Fatalf("forget flaky-o: %q %d %v, checked %+v", key, job, err, seen)
+	}
+	if n, _, _ := s.FlakyRuns(ctx, "flaky-one"); n != 0 {
+		t.Errorf("flaky-one still counted %d flaky after forget", n)
+	}
+	if _, err := s.ForgetAllFailures(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := s.FlakyInputs(ctx); len(fi) != 0 {
+		t.Errorf("flaky inputs after forget --all: %+v", fi)
+	}
+}

@@ -83,7 +83,8 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 	var key string
 	var job int64
 	err := s.tx(ctx, func(tx *dbTx) error {
-		keys, err := queryAll(ctx, tx, column[string], `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
+		keys, err := queryAll(ctx, tx, column[string], `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ?
+			UNION SELECT input_key FROM confirmations WHERE verdict = 'flaky' AND substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix, len(prefix), prefix)
 		if err != nil {
 			return err
 		}
@@ -98,6 +99,13 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 		if err != nil {
 			return err
 		}
+		if len(fs) == 0 {
+			// Inputs found flaky only: the owner of the latest flaky job
+			// decides.
+			if fs, err = flakyOwner(ctx, tx, key); err != nil {
+				return err
+			}
+		}
 		if len(fs) == 1 {
 			job = fs[0].JobID
 			if allow != nil {
@@ -107,6 +115,9 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 			}
 		}
 		if _, err = tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, key); err != nil {
+			return err
+		}
+		if err := forgetConfirmations(ctx, tx, key); err != nil {
 			return err
 		}
 		return recordAction(ctx, tx, Action{At: s.now(), Actor: by, Verb: "forget", JobID: job, Detail: key})
@@ -135,6 +146,13 @@ func (s *Store) ForgetAllFailuresBy(ctx context.Context, by, owner string) (int6
 			return err
 		}
 		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		q = `DELETE FROM confirmations WHERE verdict = 'flaky'`
+		if owner != "" {
+			q += ` AND job_id IN (SELECT id FROM jobs WHERE owner = ?)`
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return err
 		}
 		return recordAction(ctx, tx, Action{At: s.now(), Actor: by, Verb: "forget", Detail: fmt.Sprintf("all (%d)", n)})
