@@ -91,3 +91,20 @@ func TestConfirmOff(t *testing.T) {
 		t.Errorf("known failure %+v; want one, unconfirmed", f)
 	}
 }
+
+// With confirm_counts_as_restart the one restart on error is the
+// confirmation: it is counted, and runs in the other zone.
+func TestConfirmCountsAsRestart(t *testing.T) {
+	c := localController(t)
+	j, as := confirmJob(t, c, "k-counted", "resources: {cloud: local, job_recovery: {max_restarts_on_errors: 1, confirm_failures: 1, confirm_counts_as_restart: true}}\n"+
+		"run: exit 3\n")
+	if j.Status != lifecycle.Failed || len(as) != 2 || as[0].Zone == as[1].Zone {
+		t.Fatalf("job %s (%q), %d attempts; want FAILED after 2 in two zones", j.Status, j.FailureReason, len(as))
+	}
+	if as[0].Decision != "confirming failure: exit code 3 (restart 1 on errors) in local/local-a; run again on local/local-b" {
+		t.Errorf("first attempt's decision %q", as[0].Decision)
+	}
+	if j.RestartsOnErrors != 1 || !strings.HasPrefix(j.FailureReason, "deterministic: exit 3 twice") {
+		t.Errorf("restarts on errors %d, failure %q; want 1, deterministic", j.RestartsOnErrors, j.FailureReason)
+	}
+}
