@@ -24,3 +24,12 @@ type FlakyCount struct {
 	Flaky int `json:"flaky"`
 	Runs  int `json:"runs"`
 }
+
+// evidencePlace names where an attempt ran: "aws/us-east-1/us-east-1a".
+func evidencePlace(e EvidenceView) string {
+	s := e.Cloud + "/" + e.Region
+	if e.Zone != "" {
+		s += "/" + e.Zone
+	}
+	return s
+}
