@@ -49,6 +49,7 @@ var fieldDocs = map[string]map[string]string{
 		"chain":         "every job of the retry chain, oldest first",
 		"notifications": "each event of the job posted to a webhook, in the order of the events (see Notifications)",
 		"storage":       "what each node's bucket syncs did, per attempt, node and mount, as its agent last reported (see Buckets and checkpoints)",
+		"flaky":         "how often the job's inputs were found flaky (`job_recovery.confirm_failures`); `null` when never",
 	},
 	"task": {
 		"task":                   "position in the pipeline (0-based)",
@@ -116,6 +117,8 @@ var fieldDocs = map[string]map[string]string{
 		"released_reason": "why: `keep_on_failure ran out`, `released by user (jobs release)` or `released by jobs cancel`",
 		"notice":          "the preemption notice its nodes heard, below; `null` when none",
 		"replaced_at":     "when its replacement was asked for because of the notice, before it ended; `null` when it was not",
+		"confirms":        "the attempt (of the same task) whose failure this one runs again on another placement (`job_recovery.confirm_failures`); `null` for other attempts",
+		"verdict":         "what the confirming attempt found: `deterministic` (the same exit codes again) or `flaky`; `null` while it runs, and for other attempts",
 		"head_start_ms":   "how many milliseconds before the notice's deadline (when the cloud takes the node, and when sortie would have learned of the preemption without a notice) its replacement was asked for; without a deadline, before the attempt ended; `null` when it was not replaced",
 	},
 	"notice": {
@@ -204,6 +207,23 @@ var fieldDocs = map[string]map[string]string{
 		"size":            "the size an escalation had chosen for the attempt that failed, as in `job`; `null` for the task's own resources",
 		"logs_removed_at": "when the failed job's kept logs were removed, past `controller.log_retention`; `null` while they are kept at `log_path`",
 		"owner":           "the owner of the job that failed; `null` for jobs stored before owners",
+		"verdict":         "`deterministic`: a confirmation run (`job_recovery.confirm_failures`) failed with the same exit codes, and the inputs are refused; `flaky`: it ended otherwise, and the inputs are never refused; `unconfirmed`: no confirmation ran, and the inputs are refused",
+		"evidence":        "the failed attempt and the run that confirmed it or not, in that order; `null` when unconfirmed",
+		"flaky":           "how many times these inputs were found flaky",
+		"runs":            "how many jobs with these inputs have ended SUCCEEDED, FAILED or FAILED_SETUP",
+	},
+	"evidence": {
+		"task":       "the task (0-based)",
+		"attempt":    "the attempt number within the task (1-based)",
+		"outcome":    "the attempt's outcome class: `user_failure`, `setup_failure` or `succeeded`",
+		"exit_codes": "exit code per node, in rank order; `null` for a node whose code is unknown",
+		"cloud":      "where it ran",
+		"region":     "where it ran",
+		"zone":       "where it ran",
+	},
+	"flaky_count": {
+		"flaky": "how many times the job's inputs were found flaky",
+		"runs":  "how many jobs with these inputs have ended SUCCEEDED, FAILED or FAILED_SETUP",
 	},
 	"release": {
 		"job_id":     "the job whose kept cluster is released",

@@ -235,15 +235,25 @@ func (s *Service) Failures(ctx context.Context) ([]contract.FailureView, error) 
 	}
 	out := make([]contract.FailureView, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, viewFailure(f))
+		v := viewFailure(f)
+		if err := s.confirmedFailure(ctx, &v, f); err != nil {
+			return nil, fmt.Errorf("list known failures: %w", err)
+		}
+		out = append(out, v)
 	}
-	return out, nil
+	flaky, err := s.flakyFailures(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, flaky...), nil
 }
 
 func viewFailure(f *store.KnownFailure) contract.FailureView {
-	return contract.FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
+	v := contract.FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
 		ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt),
 		Owner: strPtr(f.Owner), JobName: strPtr(f.JobName), Task: f.Task}
+	viewVerdict(&v, f)
+	return v
 }
 
 // knownFailure is the error that refuses a launch of inputs that failed

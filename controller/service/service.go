@@ -365,6 +365,9 @@ func (s *Service) Show(ctx context.Context, id int64) (*contract.JobDetail, erro
 	for _, m := range syncs {
 		d.Storage = append(d.Storage, viewStorage(m))
 	}
+	if err := s.showConfirmations(ctx, d, j.InputKey); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

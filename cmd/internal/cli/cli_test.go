@@ -634,3 +634,51 @@ func TestFailuresNameTheTask(t *testing.T) {
 		t.Errorf("failures:\n%s", out)
 	}
 }
+
+// Each known failure shows its verdict and evidence; flaky inputs say how
+// often they were.
+func TestFailuresShowTheVerdict(t *testing.T) {
+	f, out, _ := testFactory()
+	zero, three, nought := 0, 3, 0
+	f.Service = func(context.Context) (Service, error) {
+		return &failuresFake{fs: []contract.FailureView{
+			{InputKey: "8c1f0e5a2b9d0000", JobID: 12, Task: &zero, Status: "FAILED", RecordedAt: f.Now(), Verdict: contract.VerdictDeterministic,
+				Evidence: []contract.EvidenceView{{Attempt: 1, ExitCodes: []*int{&three}, Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"},
+					{Attempt: 2, ExitCodes: []*int{&three}, Cloud: "aws", Region: "us-east-1", Zone: "us-east-1b"}}},
+			{InputKey: "7d2e1f6b3c0a0000", JobID: 13, Task: &zero, Status: "SUCCEEDED", RecordedAt: f.Now(), Verdict: contract.VerdictFlaky, Flaky: 3, Runs: 4,
+				Evidence: []contract.EvidenceView{{Attempt: 1, ExitCodes: []*int{&three}, Cloud: "sim", Region: "sim-east", Zone: "sim-east-a"},
+					{Attempt: 2, ExitCodes: []*int{&nought}, Cloud: "sim", Region: "sim-east", Zone: "sim-east-b"}}},
+			{InputKey: "6a2e1f6b3c0a0000", JobID: 14, Task: &zero, Status: "FAILED", RecordedAt: f.Now(), Verdict: contract.VerdictUnconfirmed},
+		}}, nil
+	}
+	if code := Execute(f, []string{"jobs", "failures"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"deterministic #1 exit 3 in aws/us-east-1/us-east-1a, #2 exit 3 in aws/us-east-1/us-east-1b",
+		"flaky (3 of 4 runs) #1 exit 3 in sim/sim-east/sim-east-a, #2 exit 0 in sim/sim-east/sim-east-b",
+		"unconfirmed - 0 seconds ago",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("failures lack %q:\n%s", want, out)
+		}
+	}
+}
+
+// `jobs show` marks the confirming attempt and says how often the inputs
+// were flaky.
+func TestShowConfirmingAttempt(t *testing.T) {
+	f, out, _ := testFactory()
+	one := 1
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 7, Status: "SUCCEEDED", SubmittedAt: f.Now()},
+		Attempts: []contract.AttemptView{{Task: 0, Attempt: 1, StartedAt: f.Now()}, {Task: 0, Attempt: 2, Confirms: &one, StartedAt: f.Now()}},
+		Flaky:    &contract.FlakyCount{Flaky: 3, Runs: 4}}
+	if err := printShow(f, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"flaky 3 of 4 runs", "2 (confirms 1)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -85,6 +85,9 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
+	if d.Flaky != nil {
+		fmt.Fprintf(w, "Flaky:         flaky %s with these inputs (job_recovery.confirm_failures)\n", flakyRuns(d.Flaky.Flaky, d.Flaky.Runs))
+	}
 	if d.Size != nil {
 		fmt.Fprintf(w, "Escalated to:  %s\n", sizeText(d.Size))
 	}
@@ -130,7 +133,7 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 			decision = *a.Reason + " → " + decision
 		}
 		start := a.StartedAt
-		return []string{"  " + strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
+		return []string{"  " + strconv.Itoa(a.Task), attemptText(a), where, ago(now, a.StartedAt),
 			duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision}
 	})
 	printNotices(w, d.Attempts)

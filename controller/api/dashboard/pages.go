@@ -486,6 +486,10 @@ type failureRow struct {
 	At        string
 	ExitCodes string
 	MayForget bool
+	// Verdict and Evidence say whether a confirmation run
+	// (job_recovery.confirm_failures) failed the same way, and on what.
+	Verdict  string
+	Evidence []string
 }
 
 type failuresView struct {
@@ -506,6 +510,7 @@ func (d *Dashboard) failures(w http.ResponseWriter, r *http.Request, s *session)
 		owner := deref(f.Owner)
 		fr := failureRow{FailureView: f, Short: f.InputKey, Owner: owner, Recorded: ago(now, f.RecordedAt), At: stamp(f.RecordedAt),
 			ExitCodes: strategy.FormatExitCodes(f.ExitCodes), MayForget: s.asker.Admin || owner == s.asker.Name}
+		fr.Verdict, fr.Evidence = verdictCells(f)
 		if len(fr.Short) > 12 {
 			fr.Short = fr.Short[:12]
 		}
