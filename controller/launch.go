@@ -83,7 +83,11 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 	}
 	rec := task.Recovery()
 	var tries []strategy.LaunchTry
-	for _, cand := range strategy.Order(rec.Strategy, cands, preempted, t.LaunchRound) {
+	order, err := c.setAside(ctx, a, t.LaunchRound, strategy.Order(rec.Strategy, cands, preempted, t.LaunchRound))
+	if err != nil {
+		return err
+	}
+	for _, cand := range order {
 		pl := cand.Placement
 		c.Metrics.LaunchTries.WithLabelValues(pl.Cloud, pl.Region).Inc()
 		cl, err := c.launchAt(ctx, j, a, cand)

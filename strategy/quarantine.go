@@ -268,3 +268,8 @@ func SetAside(cands []Candidate, qs []Quarantined) ([]Candidate, []Quarantined) 
 	}
 	return append(ok, aside...), why
 }
+
+// ClassSetAside is the class of the launch try recorded for a placement
+// tried last because it is quarantined; its message is Quarantined.Reason.
+// No launch was tried for it: it is not a failure.
+const ClassSetAside = "set_aside"
