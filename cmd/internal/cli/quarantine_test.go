@@ -17,7 +17,9 @@ type quarantineFake struct {
 	cleared []schema.Placement
 }
 
-func (s *quarantineFake) Quarantine(context.Context) ([]contract.QuarantineView, error) { return s.qs, nil }
+func (s *quarantineFake) Quarantine(context.Context) ([]contract.QuarantineView, error) {
+	return s.qs, nil
+}
 func (s *quarantineFake) ClearQuarantine(_ context.Context, p schema.Placement) (*contract.QuarantineCleared, error) {
 	s.cleared = append(s.cleared, p)
 	return &contract.QuarantineCleared{Cloud: p.Cloud, Region: p.Region, Zone: p.Zone, WasQuarantined: true}, nil
