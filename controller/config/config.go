@@ -483,6 +483,9 @@ type SimConfig struct {
 	PreemptAttempts int     `json:"preempt_attempts"`
 	// CapacityPerZone is how many nodes a zone holds (0: unlimited).
 	CapacityPerZone int `json:"capacity_per_zone"`
+	// LoseNodesIn are zones whose hosts fail: a cluster there loses its
+	// first node once its task has started, as a host failure would.
+	LoseNodesIn []string `json:"lose_nodes_in"`
 	// Seed makes the random choices repeat from run to run.
 	Seed uint64 `json:"seed"`
 	// SaveEvery bounds how often the sim's state is saved under
