@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -84,5 +85,19 @@ func TestQuarantineOffKeepsTheOrder(t *testing.T) {
 	id := createJob(t, c, "resources: {cloud: local}\nrun: echo ok\n")
 	if _, a := step(t, c, id); a == nil || a.Zone != "local-a" {
 		t.Fatalf("attempt %+v, want it launched on local-a", a)
+	}
+}
+
+// The controller's metrics show the quarantined placements from its store.
+func TestQuarantinedPlacementsAreAGauge(t *testing.T) {
+	c := localController(t)
+	for n := range 3 {
+		loseNodeAt(t, c.Store, "local-a", n)
+	}
+	rec := httptest.NewRecorder()
+	c.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	want := `sortie_quarantined_placements{cloud="local",region="local",zone="local-a"} 1`
+	if !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s:\n%s", want, rec.Body)
 	}
 }
