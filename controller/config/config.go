@@ -271,6 +271,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 	if len(e.Problems) == 0 {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
+		e.Problems = append(e.Problems, cfg.simLoseProblems(lines)...)
 		// YAML reads an unquoted on or off as a boolean.
 		switch cfg.Local.Sandbox {
 		case "true":

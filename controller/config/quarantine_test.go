@@ -58,3 +58,17 @@ func TestQuarantineSectionErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSimLoseNodesInNamesASimZone(t *testing.T) {
+	if _, err := load(t, "sim:\n  lose_nodes_in: [sim-east-a]\n", nil); err != nil {
+		t.Errorf("a default zone: %v", err)
+	}
+	_, err := load(t, "sim:\n  lose_nodes_in: [sim-east-a, us-east-1a]\n", nil)
+	if want := `line 2: sim.lose_nodes_in[1]: "us-east-1a" is not a sim zone; use one of sim-east-a, sim-east-b, sim-west-a`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to say %q", err, want)
+	}
+	_, err = load(t, "sim:\n  regions:\n  - {name: r, zones: [r-a]}\n  lose_nodes_in: [sim-east-a]\n", nil)
+	if want := `"sim-east-a" is not a sim zone; use one of r-a`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("with sim.regions: error %v, want it to say %q", err, want)
+	}
+}
