@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/contract"
+	"sortie/provision/node"
 	"sortie/schema"
 )
 
@@ -172,5 +174,43 @@ func TestConfiguredCloudsAreEnabled(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "aws,gcp,kubernetes" || len(plan.Missing) != 0 || len(plan.Warnings) != 0 {
 		t.Errorf("placements on %q, missing %q, warnings %q: want every cloud, nothing missing", got, plan.Missing, plan.Warnings)
+	}
+}
+
+// A bucket on a cloud that is not enabled here, whose check fails for
+// want of credentials, is refused as that cloud would be, naming the
+// field, the cloud, why and `sortie check`, not with the store's
+// credential chain error; nothing is stored.
+func TestABucketOfACloudNotEnabledIsRefusedSayingWhy(t *testing.T) {
+	ctx := context.Background()
+	noCredentials(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "sortie-sync")
+	script := "#!/bin/sh\necho 'operation error S3: HeadBucket, get identity: get credentials: no EC2 IMDS role found' >&2\nexit 1\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(node.SyncEnv, prog)
+	s := testService(t)
+	root := project(t, map[string]string{"s3.yaml": "file_mounts:\n  /inputs: s3://inputs/data\nrun: ls /inputs\n"})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "s3.yaml"), Dir: root})
+	var verr *schema.ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("launch: %v, want the bucket refused as a problem of the file", err)
+	}
+	got := problems(t, err)
+	if len(got) != 1 {
+		t.Fatalf("problems %q, want one", got)
+	}
+	for _, want := range []string{`file_mounts./inputs: "inputs" is in s3, and aws is not enabled here: no AWS credentials`, "`sortie check`"} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("the refusal lacks %q: %s", want, got[0])
+		}
+	}
+	if strings.Contains(got[0], "IMDS") {
+		t.Errorf("the refusal says the store's credential error: %s", got[0])
+	}
+	if jobs, err := s.Queue(ctx, contract.QueueRequest{All: true}); err != nil || len(jobs) != 0 {
+		t.Errorf("a refused launch stored %d jobs (%v)", len(jobs), err)
 	}
 }

@@ -87,7 +87,7 @@ func (s *Service) Logs(ctx context.Context, req contract.LogsRequest, w io.Write
 			return fmt.Errorf("job %d: attempts: %w", j.ID, err)
 		}
 		if steps != nil {
-			if err := s.step(ctx, steps, j, as); err != nil {
+			if err := s.step(ctx, steps, j, as, shown); err != nil {
 				return err
 			}
 		}

@@ -194,11 +194,32 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.
 // allows is enabled for: cloud e, why, and where to see what each cloud
 // lacks (`sortie check` on the machine that launches).
 func (s *Service) notEnabled(p *schema.Pipeline, i int, e *clouds.NotEnabledError) schema.Problem {
+	return schema.Problem{Path: taskPath(p, i, "resources"), Message: s.notEnabledText(e)}
+}
+
+// notEnabledText is e with where `sortie check` says more.
+func (s *Service) notEnabledText(e *clouds.NotEnabledError) string {
 	hint := "`sortie check` says what each cloud lacks"
 	if s.Inputs != nil {
 		hint = "`sortie check` on the server's machine says what each cloud lacks"
 	}
-	return schema.Problem{Path: taskPath(p, i, "resources"), Message: e.Error() + "; " + hint}
+	return e.Error() + "; " + hint
+}
+
+// storeNotEnabled says why the cloud whose buckets store holds (aws for
+// s3) is not enabled here, with notEnabled's hint; nil when it is, or
+// when no cloud holds them.
+func (s *Service) storeNotEnabled(store string) error {
+	for _, c := range clouds.Known() {
+		if c.Task.Store != store {
+			continue
+		}
+		var ne *clouds.NotEnabledError
+		if errors.As(s.Clouds.Enabled(c.Name, clouds.Machine{Getenv: s.Getenv}), &ne) {
+			return errors.New(s.notEnabledText(ne))
+		}
+	}
+	return nil
 }
 
 // leftOut is the warning of a launch of task i that leaves out the

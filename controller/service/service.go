@@ -132,7 +132,7 @@ func (s *Service) Launch(ctx context.Context, req contract.LaunchRequest) (*cont
 	}
 	if len(probs) == 0 {
 		// Last, as it asks the stores: every bucket can be read.
-		bp, err := bucketProblems(ctx, pr.pipeline)
+		bp, err := bucketProblems(ctx, pr.pipeline, s.storeNotEnabled)
 		if err != nil {
 			return nil, err
 		}

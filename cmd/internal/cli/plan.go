@@ -29,22 +29,32 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 		if e := t.Escalate; e != nil {
 			fmt.Fprintf(w, "  Escalate:    %s\n", planEscalate(e))
 		}
-		fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
-		tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
-		for i, pl := range t.Placements {
-			where := strings.Join(nonEmpty(pl.Cloud, deref(pl.Region), deref(pl.Zone)), "/")
-			if pl.Region == nil {
-				where += " (any region)"
+		if len(t.Placements) == 0 {
+			// Every cloud the task names is disabled here: what the
+			// launch lacks, below, says why.
+			why := ""
+			if len(p.Missing) > 0 {
+				why = " (see what it lacks, below)"
 			}
-			spot := "no"
-			if pl.UseSpot {
-				spot = "yes"
+			fmt.Fprintf(w, "  Placements:  none a launch from here could try%s\n", why)
+		} else {
+			fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
+			tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
+			for i, pl := range t.Placements {
+				where := strings.Join(nonEmpty(pl.Cloud, deref(pl.Region), deref(pl.Zone)), "/")
+				if pl.Region == nil {
+					where += " (any region)"
+				}
+				spot := "no"
+				if pl.UseSpot {
+					spot = "yes"
+				}
+				tb.row("    "+strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy)
+				byController = byController || pl.ResolvedBy == "controller"
 			}
-			tb.row("    "+strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy)
-			byController = byController || pl.ResolvedBy == "controller"
-		}
-		if err := tb.flush(); err != nil {
-			return err
+			if err := tb.flush(); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(w, "  Ports:       %s\n", listOrNone(t.Ports))
 		workdir := ptrOrNone(t.Workdir)
