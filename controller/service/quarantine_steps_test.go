@@ -45,7 +45,7 @@ func TestFollowSaysAPlacementSetAside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.step(ctx, st, j, as); err != nil {
+		if err := s.step(ctx, st, j, as, len(as)); err != nil {
 			t.Fatal(err)
 		}
 	}
