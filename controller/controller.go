@@ -35,6 +35,7 @@ import (
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // Providers returns the provider for a cloud name.
@@ -127,6 +128,9 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 	}
 	if st != nil {
 		c.Metrics = metrics.New(st)
+		c.Metrics.WatchQuarantine(func(ctx context.Context) ([]strategy.Quarantined, error) {
+			return st.Quarantined(ctx, cfg.QuarantinePolicy())
+		})
 		tx := c.Metrics.StoreTx
 		st.ObserveTx(func(d time.Duration) { tx.Observe(d.Seconds()) })
 	} else {

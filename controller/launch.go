@@ -83,7 +83,12 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 	}
 	rec := task.Recovery()
 	var tries []strategy.LaunchTry
+	// A confirming run goes elsewhere first; placements set aside go last.
 	order, err := c.confirmOrder(ctx, task, a, cands, strategy.Order(rec.Strategy, cands, preempted, t.LaunchRound))
+	if err != nil {
+		return err
+	}
+	order, err = c.setAside(ctx, a, t.LaunchRound, order)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ func detail(err error) (int, contract.ErrorDetail) {
 	var ue *contract.UsageError
 	var kf *contract.KnownFailureError
 	var fe *contract.ForbiddenError
+	var ae *contract.AdminError
 	var ce *config.Error
 	var he *httpError
 	d := contract.ErrorDetail{Message: err.Error()}
@@ -43,6 +44,9 @@ func detail(err error) (int, contract.ErrorDetail) {
 		return http.StatusConflict, d
 	case errors.As(err, &fe):
 		d.Code, d.Job, d.Owner, d.Verb = contract.CodeForbidden, fe.Job, fe.Owner, fe.Verb
+		return http.StatusForbidden, d
+	case errors.As(err, &ae):
+		d.Code, d.Verb = contract.CodeForbidden, ae.Verb
 		return http.StatusForbidden, d
 	case errors.As(err, &ve):
 		d.Code = contract.CodeInvalidTask

@@ -30,19 +30,21 @@ type answer struct {
 
 // answers are the routes' answers, by route as Routes writes them.
 var answers = map[string]answer{
-	"GET /v1/me":                 {status: "200", schema: "me"},
-	"POST /v1/jobs":              {status: "201", schema: "launch_result"},
-	"GET /v1/jobs":               {status: "200", schema: "job", list: true},
-	"GET /v1/jobs/{id}":          {status: "200", schema: "show"},
-	"GET /v1/jobs/{id}/logs":     {status: "200", schema: "log_event", contentType: "application/x-ndjson"},
-	"POST /v1/jobs/{id}/cancel":  {status: "200", schema: "cancelled"},
-	"POST /v1/jobs/{id}/release": {status: "200", schema: "release"},
-	"POST /v1/jobs/cancel":       {status: "200", schema: "cancelled"},
-	"POST /v1/jobs/retry":        {status: "201", schema: "retry_results"},
-	"GET /v1/failures":           {status: "200", schema: "failure", list: true},
-	"DELETE /v1/failures":        {status: "200", schema: "forgotten"},
-	"DELETE /v1/failures/{key}":  {status: "200", schema: "forgotten"},
-	"PUT /v1/blobs/{sha256}":     {status: "201", schema: "blob"},
+	"GET /v1/me":                                    {status: "200", schema: "me"},
+	"POST /v1/jobs":                                 {status: "201", schema: "launch_result"},
+	"GET /v1/jobs":                                  {status: "200", schema: "job", list: true},
+	"GET /v1/jobs/{id}":                             {status: "200", schema: "show"},
+	"GET /v1/jobs/{id}/logs":                        {status: "200", schema: "log_event", contentType: "application/x-ndjson"},
+	"POST /v1/jobs/{id}/cancel":                     {status: "200", schema: "cancelled"},
+	"POST /v1/jobs/{id}/release":                    {status: "200", schema: "release"},
+	"POST /v1/jobs/cancel":                          {status: "200", schema: "cancelled"},
+	"POST /v1/jobs/retry":                           {status: "201", schema: "retry_results"},
+	"GET /v1/failures":                              {status: "200", schema: "failure", list: true},
+	"DELETE /v1/failures":                           {status: "200", schema: "forgotten"},
+	"DELETE /v1/failures/{key}":                     {status: "200", schema: "forgotten"},
+	"GET /v1/quarantine":                            {status: "200", schema: "quarantine", list: true},
+	"DELETE /v1/quarantine/{cloud}/{region}/{zone}": {status: "200", schema: "quarantine_cleared"},
+	"PUT /v1/blobs/{sha256}":                        {status: "201", schema: "blob"},
 }
 
 func mustDocument() []byte {

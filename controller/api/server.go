@@ -30,6 +30,7 @@ import (
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/controller/store"
+	"sortie/schema"
 )
 
 // Limits of request bodies: a launch (a task file, its envs and secrets)
@@ -75,6 +76,8 @@ var routes = []string{
 	"GET /v1/failures",
 	"DELETE /v1/failures",
 	"DELETE /v1/failures/{key}",
+	"GET /v1/quarantine",
+	"DELETE /v1/quarantine/{cloud}/{region}/{zone}",
 	"HEAD /v1/blobs/{sha256}",
 	"PUT /v1/blobs/{sha256}",
 }
@@ -101,22 +104,24 @@ func NewServer(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	h := map[string]func(w http.ResponseWriter, r *http.Request, svc *service.Service) error{
-		"GET /v1/me":                 s.me,
-		"POST /v1/jobs":              s.launch,
-		"GET /v1/jobs":               s.queue,
-		"GET /v1/jobs/{id}":          s.show,
-		"GET /v1/jobs/{id}/logs":     s.logs,
-		"POST /v1/jobs/{id}/cancel":  s.cancelOne,
-		"POST /v1/jobs/{id}/release": s.release,
-		"POST /v1/jobs/cancel":       s.cancel,
-		"POST /v1/jobs/retry":        s.retry,
-		"GET /v1/failures":           s.failures,
-		"DELETE /v1/failures":        s.forgetAll,
-		"DELETE /v1/failures/{key}":  s.forget,
-		"HEAD /v1/blobs/{sha256}":    s.hasBlob,
-		"PUT /v1/blobs/{sha256}":     s.putBlob,
-		"GET /v1/healthz":            nil,
-		"GET /v1/openapi.json":       s.openapi,
+		"GET /v1/me":                                    s.me,
+		"POST /v1/jobs":                                 s.launch,
+		"GET /v1/jobs":                                  s.queue,
+		"GET /v1/jobs/{id}":                             s.show,
+		"GET /v1/jobs/{id}/logs":                        s.logs,
+		"POST /v1/jobs/{id}/cancel":                     s.cancelOne,
+		"POST /v1/jobs/{id}/release":                    s.release,
+		"POST /v1/jobs/cancel":                          s.cancel,
+		"POST /v1/jobs/retry":                           s.retry,
+		"GET /v1/failures":                              s.failures,
+		"DELETE /v1/failures":                           s.forgetAll,
+		"DELETE /v1/failures/{key}":                     s.forget,
+		"GET /v1/quarantine":                            s.quarantine,
+		"DELETE /v1/quarantine/{cloud}/{region}/{zone}": s.clearQuarantine,
+		"HEAD /v1/blobs/{sha256}":                       s.hasBlob,
+		"PUT /v1/blobs/{sha256}":                        s.putBlob,
+		"GET /v1/healthz":                               nil,
+		"GET /v1/openapi.json":                          s.openapi,
 	}
 	for _, pattern := range routes {
 		switch pattern {
@@ -508,6 +513,16 @@ func (s *Server) forget(w http.ResponseWriter, r *http.Request, svc *service.Ser
 func (s *Server) forgetAll(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	n, err := svc.ForgetAllFailures(r.Context())
 	return answerOK(w, contract.Forgotten{Count: n}, err)
+}
+
+func (s *Server) quarantine(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	qs, err := svc.Quarantine(r.Context())
+	return answerOK(w, orEmpty(qs), err)
+}
+
+func (s *Server) clearQuarantine(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	c, err := svc.ClearQuarantine(r.Context(), schema.Placement{Cloud: r.PathValue("cloud"), Region: r.PathValue("region"), Zone: r.PathValue("zone")})
+	return answerOK(w, c, err)
 }
 
 func orEmpty[T any](v []T) []T {

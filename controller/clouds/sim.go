@@ -34,6 +34,7 @@ func SimConfig(cfg config.Config) sim.Config {
 	out := sim.Config{
 		BootDelay: s.BootDelay.D(), RunTime: s.RunTime.D(), PreemptRate: s.PreemptRate, PreemptAttempts: s.PreemptAttempts,
 		CapacityPerZone: s.CapacityPerZone, Seed: s.Seed, SaveEvery: 5 * time.Second, DecisionLog: s.DecisionLog,
+		LoseNodesIn: s.LoseNodesIn,
 	}
 	if out.RunTime <= 0 {
 		out.RunTime = 10 * time.Second

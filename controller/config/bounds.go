@@ -51,6 +51,7 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"gcp.poll_interval", cfg.GCP.PollInterval, 5 * time.Millisecond, 10 * time.Minute, "the provider's"},
 		{"kubernetes.provision_timeout", cfg.Kubernetes.ProvisionTimeout, time.Second, 24 * time.Hour, "10s"},
 		{"kubernetes.launch_timeout", cfg.Kubernetes.LaunchTimeout, time.Second, 24 * time.Hour, "10m"},
+		{"quarantine.half_life", cfg.Quarantine.HalfLife, time.Minute, 7 * 24 * time.Hour, "30m"},
 		{"sim.boot_delay", s.BootDelay, 0, 24 * time.Hour, "0"},
 		{"sim.run_time", s.RunTime, time.Millisecond, 24 * time.Hour, "10s"},
 	}
@@ -63,6 +64,7 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"controller.launch_rounds", float64(c.LaunchRounds), 1, 1000, "5"},
 		{"controller.unreachable_checks", float64(c.UnreachableChecks), 1, 1000, "12"},
 		{"aws.retry_max_attempts", float64(cfg.AWS.RetryMaxAttempts), 1, 20, "3"},
+		{"quarantine.threshold", float64(cfg.Quarantine.Threshold), 2, 100, "3"},
 		{"sim.preempt_rate", s.PreemptRate, 0, 1, "0"},
 		{"sim.preempt_attempts", float64(s.PreemptAttempts), 0, 1000000, "0, every attempt"},
 		{"sim.capacity_per_zone", float64(s.CapacityPerZone), 0, 1000000000, "0, unlimited"},

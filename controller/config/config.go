@@ -39,6 +39,7 @@ type Config struct {
 	Sim        SimConfig        `json:"sim"`
 	Notify     NotifyConfig     `json:"notify"`
 	Storage    StorageConfig    `json:"storage"`
+	Quarantine QuarantineConfig `json:"quarantine"`
 }
 
 // StorageConfig is the storage: section: how tasks' buckets are synced.
@@ -229,6 +230,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_SWEEP_INTERVAL", "controller.sweep_interval", &c.SweepInterval},
 		{"SORTIE_MAX_KEEP_ON_FAILURE", "controller.max_keep_on_failure", &c.MaxKeepOnFailure},
 		{"SORTIE_STORAGE_SYNC_INTERVAL", "storage.sync_interval", &cfg.Storage.SyncInterval},
+		{"SORTIE_QUARANTINE_HALF_LIFE", "quarantine.half_life", &cfg.Quarantine.HalfLife},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -245,6 +247,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_LAUNCH_ROUNDS", "controller.launch_rounds", &c.LaunchRounds},
 		{"SORTIE_UNREACHABLE_CHECKS", "controller.unreachable_checks", &c.UnreachableChecks},
 		{"SORTIE_MAX_PARALLEL_LAUNCHES", "controller.max_parallel_launches", &c.MaxParallelLaunches},
+		{"SORTIE_QUARANTINE_THRESHOLD", "quarantine.threshold", &cfg.Quarantine.Threshold},
 	}
 	if v := getenv("SORTIE_STORE"); v != "" {
 		fromEnv["controller.store"] = "SORTIE_STORE"
@@ -268,6 +271,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 	if len(e.Problems) == 0 {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
+		e.Problems = append(e.Problems, cfg.simLoseProblems(lines)...)
 		// YAML reads an unquoted on or off as a boolean.
 		switch cfg.Local.Sandbox {
 		case "true":
@@ -427,6 +431,12 @@ func (cfg *Config) fillDefaults() {
 	if c.LogMaxBytesPerAttempt <= 0 {
 		c.LogMaxBytesPerAttempt = DefaultLogMaxBytes
 	}
+	if cfg.Quarantine.Threshold <= 0 {
+		cfg.Quarantine.Threshold = strategy.DefaultQuarantineThreshold
+	}
+	if cfg.Quarantine.HalfLife <= 0 {
+		cfg.Quarantine.HalfLife = Duration(strategy.DefaultQuarantineHalfLife)
+	}
 	for i, w := range cfg.Notify.Webhooks {
 		cfg.Notify.Webhooks[i] = w.WithDefaults()
 	}
@@ -474,6 +484,9 @@ type SimConfig struct {
 	PreemptAttempts int     `json:"preempt_attempts"`
 	// CapacityPerZone is how many nodes a zone holds (0: unlimited).
 	CapacityPerZone int `json:"capacity_per_zone"`
+	// LoseNodesIn are zones whose hosts fail: a cluster there loses its
+	// first node once its task has started, as a host failure would.
+	LoseNodesIn []string `json:"lose_nodes_in"`
 	// Seed makes the random choices repeat from run to run.
 	Seed uint64 `json:"seed"`
 	// SaveEvery bounds how often the sim's state is saved under

@@ -226,6 +226,13 @@ func (d *decoder) walk(v any, rv reflect.Value, key string) {
 			return
 		}
 		rv.SetFloat(f)
+	case t.Kind() == reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			d.addf(key, "%s is not true or false", shown(v))
+			return
+		}
+		rv.SetBool(b)
 	default:
 		d.addf(key, "cannot be read (a %s)", t)
 	}

@@ -134,8 +134,8 @@ var fieldDocs = map[string]map[string]string{
 		"cloud":   "the placement tried",
 		"region":  "the placement tried",
 		"zone":    "the placement tried",
-		"class":   "`capacity`, `prechecks` or `transient`",
-		"message": "the provider's error",
+		"class":   "`capacity`, `prechecks` or `transient`; `set_aside` for a quarantined placement moved to the end of the round (no launch was tried for it then)",
+		"message": "the provider's error; for `set_aside`, why the placement is quarantined",
 		"at":      "when",
 	},
 	"plan": {
@@ -262,6 +262,23 @@ var fieldDocs = map[string]map[string]string{
 	},
 	"cancelled": {
 		"cancelled": "the ids of the jobs marked for cancel",
+	},
+	"quarantine": {
+		"cloud":  "the placement quarantined",
+		"region": "the placement quarantined",
+		"zone":   "the placement quarantined",
+		"jobs":   "the different jobs whose failures there count, newest first",
+		"weight": "the failures' weighted count now: each weighs 1 when it happens and half as much every `quarantine.half_life`",
+		"until":  "when it stops being quarantined unless more jobs fail there",
+		"cause":  "what the jobs did there: `lost their node`, `failed setup with exit N`, or both counted",
+		"reason": "what a launch try says of it",
+	},
+	"quarantine_cleared": {
+		"cloud":           "the placement cleared",
+		"region":          "the placement cleared",
+		"zone":            "the placement cleared",
+		"cleared_at":      "when: failures there up to then no longer count",
+		"was_quarantined": "whether it was quarantined before the clear",
 	},
 	"forgotten": {
 		"key":   "the key of the known failure forgotten; absent when all were",

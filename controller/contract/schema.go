@@ -57,6 +57,8 @@ var Objects = []Object{
 	{"retry_results", typeOf[RetryResults](), "POST /v1/jobs/retry: the retries, and the warnings the CLI prints."},
 	{"cancelled", typeOf[Cancelled](), "A cancel's answer: the ids marked."},
 	{"forgotten", typeOf[Forgotten](), "A forget's answer: the key, or how many."},
+	{"quarantine", typeOf[QuarantineView](), "A quarantined placement, tried last by launches: an item of `sortie quarantine list -o json` and of GET /v1/quarantine."},
+	{"quarantine_cleared", typeOf[QuarantineCleared](), "`sortie quarantine clear -o json` and DELETE /v1/quarantine/{cloud}/{region}/{zone}: the clear recorded."},
 	{"blob", typeOf[BlobResult](), "PUT /v1/blobs/{sha256}: the upload stored."},
 	{"log_event", typeOf[LogEvent](), "One line of GET /v1/jobs/{id}/logs (application/x-ndjson)."},
 	{"log_end", typeOf[LogEnd](), "The end of a log stream."},

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"sortie/controller/lifecycle"
+	"sortie/strategy"
 )
 
 // JobCounter counts jobs by status at scrape time (one grouped query).
@@ -126,5 +127,36 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range lifecycle.Statuses() {
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
+
+// QuarantineReader says which placements are quarantined now.
+type QuarantineReader func(ctx context.Context) ([]strategy.Quarantined, error)
+
+var quarantineDesc = prometheus.NewDesc("sortie_quarantined_placements",
+	"Placements quarantined now (1 each): different jobs lost their node or failed setup alike there, so launches try them last (read from the store at each scrape).",
+	[]string{"cloud", "region", "zone"}, nil)
+
+// WatchQuarantine adds the sortie_quarantined_placements gauge, read with
+// read at each scrape.
+func (m *Metrics) WatchQuarantine(read QuarantineReader) {
+	m.Registry.MustRegister(&quarantineCollector{read: read})
+}
+
+type quarantineCollector struct{ read QuarantineReader }
+
+func (c *quarantineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- quarantineDesc }
+
+func (c *quarantineCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	qs, err := c.read(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(quarantineDesc, err)
+		return
+	}
+	for _, q := range qs {
+		p := q.Placement
+		ch <- prometheus.MustNewConstMetric(quarantineDesc, prometheus.GaugeValue, 1, p.Cloud, p.Region, p.Zone)
 	}
 }

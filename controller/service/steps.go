@@ -83,6 +83,11 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 			if t.TaskIdx == a.TaskIdx && t.Attempt == a.Attempt {
 				where := strings.Join(nonEmpty(t.Cloud, t.Region, t.Zone), "/")
 				round := fmt.Sprint(t.Round)
+				if t.Class == strategy.ClassSetAside {
+					// Not tried yet: quarantined, so tried last.
+					st.once(key+"aside:"+where+"#"+round, sentence(fmt.Sprintf("%s: %s; it is tried last", name, t.Message)))
+					continue
+				}
 				placed(where, t.Cloud, t.Region, round)
 				st.once(key+"failed:"+where+"#"+round, sentence(fmt.Sprintf("%s: the launch in %s failed (%s): %s", name, where, t.Class, t.Message)))
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,14 @@ type cluster struct {
 	Running taskKey `json:"running"`
 	// Reported is set once a Status has shown a preempted node.
 	Reported bool `json:"reported,omitempty"`
+	// LosesNode: the cluster is in a zone of Config.LoseNodesIn, so its
+	// first node is terminated once a task has started on it.
+	LosesNode bool `json:"loses_node,omitempty"`
 }
+
+// LostReason is the reason a node lost to Config.LoseNodesIn is reported
+// with, as a provider reports a host failure.
+const LostReason = "the host failed (sim.lose_nodes_in)"
 
 // hollowNode is one node: no process, only the tasks started on it, by the
 // directory the controller gave them.
@@ -56,6 +64,9 @@ func (c *cluster) state(rank int, now time.Time) (provision.NodeState, string) {
 	}
 	if now.Before(c.ReadyAt) {
 		return provision.NodePending, "booting"
+	}
+	if c.LosesNode && rank == 0 && len(n.Tasks) > 0 {
+		return provision.NodeGone, LostReason
 	}
 	return provision.NodeRunning, ""
 }
@@ -161,6 +172,7 @@ func (p *Provider) newCluster(spec provision.ClusterSpec, at schema.Placement, n
 	if c.Attempt == 0 {
 		c.Attempt = 1
 	}
+	c.LosesNode = slices.Contains(p.cfg.LoseNodesIn, at.Zone)
 	if p.cfg.Preempts(c.Name, c.Attempt) {
 		c.PreemptFrac = 0.1 + 0.5*frac(p.cfg.Seed, "preempt-at", c.Name)
 		c.PreemptRank = int(frac(p.cfg.Seed, "preempt-rank", c.Name) * float64(n))

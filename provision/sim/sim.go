@@ -85,6 +85,10 @@ type Config struct {
 	// CapacityPerZone is how many nodes a zone holds; a launch beyond it is
 	// a capacity error. Zero means unlimited.
 	CapacityPerZone int
+	// LoseNodesIn are zones whose hosts fail: a cluster launched in one
+	// of them loses its first node (gone, LostReason) once a task
+	// has started on it.
+	LoseNodesIn []string
 	// Seed makes every random choice (exit codes, preemptions) differ from
 	// one run to another, and repeat for the same seed.
 	Seed uint64

@@ -47,6 +47,10 @@ type Service interface {
 	Failures(ctx context.Context) ([]contract.FailureView, error)
 	ForgetFailure(ctx context.Context, prefix string) (string, error)
 	ForgetAllFailures(ctx context.Context) (int64, error)
+	// Quarantine lists the placements quarantined now; ClearQuarantine
+	// makes the failures on one so far no longer count.
+	Quarantine(ctx context.Context) ([]contract.QuarantineView, error)
+	ClearQuarantine(ctx context.Context, p schema.Placement) (*contract.QuarantineCleared, error)
 	Close() error
 }
 
@@ -236,7 +240,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f), NewCmdShow(f, nil), NewCmdLogs(f), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
-	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdQuarantine(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
 	}

@@ -80,6 +80,9 @@ func Error(status int, d contract.ErrorDetail) error {
 		}
 		return &remoteError{msg: d.Message, err: &contract.KnownFailureError{Failure: f}}
 	case contract.CodeForbidden:
+		if d.Job == 0 && d.Verb != "" {
+			return &remoteError{msg: d.Message, err: &contract.AdminError{Verb: d.Verb}}
+		}
 		return &remoteError{msg: d.Message, err: &contract.ForbiddenError{Job: d.Job, Owner: d.Owner, Verb: d.Verb}}
 	case contract.CodeNotFound:
 		return &remoteError{msg: d.Message, err: contract.ErrNoSuchJob}
@@ -390,6 +393,22 @@ func (c *Client) ForgetAllFailures(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return out.Count, nil
+}
+
+// Quarantine is `sortie quarantine list`.
+func (c *Client) Quarantine(ctx context.Context) ([]contract.QuarantineView, error) {
+	var out []contract.QuarantineView
+	return out, c.call(ctx, "GET", "/v1/quarantine", nil, &out)
+}
+
+// ClearQuarantine is `sortie quarantine clear PLACEMENT`.
+func (c *Client) ClearQuarantine(ctx context.Context, p schema.Placement) (*contract.QuarantineCleared, error) {
+	var out contract.QuarantineCleared
+	path := "/v1/quarantine/" + url.PathEscape(p.Cloud) + "/" + url.PathEscape(p.Region) + "/" + url.PathEscape(p.Zone)
+	if err := c.call(ctx, "DELETE", path, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Close does nothing: a client holds no connection of its own.

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"sortie/schema"
+	"sortie/strategy"
+)
+
+// PlacementFailures returns the ended attempts since since whose outcome
+// may count against where they ran (strategy.CountsAgainstPlacement), with
+// their task's input key and, for a failed setup, the first non-zero exit
+// code. Attempts that never got a placement are left out.
+func (s *Store) PlacementFailures(ctx context.Context, since time.Time) ([]strategy.PlacementFailure, error) {
+	// Times are stored as RFC 3339 text, which sorts by time but for
+	// fractions of a second; a second earlier leaves none out, and
+	// strategy.Quarantine looks at each time itself. The outcomes are
+	// written out, not bound, so that the partial index
+	// attempts_placement_failures (0017) is seen to cover the query.
+	return queryAll(ctx, s.db, scanPlacementFailure, `SELECT a.job_id, a.cloud, a.region, a.zone, a.outcome, a.exit_codes, a.ended_at, t.input_key
+		FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.task_idx
+		WHERE a.outcome IN ('node_lost', 'setup_failure') AND a.ended_at >= ? AND a.cloud <> ''
+		ORDER BY a.ended_at, a.id`, fmtTime(since.Add(-time.Second)))
+}
+
+func scanPlacementFailure(rows *sql.Rows) (strategy.PlacementFailure, error) {
+	var f strategy.PlacementFailure
+	var codes, ended, key sql.NullString
+	if err := rows.Scan(&f.JobID, &f.Placement.Cloud, &f.Placement.Region, &f.Placement.Zone, &f.Outcome, &codes, &ended, &key); err != nil {
+		return f, err
+	}
+	if at := parseTime(ended); at != nil {
+		f.At = *at
+	}
+	f.InputKey = key.String
+	if f.Outcome == strategy.SetupFailure && codes.Valid {
+		var cs []*int
+		if json.Unmarshal([]byte(codes.String), &cs) == nil {
+			for _, c := range cs {
+				if c != nil && *c != 0 {
+					f.ExitCode = c
+					break
+				}
+			}
+		}
+	}
+	return f, nil
+}
+
+// QuarantineClear is a user's clear of a placement: failures there up to At
+// no longer count.
+type QuarantineClear struct {
+	Placement schema.Placement
+	At        time.Time
+	By        string
+}
+
+// ClearQuarantine records that by cleared p now: the failures there so far
+// no longer count against it. The cloud's name is stored lower-case.
+func (s *Store) ClearQuarantine(ctx context.Context, p schema.Placement, by string) (time.Time, error) {
+	p = strategy.PlacementKey(p)
+	now := s.now()
+	_, err := s.db.ExecContext(ctx, `INSERT INTO quarantine_clears (cloud, region, zone, cleared_at, cleared_by) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(cloud, region, zone) DO UPDATE SET cleared_at = excluded.cleared_at, cleared_by = excluded.cleared_by`,
+		p.Cloud, p.Region, p.Zone, fmtTime(now), by)
+	if err != nil {
+		return now, fmt.Errorf("clear the quarantine of %s: %w", p, err)
+	}
+	return now, nil
+}
+
+// QuarantineClears returns every placement's last clear.
+func (s *Store) QuarantineClears(ctx context.Context) ([]QuarantineClear, error) {
+	return queryAll(ctx, s.db, func(rows *sql.Rows) (QuarantineClear, error) {
+		var c QuarantineClear
+		var at sql.NullString
+		if err := rows.Scan(&c.Placement.Cloud, &c.Placement.Region, &c.Placement.Zone, &at, &c.By); err != nil {
+			return c, err
+		}
+		if t := parseTime(at); t != nil {
+			c.At = *t
+		}
+		return c, nil
+	}, `SELECT cloud, region, zone, cleared_at, cleared_by FROM quarantine_clears ORDER BY cloud, region, zone`)
+}
+
+// Quarantined returns the placements quarantined under p now, from the
+// failures of the last p.Window() and the users' clears: what every replica
+// on this store computes alike.
+func (s *Store) Quarantined(ctx context.Context, p strategy.QuarantinePolicy) ([]strategy.Quarantined, error) {
+	if p.Threshold <= 0 || p.HalfLife <= 0 {
+		return nil, nil
+	}
+	now := s.now()
+	fs, err := s.PlacementFailures(ctx, now.Add(-p.Window()))
+	if err != nil {
+		return nil, fmt.Errorf("read the failures by placement: %w", err)
+	}
+	if len(fs) < p.Threshold {
+		return nil, nil
+	}
+	clears, err := s.QuarantineClears(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the quarantine clears: %w", err)
+	}
+	byPlacement := map[schema.Placement]time.Time{}
+	for _, c := range clears {
+		byPlacement[c.Placement] = c.At
+	}
+	return strategy.Quarantine(p, fs, func(pl schema.Placement) time.Time { return byPlacement[pl] }, now), nil
+}

@@ -1,0 +1,62 @@
+package smoke_tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sortie/controller/contract"
+	"sortie/controller/lifecycle"
+)
+
+// Three jobs lose their node on sim-east-a: the zone is quarantined, the
+// next job's launch goes to sim-east-b and its launch tries say why;
+// `sortie quarantine` lists the zone and clears it.
+func TestAZoneThatLosesNodesIsSetAside(t *testing.T) {
+	e := newEnv(t)
+	e.config("sim:\n  run_time: 1h\n  lose_nodes_in: [sim-east-a]\n")
+	for i := range 3 {
+		// Different inputs, each: the failures are the zone's, not theirs.
+		f := e.write(fmt.Sprintf("lost%d.yaml", i), fmt.Sprintf(
+			"resources: {cloud: sim, zone: sim-east-a, job_recovery: {strategy: NONE}}\nrun: train --part %d\n", i))
+		id := e.launch(f)
+		d := e.waitStatus(id, lifecycle.Failed)
+		if len(d.Attempts) != 1 || d.Attempts[0].Outcome == nil || *d.Attempts[0].Outcome != "node_lost" {
+			t.Fatalf("job %d: attempts %+v, want one that lost its node", id, d.Attempts)
+		}
+	}
+	var qs []contract.QuarantineView
+	if err := json.Unmarshal([]byte(e.must("quarantine", "-o", "json").stdout), &qs); err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].Zone != "sim-east-a" || len(qs[0].Jobs) != 3 || qs[0].Cause != "lost their node" {
+		t.Fatalf("quarantine: %+v, want sim-east-a by 3 jobs", qs)
+	}
+	if out := e.must("quarantine", "list").stdout; !strings.Contains(out, "sim/sim-east/sim-east-a") || !strings.Contains(out, "lost their node") {
+		t.Errorf("quarantine list:\n%s", out)
+	}
+
+	f := e.write("next.yaml", "resources: {cloud: sim, region: sim-east}\nrun: train --next\n")
+	id := e.launch(f)
+	d := e.waitStatus(id, lifecycle.Running)
+	if len(d.Attempts) != 1 || deref(d.Attempts[0].Zone) != "sim-east-b" {
+		t.Fatalf("the next job's attempts: %+v, want one on sim-east-b", d.Attempts)
+	}
+	if len(d.LaunchTries) != 1 || d.LaunchTries[0].Zone != "sim-east-a" || d.LaunchTries[0].Class != "set_aside" ||
+		!strings.HasPrefix(d.LaunchTries[0].Message, "sim/sim-east/sim-east-a set aside until ") ||
+		!strings.HasSuffix(d.LaunchTries[0].Message, ": 3 jobs lost their node there") {
+		t.Errorf("the next job's launch tries: %+v, want one saying sim-east-a is set aside", d.LaunchTries)
+	}
+	if out := e.must("jobs", "show", fmt.Sprint(id)).stdout; !strings.Contains(out, "3 jobs lost their node there") {
+		t.Errorf("jobs show does not say why:\n%s", out)
+	}
+
+	if out := e.must("quarantine", "clear", "sim/sim-east/sim-east-a").stdout; !strings.Contains(out, "Cleared the quarantine of sim/sim-east/sim-east-a") {
+		t.Errorf("clear said %q", out)
+	}
+	if r := e.must("quarantine"); r.stdout != "" || !strings.Contains(r.stderr, "No placement is quarantined.") {
+		t.Errorf("after the clear: %+v", r)
+	}
+	e.must("jobs", "cancel", fmt.Sprint(id))
+}

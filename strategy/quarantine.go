@@ -1,0 +1,275 @@
+package strategy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"sortie/schema"
+)
+
+// QuarantinePolicy is the controller's quarantine: section.
+//
+// Every failure that is not its inputs' (see PlacementFailure) weighs 1
+// when it happens, and its weight halves every HalfLife after. A job counts
+// once per placement, by its newest such failure there. A placement is
+// quarantined while both hold:
+//
+//   - at least Threshold different jobs failed there within the window, the
+//     last 2×HalfLife (weights of 1/4 and more);
+//   - the weighted count is at least Threshold/2.
+//
+// With the defaults (3, 30m), three jobs that lose their node in one zone
+// within a few minutes set it aside for about 30 minutes after the third:
+// the count, 3, halves to 1.5 in one half-life. More failures there keep it
+// aside longer; three failures an hour apart never do (1/4 + 1/2 + 1 < 1.5
+// at the third, and the first is out of the window).
+type QuarantinePolicy struct {
+	// Threshold is how many different jobs must fail on one placement;
+	// 0 turns quarantine off.
+	Threshold int
+	// HalfLife is how long a failure takes to weigh half as much.
+	HalfLife time.Duration
+}
+
+// The defaults of the quarantine: section.
+const (
+	DefaultQuarantineThreshold = 3
+	DefaultQuarantineHalfLife  = 30 * time.Minute
+)
+
+// DefaultQuarantine is the policy when config.yaml has no quarantine: section.
+func DefaultQuarantine() QuarantinePolicy {
+	return QuarantinePolicy{Threshold: DefaultQuarantineThreshold, HalfLife: DefaultQuarantineHalfLife}
+}
+
+// Window is how far back failures count: 2×HalfLife.
+func (p QuarantinePolicy) Window() time.Duration { return 2 * p.HalfLife }
+
+// PlacementFailure is one ended attempt that may count against where it ran.
+type PlacementFailure struct {
+	Placement schema.Placement
+	JobID     int64
+	// InputKey is the task's input key ("" when it has none): a setup
+	// failure counts only when another input failed setup there with the
+	// same code.
+	InputKey string
+	Outcome  Outcome
+	// ExitCode is the setup step's exit code (the first node's that
+	// failed), nil when unknown or for other outcomes.
+	ExitCode *int
+	At       time.Time
+}
+
+// Quarantined is a placement set aside, and why.
+type Quarantined struct {
+	Placement schema.Placement
+	// Jobs are the different jobs whose failures count, newest first.
+	Jobs []int64
+	// Weight is the weighted count now.
+	Weight float64
+	// Until is when it stops being quarantined unless more failures come.
+	Until time.Time
+	// Cause says what the jobs did there: "lost their node", "failed
+	// setup with exit 7", or both.
+	Cause string
+}
+
+// Reason is the launch try's text for a placement set aside:
+//
+//	local/local-a set aside until 14:32 UTC: 3 jobs lost their node there
+func (q Quarantined) Reason() string {
+	return fmt.Sprintf("%s set aside until %s: %d jobs %s there", q.Placement, q.Until.UTC().Format("15:04 MST"), len(q.Jobs), q.Cause)
+}
+
+// CountsAgainstPlacement reports whether an attempt's outcome may count
+// against where it ran: a lost node always may, a failed setup only when
+// other inputs fail the same way there (Quarantine checks that). A run step
+// that failed is the task's own failure; a preemption is the cloud taking
+// back what it lent, not a fault of the place.
+func CountsAgainstPlacement(o Outcome) bool {
+	return o == NodeLost || o == SetupFailure
+}
+
+// ClearedAt says, for a placement, the last time a user cleared it; failures
+// at or before it do not count.
+type ClearedAt func(schema.Placement) time.Time
+
+// PlacementKey is a placement as quarantine compares them: the cloud's name
+// is case-insensitive.
+func PlacementKey(p schema.Placement) schema.Placement {
+	p.Cloud = strings.ToLower(p.Cloud)
+	return p
+}
+
+// Quarantine returns the placements quarantined at now, from the failures
+// seen (any order) and when each placement was last cleared (nil: never).
+// The result is sorted by placement.
+func Quarantine(p QuarantinePolicy, failures []PlacementFailure, cleared ClearedAt, now time.Time) []Quarantined {
+	if p.Threshold <= 0 || p.HalfLife <= 0 {
+		return nil
+	}
+	from := now.Add(-p.Window())
+	type key struct {
+		pl   schema.Placement
+		code int
+	}
+	// Setup failures count when two different inputs failed with one code.
+	inputs := map[key][]string{}
+	var fs []PlacementFailure
+	for _, f := range failures {
+		if !CountsAgainstPlacement(f.Outcome) || f.At.Before(from) {
+			continue
+		}
+		f.Placement = PlacementKey(f.Placement)
+		if cleared != nil && !f.At.After(cleared(f.Placement)) {
+			continue
+		}
+		if f.Outcome == SetupFailure {
+			if f.ExitCode == nil {
+				continue
+			}
+			k := key{f.Placement, *f.ExitCode}
+			if !slices.Contains(inputs[k], f.InputKey) {
+				inputs[k] = append(inputs[k], f.InputKey)
+			}
+		}
+		fs = append(fs, f)
+	}
+	// The newest counting failure of each job on each placement.
+	newest := map[schema.Placement]map[int64]PlacementFailure{}
+	for _, f := range fs {
+		if f.Outcome == SetupFailure && len(inputs[key{f.Placement, *f.ExitCode}]) < 2 {
+			continue
+		}
+		byJob := newest[f.Placement]
+		if byJob == nil {
+			byJob = map[int64]PlacementFailure{}
+			newest[f.Placement] = byJob
+		}
+		if old, ok := byJob[f.JobID]; !ok || f.At.After(old.At) {
+			byJob[f.JobID] = f
+		}
+	}
+	var out []Quarantined
+	for pl, byJob := range newest {
+		if len(byJob) < p.Threshold {
+			continue
+		}
+		jobs := make([]PlacementFailure, 0, len(byJob))
+		for _, f := range byJob {
+			jobs = append(jobs, f)
+		}
+		sort.Slice(jobs, func(i, j int) bool {
+			if !jobs[i].At.Equal(jobs[j].At) {
+				return jobs[i].At.After(jobs[j].At)
+			}
+			return jobs[i].JobID > jobs[j].JobID
+		})
+		weight := 0.0
+		for _, f := range jobs {
+			weight += p.weight(f.At, now)
+		}
+		floor := float64(p.Threshold) / 2
+		if weight < floor {
+			continue
+		}
+		// The count falls to the floor after log2(weight/floor) half-lives;
+		// the threshold-th newest job leaves the window before that when
+		// it is older.
+		until := now.Add(time.Duration(math.Log2(weight/floor) * float64(p.HalfLife)))
+		if left := jobs[p.Threshold-1].At.Add(p.Window()); left.Before(until) {
+			until = left
+		}
+		if !until.After(now) {
+			continue
+		}
+		q := Quarantined{Placement: pl, Weight: weight, Until: until, Cause: cause(jobs)}
+		for _, f := range jobs {
+			q.Jobs = append(q.Jobs, f.JobID)
+		}
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Placement.String() < out[j].Placement.String() })
+	return out
+}
+
+// weight is a failure's weight at now: 1 when it happened, halving every
+// HalfLife; a failure stamped after now (a replica's clock ahead) weighs 1.
+func (p QuarantinePolicy) weight(at, now time.Time) float64 {
+	age := now.Sub(at)
+	if age <= 0 {
+		return 1
+	}
+	return math.Exp2(-float64(age) / float64(p.HalfLife))
+}
+
+// cause says what the jobs did, in a phrase after "N jobs".
+func cause(jobs []PlacementFailure) string {
+	lost := 0
+	setup := map[int]int{}
+	var codes []int
+	for _, f := range jobs {
+		if f.Outcome == NodeLost {
+			lost++
+			continue
+		}
+		if setup[*f.ExitCode] == 0 {
+			codes = append(codes, *f.ExitCode)
+		}
+		setup[*f.ExitCode]++
+	}
+	slices.Sort(codes)
+	var parts []string
+	if lost > 0 {
+		parts = append(parts, "lost their node")
+	}
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("failed setup with exit %d", c))
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	// Mixed causes: say how many of each.
+	parts = parts[:0]
+	if lost > 0 {
+		parts = append(parts, fmt.Sprintf("%d lost their node", lost))
+	}
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d failed setup with exit %d", setup[c], c))
+	}
+	return "failed (" + strings.Join(parts, ", ") + ")"
+}
+
+// SetAside moves the candidates on a quarantined placement to the end,
+// keeping the order within each part: a quarantined placement is never
+// removed, so when only those are left they are still tried. It also
+// returns the quarantines that moved a candidate, in candidate order. The
+// input is never modified.
+func SetAside(cands []Candidate, qs []Quarantined) ([]Candidate, []Quarantined) {
+	if len(qs) == 0 {
+		return append([]Candidate(nil), cands...), nil
+	}
+	var ok, aside []Candidate
+	var why []Quarantined
+	for _, c := range cands {
+		i := slices.IndexFunc(qs, func(q Quarantined) bool { return q.Placement == PlacementKey(c.Placement) })
+		if i < 0 {
+			ok = append(ok, c)
+			continue
+		}
+		aside = append(aside, c)
+		if !slices.ContainsFunc(why, func(q Quarantined) bool { return q.Placement == qs[i].Placement }) {
+			why = append(why, qs[i])
+		}
+	}
+	return append(ok, aside...), why
+}
+
+// ClassSetAside is the class of the launch try recorded for a placement
+// tried last because it is quarantined; its message is Quarantined.Reason.
+// No launch was tried for it: it is not a failure.
+const ClassSetAside = "set_aside"
