@@ -10,9 +10,9 @@ import (
 // the instances asked for, the cluster up, setup and run, each attempt's
 // end and decision, and the wait before the restart.
 func TestLaunchFollowSaysEachStep(t *testing.T) {
-	// A back-off longer than a follow's look (500ms), so that the wait is
-	// seen before it is over.
-	e := newEnv(t, "SORTIE_RESTART_BACKOFF_INITIAL=2s")
+	// A back-off much longer than a follow's look (500ms), so that the
+	// wait is seen before it is over even on a busy machine.
+	e := newEnv(t, "SORTIE_RESTART_BACKOFF_INITIAL=5s")
 	f := e.write("task.yaml", `
 name: steps
 resources:
