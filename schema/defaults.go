@@ -120,6 +120,10 @@ func (t *Task) Recovery() JobRecovery {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
 		}
+		if jr.MaxRestartsWithoutProgress != nil {
+			n := *jr.MaxRestartsWithoutProgress
+			jr.MaxRestartsWithoutProgress = &n
+		}
 		jr.Escalate = jr.Escalate.clone()
 	}
 	if jr.Strategy == "" {
@@ -195,6 +199,10 @@ func (r Resources) clone() Resources {
 		if jr.MaxRecoveries != nil {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
+		}
+		if jr.MaxRestartsWithoutProgress != nil {
+			n := *jr.MaxRestartsWithoutProgress
+			jr.MaxRestartsWithoutProgress = &n
 		}
 		jr.Escalate = jr.Escalate.clone()
 		c.JobRecovery = &jr

@@ -141,6 +141,11 @@ type JobRecovery struct {
 	// notice has between SIGTERM and SIGKILL (never past the notice's
 	// deadline); zero means the node agent's default, 30 s.
 	TerminationGrace Duration `json:"termination_grace,omitempty"`
+	// MaxRestartsWithoutProgress is how many restarts and recoveries in a
+	// row the task may make without reporting progress (a number written
+	// to $SORTIE_PROGRESS above every number reported before); the next
+	// one ends the job FAILED as a crash loop. nil means no limit.
+	MaxRestartsWithoutProgress *int `json:"max_restarts_without_progress,omitempty"`
 }
 
 // MaxTerminationGrace is the longest job_recovery.termination_grace: the
