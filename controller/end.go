@@ -72,8 +72,14 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 			return err
 		}
 	}
+	if policy.MaxRestartsWithoutProgress != nil {
+		if counters.Progress, err = c.progressState(ctx, a); err != nil {
+			return err
+		}
+	}
 	d := strategy.Decide(policy, counters,
-		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by},
+		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by,
+			Attempt: a.Attempt, Progress: a.Progress},
 		last)
 	var next *time.Time
 	if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
