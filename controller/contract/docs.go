@@ -117,6 +117,7 @@ var fieldDocs = map[string]map[string]string{
 		"notice":          "the preemption notice its nodes heard, below; `null` when none",
 		"replaced_at":     "when its replacement was asked for because of the notice, before it ended; `null` when it was not",
 		"head_start_ms":   "how many milliseconds before the notice's deadline (when the cloud takes the node, and when sortie would have learned of the preemption without a notice) its replacement was asked for; without a deadline, before the attempt ended; `null` when it was not replaced",
+		"progress":        "the highest progress the attempt's task reported, a whole number it wrote to `$SORTIE_PROGRESS` (see `job_recovery.max_restarts_without_progress`); `null` when it reported none",
 	},
 	"notice": {
 		"kind":     "`spot-interruption` (AWS), `rebalance` (AWS's rebalance recommendation, which ends nothing), `preempted` (GCE, and `sortie local preempt --notice`)",

@@ -205,6 +205,9 @@ type AttemptView struct {
 	// milliseconds; nil when it was not replaced (or, without a deadline,
 	// until it ends).
 	HeadStartMS *int64 `json:"head_start_ms"`
+	// Progress is the highest progress the attempt's task reported (a
+	// number written to $SORTIE_PROGRESS); nil when none.
+	Progress *int64 `json:"progress"`
 }
 
 // NoticeView is a preemption notice.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,7 +115,14 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if len(d.Attempts) == 0 {
 		fmt.Fprintln(w, "  none yet")
 	} else {
-		t := newTable(w, "  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION")
+		// PROGRESS, what the task wrote to $SORTIE_PROGRESS, is shown
+		// when some attempt reported any.
+		progress := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Progress != nil })
+		cols := []string{"  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION"}
+		if progress {
+			cols = slices.Insert(cols, 7, "PROGRESS")
+		}
+		t := newTable(w, cols...)
 		for _, a := range d.Attempts {
 			where := "-"
 			if a.Cloud != nil {
@@ -132,8 +140,16 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 				decision = *a.Reason + " → " + decision
 			}
 			start := a.StartedAt
-			t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
-				duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision)
+			row := []string{"  " + strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
+				duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision}
+			if progress {
+				p := "-"
+				if a.Progress != nil {
+					p = strconv.FormatInt(*a.Progress, 10)
+				}
+				row = slices.Insert(row, 7, p)
+			}
+			t.row(row...)
 		}
 		t.flush()
 	}

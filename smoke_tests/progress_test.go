@@ -1,0 +1,74 @@
+package smoke_tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sortie/controller/service"
+)
+
+// A job preempted five times, reporting more progress in each attempt,
+// succeeds under max_restarts_without_progress: 1; `jobs show` gives each
+// attempt's progress, in text and JSON.
+func TestPreemptedWithProgressSucceeds(t *testing.T) {
+	e := newEnv(t)
+	marks := filepath.Join(e.dir, "started")
+	id := e.launch(e.write("train.yaml", `
+name: train
+resources:
+  job_recovery:
+    max_restarts_without_progress: 1
+run: |
+  echo $((SORTIE_ATTEMPT * 100)) >"$SORTIE_PROGRESS"
+  touch `+marks+`-$SORTIE_ATTEMPT
+  if [ "$SORTIE_ATTEMPT" -le 5 ]; then sleep 300; fi
+`))
+	for i := 1; i <= 5; i++ {
+		waitFile(t, fmt.Sprintf("%s-%d", marks, i))
+		want := int64(i * 100)
+		e.waitFor(id, 30*time.Second, fmt.Sprintf("attempt %d's progress %d", i, want), func(d service.JobDetail) bool {
+			a := d.Attempts[len(d.Attempts)-1]
+			return a.Attempt == i && a.Progress != nil && *a.Progress == want
+		})
+		e.must("local", "preempt", strconv.FormatInt(id, 10))
+	}
+	d := e.waitStatus(id, "SUCCEEDED")
+	if len(d.Attempts) != 6 || d.RecoveryCount != 5 {
+		t.Fatalf("%d attempts, %d recoveries; want 6 and 5", len(d.Attempts), d.RecoveryCount)
+	}
+	for _, a := range d.Attempts {
+		if want := int64(a.Attempt * 100); a.Progress == nil || *a.Progress != want {
+			t.Errorf("attempt %d: progress %v, want %d", a.Attempt, a.Progress, want)
+		}
+	}
+	text := e.must("jobs", "show", strconv.FormatInt(id, 10)).stdout
+	if !strings.Contains(text, "PROGRESS") || !strings.Contains(text, "  600  ") {
+		t.Errorf("jobs show does not give the progress per attempt:\n%s", text)
+	}
+}
+
+// A job that crashes without progress stops at the limit with the
+// crash-loop reason, well within its max_restarts_on_errors.
+func TestCrashLoopStopsAtTheLimit(t *testing.T) {
+	e := newEnv(t)
+	id := e.launch(e.write("crash.yaml", `
+name: crash
+resources:
+  job_recovery:
+    max_restarts_on_errors: 10
+    max_restarts_without_progress: 2
+run: exit 1
+`))
+	d := e.waitStatus(id, "FAILED")
+	const want = "crash loop: 2 restarts without progress (no progress reported)"
+	if d.FailureReason == nil || *d.FailureReason != want {
+		t.Errorf("failure reason %v, want %q", d.FailureReason, want)
+	}
+	if len(d.Attempts) != 3 {
+		t.Errorf("%d attempts, want 3: the first and 2 restarts without progress", len(d.Attempts))
+	}
+}
