@@ -79,7 +79,8 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
 			FileMounts: []MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
 			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
-			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, Escalate: planEscalate(rec.Escalate)}
+			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, MaxRestartsWithoutProgress: rec.MaxRestartsWithoutProgress,
+			Escalate: planEscalate(rec.Escalate)}
 		if rec.MaxDuration > 0 {
 			tp.MaxDuration = strPtr(rec.MaxDuration.String())
 		}

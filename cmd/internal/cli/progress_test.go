@@ -41,3 +41,12 @@ func TestShowGivesTheProgressPerAttempt(t *testing.T) {
 		t.Errorf("a job without progress shows a PROGRESS column:\n%s", out)
 	}
 }
+
+// The dry run's plan says the limit on restarts without progress.
+func TestPlanSaysTheProgressLimit(t *testing.T) {
+	three := 3
+	got := planLimits(service.TaskPlan{MaxRestartsWithoutProgress: &three})
+	if got != "max_restarts_without_progress 3" {
+		t.Errorf("planLimits = %q, want %q", got, "max_restarts_without_progress 3")
+	}
+}
