@@ -72,3 +72,15 @@ run: exit 1
 		t.Errorf("%d attempts, want 3: the first and 2 restarts without progress", len(d.Attempts))
 	}
 }
+
+// A negative limit is refused at launch, naming the field, the value and
+// the fix.
+func TestProgressLimitRefusedAtLaunch(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("task.yaml", "resources: {job_recovery: {max_restarts_without_progress: -1}}\nrun: x\n")
+	r := e.run("jobs", "launch", f)
+	const want = "resources.job_recovery.max_restarts_without_progress: -1 is negative; give how many restarts in a row may make no progress, 0 or more"
+	if r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("launch: exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, want)
+	}
+}
