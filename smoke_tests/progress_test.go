@@ -66,7 +66,7 @@ run: exit 1
 	d := e.waitStatus(id, "FAILED")
 	const want = "crash loop: 2 restarts without progress (no progress reported)"
 	if d.FailureReason == nil || *d.FailureReason != want {
-		t.Errorf("failure reason %v, want %q", d.FailureReason, want)
+		t.Errorf("failure reason %q, want %q", deref(d.FailureReason), want)
 	}
 	if len(d.Attempts) != 3 {
 		t.Errorf("%d attempts, want 3: the first and 2 restarts without progress", len(d.Attempts))
