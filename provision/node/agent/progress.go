@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -70,9 +71,11 @@ func CheckProgressTag(key []byte, n int64, tag string) bool {
 
 // ReadProgress reads the last number written to the progress file at
 // path: the last line of its end that holds anything, a whole number of 0
-// or more. ok is false when there is none (no file, or not a number).
+// or more. ok is false when there is none (no file, or not a number). The
+// task owns the file: a symbolic link is not followed, and a FIFO or
+// anything else that is not a regular file is not waited on or read.
 func ReadProgress(path string) (n int64, ok bool) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, false
 	}

@@ -45,6 +45,23 @@ func TestReadProgress(t *testing.T) {
 	if _, ok := ReadProgress(filepath.Join(t.TempDir(), "none")); ok {
 		t.Error("a missing file has progress")
 	}
+	// What a hostile task can put there instead: a FIFO (no writer: an
+	// open that waited would never return), a link to another file.
+	d := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(d, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "other"), []byte("12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(d, "other"), filepath.Join(d, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fifo", "link"} {
+		if n, ok := ReadProgress(filepath.Join(d, name)); ok {
+			t.Errorf("ReadProgress of a %s = %d, want none", name, n)
+		}
+	}
 }
 
 // TestProgressRecordedWhileRunningAndAtTheEnd: the task writes to
