@@ -61,3 +61,23 @@ func TestCrashLoopEndsTheJob(t *testing.T) {
 		t.Errorf("last attempt: action %s, decision %q", last.Action, last.Decision)
 	}
 }
+
+// A task that writes the agent's progress record itself, unsandboxed, is
+// not believed: the record's tag does not verify.
+func TestForgedProgressIsNoProgress(t *testing.T) {
+	ctx := context.Background()
+	c := unsandboxedLocalController(t)
+	id := createJob(t, c, "resources: {cloud: local}\n"+
+		"run: mkdir -p \"$SORTIE_NODE_DIR/record\"; printf '999999 00ff\\n' >\"$SORTIE_NODE_DIR/record/progress\"; sleep 3\n")
+	j := untilEnded(t, id, func() *Controller { return c })
+	if j.Status != lifecycle.Succeeded {
+		t.Fatalf("job %s (%q), want SUCCEEDED", j.Status, j.FailureReason)
+	}
+	as, err := c.Store.Attempts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as[0].Progress != nil {
+		t.Errorf("progress %d from a record the task wrote, want none", *as[0].Progress)
+	}
+}
