@@ -140,20 +140,23 @@ type Policy struct {
 // PolicyFrom takes the decision policy out of a task's job_recovery.
 func PolicyFrom(r schema.JobRecovery) Policy {
 	return Policy{
-		MaxRestartsOnErrors: max(r.MaxRestartsOnErrors, 0),
-		RecoverOnExitCodes:  slices.Clone(r.RecoverOnExitCodes),
-		NoRecovery:          r.Strategy == schema.NoRecovery,
-		MaxRecoveries:       max(deref(r.MaxRecoveries), 0),
-		MaxDuration:         max(r.MaxDuration.D(), 0),
-		Escalate:            r.Escalate,
-		MaxRestartsWithoutProgress: func() *int {
-			if r.MaxRestartsWithoutProgress == nil {
-				return nil
-			}
-			n := max(*r.MaxRestartsWithoutProgress, 0)
-			return &n
-		}(),
+		MaxRestartsOnErrors:        max(r.MaxRestartsOnErrors, 0),
+		RecoverOnExitCodes:         slices.Clone(r.RecoverOnExitCodes),
+		NoRecovery:                 r.Strategy == schema.NoRecovery,
+		MaxRecoveries:              max(deref(r.MaxRecoveries), 0),
+		MaxDuration:                max(r.MaxDuration.D(), 0),
+		Escalate:                   r.Escalate,
+		MaxRestartsWithoutProgress: nonNegative(r.MaxRestartsWithoutProgress),
 	}
+}
+
+// nonNegative is a copy of *n, negative values as zero; nil stays nil.
+func nonNegative(n *int) *int {
+	if n == nil {
+		return nil
+	}
+	v := max(*n, 0)
+	return &v
 }
 
 func deref(n *int) int {
