@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -353,9 +354,7 @@ func (c *Controller) snapshot(ctx context.Context, open []*store.Attempt) snapsh
 		if err == nil {
 			var got map[string]*provision.Cluster
 			if got, err = safeStatus(ctx, p, ns); err == nil {
-				for k, v := range got {
-					s.clusters[k] = v
-				}
+				maps.Copy(s.clusters, got)
 				continue
 			}
 		}

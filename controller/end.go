@@ -77,16 +77,22 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 			return err
 		}
 	}
-	d := strategy.Decide(policy, counters,
-		strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by,
-			Attempt: a.Attempt, Progress: a.Progress},
-		last)
+	ended := strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by,
+		Attempt: a.Attempt, Progress: a.Progress}
+	d := strategy.Decide(policy, counters, ended, last)
+	var confirmed strategy.Confirmed
+	if p != nil {
+		if confirmed, err = c.confirm(ctx, p.Tasks[a.TaskIdx], a, counters, ended, d); err != nil {
+			return err
+		}
+		d = confirmed.Decision
+	}
 	var next *time.Time
 	if d.Action == strategy.Recover || d.Action == strategy.Restart || d.Action == strategy.Escalate {
 		at := c.Now().Add(c.Config.RestartBackoff().Delay(d.Counters.Retries(), c.Rand))
 		next = &at
 	}
-	facts := store.Facts{NextActionAt: next}
+	facts := store.Facts{NextActionAt: next, ConfirmFrom: confirmed.Start, Verdict: confirmed.Verdict}
 	if w != nil {
 		facts.LogPath = w.logDir
 	}

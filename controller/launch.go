@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"sortie/controller/clouds"
@@ -38,7 +40,22 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 		return fmt.Errorf("read tasks: %w", err)
 	}
 	t := tasks[a.TaskIdx]
+	// A cloud that is not enabled on this machine offers nothing, as the
+	// launch left it out; when every cloud the task allows is, the job
+	// ends saying why of each.
+	enabled, _ := c.Providers.(interface {
+		Enabled(cloud string, m clouds.Machine) error
+	})
+	var disabled []string
 	cands, err := strategy.Candidates(attemptResources(task, a), func(r schema.Resources) ([]schema.Placement, error) {
+		if enabled != nil {
+			if err := enabled.Enabled(r.Cloud, clouds.Machine{}); err != nil {
+				if !slices.Contains(disabled, err.Error()) {
+					disabled = append(disabled, err.Error())
+				}
+				return nil, nil
+			}
+		}
 		prov, err := c.Providers.Provider(ctx, r.Cloud)
 		if err != nil {
 			return nil, err
@@ -47,6 +64,10 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 	})
 	if se := (*provision.StateError)(nil); errors.As(err, &se) {
 		return c.failController(ctx, j, a, err)
+	}
+	if errors.Is(err, strategy.ErrNoCandidates) && len(disabled) > 0 {
+		return c.endLaunch(ctx, j, a, p, true, "no cloud the task allows is enabled on the controller's machine: "+strings.Join(disabled, "; ")+
+			" (`sortie check` says what each cloud lacks)")
 	}
 	if err != nil {
 		// Candidates' error names the request and what to check; when it
@@ -62,7 +83,11 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 	}
 	rec := task.Recovery()
 	var tries []strategy.LaunchTry
-	for _, cand := range strategy.Order(rec.Strategy, cands, preempted, t.LaunchRound) {
+	order, err := c.confirmOrder(ctx, task, a, cands, strategy.Order(rec.Strategy, cands, preempted, t.LaunchRound))
+	if err != nil {
+		return err
+	}
+	for _, cand := range order {
 		pl := cand.Placement
 		c.Metrics.LaunchTries.WithLabelValues(pl.Cloud, pl.Region).Inc()
 		cl, err := c.launchAt(ctx, j, a, cand)
@@ -116,10 +141,7 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	if err != nil {
 		return nil, err
 	}
-	n := p.Tasks[a.TaskIdx].NumNodes
-	if n < 1 {
-		n = 1
-	}
+	n := max(p.Tasks[a.TaskIdx].NumNodes, 1)
 	// What the launch waits for is shown on the job while it waits, and
 	// cleared once it is over.
 	var shown atomic.Bool

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -80,18 +81,14 @@ func (c *Controller) AsReplica(o ReplicaOptions) error {
 	if o.Name == "" {
 		return errors.New("replica name: empty; give each replica a name of its own (--replica NAME)")
 	}
-	if o.TTL == 0 {
-		o.TTL = DefaultLeaseTTL
-	}
+	o.TTL = cmp.Or(o.TTL, DefaultLeaseTTL)
 	if o.TTL < MinLeaseTTL {
 		return fmt.Errorf("lease TTL %s is below %s; renewals every TTL/3 need room: give %s or more", o.TTL, MinLeaseTTL, MinLeaseTTL)
 	}
 	if o.Host == "" {
 		o.Host, _ = os.Hostname()
 	}
-	if o.PID == 0 {
-		o.PID = os.Getpid()
-	}
+	o.PID = cmp.Or(o.PID, os.Getpid())
 	b := make([]byte, 6)
 	if _, err := rand.Read(b); err != nil {
 		return fmt.Errorf("replica id: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,12 +106,7 @@ func (c *jobStep) heard(ctx context.Context, j *store.Job, a *store.Attempt, ran
 // an exit code everywhere, none of them caused by a stop (a notice's
 // SIGTERM, or sortie's).
 func endedOnItsOwn(sts []node.Status) bool {
-	for _, st := range sts {
-		if !st.Done || st.Stopped {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(sts, func(st node.Status) bool { return !st.Done || st.Stopped })
 }
 
 // replace asks the strategy what follows a preemption of a and, when it is
@@ -253,9 +249,9 @@ func (c *jobStep) drain(ctx context.Context, a *store.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("read job: %w", err)
 	}
-	reason, done, err := c.drained(ctx, j, a)
-	if err != nil || !done {
-		return err
+	reason, done := c.drained(ctx, j, a)
+	if !done {
+		return nil
 	}
 	w := c.wrapUp(ctx, j, a, true)
 	if err := c.Store.EndReplaced(ctx, a, store.Observed{Outcome: strategy.Preempted, ExitCodes: w.codes, Reason: reason}); err != nil {
@@ -274,9 +270,9 @@ func (c *jobStep) drain(ctx context.Context, a *store.Attempt) error {
 }
 
 // drained says whether replaced attempt a is over, and why.
-func (c *jobStep) drained(ctx context.Context, j *store.Job, a *store.Attempt) (string, bool, error) {
+func (c *jobStep) drained(ctx context.Context, j *store.Job, a *store.Attempt) (string, bool) {
 	if j.Status.Terminal() || j.CancelRequested {
-		return fmt.Sprintf("job %s while its node was under a %s notice", cmpStatus(j), a.Notice.Kind), true, nil
+		return fmt.Sprintf("job %s while its node was under a %s notice", cmpStatus(j), a.Notice.Kind), true
 	}
 	deadline := a.Notice.At.Add(noticeWithoutDeadline)
 	if a.Notice.Deadline != nil {
@@ -287,15 +283,15 @@ func (c *jobStep) drained(ctx context.Context, j *store.Job, a *store.Attempt) (
 	if err != nil {
 		if past {
 			// Whatever the cloud says later, it has taken the node by now.
-			return fmt.Sprintf("the %s notice's deadline (%s) passed; the cloud did not answer: %v", a.Notice.Kind, deadline.UTC().Format(time.RFC3339), err), true, nil
+			return fmt.Sprintf("the %s notice's deadline (%s) passed; the cloud did not answer: %v", a.Notice.Kind, deadline.UTC().Format(time.RFC3339), err), true
 		}
-		return "", false, nil // the cloud did not answer: unknown, not gone
+		return "", false // the cloud did not answer: unknown, not gone
 	}
 	if cl == nil {
-		return fmt.Sprintf("cluster %s went after its %s notice", a.Cluster, a.Notice.Kind), true, nil
+		return fmt.Sprintf("cluster %s went after its %s notice", a.Cluster, a.Notice.Kind), true
 	}
 	if e, ok := cloudEnded(cl, a); ok {
-		return fmt.Sprintf("%s after its %s notice", e.reason, a.Notice.Kind), true, nil
+		return fmt.Sprintf("%s after its %s notice", e.reason, a.Notice.Kind), true
 	}
 	stopped := true
 	for rank := range cl.Nodes {
@@ -319,12 +315,12 @@ func (c *jobStep) drained(ctx context.Context, j *store.Job, a *store.Attempt) (
 		}
 	}
 	if stopped {
-		return fmt.Sprintf("the task stopped after the %s notice", a.Notice.Kind), true, nil
+		return fmt.Sprintf("the task stopped after the %s notice", a.Notice.Kind), true
 	}
 	if past {
-		return fmt.Sprintf("the %s notice's deadline (%s) passed with the node still there", a.Notice.Kind, deadline.UTC().Format(time.RFC3339)), true, nil
+		return fmt.Sprintf("the %s notice's deadline (%s) passed with the node still there", a.Notice.Kind, deadline.UTC().Format(time.RFC3339)), true
 	}
-	return "", false, nil
+	return "", false
 }
 
 func cmpStatus(j *store.Job) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"sortie/controller/lifecycle"
@@ -204,15 +205,8 @@ func (c *Controller) reusable(ctx context.Context, a *store.Attempt) bool {
 // healthy says whether every node of a's cluster is running.
 func (c *Controller) healthy(ctx context.Context, a *store.Attempt) bool {
 	_, cl, err := c.cluster(ctx, a)
-	if err != nil || cl == nil || len(cl.Nodes) == 0 {
-		return false
-	}
-	for _, n := range cl.Nodes {
-		if n.State != provision.NodeRunning {
-			return false
-		}
-	}
-	return true
+	return err == nil && cl != nil && len(cl.Nodes) > 0 &&
+		!slices.ContainsFunc(cl.Nodes, func(n provision.Node) bool { return n.State != provision.NodeRunning })
 }
 
 // terminate tears down a's cluster; errors are logged, never written over

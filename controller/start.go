@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -314,11 +315,7 @@ func (c *Controller) runner(ctx context.Context, prov provision.Provider, cl *pr
 // the node: an absolute path as given, ~/... in the node's HOME, a
 // relative one under the task's workdir (where the task runs).
 func (c *Controller) uploadMounts(ctx context.Context, r provision.Runner, task *schema.Task, baseDir string) error {
-	dsts := make([]string, 0, len(task.FileMounts))
-	for dst := range task.FileMounts {
-		dsts = append(dsts, dst)
-	}
-	sort.Strings(dsts)
+	dsts := slices.Sorted(maps.Keys(task.FileMounts))
 	for _, dst := range dsts {
 		src := task.FileMounts[dst]
 		if schema.IsBucketURL(src) {

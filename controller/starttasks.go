@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"sortie/controller/clouds"
 	"sortie/controller/store"
@@ -84,11 +85,7 @@ func taskFiles(task *schema.Task, baseDir string, limit int64, cloud string) ([]
 		}
 		out = append(out, fs...)
 	}
-	dsts := make([]string, 0, len(task.FileMounts))
-	for dst := range task.FileMounts {
-		dsts = append(dsts, dst)
-	}
-	sort.Strings(dsts)
+	dsts := slices.Sorted(maps.Keys(task.FileMounts))
 	for _, dst := range dsts {
 		if schema.IsBucketURL(task.FileMounts[dst]) {
 			continue // a bucket, not a file handed to the nodes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,12 +61,7 @@ func (c *Controller) SweepOrphans(ctx context.Context) error {
 }
 
 func allTerminated(cl *provision.Cluster) bool {
-	for _, n := range cl.Nodes {
-		if n.State != provision.NodeTerminated {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(cl.Nodes, func(n provision.Node) bool { return n.State != provision.NodeTerminated })
 }
 
 // removeStaleSecrets removes the kept secrets of jobs that have ended, in

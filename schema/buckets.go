@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"regexp"
@@ -153,9 +154,7 @@ func (t *Task) Buckets(prefix string, clouds Clouds) ([]BucketMount, []Problem) 
 		sm := t.StorageMounts[dst]
 		field := join(fm, dst)
 		b := BucketMount{Path: dst, Field: field, Mode: sm.Mode, Persistent: sm.Persistent == nil || *sm.Persistent, Create: true}
-		if b.Mode == "" {
-			b.Mode = ModeMount // SkyPilot's default
-		}
+		b.Mode = cmp.Or(b.Mode, ModeMount) // SkyPilot's default
 		b.Store = sm.Store
 		b.Bucket = sm.Name
 		if isURL(sm.Source) {
@@ -180,9 +179,7 @@ func (t *Task) Buckets(prefix string, clouds Clouds) ([]BucketMount, []Problem) 
 				continue
 			}
 		}
-		if b.Store == "" {
-			b.Store = clouds.defaultStore(t.Resources.Cloud)
-		}
+		b.Store = cmp.Or(b.Store, clouds.defaultStore(t.Resources.Cloud))
 		if b.Store == "" {
 			ps.missing(join(field, "store"), "is missing; give store: s3 or store: gcs (a storage mount takes its cloud's own store only on %s)", clouds.storeNames())
 			continue

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 )
@@ -32,9 +33,7 @@ func (p *Pipeline) ApplyDefaults(clouds Clouds) {
 //
 // Validation is separate (Parse): defaults never hide a problem.
 func (t *Task) ApplyDefaults(clouds Clouds) {
-	if t.NumNodes == 0 {
-		t.NumNodes = 1
-	}
+	t.NumNodes = cmp.Or(t.NumNodes, 1)
 	r := &t.Resources
 	namedCloud := r.Cloud != ""
 	clouds.fillPlace(r)
@@ -126,9 +125,7 @@ func (t *Task) Recovery() JobRecovery {
 		}
 		jr.Escalate = jr.Escalate.clone()
 	}
-	if jr.Strategy == "" {
-		jr.Strategy = EagerNextRegion
-	}
+	jr.Strategy = cmp.Or(jr.Strategy, EagerNextRegion)
 	return jr
 }
 

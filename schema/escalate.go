@@ -253,12 +253,8 @@ func (d *decoder) checkEscalate(path string, r *Resources, memorySet, cpusSet bo
 }
 
 func candidatesAskAccelerators(r *Resources) bool {
-	for _, c := range append(slices.Clone(r.AnyOf), r.Ordered...) {
-		if c.Accelerators != nil {
-			return true
-		}
-	}
-	return false
+	asks := func(c Resources) bool { return c.Accelerators != nil }
+	return slices.ContainsFunc(r.AnyOf, asks) || slices.ContainsFunc(r.Ordered, asks)
 }
 
 func (e *Escalate) clone() *Escalate {

@@ -174,11 +174,4 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 }
 
 // hasDotDot says whether a remote path has a ".." element.
-func hasDotDot(p string) bool {
-	for _, e := range strings.Split(p, "/") {
-		if e == ".." {
-			return true
-		}
-	}
-	return false
-}
+func hasDotDot(p string) bool { return slices.Contains(strings.Split(p, "/"), "..") }

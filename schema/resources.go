@@ -412,7 +412,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "max_restarts_without_progress"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -449,6 +449,8 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 		"give how long to keep the failed cluster (e.g. \"30m\"), or leave keep_on_failure out to tear it down at once")
 	jr.TerminationGrace = d.positiveDuration(join(path, "termination_grace"), m["termination_grace"], MaxTerminationGrace,
 		"give how long the task has between SIGTERM and SIGKILL (e.g. \"30s\"), or leave termination_grace out for 30s")
+	jr.ConfirmFailures = d.confirmFailures(join(path, "confirm_failures"), m["confirm_failures"])
+	jr.ConfirmCountsAsRestart = d.boolean(join(path, "confirm_counts_as_restart"), m["confirm_counts_as_restart"])
 	return jr
 }
 

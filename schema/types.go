@@ -141,6 +141,14 @@ type JobRecovery struct {
 	// notice has between SIGTERM and SIGKILL (never past the notice's
 	// deadline); zero means the node agent's default, 30 s.
 	TerminationGrace Duration `json:"termination_grace,omitempty"`
+	// ConfirmFailures is how many times a failure that would become a
+	// known failure is run again, on another placement where the task
+	// allows one, before it does: 0 (none) or 1.
+	ConfirmFailures int `json:"confirm_failures,omitempty"`
+	// ConfirmCountsAsRestart makes the confirmation run a restart on
+	// error: it adds to restarts_on_errors and is made only while
+	// max_restarts_on_errors has one left.
+	ConfirmCountsAsRestart bool `json:"confirm_counts_as_restart,omitempty"`
 	// MaxRestartsWithoutProgress is how many restarts and recoveries in a
 	// row the task may make without reporting progress (a number written
 	// to $SORTIE_PROGRESS above every number reported before); the next

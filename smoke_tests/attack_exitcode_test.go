@@ -2,12 +2,11 @@ package smoke_tests
 
 import (
 	"encoding/json"
+	"sortie/controller/contract"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"sortie/controller/service"
 )
 
 // A task writes a made-up exit code where the agent keeps its record of the
@@ -42,7 +41,7 @@ resources:
 run: |
 `+indentRun(tc.run))
 			id := e.launch(f)
-			d := e.waitFor(id, 60*time.Second, "the job's end or a restart", func(d service.JobDetail) bool {
+			d := e.waitFor(id, 60*time.Second, "the job's end or a restart", func(d contract.JobDetail) bool {
 				return isTerminal(d.Status) || d.RecoveryCount > 0 || len(d.Attempts) > 1
 			})
 			b, _ := json.MarshalIndent(d, "", "  ")

@@ -16,7 +16,7 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/provision"
 	"sortie/provision/aws"
 	"sortie/provision/cloudtest"
@@ -74,12 +74,12 @@ func TestAWSSpotJobEndToEnd(t *testing.T) {
 		fullZone:  "us-east-1a",
 		nodes:     e.nodes,
 		// The spot interruption: EC2 terminates the instance.
-		interrupt: func(first service.AttemptView) {
+		interrupt: func(first contract.AttemptView) {
 			if err := e.proxy.SpotInterrupt(context.Background(), "us-east-1", first.InstanceIDs[0]); err != nil {
 				t.Fatal(err)
 			}
 		},
-		recovered: func(first, next service.AttemptView) {
+		recovered: func(first, next contract.AttemptView) {
 			if z := deref(next.Zone); z == deref(first.Zone) || z == "us-east-1a" {
 				t.Errorf("recovered in %s; want another zone with capacity", z)
 			}
@@ -122,8 +122,8 @@ type spotCase struct {
 	// newCluster says a restart runs on a new cluster (pods run their
 	// task once), not on the healthy one the failed attempt used.
 	newCluster bool
-	interrupt  func(first service.AttemptView)
-	recovered  func(first, next service.AttemptView)
+	interrupt  func(first contract.AttemptView)
+	recovered  func(first, next contract.AttemptView)
 	live       func() []string // the cloud's instances still running
 }
 
@@ -241,7 +241,7 @@ func TestAWSControllerKilledReattachesAndSweepsOrphans(t *testing.T) {
 // controller killed between ending an attempt and its teardown leaves), and
 // checks that the next controller finishes the job on its one attempt and
 // terminates the orphan, leaving nothing running.
-func killedControllerScenario(t *testing.T, e *env, resources string, launchOrphan func() string, live func() []string) service.JobDetail {
+func killedControllerScenario(t *testing.T, e *env, resources string, launchOrphan func() string, live func() []string) contract.JobDetail {
 	t.Helper()
 	gate := filepath.Join(e.dir, "gate")
 	started := filepath.Join(e.dir, "started")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/smoke_tests/chaos/storm"
 )
 
@@ -100,7 +100,7 @@ run: |
 	waitFile(t, marker)
 	e.waitStatus(id, "RUNNING")
 	e.must("local", "preempt", strconv.FormatInt(id, 10))
-	e.waitFor(id, 30*time.Second, "RECOVERING or a second attempt", func(d service.JobDetail) bool {
+	e.waitFor(id, 30*time.Second, "RECOVERING or a second attempt", func(d contract.JobDetail) bool {
 		return d.Status == "RECOVERING" || len(d.Attempts) > 1
 	})
 	d := e.waitStatus(id, "SUCCEEDED")

@@ -21,8 +21,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 )
 
 // open goes to the server's page path signed in with tok, through the
@@ -260,8 +260,8 @@ func TestDashboardRetryWithReasonAndOverride(t *testing.T) {
 
 	// Both jobs failed with their own inputs: two known failures; the
 	// first job's is forgotten from the list.
-	known := func() []service.FailureView {
-		var fs []service.FailureView
+	known := func() []contract.FailureView {
+		var fs []contract.FailureView
 		if err := json.Unmarshal([]byte(alice.must("jobs", "failures", "-o", "json").stdout), &fs); err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,9 @@ run: |
 
 func TestDryRunPrintsThePlanAndStoresNothing(t *testing.T) {
 	objs := loadOpenAPI(t)
-	e := newEnv(t)
+	// AWS is enabled (keys in the environment), so its placement is
+	// planned as the controller would resolve it.
+	e := newEnv(t, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing")
 	e.write("code/train.txt", "training code\n")
 	e.write("data/shard.csv", "a,b\n")
 	e.write("examples/finetune.yaml", skypilotTask)

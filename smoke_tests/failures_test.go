@@ -3,17 +3,16 @@ package smoke_tests
 import (
 	"encoding/json"
 	"os"
+	"sortie/controller/contract"
 	"strconv"
 	"strings"
 	"testing"
-
-	"sortie/controller/service"
 )
 
-func failures(e *env) []service.FailureView {
+func failures(e *env) []contract.FailureView {
 	e.t.Helper()
 	r := e.must("jobs", "failures", "-o", "json")
-	var fs []service.FailureView
+	var fs []contract.FailureView
 	if err := json.Unmarshal([]byte(r.stdout), &fs); err != nil {
 		e.t.Fatalf("failures -o json: %v\n%s", err, r.stdout)
 	}

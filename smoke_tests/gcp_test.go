@@ -15,7 +15,7 @@ import (
 
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/provision/cloudtest"
 	"sortie/provision/gcp"
 	"sortie/provision/gcp/gcpfake"
@@ -69,12 +69,12 @@ func TestGCPSpotJobEndToEnd(t *testing.T) {
 		fullZone:  "us-central1-a",
 		firstZone: "us-central1-b",
 		nodes:     g.nodes,
-		interrupt: func(first service.AttemptView) {
+		interrupt: func(first contract.AttemptView) {
 			if err := g.fake.Preempt(deref(first.Zone), first.Cluster+"-0"); err != nil {
 				t.Fatal(err)
 			}
 		},
-		recovered: func(_, next service.AttemptView) {
+		recovered: func(_, next contract.AttemptView) {
 			if r := deref(next.Region); r != "us-east1" {
 				t.Errorf("EAGER_NEXT_REGION recovered in %s, want us-east1", r)
 			}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 	"sortie/smoke_tests/chaos/storm"
 )
 
@@ -175,20 +175,20 @@ func (e *env) launch(file string, args ...string) int64 {
 	return id
 }
 
-func (e *env) show(id int64) service.JobDetail {
+func (e *env) show(id int64) contract.JobDetail {
 	e.t.Helper()
 	r := e.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json")
-	var d service.JobDetail
+	var d contract.JobDetail
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		e.t.Fatalf("show -o json: %v\n%s", err, r.stdout)
 	}
 	return d
 }
 
-func (e *env) queue(args ...string) []service.JobView {
+func (e *env) queue(args ...string) []contract.JobView {
 	e.t.Helper()
 	r := e.must(append([]string{"jobs", "queue", "-o", "json"}, args...)...)
-	var jobs []service.JobView
+	var jobs []contract.JobView
 	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil {
 		e.t.Fatalf("queue -o json: %v\n%s", err, r.stdout)
 	}
@@ -196,10 +196,10 @@ func (e *env) queue(args ...string) []service.JobView {
 }
 
 // waitFor polls the job until cond holds, for at most d.
-func (e *env) waitFor(id int64, d time.Duration, what string, cond func(service.JobDetail) bool) service.JobDetail {
+func (e *env) waitFor(id int64, d time.Duration, what string, cond func(contract.JobDetail) bool) contract.JobDetail {
 	e.t.Helper()
 	deadline := time.Now().Add(d)
-	var last service.JobDetail
+	var last contract.JobDetail
 	for time.Now().Before(deadline) {
 		last = e.show(id)
 		if cond(last) {
@@ -212,9 +212,9 @@ func (e *env) waitFor(id int64, d time.Duration, what string, cond func(service.
 	return last
 }
 
-func (e *env) waitStatus(id int64, status lifecycle.Status) service.JobDetail {
+func (e *env) waitStatus(id int64, status lifecycle.Status) contract.JobDetail {
 	e.t.Helper()
-	return e.waitFor(id, 60*time.Second, "status "+string(status), func(d service.JobDetail) bool {
+	return e.waitFor(id, 60*time.Second, "status "+string(status), func(d contract.JobDetail) bool {
 		if d.Status != status && isTerminal(d.Status) {
 			b, _ := json.MarshalIndent(d, "", "  ")
 			e.t.Fatalf("job %d ended %s, want %s:\n%s", id, d.Status, status, b)
@@ -226,7 +226,7 @@ func (e *env) waitStatus(id int64, status lifecycle.Status) service.JobDetail {
 func isTerminal(s lifecycle.Status) bool { return s.Terminal() }
 
 // codes turns attempts' exit codes into plain lists for comparison.
-func codes(d service.JobDetail) [][]int {
+func codes(d contract.JobDetail) [][]int {
 	var out [][]int
 	for _, a := range d.Attempts {
 		var cs []int

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 )
 
 // TestATaskCannotForgeItsResult: a task that wrote "run 99999999999" into
@@ -206,7 +206,7 @@ func TestWhatNoNodeCanStartIsRefusedAtLaunch(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.task, r.code, r.stderr, tc.want)
 		}
 	}
-	var jobs []service.JobView
+	var jobs []contract.JobView
 	if err := json.Unmarshal([]byte(e.must("jobs", "queue", "-a", "-o", "json").stdout), &jobs); err != nil || len(jobs) != 0 {
 		t.Errorf("jobs stored: %v %v", jobs, err)
 	}

@@ -8,13 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sortie/controller/contract"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"sortie/controller/service"
 )
 
 // runWithin runs the binary like env.run, failing the test if it has not
@@ -147,7 +146,7 @@ func TestHostileOverrides(t *testing.T) {
 		t.Errorf("--env A='\"a\" \"b\"' reached the task as %q; want it as written", b)
 	}
 	r := e.must("jobs", "retry", sid, "--reason", "rename", "--set", "name=second", "-o", "json")
-	var res []service.RetryResult
+	var res []contract.RetryResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 {
 		t.Fatalf("retry -o json: %v\n%s", err, r.stdout)
 	}

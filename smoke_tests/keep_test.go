@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/provision/cloudtest"
 )
 
@@ -96,7 +96,7 @@ run: |
 		t.Errorf("release printed %q", r.stdout)
 	}
 	waitClusterGone(t, clusterDir(e, id), 10*time.Second)
-	d = e.waitFor(id, 10*time.Second, "released", func(d service.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
+	d = e.waitFor(id, 10*time.Second, "released", func(d contract.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
 	if got := deref(d.Attempts[0].ReleasedReason); got != "released by user (jobs release)" || d.Status != "FAILED" {
 		t.Errorf("released for %q, job %s", got, d.Status)
 	}
@@ -120,7 +120,7 @@ func TestKeptClusterRunsOutOrIsCancelled(t *testing.T) {
 	long := e.launch(e.write("long.yaml", "name: long\nresources: {job_recovery: {keep_on_failure: 1h}}\nrun: exit 2\n"))
 	e.waitStatus(short, "FAILED")
 	e.waitStatus(long, "FAILED")
-	d := e.waitFor(short, 15*time.Second, "released", func(d service.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
+	d := e.waitFor(short, 15*time.Second, "released", func(d contract.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
 	if got := deref(d.Attempts[0].ReleasedReason); got != "keep_on_failure ran out" {
 		t.Errorf("released for %q", got)
 	}
@@ -136,7 +136,7 @@ func TestKeptClusterRunsOutOrIsCancelled(t *testing.T) {
 		t.Errorf("cancel printed %q", r.stdout)
 	}
 	waitClusterGone(t, clusterDir(e, long), 10*time.Second)
-	d = e.waitFor(long, 10*time.Second, "released", func(d service.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
+	d = e.waitFor(long, 10*time.Second, "released", func(d contract.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
 	if got := deref(d.Attempts[0].ReleasedReason); got != "released by jobs cancel" || d.Status != "FAILED" {
 		t.Errorf("after the cancel: released for %q, job %s", got, d.Status)
 	}
@@ -167,7 +167,7 @@ func TestKeptClusterSurvivesAControllerKill(t *testing.T) {
 		t.Log("the restart took longer than the keep; only the teardown after it is checked")
 	}
 	waitClusterGone(t, clusterDir(e, id), 20*time.Second)
-	d = e.waitFor(id, 10*time.Second, "released", func(d service.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
+	d = e.waitFor(id, 10*time.Second, "released", func(d contract.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
 	if got := deref(d.Attempts[0].ReleasedReason); got != "keep_on_failure ran out" {
 		t.Errorf("released for %q", got)
 	}
@@ -223,7 +223,7 @@ run: |
 		t.Errorf("jobs ssh over SSH: exit %d, out %q, err %q; want 7, %q", r.code, r.stdout, r.stderr, want)
 	}
 	e.must("jobs", "release", sid)
-	e.waitFor(id, 30*time.Second, "released", func(d service.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
+	e.waitFor(id, 30*time.Second, "released", func(d contract.JobDetail) bool { return d.Attempts[0].ReleasedAt != nil })
 	deadline := time.Now().Add(30 * time.Second)
 	for len(live()) != 0 {
 		if time.Now().After(deadline) {

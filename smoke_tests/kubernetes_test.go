@@ -16,7 +16,7 @@ import (
 
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/provision"
 	"sortie/provision/kubernetes"
 	"sortie/provision/kubernetes/kubetest"
@@ -152,7 +152,7 @@ func TestKubernetesSpotJobEndToEnd(t *testing.T) {
 		fullZone:   k.ns[0],
 		firstZone:  k.ns[1],
 		newCluster: true,
-		interrupt: func(first service.AttemptView) {
+		interrupt: func(first contract.AttemptView) {
 			ns, pod := deref(first.Zone), first.Cluster+"-0"
 			err := k.cp.Client.CoreV1().Pods(ns).EvictV1(context.Background(),
 				&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}})
@@ -160,7 +160,7 @@ func TestKubernetesSpotJobEndToEnd(t *testing.T) {
 				t.Fatalf("evict %s/%s: %v", ns, pod, err)
 			}
 		},
-		recovered: func(first, next service.AttemptView) {
+		recovered: func(first, next contract.AttemptView) {
 			if z := deref(next.Zone); z != k.ns[1] {
 				t.Errorf("recovered in namespace %s, want %s (%s has no room)", z, k.ns[1], k.ns[0])
 			}

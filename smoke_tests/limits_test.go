@@ -1,12 +1,11 @@
 package smoke_tests
 
 import (
+	"sortie/controller/contract"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"sortie/controller/service"
 )
 
 // max_duration stops a task that runs past it: SIGTERM reaches the task
@@ -70,7 +69,7 @@ func TestNoRecoveryAndMaxRecoveries(t *testing.T) {
 			f := e.write("task.yaml", "resources: {job_recovery: "+tc.recovery+"}\nrun: sleep 300\n")
 			id := e.launch(f)
 			for n := 1; n <= tc.preemptions; n++ {
-				e.waitFor(id, 60*time.Second, "attempt "+strconv.Itoa(n)+" running", func(d service.JobDetail) bool {
+				e.waitFor(id, 60*time.Second, "attempt "+strconv.Itoa(n)+" running", func(d contract.JobDetail) bool {
 					return d.Status == "RUNNING" && len(d.Attempts) == n
 				})
 				e.must("local", "preempt", strconv.FormatInt(id, 10))

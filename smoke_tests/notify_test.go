@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/notify"
-	"sortie/controller/service"
 )
 
 const hookKey = "smoke-test-signing-key-0123456789"
@@ -87,8 +87,8 @@ func TestWebhookNotifications(t *testing.T) {
 	task := e.write("fail.yaml", "name: hooked\nnotify:\n  webhooks:\n  - {url: "+rcv.URL+"/hook, events: [status, failed], secret: ops}\nrun: exit 3\n")
 	first := e.launch(task)
 	e.waitStatus(first, "FAILED")
-	done := func(id int64) func(service.JobDetail) bool {
-		return func(d service.JobDetail) bool {
+	done := func(id int64) func(contract.JobDetail) bool {
+		return func(d contract.JobDetail) bool {
 			if len(d.Notifications) == 0 {
 				return false
 			}

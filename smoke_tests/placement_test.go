@@ -3,12 +3,11 @@ package smoke_tests
 import (
 	"os"
 	"path/filepath"
+	"sortie/controller/contract"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"sortie/controller/service"
 )
 
 const twoRegions = `
@@ -109,7 +108,7 @@ func TestCapacityBackDuringBackoff(t *testing.T) {
 	e.must("local", "capacity", "local", "off")
 	f := e.write("task.yaml", "run: 'true'\n")
 	id := e.launch(f)
-	d := e.waitFor(id, 30*time.Second, "PENDING with a reason", func(d service.JobDetail) bool {
+	d := e.waitFor(id, 30*time.Second, "PENDING with a reason", func(d contract.JobDetail) bool {
 		return d.Status == "PENDING" && strings.Contains(deref(d.StatusReason), "next try in")
 	})
 	if !strings.Contains(deref(d.StatusReason), "local-a") || !strings.Contains(deref(d.StatusReason), "local-b") {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 )
 
 // A job preempted five times, reporting more progress in each attempt,
@@ -30,7 +30,7 @@ run: |
 	for i := 1; i <= 5; i++ {
 		waitFile(t, fmt.Sprintf("%s-%d", marks, i))
 		want := int64(i * 100)
-		e.waitFor(id, 30*time.Second, fmt.Sprintf("attempt %d's progress %d", i, want), func(d service.JobDetail) bool {
+		e.waitFor(id, 30*time.Second, fmt.Sprintf("attempt %d's progress %d", i, want), func(d contract.JobDetail) bool {
 			a := d.Attempts[len(d.Attempts)-1]
 			return a.Attempt == i && a.Progress != nil && *a.Progress == want
 		})

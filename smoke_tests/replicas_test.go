@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/controller/store/pgtest"
 	"sortie/smoke_tests/bench/suite"
 )
@@ -47,7 +47,7 @@ func replicasSurviveKills(t *testing.T, storeURL string) {
 		RunTime: 3 * time.Second, ExitShare: 0.1, PreemptShare: 0.05, Seed: 3, TTL: 3 * time.Second, Store: storeURL,
 		PollInterval: 1250 * time.Millisecond, Timeout: 3 * time.Minute, Progress: progress(t)}
 	t.Cleanup(func() { killLeftovers(t, o.Home) })
-	var status []service.ReplicaView
+	var status []contract.ReplicaView
 	o.AfterTakeover = func() {
 		r := e.must("replicas", "status", "-o", "json")
 		if err := json.Unmarshal([]byte(r.stdout), &status); err != nil {

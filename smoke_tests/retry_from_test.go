@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sortie/controller/contract"
 	"strconv"
 	"strings"
 	"testing"
-
-	"sortie/controller/service"
 )
 
 // A pipeline that failed in its second task is retried from that task: the
@@ -36,7 +35,7 @@ run: echo done
 		t.Fatal(err)
 	}
 	r := e.must("jobs", "retry", strconv.FormatInt(orig, 10), "--reason", "fixed the data", "--from-failed-task", "-o", "json")
-	var res []service.RetryResult
+	var res []contract.RetryResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 {
 		t.Fatalf("retry -o json: %v %s", err, r.stdout)
 	}
@@ -46,7 +45,7 @@ run: echo done
 	id := res[0].Retry.ID
 	d := e.waitStatus(id, "SUCCEEDED")
 	if len(d.Tasks) != 3 || d.Tasks[0].Status != "SUCCEEDED" || d.Tasks[0].LinkedFrom == nil ||
-		*d.Tasks[0].LinkedFrom != (service.TaskRef{Job: orig, Task: 0}) || d.Tasks[1].LinkedFrom != nil || d.Tasks[2].LinkedFrom != nil {
+		*d.Tasks[0].LinkedFrom != (contract.TaskRef{Job: orig, Task: 0}) || d.Tasks[1].LinkedFrom != nil || d.Tasks[2].LinkedFrom != nil {
 		t.Fatalf("tasks %+v; want task 0 linked to job %d task 0, the others run", d.Tasks, orig)
 	}
 	for _, a := range d.Attempts {

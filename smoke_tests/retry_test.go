@@ -2,13 +2,12 @@ package smoke_tests
 
 import (
 	"encoding/json"
+	"sortie/controller/contract"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"sortie/controller/service"
 )
 
 func TestRetryWithOverrideSucceeds(t *testing.T) {
@@ -17,7 +16,7 @@ func TestRetryWithOverrideSucceeds(t *testing.T) {
 	orig := e.launch(f)
 	before := e.waitStatus(orig, "FAILED")
 	r := e.must("jobs", "retry", strconv.FormatInt(orig, 10), "--reason", "flaky", "--set", "envs.FIX=1", "-o", "json")
-	var res []service.RetryResult
+	var res []contract.RetryResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 {
 		t.Fatalf("retry -o json: %v %s", err, r.stdout)
 	}
@@ -29,7 +28,7 @@ func TestRetryWithOverrideSucceeds(t *testing.T) {
 	if deref(d.RetryReason) != "flaky" || deref(d.RequestedBy) != "alice" {
 		t.Errorf("reason %v requested_by %v", d.RetryReason, d.RequestedBy)
 	}
-	if diff := cmp.Diff([]service.Override{{Path: "envs.FIX", Old: "", New: "1"}}, d.Overrides); diff != "" {
+	if diff := cmp.Diff([]contract.Override{{Path: "envs.FIX", Old: "", New: "1"}}, d.Overrides); diff != "" {
 		t.Errorf("overrides (-want +got):\n%s", diff)
 	}
 	after := e.show(orig)
@@ -86,7 +85,7 @@ func TestRetryByFilter(t *testing.T) {
 	e.waitStatus(good, "SUCCEEDED")
 
 	dry := e.must("jobs", "retry", "--status", "FAILED", "--name", "lab-*", "--reason", "lab outage", "--dry-run", "-o", "json")
-	var targets []service.JobView
+	var targets []contract.JobView
 	if err := json.Unmarshal([]byte(dry.stdout), &targets); err != nil || len(targets) != 3 {
 		t.Fatalf("dry run: %v %s", err, dry.stdout)
 	}
@@ -98,7 +97,7 @@ func TestRetryByFilter(t *testing.T) {
 		t.Fatalf("retried without confirmation: %+v", r)
 	}
 	r := e.must("jobs", "retry", "--status", "FAILED", "--name", "lab-*", "--reason", "lab outage", "-y", "-o", "json")
-	var res []service.RetryResult
+	var res []contract.RetryResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +148,7 @@ func TestRetryOfRetryKeepsRoot(t *testing.T) {
 func retryOne(e *env, id int64) int64 {
 	e.t.Helper()
 	r := e.must("jobs", "retry", strconv.FormatInt(id, 10), "--reason", "again", "-o", "json")
-	var res []service.RetryResult
+	var res []contract.RetryResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 {
 		e.t.Fatalf("retry: %v %s", err, r.stdout)
 	}

@@ -116,6 +116,9 @@ func TestCheckSaysWhatGCSAllows(t *testing.T) {
 // holds the task's region; a new bucket is made in the attempt's region.
 func TestDryRunWarnsOfAFarGCSBucket(t *testing.T) {
 	e, st, _ := gcsEnv(t)
+	// Compute Engine is an emulator's (never asked by a dry run), so that
+	// gcp is enabled and the task's placements are planned.
+	e.config("gcp:\n  project: sortie-test\n  endpoint: http://127.0.0.1:1\n")
 	ctx := context.Background()
 	if err := st.(*bucket.GCS).CreateIn(ctx, "far-gcs", "europe-west4"); err != nil {
 		t.Fatal(err)

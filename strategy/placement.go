@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -154,45 +155,25 @@ func merge(base, item schema.Resources) schema.Resources {
 		}
 		m.Region = item.Region
 	}
-	if item.Zone != "" {
-		m.Zone = item.Zone
-	}
-	if item.InstanceType != "" {
-		m.InstanceType = item.InstanceType
-	}
-	if item.CPUs != "" {
-		m.CPUs = item.CPUs
-	}
-	if item.Memory != "" {
-		m.Memory = item.Memory
-	}
+	m.Zone = cmp.Or(item.Zone, m.Zone)
+	m.InstanceType = cmp.Or(item.InstanceType, m.InstanceType)
+	m.CPUs = cmp.Or(item.CPUs, m.CPUs)
+	m.Memory = cmp.Or(item.Memory, m.Memory)
 	if item.Accelerators != nil {
 		m.Accelerators = item.Accelerators
 	}
-	if item.UseSpot {
-		m.UseSpot = true
-	}
-	if item.DiskSize != 0 {
-		m.DiskSize = item.DiskSize
-	}
-	if item.ImageID != "" {
-		m.ImageID = item.ImageID
-	}
+	m.UseSpot = m.UseSpot || item.UseSpot
+	m.DiskSize = cmp.Or(item.DiskSize, m.DiskSize)
+	m.ImageID = cmp.Or(item.ImageID, m.ImageID)
 	if item.Ports != nil {
 		m.Ports = item.Ports
 	}
-	if item.DiskTier != "" {
-		m.DiskTier = item.DiskTier
-	}
-	if item.NetworkTier != "" {
-		m.NetworkTier = item.NetworkTier
-	}
+	m.DiskTier = cmp.Or(item.DiskTier, m.DiskTier)
+	m.NetworkTier = cmp.Or(item.NetworkTier, m.NetworkTier)
 	if item.Labels != nil {
 		m.Labels = item.Labels
 	}
-	if item.JobRecovery != nil {
-		m.JobRecovery = item.JobRecovery
-	}
+	m.JobRecovery = cmp.Or(item.JobRecovery, m.JobRecovery)
 	m.AnyOf, m.Ordered = nil, nil
 	return m
 }

@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,7 @@ import (
 	"syscall"
 
 	"sortie/provision/bucket"
+	"sortie/provision/node/agent"
 )
 
 // Exit codes the controller tells apart.
@@ -61,7 +63,7 @@ func run(ctx context.Context, args []string) int {
 			fmt.Fprintln(os.Stderr, usage)
 			return 2
 		}
-		n := bucket.Node{Dir: args[1], Open: bucket.Open}
+		n := bucket.Node{Dir: args[1], Open: bucket.Open, Home: cmp.Or(os.Getenv(agent.HomeEnv), os.Getenv("HOME"))}
 		op := n.Down
 		if args[0] == "up" {
 			op = n.Up

@@ -22,7 +22,7 @@ import (
 
 // Uploads keeps uploaded workdirs and file mounts: each a tar archive
 // named by its SHA-256 under Dir/blobs, unpacked once under Dir/trees
-// when a launch names it (home.UploadTree). The server checks every
+// when a launch names it. The server checks every
 // archive's hash, and unpacks through the tree's os.Root only regular
 // files, directories and symlinks whose every chain of links stays
 // inside, up to Max bytes of files.
@@ -51,7 +51,7 @@ func (u *Uploads) fault(d, doing string, err error) error {
 
 func checkDigest(d string) error {
 	if !contract.Digest.MatchString(d) {
-		return &service.UsageError{Err: fmt.Errorf("blob %q: name a blob by its SHA-256, 64 lower-case hex digits", d)}
+		return &contract.UsageError{Err: fmt.Errorf("blob %q: name a blob by its SHA-256, 64 lower-case hex digits", d)}
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return err
 	}
 	if info, err := os.Stat(s.o.Uploads.blob(d)); err == nil {
-		return writeJSON(w, http.StatusOK, BlobResult{SHA256: d, Size: info.Size()})
+		return writeJSON(w, http.StatusOK, contract.BlobResult{SHA256: d, Size: info.Size()})
 	}
 	if r.ContentLength > s.o.MaxUpload {
 		return tooLarge(s.o.MaxUpload)
@@ -100,10 +100,10 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return tooLarge(mbe.Limit)
 	}
 	if err != nil {
-		return &service.UsageError{Err: fmt.Errorf("blob %s: the upload broke off after %d bytes: %v", d, n, err)}
+		return &contract.UsageError{Err: fmt.Errorf("blob %s: the upload broke off after %d bytes: %v", d, n, err)}
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != d {
-		return errorf(http.StatusBadRequest, CodeDigest, "blob %s: the %d bytes sent hash to %s; send the bytes whose SHA-256 names the blob", d, n, got)
+		return errorf(http.StatusBadRequest, contract.CodeDigest, "blob %s: the %d bytes sent hash to %s; send the bytes whose SHA-256 names the blob", d, n, got)
 	}
 	if err := tmp.Close(); err != nil {
 		return s.o.Uploads.fault(d, "store", err)
@@ -111,11 +111,11 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 	if err := os.Rename(tmp.Name(), s.o.Uploads.blob(d)); err != nil {
 		return s.o.Uploads.fault(d, "store", err)
 	}
-	return writeJSON(w, http.StatusCreated, BlobResult{SHA256: d, Size: n, Stored: true})
+	return writeJSON(w, http.StatusCreated, contract.BlobResult{SHA256: d, Size: n, Stored: true})
 }
 
 func tooLarge(limit int64) error {
-	return &httpError{status: http.StatusRequestEntityTooLarge, code: CodeTooLarge, limit: limit,
+	return &httpError{status: http.StatusRequestEntityTooLarge, code: contract.CodeTooLarge, limit: limit,
 		msg: fmt.Sprintf("the upload is over the limit of %d bytes (--max-upload); leave what the job does not need out with .sortieignore", limit)}
 }
 

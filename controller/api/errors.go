@@ -7,66 +7,65 @@ import (
 
 	"sortie/controller/config"
 	"sortie/controller/contract"
-	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
 )
 
 // Detail maps an error of the service to the status and body the API
 // answers it with: the dashboard shows the same problems.
-func Detail(err error) (int, ErrorDetail) { return detail(err) }
+func Detail(err error) (int, contract.ErrorDetail) { return detail(err) }
 
 // WriteError answers err as the API does: its status, {"error": {...}}.
 func WriteError(w http.ResponseWriter, err error) error {
 	status, d := detail(err)
-	return writeJSON(w, status, ErrorBody{Error: d})
+	return writeJSON(w, status, contract.ErrorBody{Error: d})
 }
 
 // detail maps an error of the service to its status and body.
-func detail(err error) (int, ErrorDetail) {
+func detail(err error) (int, contract.ErrorDetail) {
 	var ve *schema.ValidationError
-	var ue *service.UsageError
-	var kf *service.KnownFailureError
-	var fe *service.ForbiddenError
+	var ue *contract.UsageError
+	var kf *contract.KnownFailureError
+	var fe *contract.ForbiddenError
 	var ce *config.Error
 	var he *httpError
-	d := ErrorDetail{Message: err.Error()}
+	d := contract.ErrorDetail{Message: err.Error()}
 	switch {
 	case errors.As(err, &he):
 		d.Code, d.Limit = he.code, he.limit
 		return he.status, d
 	case errors.As(err, &kf):
 		f := kf.Failure
-		d.Code, d.Job, d.Failure = CodeKnownFailure, f.JobID, f
+		d.Code, d.Job, d.Failure = contract.CodeKnownFailure, f.JobID, f
 		if f.Owner != nil {
 			d.Owner = *f.Owner
 		}
 		return http.StatusConflict, d
 	case errors.As(err, &fe):
-		d.Code, d.Job, d.Owner, d.Verb = CodeForbidden, fe.Job, fe.Owner, fe.Verb
+		d.Code, d.Job, d.Owner, d.Verb = contract.CodeForbidden, fe.Job, fe.Owner, fe.Verb
 		return http.StatusForbidden, d
 	case errors.As(err, &ve):
-		d.Code = CodeInvalidTask
+		d.Code = contract.CodeInvalidTask
 		d.Problems = ve.Problems
 		return http.StatusUnprocessableEntity, d
 	case errors.As(err, &ue):
-		d.Code = CodeUsage
+		d.Code = contract.CodeUsage
 		return http.StatusBadRequest, d
-	case errors.Is(err, service.ErrNoSuchJob), errors.Is(err, store.ErrNotFound):
-		d.Code = CodeNotFound
+	case errors.Is(err, contract.ErrNoSuchJob), errors.Is(err, store.ErrNotFound):
+		d.Code = contract.CodeNotFound
 		return http.StatusNotFound, d
 	case errors.Is(err, store.ErrBusy):
-		d.Code = CodeBusy
+		d.Code = contract.CodeBusy
 		return http.StatusServiceUnavailable, d
 	case errors.As(err, &ce):
-		d.Code = CodeInternal
+		d.Code = contract.CodeInternal
 		return http.StatusInternalServerError, d
 	}
 	if reason := contract.ConflictReason(err); reason != "" {
-		d.Code, d.Verb = CodeConflict, reason
+		d.Code, d.Verb = contract.CodeConflict, reason
 		return http.StatusConflict, d
 	}
-	d.Code = CodeInternal
+	d.Code = contract.CodeInternal
 	return http.StatusInternalServerError, d
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	"sortie/controller/contract"
 	"sortie/controller/service"
 )
 
@@ -24,7 +25,7 @@ func (n *ndjson) start() {
 	}
 }
 
-func (n *ndjson) send(e LogEvent) error {
+func (n *ndjson) send(e contract.LogEvent) error {
 	n.start()
 	if err := n.enc.Encode(e); err != nil {
 		return err
@@ -36,9 +37,9 @@ func (n *ndjson) send(e LogEvent) error {
 }
 
 func (n *ndjson) Write(p []byte) (int, error) {
-	e := LogEvent{Text: string(p)}
+	e := contract.LogEvent{Text: string(p)}
 	if !utf8.Valid(p) {
-		e = LogEvent{Bytes: append([]byte(nil), p...)}
+		e = contract.LogEvent{Bytes: append([]byte(nil), p...)}
 	}
 	if err := n.send(e); err != nil {
 		return 0, err
@@ -86,19 +87,19 @@ func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) er
 		return err
 	}
 	out := &ndjson{w: w, enc: json.NewEncoder(w)}
-	req := service.LogsRequest{ID: id, Task: task, Attempt: attempt, Follow: follow, FromStart: fromStart,
-		Banner: func(a service.AttemptView) { _ = out.send(LogEvent{Attempt: &a}) }}
+	req := contract.LogsRequest{ID: id, Task: task, Attempt: attempt, Follow: follow, FromStart: fromStart,
+		Banner: func(a contract.AttemptView) { _ = out.send(contract.LogEvent{Attempt: &a}) }}
 	if steps {
-		req.Step = func(text string) { _ = out.send(LogEvent{Step: text}) }
+		req.Step = func(text string) { _ = out.send(contract.LogEvent{Step: text}) }
 	}
 	err = svc.Logs(r.Context(), req, out)
 	if r.Context().Err() != nil {
 		return nil // the client went
 	}
-	end := &LogEnd{}
+	end := &contract.LogEnd{}
 	if err != nil {
 		_, d := detail(err)
 		end.Error = &d
 	}
-	return out.send(LogEvent{End: end})
+	return out.send(contract.LogEvent{End: end})
 }

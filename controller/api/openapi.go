@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -84,9 +85,7 @@ func document() ([]byte, error) {
 			s = map[string]any{"type": "array", "items": s}
 		}
 		ct := a.contentType
-		if ct == "" {
-			ct = "application/json"
-		}
+		ct = cmp.Or(ct, "application/json")
 		resp["content"] = map[string]any{ct: map[string]any{"schema": s}}
 	}
 	return json.MarshalIndent(doc, "", "  ")

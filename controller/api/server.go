@@ -7,6 +7,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -25,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/controller/store"
@@ -127,13 +129,10 @@ func NewServer(o Options) *Server {
 		}
 	}
 	s.mux.HandleFunc("/", s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
-		return "", errorf(http.StatusNotFound, CodeNoRoute, "no route %s %s: see /v1/openapi.json", r.Method, r.URL.Path)
+		return "", errorf(http.StatusNotFound, contract.CodeNoRoute, "no route %s %s: see /v1/openapi.json", r.Method, r.URL.Path)
 	}))
 	return s
 }
-
-// Routes lists the API's routes as http.ServeMux patterns.
-func Routes() []string { return append([]string(nil), routes...) }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
@@ -144,16 +143,12 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.status = cmp.Or(w.status, code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.status = cmp.Or(w.status, http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -199,7 +194,7 @@ func (s *Server) logged(h func(w http.ResponseWriter, r *http.Request) (string, 
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sortie"`)
 		}
-		_ = writeJSON(w, status, ErrorBody{Error: d})
+		_ = writeJSON(w, status, contract.ErrorBody{Error: d})
 	}, h)
 }
 
@@ -212,7 +207,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, svc *serv
 			return "", err
 		}
 		svc := *s.o.Service
-		svc.Asker = &service.Asker{Name: u.Name, Admin: u.Admin}
+		svc.Asker = &contract.Asker{Name: u.Name, Admin: u.Admin}
 		return u.Name, h(w, r, &svc)
 	})
 }
@@ -221,7 +216,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, svc *serv
 func (s *Server) user(r *http.Request) (*store.User, error) {
 	token, ok := BearerToken(r.Header.Get("Authorization"))
 	if !ok {
-		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized,
+		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized,
 			"this route needs a token: send Authorization: Bearer TOKEN (`sortie server users add NAME` makes one)")
 	}
 	return UserByToken(r.Context(), s.o.Store, token)
@@ -246,7 +241,7 @@ func UserByToken(ctx context.Context, st *store.Store, token string) (*store.Use
 	hash := HashToken(token)
 	u, err := st.UserByTokenHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
+		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
 	}
 	if err != nil {
 		return nil, err
@@ -254,10 +249,10 @@ func UserByToken(ctx context.Context, st *store.Store, token string) (*store.Use
 	// The lookup was by the hash; the hashes are compared once more in
 	// constant time, so no branch on a byte of the secret is ever timed.
 	if subtle.ConstantTimeCompare([]byte(u.TokenHash), []byte(hash)) != 1 {
-		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not one this server knows")
+		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token is not one this server knows")
 	}
 	if u.RevokedAt != nil {
-		return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token of %s was revoked on %s; ask an admin for a new one",
+		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token of %s was revoked on %s; ask an admin for a new one",
 			u.Name, u.RevokedAt.UTC().Format(time.RFC3339))
 	}
 	return u, nil
@@ -297,10 +292,10 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, code: CodeTooLarge, limit: mbe.Limit,
+			return &httpError{status: http.StatusRequestEntityTooLarge, code: contract.CodeTooLarge, limit: mbe.Limit,
 				msg: fmt.Sprintf("the request body is over the limit of %d bytes (--max-body)", mbe.Limit)}
 		}
-		return &service.UsageError{Err: fmt.Errorf("the request body is not the JSON this route takes: %v", err)}
+		return &contract.UsageError{Err: fmt.Errorf("the request body is not the JSON this route takes: %v", err)}
 	}
 	return nil
 }
@@ -309,7 +304,7 @@ func pathID(r *http.Request) (int64, error) {
 	v := r.PathValue("id")
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, &service.UsageError{Err: fmt.Errorf("job id %q is not a job id (a positive whole number)", v)}
+		return 0, &contract.UsageError{Err: fmt.Errorf("job id %q is not a job id (a positive whole number)", v)}
 	}
 	return id, nil
 }
@@ -321,7 +316,7 @@ func boolQuery(r *http.Request, name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, &service.UsageError{Err: fmt.Errorf("%s=%q: give true or false", name, v)}
+		return false, &contract.UsageError{Err: fmt.Errorf("%s=%q: give true or false", name, v)}
 	}
 	return b, nil
 }
@@ -333,7 +328,7 @@ func intQuery(r *http.Request, name string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, &service.UsageError{Err: fmt.Errorf("%s=%q: give a whole number, 0 or more", name, v)}
+		return 0, &contract.UsageError{Err: fmt.Errorf("%s=%q: give a whole number, 0 or more", name, v)}
 	}
 	return n, nil
 }
@@ -344,17 +339,26 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request, svc *service.Se
 	return err
 }
 
+// answerOK writes v as the request's answer, unless err says why there is
+// none.
+func answerOK(w http.ResponseWriter, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
 func (s *Server) me(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	return writeJSON(w, http.StatusOK, svc.Asker)
 }
 
 func (s *Server) launch(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	var req service.LaunchRequest
+	var req contract.LaunchRequest
 	if err := s.readJSON(w, r, &req); err != nil {
 		return err
 	}
 	if req.Task == nil {
-		return &service.UsageError{Err: errors.New("task: give the task file's content (a server reads no file of yours)")}
+		return &contract.UsageError{Err: errors.New("task: give the task file's content (a server reads no file of yours)")}
 	}
 	req.Dir = ""
 	warnings := []string{}
@@ -363,7 +367,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, svc *service.Ser
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, LaunchResult{Job: j, Warnings: warnings})
+	return writeJSON(w, http.StatusCreated, contract.LaunchResult{Job: j, Warnings: warnings})
 }
 
 func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -384,7 +388,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	if err != nil {
 		return err
 	}
-	req := service.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner"), Limit: limit, Before: int64(before)}
+	req := contract.QueueRequest{All: all, NameGlob: q.Get("name"), Finished: finished, Owner: q.Get("owner"), Limit: limit, Before: int64(before)}
 	for _, v := range q["status"] {
 		for _, st := range strings.Split(v, ",") {
 			if st != "" {
@@ -394,7 +398,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	}
 	// The listing streams: a store of 100,000 jobs is never in memory.
 	first := true
-	err = svc.QueueEach(r.Context(), req, func(v service.JobView) error {
+	err = svc.QueueEach(r.Context(), req, func(v contract.JobView) error {
 		if first {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
@@ -414,7 +418,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Serv
 		return err
 	}
 	if first {
-		return writeJSON(w, http.StatusOK, []service.JobView{})
+		return writeJSON(w, http.StatusOK, []contract.JobView{})
 	}
 	_, err = io.WriteString(w, "\n]\n")
 	return err
@@ -426,10 +430,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request, svc *service.Servi
 		return err
 	}
 	d, err := svc.Show(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, d)
+	return answerOK(w, d, err)
 }
 
 func (s *Server) cancelOne(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -437,17 +438,14 @@ func (s *Server) cancelOne(w http.ResponseWriter, r *http.Request, svc *service.
 	if err != nil {
 		return err
 	}
-	marked, err := svc.Cancel(r.Context(), service.CancelRequest{IDs: []int64{id}})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, Cancelled{Cancelled: orEmpty(marked)})
+	marked, err := svc.Cancel(r.Context(), contract.CancelRequest{IDs: []int64{id}})
+	return answerOK(w, contract.Cancelled{Cancelled: orEmpty(marked)}, err)
 }
 
 // cancel is a cancel by ids, filter or all; ?dry_run=true lists the jobs
 // it would cancel, for the CLI's --dry-run and its confirmation.
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	var req service.CancelRequest
+	var req contract.CancelRequest
 	if err := s.readJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -457,16 +455,10 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, svc *service.Ser
 	}
 	if dry {
 		ts, err := svc.CancelTargets(r.Context(), req)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, orEmpty(ts))
+		return answerOK(w, orEmpty(ts), err)
 	}
 	marked, err := svc.Cancel(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, Cancelled{Cancelled: orEmpty(marked)})
+	return answerOK(w, contract.Cancelled{Cancelled: orEmpty(marked)}, err)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -475,16 +467,13 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return err
 	}
 	v, err := svc.Release(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+	return answerOK(w, v, err)
 }
 
 // retry retries by ids or filter; ?dry_run=true lists the jobs it would
 // retry. Who asked is the token's user, whatever the body says.
 func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	var req service.RetryRequest
+	var req contract.RetryRequest
 	if err := s.readJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -495,10 +484,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	}
 	if dry {
 		ts, err := svc.RetryTargets(r.Context(), req)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, orEmpty(ts))
+		return answerOK(w, orEmpty(ts), err)
 	}
 	warnings := []string{}
 	req.Warn = func(m string) { warnings = append(warnings, m) }
@@ -506,31 +492,22 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, RetryResults{Retries: orEmpty(rs), Warnings: warnings})
+	return writeJSON(w, http.StatusCreated, contract.RetryResults{Retries: orEmpty(rs), Warnings: warnings})
 }
 
 func (s *Server) failures(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	fs, err := svc.Failures(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, orEmpty(fs))
+	return answerOK(w, orEmpty(fs), err)
 }
 
 func (s *Server) forget(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	key, err := svc.ForgetFailure(r.Context(), r.PathValue("key"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, Forgotten{Key: key, Count: 1})
+	return answerOK(w, contract.Forgotten{Key: key, Count: 1}, err)
 }
 
 func (s *Server) forgetAll(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	n, err := svc.ForgetAllFailures(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, Forgotten{Count: n})
+	return answerOK(w, contract.Forgotten{Count: n}, err)
 }
 
 func orEmpty[T any](v []T) []T {
@@ -649,12 +626,12 @@ func ForServer(svc *service.Service, up *Uploads, wake func()) *service.Service 
 
 // TokenAuth signs the server's users in to the dashboard: a token names
 // its user, as a bearer token does for the API.
-func TokenAuth(st *store.Store) func(ctx context.Context, token string) (*service.Asker, error) {
-	return func(ctx context.Context, token string) (*service.Asker, error) {
+func TokenAuth(st *store.Store) func(ctx context.Context, token string) (*contract.Asker, error) {
+	return func(ctx context.Context, token string) (*contract.Asker, error) {
 		u, err := UserByToken(ctx, st, token)
 		if err != nil {
 			return nil, err
 		}
-		return &service.Asker{Name: u.Name, Admin: u.Admin}, nil
+		return &contract.Asker{Name: u.Name, Admin: u.Admin}, nil
 	}
 }

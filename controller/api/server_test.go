@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
@@ -149,7 +150,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		}
 	}
 	slices.Sort(documented)
-	served := Routes()
+	served := slices.Clone(routes)
 	slices.Sort(served)
 	if !slices.Equal(documented, served) {
 		t.Errorf("documented:\n%s\nserved:\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
@@ -159,12 +160,12 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	for _, r := range served {
 		method, path, _ := strings.Cut(r, " ")
 		path = strings.NewReplacer("{id}", "1", "{key}", "abcd", "{sha256}", strings.Repeat("0", 64)).Replace(path)
-		var e ErrorBody
+		var e contract.ErrorBody
 		// As an admin, so that every handler runs (a panic fails do).
 		resp := ts.do(t, "root", method, path, nil, nil)
 		if resp.StatusCode == http.StatusNotFound && method != "HEAD" {
 			ts.do(t, "root", method, path, nil, &e)
-			if e.Error.Code == CodeNoRoute {
+			if e.Error.Code == contract.CodeNoRoute {
 				t.Errorf("%s is not served", r)
 			}
 		}
@@ -177,9 +178,9 @@ func TestAuth(t *testing.T) {
 	if resp := ts.do(t, "", "GET", "/v1/healthz", nil, &ok); resp.StatusCode != 200 || !ok["ok"] {
 		t.Fatalf("healthz: %d %v", resp.StatusCode, ok)
 	}
-	var e ErrorBody
+	var e contract.ErrorBody
 	resp := ts.do(t, "", "GET", "/v1/jobs", nil, &e)
-	if resp.StatusCode != 401 || e.Error.Code != CodeUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+	if resp.StatusCode != 401 || e.Error.Code != contract.CodeUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Fatalf("no token: %d %+v", resp.StatusCode, e)
 	}
 	if resp := ts.do(t, "", "GET", "/v1/openapi.json", nil, nil); resp.StatusCode != 401 {
@@ -193,7 +194,7 @@ func TestAuth(t *testing.T) {
 	if resp := ts.do(t, "mallory", "GET", "/v1/jobs", nil, &e); resp.StatusCode != 401 {
 		t.Fatalf("unknown token: %d", resp.StatusCode)
 	}
-	var me service.Asker
+	var me contract.Asker
 	if resp := ts.do(t, "bob", "GET", "/v1/me", nil, &me); resp.StatusCode != 200 || me.Name != "bob" || me.Admin {
 		t.Fatalf("me: %d %+v", resp.StatusCode, me)
 	}
@@ -254,10 +255,10 @@ func TestBearerToken(t *testing.T) {
 // goes through and records her.
 func TestLaunchAndOwnership(t *testing.T) {
 	ts := newTestServer(t, Options{})
-	var e ErrorBody
-	bad := service.LaunchRequest{File: "bad.yaml", Task: []byte("run: x\nresources: {cpus: many, use_spot: maybe}\n")}
+	var e contract.ErrorBody
+	bad := contract.LaunchRequest{File: "bad.yaml", Task: []byte("run: x\nresources: {cpus: many, use_spot: maybe}\n")}
 	resp := ts.do(t, "alice", "POST", "/v1/jobs", bad, &e)
-	if resp.StatusCode != 422 || e.Error.Code != CodeInvalidTask || len(e.Error.Problems) != 2 {
+	if resp.StatusCode != 422 || e.Error.Code != contract.CodeInvalidTask || len(e.Error.Problems) != 2 {
 		t.Fatalf("bad task: %d %+v", resp.StatusCode, e)
 	}
 	_, perr := schema.Parse(bad.Task, clouds.Schema())
@@ -270,35 +271,35 @@ func TestLaunchAndOwnership(t *testing.T) {
 	if e.Error.Message != ve.Error() {
 		t.Errorf("message %q, want the CLI's %q", e.Error.Message, ve.Error())
 	}
-	var lr LaunchResult
-	resp = ts.do(t, "alice", "POST", "/v1/jobs", service.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr)
+	var lr contract.LaunchResult
+	resp = ts.do(t, "alice", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr)
 	if resp.StatusCode != 201 || lr.Job == nil || *lr.Job.Owner != "alice" || ts.wakes == 0 {
 		t.Fatalf("launch: %d %+v wakes %d", resp.StatusCode, lr, ts.wakes)
 	}
 	id := lr.Job.ID
 	resp = ts.do(t, "bob", "POST", "/v1/jobs/"+itoa(id)+"/cancel", nil, &e)
-	if resp.StatusCode != 403 || e.Error.Code != CodeForbidden || e.Error.Owner != "alice" || e.Error.Job != id ||
+	if resp.StatusCode != 403 || e.Error.Code != contract.CodeForbidden || e.Error.Owner != "alice" || e.Error.Job != id ||
 		!strings.Contains(e.Error.Message, "belongs to alice") {
 		t.Fatalf("bob's cancel: %d %+v", resp.StatusCode, e)
 	}
-	var jobs []service.JobView
+	var jobs []contract.JobView
 	if resp := ts.do(t, "bob", "GET", "/v1/jobs?status=PENDING", nil, &jobs); resp.StatusCode != 200 || len(jobs) != 1 {
 		t.Fatalf("bob reads the queue: %d %+v", resp.StatusCode, jobs)
 	}
-	var c Cancelled
+	var c contract.Cancelled
 	if resp := ts.do(t, "alice", "POST", "/v1/jobs/"+itoa(id)+"/cancel", nil, &c); resp.StatusCode != 200 || !slices.Equal(c.Cancelled, []int64{id}) {
 		t.Fatalf("alice's cancel: %d %+v", resp.StatusCode, c)
 	}
-	var d service.JobDetail
+	var d contract.JobDetail
 	ts.do(t, "bob", "GET", "/v1/jobs/"+itoa(id), nil, &d)
 	if d.CancelledBy == nil || *d.CancelledBy != "alice" {
 		t.Fatalf("cancelled_by: %v", d.CancelledBy)
 	}
-	if resp := ts.do(t, "bob", "GET", "/v1/jobs/999", nil, &e); resp.StatusCode != 404 || e.Error.Code != CodeNotFound {
+	if resp := ts.do(t, "bob", "GET", "/v1/jobs/999", nil, &e); resp.StatusCode != 404 || e.Error.Code != contract.CodeNotFound {
 		t.Fatalf("no such job: %d %+v", resp.StatusCode, e)
 	}
 	// A server reads no path of the user's: a task without its content is refused.
-	if resp := ts.do(t, "alice", "POST", "/v1/jobs", service.LaunchRequest{File: "/etc/hostname"}, &e); resp.StatusCode != 400 || e.Error.Code != CodeUsage {
+	if resp := ts.do(t, "alice", "POST", "/v1/jobs", contract.LaunchRequest{File: "/etc/hostname"}, &e); resp.StatusCode != 400 || e.Error.Code != contract.CodeUsage {
 		t.Fatalf("a path alone: %d %+v", resp.StatusCode, e)
 	}
 }
@@ -307,9 +308,9 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestBodyLimits(t *testing.T) {
 	ts := newTestServer(t, Options{MaxBody: 1000, MaxUpload: 2000})
-	var e ErrorBody
-	big := service.LaunchRequest{File: "t.yaml", Task: bytes.Repeat([]byte("#"), 2000)}
-	if resp := ts.do(t, "alice", "POST", "/v1/jobs", big, &e); resp.StatusCode != 413 || e.Error.Code != CodeTooLarge || e.Error.Limit != 1000 {
+	var e contract.ErrorBody
+	big := contract.LaunchRequest{File: "t.yaml", Task: bytes.Repeat([]byte("#"), 2000)}
+	if resp := ts.do(t, "alice", "POST", "/v1/jobs", big, &e); resp.StatusCode != 413 || e.Error.Code != contract.CodeTooLarge || e.Error.Limit != 1000 {
 		t.Fatalf("large body: %d %+v", resp.StatusCode, e)
 	}
 	blob := bytes.Repeat([]byte("x"), 3000)
@@ -353,14 +354,14 @@ func TestBlobs(t *testing.T) {
 	if resp := ts.do(t, "alice", "HEAD", "/v1/blobs/"+d, nil, nil); resp.StatusCode != 404 {
 		t.Fatalf("HEAD before: %d", resp.StatusCode)
 	}
-	var e ErrorBody
-	if resp := ts.do(t, "alice", "PUT", "/v1/blobs/"+strings.Repeat("1", 64), ar, &e); resp.StatusCode != 400 || e.Error.Code != CodeDigest {
+	var e contract.ErrorBody
+	if resp := ts.do(t, "alice", "PUT", "/v1/blobs/"+strings.Repeat("1", 64), ar, &e); resp.StatusCode != 400 || e.Error.Code != contract.CodeDigest {
 		t.Fatalf("wrong digest: %d %+v", resp.StatusCode, e)
 	}
-	if resp := ts.do(t, "alice", "PUT", "/v1/blobs/nothex", ar, &e); resp.StatusCode != 400 || e.Error.Code != CodeUsage {
+	if resp := ts.do(t, "alice", "PUT", "/v1/blobs/nothex", ar, &e); resp.StatusCode != 400 || e.Error.Code != contract.CodeUsage {
 		t.Fatalf("bad name: %d %+v", resp.StatusCode, e)
 	}
-	var br BlobResult
+	var br contract.BlobResult
 	if resp := ts.do(t, "alice", "PUT", "/v1/blobs/"+d, ar, &br); resp.StatusCode != 201 || !br.Stored || br.Size != int64(len(ar)) {
 		t.Fatalf("PUT: %d %+v", resp.StatusCode, br)
 	}
@@ -371,8 +372,8 @@ func TestBlobs(t *testing.T) {
 		t.Fatalf("HEAD after: %d", resp.StatusCode)
 	}
 	task := []byte("workdir: ~/code\nrun: python train.py\nresources: {cloud: sim}\n")
-	var lr LaunchResult
-	req := service.LaunchRequest{File: "t.yaml", Task: task, Inputs: map[string]service.Upload{"~/code": {SHA256: d}}}
+	var lr contract.LaunchResult
+	req := contract.LaunchRequest{File: "t.yaml", Task: task, Inputs: map[string]contract.Upload{"~/code": {SHA256: d}}}
 	if resp := ts.do(t, "alice", "POST", "/v1/jobs", req, &lr); resp.StatusCode != 201 {
 		t.Fatalf("launch from the upload: %d %+v", resp.StatusCode, lr)
 	}
@@ -388,8 +389,8 @@ func TestBlobs(t *testing.T) {
 	// A single file: its upload holds it alone, and the mount is that file.
 	far := tarOf(t, map[string]string{"cfg.json": "{}"}, nil)
 	ts.do(t, "alice", "PUT", "/v1/blobs/"+digest(far), far, nil)
-	req = service.LaunchRequest{File: "t.yaml", Task: []byte("file_mounts: {/cfg.json: ./cfg.json}\nrun: 'true'\nresources: {cloud: sim}\n"),
-		Inputs: map[string]service.Upload{"./cfg.json": {SHA256: digest(far), File: "cfg.json"}}}
+	req = contract.LaunchRequest{File: "t.yaml", Task: []byte("file_mounts: {/cfg.json: ./cfg.json}\nrun: 'true'\nresources: {cloud: sim}\n"),
+		Inputs: map[string]contract.Upload{"./cfg.json": {SHA256: digest(far), File: "cfg.json"}}}
 	if resp := ts.do(t, "alice", "POST", "/v1/jobs", req, &lr); resp.StatusCode != 201 {
 		t.Fatalf("launch with a file mount: %d %+v", resp.StatusCode, lr)
 	}
@@ -432,9 +433,9 @@ func TestLogs(t *testing.T) {
 	}
 	dec := json.NewDecoder(r.Body)
 	var text []byte
-	var end *LogEnd
+	var end *contract.LogEnd
 	for {
-		var ev LogEvent
+		var ev contract.LogEvent
 		if err := dec.Decode(&ev); err == io.EOF {
 			break
 		} else if err != nil {
@@ -536,13 +537,13 @@ func TestQueuePage(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	var ids []int64
 	for range 3 {
-		var lr LaunchResult
-		if resp := ts.do(t, "alice", "POST", "/v1/jobs", service.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
+		var lr contract.LaunchResult
+		if resp := ts.do(t, "alice", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
 			t.Fatalf("launch: %d", resp.StatusCode)
 		}
 		ids = append(ids, lr.Job.ID)
 	}
-	var page []service.JobView
+	var page []contract.JobView
 	ts.do(t, "bob", "GET", "/v1/jobs?limit=2", nil, &page)
 	if len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[1] {
 		t.Fatalf("the first page: %+v", page)
@@ -551,7 +552,7 @@ func TestQueuePage(t *testing.T) {
 	if len(page) != 1 || page[0].ID != ids[0] {
 		t.Fatalf("the second page: %+v", page)
 	}
-	var e ErrorBody
+	var e contract.ErrorBody
 	if resp := ts.do(t, "bob", "GET", "/v1/jobs?limit=many", nil, &e); resp.StatusCode != 400 || !strings.Contains(e.Error.Message, `limit="many"`) {
 		t.Fatalf("a bad limit: %d %+v", resp.StatusCode, e)
 	}

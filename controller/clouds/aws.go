@@ -1,8 +1,13 @@
 package clouds
 
 import (
+	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
+
+	"gopkg.in/ini.v1"
 
 	"sortie/controller/config"
 	"sortie/provision/node/notice"
@@ -19,6 +24,7 @@ func AWS() Cloud {
 		StorageEnv: func(cfg config.Config, getenv func(string) string, region string) map[string]string {
 			return awsStorageEnv(getenv, region, cfg.AWS.IMDSEndpoint)
 		},
+		Enabled:     awsCredentials,
 		Regions:     func(cfg config.Config) []string { return cfg.AWS.Regions },
 		BucketNear:  func(location, region string) bool { return location == region },
 		BucketBills: "AWS",
@@ -70,4 +76,128 @@ func awsStorageEnv(getenv func(string) string, region, imds string) map[string]s
 // parse a task.
 func lazyRegexp(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
+// awsCredentials finds where the SDK's standard chain would take AWS
+// credentials from on m, reading the environment and the shared files
+// only, in the chain's order: the profile aws.profile names; the
+// environment's keys; a web identity token; the profile AWS_PROFILE (else
+// "default") names in the shared credentials and config files; the
+// container's credentials endpoint; the instance role, when m is an EC2
+// instance (its firmware says so) or names its metadata service, and
+// AWS_EC2_METADATA_DISABLED is not true. Whether the credentials found
+// are accepted only AWS can say: `sortie check` asks it next.
+func awsCredentials(cfg config.Config, m Machine) (string, error) {
+	profile, named := cfg.AWS.Profile, cfg.AWS.Profile != ""
+	if !named {
+		switch {
+		case m.getenv("AWS_ACCESS_KEY_ID") != "" && m.getenv("AWS_SECRET_ACCESS_KEY") != "",
+			m.getenv("AWS_ACCESS_KEY") != "" && m.getenv("AWS_SECRET_KEY") != "":
+			return "environment (AWS_ACCESS_KEY_ID)", nil
+		case m.getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "":
+			return "web identity token (AWS_WEB_IDENTITY_TOKEN_FILE)", nil
+		}
+		profile = firstSet(m.getenv("AWS_PROFILE"), m.getenv("AWS_DEFAULT_PROFILE"), "default")
+	}
+	files := awsSharedFiles(m)
+	section, found, err := awsProfile(m, files, profile)
+	if err != nil {
+		return "", err
+	}
+	if named && found == "" {
+		return "", fmt.Errorf("aws.profile in config.yaml: profile %q is in neither %s; add it (`aws configure --profile %s`) or fix aws.profile",
+			profile, strings.Join(files[:], " nor "), profile)
+	}
+	if found != "" {
+		for _, k := range []string{"aws_access_key_id", "source_profile", "credential_source", "web_identity_token_file",
+			"sso_session", "sso_start_url", "sso_account_id", "credential_process", "login_session"} {
+			if section.HasKey(k) {
+				return fmt.Sprintf("profile %s (%s)", profile, found), nil
+			}
+		}
+	}
+	if m.getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "" || m.getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "" {
+		return "container credentials (AWS_CONTAINER_CREDENTIALS_*)", nil
+	}
+	imds := "this machine is no EC2 instance"
+	switch {
+	case strings.EqualFold(m.getenv("AWS_EC2_METADATA_DISABLED"), "true"):
+		imds = "the instance role is not asked (AWS_EC2_METADATA_DISABLED=true)"
+	case m.getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT") != "":
+		return "instance role (" + m.getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT") + ")", nil
+	case onEC2(m):
+		return "instance role (instance metadata service)", nil
+	}
+	where := "profile " + profile + " has no credentials"
+	if found == "" {
+		where = "no profile " + profile + " in " + strings.Join(files[:], " or ")
+	}
+	return "", fmt.Errorf("no AWS credentials: none in the environment, %s, and %s; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "+
+		"choose a profile with AWS_PROFILE or aws.profile in config.yaml, or run `aws configure`", where, imds)
+}
+
+// awsSharedFiles are the shared config and credentials files, as the SDK
+// finds them.
+func awsSharedFiles(m Machine) [2]string {
+	return [2]string{
+		firstSet(m.getenv("AWS_CONFIG_FILE"), filepath.Join(m.home(), ".aws", "config")),
+		firstSet(m.getenv("AWS_SHARED_CREDENTIALS_FILE"), filepath.Join(m.home(), ".aws", "credentials")),
+	}
+}
+
+// awsProfile reads profile from the shared files: its keys, both files'
+// merged (the credentials file's win), and the files that hold it ("" for
+// none). A file that is missing holds none; one that cannot be parsed is
+// an error naming it.
+func awsProfile(m Machine, files [2]string, profile string) (*ini.Section, string, error) {
+	merged := ini.Empty()
+	into, _ := merged.NewSection(profile)
+	var found []string
+	for i, path := range files {
+		b, err := m.readFile(path)
+		if err != nil {
+			continue
+		}
+		f, err := ini.LoadSources(ini.LoadOptions{InsensitiveKeys: true, SkipUnrecognizableLines: true, AllowPythonMultilineValues: true}, b)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s cannot be read: %v; fix it or point %s elsewhere", path, err, [2]string{"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"}[i])
+		}
+		name := profile
+		if i == 0 && profile != "default" {
+			name = "profile " + profile // the config file's name for it
+		}
+		sec, err := f.GetSection(name)
+		if err != nil && i == 0 && profile == "default" {
+			sec, err = f.GetSection("profile default")
+		}
+		if err != nil {
+			continue
+		}
+		found = append(found, path)
+		for _, k := range sec.Keys() {
+			into.Key(k.Name()).SetValue(k.Value())
+		}
+	}
+	return into, strings.Join(found, ", "), nil
+}
+
+// onEC2 says whether m's firmware names EC2: the vendor of a Nitro
+// instance, the BIOS version or hypervisor id of a Xen one.
+func onEC2(m Machine) bool {
+	if m.dmi("sys_vendor") == "Amazon EC2" || m.dmi("bios_vendor") == "Amazon EC2" ||
+		strings.Contains(strings.ToLower(m.dmi("bios_version")), "amazon") {
+		return true
+	}
+	b, err := m.readFile("/sys/hypervisor/uuid")
+	return err == nil && strings.HasPrefix(strings.ToLower(string(b)), "ec2")
+}
+
+// firstSet is the first of ss that is not "".
+func firstSet(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -69,6 +69,13 @@ type Cloud struct {
 	// provider logs to log (the controller's, with the cloud's name), or,
 	// about one attempt's cluster, to the step's (provision.Logger).
 	Open func(ctx context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error)
+	// Enabled says where the cloud's credentials come from on m, or why
+	// it has none, from the configuration, the environment and local
+	// files alone (no network call), so that every launch asks it: a
+	// launch refuses a cloud that is not enabled. Check finds the same
+	// before it asks the cloud anything. Nil means always enabled (local,
+	// sim).
+	Enabled func(cfg config.Config, m Machine) (source string, err error)
 	// Check says whether the cloud is usable; nil leaves it out of
 	// `sortie check` (sim, a test cloud).
 	Check func(ctx context.Context, cfg config.Config) Check

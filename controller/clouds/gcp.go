@@ -1,9 +1,12 @@
 package clouds
 
 import (
+	"context"
+	"errors"
 	"strings"
 
 	"sortie/controller/config"
+	"sortie/provision/gcp/adc"
 	"sortie/provision/node/notice"
 	"sortie/schema"
 )
@@ -16,6 +19,7 @@ func GCP() Cloud {
 		Task:        schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS},
 		Remote:      true,
 		Notice:      func(cfg config.Config) (string, string) { return notice.SourceGCE, cfg.GCP.MetadataEndpoint },
+		Enabled:     gcpCredentials,
 		Regions:     func(cfg config.Config) []string { return cfg.GCP.Regions },
 		BucketNear:  gcsNear,
 		BucketBills: "Google",
@@ -59,4 +63,16 @@ func gcsNear(location, region string) bool {
 	last := location[len(location)-1]
 	isRegion := strings.Count(location, "-") == 1 && !strings.HasPrefix(location, "-") && last >= '0' && last <= '9'
 	return !isRegion
+}
+
+// gcpCredentials finds application default credentials and a project on
+// m as `sortie check` does, taking a Compute Engine VM's service account
+// and project as found without asking its metadata server.
+func gcpCredentials(cfg config.Config, m Machine) (string, error) {
+	f := adc.Find(context.Background(), adc.Machine{Getenv: m.getenv, Home: m.home(),
+		OnGCE: func(context.Context) bool { return adc.MachineSaysGCE(m.getenv, m.readFile) }}, cfg.GCP.Endpoint, cfg.GCP.Project)
+	if len(f.Problems) > 0 {
+		return "", errors.New(strings.Join(f.Problems, "; "))
+	}
+	return f.Credentials, nil
 }

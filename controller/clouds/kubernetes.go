@@ -7,8 +7,9 @@ import "sortie/schema"
 // region (infra: k8s/CONTEXT, slashes and all) and a namespace as the zone.
 func Kubernetes() Cloud {
 	return Cloud{
-		Name:   "kubernetes",
-		Task:   schema.Cloud{Aliases: []string{"k8s"}, WholeRegion: true},
-		Remote: true,
+		Name:    "kubernetes",
+		Task:    schema.Cloud{Aliases: []string{"k8s"}, WholeRegion: true},
+		Remote:  true,
+		Enabled: kubernetesCredentials,
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -80,9 +81,7 @@ func (d *decoder) add(p schema.Problem) {
 		return
 	}
 	p.Line = d.lines[p.Path]
-	if p.Path == "" {
-		p.Path = "(top level)"
-	}
+	p.Path = cmp.Or(p.Path, "(top level)")
 	d.problems = append(d.problems, p)
 }
 

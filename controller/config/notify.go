@@ -2,8 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,11 +47,7 @@ func (cfg *Config) notifyProblems(lines map[string]int) []schema.Problem {
 			}
 		}
 	}
-	names := make([]string, 0, len(n.Secrets))
-	for k := range n.Secrets {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(n.Secrets))
 	for _, k := range names {
 		if len(n.Secrets[k]) < minSecretLen {
 			key := "notify.secrets." + k

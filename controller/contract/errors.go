@@ -40,6 +40,10 @@ func (e *KnownFailureError) Error() string {
 		// The job escalated: say how big it had grown when it failed.
 		at = " at " + e.Grown
 	}
+	if f.Verdict == VerdictDeterministic && len(f.Evidence) == 2 {
+		// Run again elsewhere, it failed the same way.
+		at += fmt.Sprintf(", twice: in %s and in %s", evidencePlace(f.Evidence[0]), evidencePlace(f.Evidence[1]))
+	}
 	whose := ""
 	if f.Owner != nil && *f.Owner != "" && *f.Owner != e.Asker {
 		whose = *f.Owner + "'s "

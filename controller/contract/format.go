@@ -17,9 +17,7 @@ func Age(d time.Duration) string {
 	case d < 48*time.Hour:
 		n, unit = int(d.Hours()), "hour"
 	}
-	if n < 0 {
-		n = 0
-	}
+	n = max(n, 0)
 	if n != 1 {
 		unit += "s"
 	}
@@ -37,10 +35,7 @@ func Elapsed(start, end *time.Time, now time.Time) string {
 	if end != nil {
 		stop = *end
 	}
-	d := stop.Sub(*start).Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
+	d := max(stop.Sub(*start).Round(time.Second), 0)
 	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
 	switch {
 	case h > 0:

@@ -1,8 +1,11 @@
 package contract
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"sortie/controller/lifecycle"
 )
 
 func TestAge(t *testing.T) {
@@ -76,5 +79,18 @@ func TestFailureTaskLabel(t *testing.T) {
 		if got := tc.f.TaskLabel(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.f, got, tc.want)
 		}
+	}
+}
+
+// A deterministic known failure says it failed twice, and where.
+func TestKnownFailureSaysDeterministic(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	three := 3
+	f := &FailureView{JobID: 4, Status: lifecycle.Failed, ExitCodes: []*int{&three}, RecordedAt: now.Add(-time.Hour), Verdict: VerdictDeterministic,
+		Evidence: []EvidenceView{{Attempt: 1, Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"}, {Attempt: 2, Cloud: "aws", Region: "us-east-1", Zone: "us-east-1b"}}}
+	got := (&KnownFailureError{Failure: f, Now: now}).Error()
+	want := "These inputs already failed in job 4 (exit code 3, twice: in aws/us-east-1/us-east-1a and in aws/us-east-1/us-east-1b, 1 hour ago)"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("got  %q\nwant %q...", got, want)
 	}
 }

@@ -158,6 +158,15 @@ type FailureView struct {
 	// task that failed; null once the job is no longer stored.
 	JobName *string `json:"job_name"`
 	Task    *int    `json:"task"`
+	// Verdict is VerdictDeterministic, VerdictFlaky or
+	// VerdictUnconfirmed; Evidence is the failed attempt and the run that
+	// confirmed it or not, null when unconfirmed.
+	Verdict  string         `json:"verdict"`
+	Evidence []EvidenceView `json:"evidence" schema:"nullable"`
+	// Flaky and Runs count the inputs' flaky verdicts and the ended jobs
+	// with these inputs.
+	Flaky int `json:"flaky"`
+	Runs  int `json:"runs"`
 }
 
 // TaskLabel names the task that failed as the failure lists show it: its

@@ -47,6 +47,8 @@ var Objects = []Object{
 	{"repo", typeOf[RepoPlan](), "A git repository at a ref."},
 	{"mount", typeOf[MountPlan](), "One local file_mounts entry."},
 	{"failure", typeOf[FailureView](), "A known failure: an item of `jobs failures -o json` and of GET /v1/failures."},
+	{"evidence", typeOf[EvidenceView](), "One of the two attempts a failure's verdict rests on (`job_recovery.confirm_failures`)."},
+	{"flaky_count", typeOf[FlakyCount](), "How often a job's inputs were found flaky: `jobs show` prints \"flaky 3 of 4 runs\"."},
 	{"release", typeOf[ReleaseView](), "What `jobs release` did: `jobs release -o json` and POST /v1/jobs/{id}/release."},
 	{"retry_result", typeOf[RetryResult](), "A retried job and its new retry: an item of `jobs retry -o json`."},
 	{"replica", typeOf[ReplicaView](), "One replica of the controller sharing the store: an item of `sortie replicas status -o json`."},

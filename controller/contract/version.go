@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"debug/buildinfo"
 	"fmt"
 	"runtime/debug"
@@ -18,9 +19,7 @@ type Version struct {
 // VersionOf reads a build's version from its build info.
 func VersionOf(bi *debug.BuildInfo) Version {
 	v := Version{Module: bi.Main.Version, Go: bi.GoVersion}
-	if v.Module == "" {
-		v.Module = "(devel)"
-	}
+	v.Module = cmp.Or(v.Module, "(devel)")
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":

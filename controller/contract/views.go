@@ -89,6 +89,9 @@ type JobDetail struct {
 	// Storage is what each node's bucket syncs did, per attempt and
 	// mount, as its agent last reported it.
 	Storage []StorageView `json:"storage"`
+	// Flaky counts the job's inputs' flaky verdicts; nil when they were
+	// never found flaky.
+	Flaky *FlakyCount `json:"flaky"`
 }
 
 // StorageView is what one node's syncs of one bucket did in an attempt.
@@ -205,6 +208,11 @@ type AttemptView struct {
 	// milliseconds; nil when it was not replaced (or, without a deadline,
 	// until it ends).
 	HeadStartMS *int64 `json:"head_start_ms"`
+	// Confirms is the attempt whose failure this one runs again
+	// (job_recovery.confirm_failures); Verdict is what it found, null
+	// while it runs. Both null for other attempts.
+	Confirms *int    `json:"confirms"`
+	Verdict  *string `json:"verdict"`
 	// Progress is the highest progress the attempt's task reported (a
 	// number written to $SORTIE_PROGRESS); nil when none.
 	Progress *int64 `json:"progress"`

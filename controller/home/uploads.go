@@ -7,19 +7,14 @@ import (
 )
 
 // Uploads holds a server's uploads: each archive under blobs, named by its
-// SHA-256, and unpacked under trees (UploadTree).
+// SHA-256, and unpacked under trees/SHA-256, the root its files are read
+// through.
 func Uploads(home string) string { return filepath.Join(home, "uploads") }
-
-// UploadTree is where upload digest is unpacked: the root its files are
-// read through.
-func UploadTree(home, digest string) string {
-	return filepath.Join(Uploads(home), "trees", digest)
-}
 
 var digestName = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // InUpload says whether p is in an unpacked upload of home, and if so
-// which: tree is the upload's root (UploadTree, or the "unpacked" of
+// which: tree is the upload's root (under trees, or the "unpacked" of
 // servers before it), rel the path under it, "." for the root itself.
 // A file of an upload is read through its root, never by its path.
 func InUpload(home, p string) (tree, rel string, ok bool) {

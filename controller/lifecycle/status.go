@@ -7,6 +7,8 @@
 // of sortie's: statuses and their moves are spelled once, below everything.
 package lifecycle
 
+import "slices"
+
 // Status is the status of a job, and of each task of its pipeline. The
 // names are SkyPilot's managed-job statuses.
 type Status string
@@ -49,24 +51,10 @@ func ActiveStatuses() []Status { return append([]Status(nil), active[:]...) }
 func TerminalStatuses() []Status { return append([]Status(nil), terminal[:]...) }
 
 // Terminal says whether s is final: a terminal status never changes.
-func (s Status) Terminal() bool {
-	for _, t := range terminal {
-		if s == t {
-			return true
-		}
-	}
-	return false
-}
+func (s Status) Terminal() bool { return slices.Contains(terminal[:], s) }
 
 // Valid says whether s names a status.
-func (s Status) Valid() bool {
-	for _, a := range active {
-		if s == a {
-			return true
-		}
-	}
-	return s.Terminal()
-}
+func (s Status) Valid() bool { return slices.Contains(active[:], s) || s.Terminal() }
 
 // AttemptState is where an attempt is in its own short life.
 type AttemptState string

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"sortie/controller/lifecycle"
@@ -52,54 +53,37 @@ var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 // New returns the metrics of one controller; jobs, when not nil, is asked
 // for the sortie_jobs gauge at each scrape.
 func New(jobs JobCounter) *Metrics {
-	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		AttemptsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_attempts_ended_total",
-			Help: "Attempts ended, by outcome (succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error, timed_out).",
-		}, []string{"outcome"}),
-		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_decisions_total",
-			Help: "Decisions taken when an attempt or a job ended, by the rule that made them.",
-		}, []string{"rule"}),
-		Recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_recoveries_total",
-			Help: "Recoveries (restarts that count in recovery_count), by cause: preemption, node_lost or exit_code.",
-		}, []string{"cause"}),
-		DecisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sortie_decision_latency_seconds",
-			Help:    "From the controller seeing an attempt end to its asking for the next attempt (a launch, or a start on the kept cluster), the restart back-off included.",
-			Buckets: latencyBuckets,
-		}),
-		LaunchTries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_launch_tries_total",
-			Help: "Cluster launches tried, by cloud and region.",
-		}, []string{"cloud", "region"}),
-		LaunchFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_launch_failures_total",
-			Help: "Cluster launches that failed, by cloud, region and error class (capacity, prechecks, transient).",
-		}, []string{"cloud", "region", "class"}),
-		APICalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_provider_api_calls_total",
-			Help: "Calls to a cloud's API (EC2, Compute Engine), by cloud and call.",
-		}, []string{"cloud", "call"}),
-		APIErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sortie_provider_api_errors_total",
-			Help: "Calls to a cloud's API that returned an error, by cloud and call.",
-		}, []string{"cloud", "call"}),
-		TickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sortie_reconcile_tick_duration_seconds",
-			Help:    "How long a reconcile tick took to read its jobs, ask the clouds for their clusters and hand out the jobs' steps.",
-			Buckets: latencyBuckets,
-		}),
-		StoreTx: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sortie_store_transaction_duration_seconds",
-			Help:    "How long a write transaction of the controller's store took, waiting for the write lock included.",
-			Buckets: latencyBuckets,
-		}),
+	reg := prometheus.NewRegistry()
+	f := promauto.With(reg)
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
-	m.Registry.MustRegister(m.AttemptsEnded, m.Decisions, m.Recoveries, m.DecisionLatency, m.LaunchTries,
-		m.LaunchFailures, m.APICalls, m.APIErrors, m.TickDuration, m.StoreTx)
+	histogram := func(name, help string) prometheus.Histogram {
+		return f.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets})
+	}
+	m := &Metrics{
+		Registry: reg,
+		AttemptsEnded: counter("sortie_attempts_ended_total",
+			"Attempts ended, by outcome (succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error, timed_out).", "outcome"),
+		Decisions: counter("sortie_decisions_total",
+			"Decisions taken when an attempt or a job ended, by the rule that made them.", "rule"),
+		Recoveries: counter("sortie_recoveries_total",
+			"Recoveries (restarts that count in recovery_count), by cause: preemption, node_lost or exit_code.", "cause"),
+		DecisionLatency: histogram("sortie_decision_latency_seconds",
+			"From the controller seeing an attempt end to its asking for the next attempt (a launch, or a start on the kept cluster), the restart back-off included."),
+		LaunchTries: counter("sortie_launch_tries_total",
+			"Cluster launches tried, by cloud and region.", "cloud", "region"),
+		LaunchFailures: counter("sortie_launch_failures_total",
+			"Cluster launches that failed, by cloud, region and error class (capacity, prechecks, transient).", "cloud", "region", "class"),
+		APICalls: counter("sortie_provider_api_calls_total",
+			"Calls to a cloud's API (EC2, Compute Engine), by cloud and call.", "cloud", "call"),
+		APIErrors: counter("sortie_provider_api_errors_total",
+			"Calls to a cloud's API that returned an error, by cloud and call.", "cloud", "call"),
+		TickDuration: histogram("sortie_reconcile_tick_duration_seconds",
+			"How long a reconcile tick took to read its jobs, ask the clouds for their clusters and hand out the jobs' steps."),
+		StoreTx: histogram("sortie_store_transaction_duration_seconds",
+			"How long a write transaction of the controller's store took, waiting for the write lock included."),
+	}
 	if jobs != nil {
 		m.Registry.MustRegister(&jobsCollector{jobs: jobs})
 	}

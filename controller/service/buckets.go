@@ -9,6 +9,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/provision/node"
 	"sortie/schema"
 )
@@ -48,8 +49,10 @@ func storageSourceProblems(p *schema.Pipeline, i int, t *schema.Task, base strin
 // credentials of whoever launches, whether the task's buckets can be read:
 // a bucket another account owns, or a URL whose bucket does not exist, is
 // refused at launch, before anything is provisioned. A storage mount's
-// missing bucket is fine: the controller creates it.
-func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, error) {
+// missing bucket is fine: the controller creates it. A check that fails
+// otherwise, of a store whose cloud is not enabled here (notEnabled says
+// why, or nil), is refused as that cloud is, not with the store's error.
+func bucketProblems(ctx context.Context, p *schema.Pipeline, notEnabled func(store string) error) ([]schema.Problem, error) {
 	var probs []schema.Problem
 	for i, t := range p.Tasks {
 		prefix := ""
@@ -75,6 +78,11 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 				probs = append(probs, schema.Problem{Path: m.Field, Value: strconv.Quote(m.Bucket),
 					Message: "does not exist; give a bucket that does, or a storage mount ({name: ..., store: ...}), which sortie creates"})
 			default:
+				if why := notEnabled(m.Store); why != nil {
+					probs = append(probs, schema.Problem{Path: m.Field, Value: strconv.Quote(m.Bucket),
+						Message: fmt.Sprintf("is in %s, and %v", m.Store, why)})
+					continue
+				}
 				return nil, fmt.Errorf("%s: check bucket %s: %s", m.Field, m.Bucket, msg)
 			}
 		}
@@ -88,7 +96,7 @@ func bucketProblems(ctx context.Context, p *schema.Pipeline) ([]schema.Problem, 
 // tell (no credentials here, a bucket still to be created), it says
 // nothing. A placement that names no region may run in any region cfg
 // offers its cloud.
-func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []TaskPlan, cfg config.Config) []string {
+func bucketRegionWarnings(ctx context.Context, p *schema.Pipeline, plans []contract.TaskPlan, cfg config.Config) []string {
 	var warns []string
 	asked := map[string]string{} // store:bucket -> location, "" when unknown
 	for i, t := range p.Tasks {

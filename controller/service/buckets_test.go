@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/contract"
 	"sortie/controller/store"
 	"sortie/provision/node"
 )
@@ -60,7 +61,7 @@ run: "true"
 run: "true"
 `,
 	})
-	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "bad.yaml"), Dir: root})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "bad.yaml"), Dir: root})
 	want := []string{
 		`file_mounts./gone: "gone" does not exist; give a bucket that does, or a storage mount ({name: ..., store: ...}), which sortie creates`,
 		`file_mounts./theirs: "theirs" cannot be read with your credentials (HeadBucket: 403 Forbidden); name a bucket they may read, or use credentials that may read it`,
@@ -72,7 +73,7 @@ run: "true"
 	if got := string(b); !strings.Contains(got, "check -store s3 -bucket mine -create\n") || !strings.Contains(got, "check -store s3 -bucket gone\n") {
 		t.Errorf("the sync program was asked:\n%s", got)
 	}
-	_, err = s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "nosrc.yaml"), Dir: root})
+	_, err = s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "nosrc.yaml"), Dir: root})
 	if got := problems(t, err); len(got) != 1 || !strings.HasPrefix(got[0], `file_mounts./ckpt.source: "./init" cannot be read: `+root+"/init does not exist") {
 		t.Errorf("missing source: %q", got)
 	}
@@ -80,11 +81,11 @@ run: "true"
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("refused launches stored %d jobs (%v)", len(jobs), err)
 	}
-	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "good.yaml"), Dir: root}); err != nil {
+	if _, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "good.yaml"), Dir: root}); err != nil {
 		t.Fatalf("a bucket sortie creates: %v", err)
 	}
 	// GCS buckets are asked of the same program, with store gcs.
-	_, err = s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "gcs.yaml"), Dir: root})
+	_, err = s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "gcs.yaml"), Dir: root})
 	want = []string{`file_mounts./theirs: "theirs" cannot be read with your credentials (HeadBucket: 403 Forbidden); name a bucket they may read, or use credentials that may read it`}
 	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
 		t.Errorf("gcs problems (-want +got):\n%s", diff)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/strategy"
@@ -42,7 +43,7 @@ func cancelService(t *testing.T, names ...string) (*Service, []int64, time.Time)
 	return s, ids, base
 }
 
-func viewIDs(vs []JobView) []int64 {
+func viewIDs(vs []contract.JobView) []int64 {
 	out := make([]int64, len(vs))
 	for i, v := range vs {
 		out[i] = v.ID
@@ -63,16 +64,16 @@ func TestCancelTargetsByFilter(t *testing.T) {
 	at := func(min int) *time.Time { t := base.Add(time.Duration(min) * time.Minute); return &t }
 	for _, tc := range []struct {
 		name string
-		req  CancelRequest
+		req  contract.CancelRequest
 		want []int64
 	}{
-		{"glob", CancelRequest{Filter: Filter{NameGlob: "sweep-*"}}, []int64{ids[0], ids[1], ids[4]}},
-		{"glob and status", CancelRequest{Filter: Filter{NameGlob: "sweep-*", Statuses: []lifecycle.Status{lifecycle.Pending}}}, ids[:2]},
-		{"since", CancelRequest{Filter: Filter{Since: at(1)}}, []int64{ids[1], ids[2], ids[4]}},
-		{"glob and since", CancelRequest{Filter: Filter{NameGlob: "sweep-*", Since: at(1)}}, []int64{ids[1], ids[4]}},
-		{"all", CancelRequest{All: true}, []int64{ids[0], ids[1], ids[2], ids[4]}},
-		{"ids leave ended jobs out", CancelRequest{IDs: []int64{ids[3], ids[2]}}, []int64{ids[2]}},
-		{"a name matched whole", CancelRequest{Filter: Filter{NameGlob: "sweep"}}, []int64{}},
+		{"glob", contract.CancelRequest{Filter: contract.Filter{NameGlob: "sweep-*"}}, []int64{ids[0], ids[1], ids[4]}},
+		{"glob and status", contract.CancelRequest{Filter: contract.Filter{NameGlob: "sweep-*", Statuses: []lifecycle.Status{lifecycle.Pending}}}, ids[:2]},
+		{"since", contract.CancelRequest{Filter: contract.Filter{Since: at(1)}}, []int64{ids[1], ids[2], ids[4]}},
+		{"glob and since", contract.CancelRequest{Filter: contract.Filter{NameGlob: "sweep-*", Since: at(1)}}, []int64{ids[1], ids[4]}},
+		{"all", contract.CancelRequest{All: true}, []int64{ids[0], ids[1], ids[2], ids[4]}},
+		{"ids leave ended jobs out", contract.CancelRequest{IDs: []int64{ids[3], ids[2]}}, []int64{ids[2]}},
+		{"a name matched whole", contract.CancelRequest{Filter: contract.Filter{NameGlob: "sweep"}}, []int64{}},
 	} {
 		got, err := s.CancelTargets(ctx, tc.req)
 		if err != nil {
@@ -84,22 +85,22 @@ func TestCancelTargetsByFilter(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		req  CancelRequest
+		req  contract.CancelRequest
 		want string
 	}{
-		{CancelRequest{Filter: Filter{Statuses: []lifecycle.Status{lifecycle.Failed}}}, `--status: "FAILED" is not a status of an unfinished job (one of PENDING, STARTING, RUNNING, RECOVERING, CANCELLING)`},
-		{CancelRequest{Filter: Filter{NameGlob: "sweep-["}}, `--name: "sweep-[" is not a valid pattern`},
-		{CancelRequest{}, "name the jobs to cancel in one way"},
-		{CancelRequest{All: true, Filter: Filter{NameGlob: "x"}}, "name the jobs to cancel in one way"},
-		{CancelRequest{IDs: []int64{99}}, "job 99: no such job"},
+		{contract.CancelRequest{Filter: contract.Filter{Statuses: []lifecycle.Status{lifecycle.Failed}}}, `--status: "FAILED" is not a status of an unfinished job (one of PENDING, STARTING, RUNNING, RECOVERING, CANCELLING)`},
+		{contract.CancelRequest{Filter: contract.Filter{NameGlob: "sweep-["}}, `--name: "sweep-[" is not a valid pattern`},
+		{contract.CancelRequest{}, "name the jobs to cancel in one way"},
+		{contract.CancelRequest{All: true, Filter: contract.Filter{NameGlob: "x"}}, "name the jobs to cancel in one way"},
+		{contract.CancelRequest{IDs: []int64{99}}, "job 99: no such job"},
 	} {
 		_, err := s.CancelTargets(ctx, tc.req)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.req, err, tc.want)
 		}
 	}
-	var usage *UsageError
-	if _, err := s.CancelTargets(ctx, CancelRequest{}); !errors.As(err, &usage) {
+	var usage *contract.UsageError
+	if _, err := s.CancelTargets(ctx, contract.CancelRequest{}); !errors.As(err, &usage) {
 		t.Errorf("a request naming nothing: %v, want a usage error", err)
 	}
 }
@@ -116,7 +117,7 @@ func TestCancelMarksEveryJobInBatches(t *testing.T) {
 	s.StartDaemon = func(context.Context, string) error { woken++; return nil }
 	var txs int
 	s.Store.ObserveTx(func(time.Duration) { txs++ })
-	marked, err := s.Cancel(ctx, CancelRequest{Filter: Filter{NameGlob: "sweep-*"}})
+	marked, err := s.Cancel(ctx, contract.CancelRequest{Filter: contract.Filter{NameGlob: "sweep-*"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/provision/sshrun"
 )
@@ -26,14 +27,14 @@ func (s *Service) HomeWarning() (string, error) { return home.ExposedWarning(s.H
 
 // SSHKey returns sortie's SSH key of this home, generating it when missing
 // (as the first launch on a VM cloud would).
-func (s *Service) SSHKey() (SSHKey, error) {
+func (s *Service) SSHKey() (contract.SSHKey, error) {
 	dir := home.Keys(s.Home)
-	k := SSHKey{Path: filepath.Join(dir, sshrun.KeyFile)}
+	k := contract.SSHKey{Path: filepath.Join(dir, sshrun.KeyFile)}
 	_, err := os.Stat(k.Path)
 	k.Created = errors.Is(err, fs.ErrNotExist)
 	_, line, err := sshrun.LoadOrCreateKey(dir)
 	if err != nil {
-		return SSHKey{}, err
+		return contract.SSHKey{}, err
 	}
 	k.PublicKey = line
 	return k, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/strategy"
@@ -40,19 +41,19 @@ func TestPlanShowsTheLimits(t *testing.T) {
 	s := testService(t)
 	root := project(t, map[string]string{"p.yaml": "resources: {memory: 16+, accelerators: L4, job_recovery: {max_duration: 90m, max_recoveries: 3,\n" +
 		"  max_restarts_on_errors: 2, escalate: {on_exit_codes: [137], memory: 2x, max_memory: 64, accelerators: [L4, A100]}}}\nrun: 'true'\n---\nrun: 'true'\n"})
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s2 := func(v string) *string { return &v }
 	three := 3
-	want := []TaskPlan{
-		{MaxDuration: s2("1h30m"), MaxRecoveries: &three, Escalate: &EscalatePlan{OnExitCodes: []int{137}, Memory: s2("2x"), MaxMemory: s2("64"),
+	want := []contract.TaskPlan{
+		{MaxDuration: s2("1h30m"), MaxRecoveries: &three, Escalate: &contract.EscalatePlan{OnExitCodes: []int{137}, Memory: s2("2x"), MaxMemory: s2("64"),
 			Accelerators: []string{"L4:1", "A100:1"}}},
 		{},
 	}
 	for i, tp := range plan.Tasks {
-		got := TaskPlan{MaxDuration: tp.MaxDuration, MaxRecoveries: tp.MaxRecoveries, Escalate: tp.Escalate}
+		got := contract.TaskPlan{MaxDuration: tp.MaxDuration, MaxRecoveries: tp.MaxRecoveries, Escalate: tp.Escalate}
 		if diff := cmp.Diff(want[i], got); diff != "" {
 			t.Errorf("task %d limits (-want +got):\n%s", i, diff)
 		}

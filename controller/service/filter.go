@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 )
@@ -13,14 +14,14 @@ import (
 // ended ones for a retry, the unfinished ones for a cancel), oldest first:
 // f's statuses must each be one of them, and when f names none every
 // allowed status is taken. which says what allowed is, for the error.
-func (s *Service) filtered(ctx context.Context, f Filter, allowed []lifecycle.Status, which string) ([]*store.Job, error) {
+func (s *Service) filtered(ctx context.Context, f contract.Filter, allowed []lifecycle.Status, which string) ([]*store.Job, error) {
 	for _, st := range f.Statuses {
 		if !slices.Contains(allowed, st) {
-			return nil, &UsageError{Err: fmt.Errorf("--status: %q is not a status of %s (one of %s)", st, which, joinStatuses(allowed))}
+			return nil, &contract.UsageError{Err: fmt.Errorf("--status: %q is not a status of %s (one of %s)", st, which, joinStatuses(allowed))}
 		}
 	}
 	if err := store.ValidGlob(f.NameGlob); err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", f.NameGlob, err)}
+		return nil, &contract.UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", f.NameGlob, err)}
 	}
 	sf := store.JobFilter{Statuses: f.Statuses, NameGlob: f.NameGlob, Since: f.Since, Ascending: true, Owner: s.onlyOwn()}
 	if len(sf.Statuses) == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"os"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/strategy"
@@ -26,8 +27,8 @@ func TestLaunchReadsOnlyARegularTaskFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, file := range []string{"/dev/zero", fifo} {
-		_, err := s.Launch(ctx, LaunchRequest{File: file})
-		var ue *UsageError
+		_, err := s.Launch(ctx, contract.LaunchRequest{File: file})
+		var ue *contract.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("launch %s: %v; want a usage error saying it is not a regular file", file, err)
 		}
@@ -46,7 +47,7 @@ func TestRetrySetNameNamesTheNewJob(t *testing.T) {
 	if err := os.WriteFile(task, []byte("name: old\nrun: train\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	job, err := s.Launch(ctx, LaunchRequest{File: task})
+	job, err := s.Launch(ctx, contract.LaunchRequest{File: task})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestRetrySetNameNamesTheNewJob(t *testing.T) {
 		{[]string{"name=new"}, "new"},
 		{[]string{"envs.A=1"}, "old"},
 	} {
-		res, err := s.Retry(ctx, RetryRequest{IDs: []int64{job.ID}, Reason: "rename", Sets: tt.sets})
+		res, err := s.Retry(ctx, contract.RetryRequest{IDs: []int64{job.ID}, Reason: "rename", Sets: tt.sets})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -33,24 +34,24 @@ func TestKeepOnFailureAboveTheCeilingIsRefused(t *testing.T) {
 		"two.yaml":  "name: p\n---\nrun: 'true'\n---\nresources: {job_recovery: {keep_on_failure: 1d}}\nrun: 'true'\n",
 		"at.yaml":   "resources: {job_recovery: {keep_on_failure: 2h}}\nrun: 'true'\n",
 	})
-	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "over.yaml"), Dir: root})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "over.yaml"), Dir: root})
 	want := `resources.job_recovery.keep_on_failure: "3h" is above controller.max_keep_on_failure (2h); keep it at most 2h, or raise the ceiling in config.yaml`
 	if got := problems(t, err); len(got) != 1 || got[0] != want {
 		t.Errorf("launch: %q, want %q", got, want)
 	}
-	if _, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "over.yaml"), Dir: root}); err == nil {
+	if _, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "over.yaml"), Dir: root}); err == nil {
 		t.Error("the dry run passed a keep_on_failure above the ceiling")
 	}
-	_, err = s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root})
+	_, err = s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root})
 	if got := problems(t, err); len(got) != 1 || !strings.HasPrefix(got[0], `tasks[1].resources.job_recovery.keep_on_failure: "24h" is above`) {
 		t.Errorf("pipeline: %q", got)
 	}
-	j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "at.yaml"), Dir: root})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "at.yaml"), Dir: root})
 	if err != nil {
 		t.Fatalf("keep_on_failure at the ceiling: %v", err)
 	}
 	endJob(t, s, j.ID)
-	_, err = s.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "r", Sets: []string{"resources.job_recovery.keep_on_failure=5h"}})
+	_, err = s.Retry(ctx, contract.RetryRequest{IDs: []int64{j.ID}, Reason: "r", Sets: []string{"resources.job_recovery.keep_on_failure=5h"}})
 	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], `keep_on_failure: "5h" is above controller.max_keep_on_failure (2h)`) {
 		t.Errorf("retry --set: %q", got)
 	}
@@ -63,7 +64,7 @@ func keptJob(t *testing.T, s *Service, keepFor time.Duration) (int64, string) {
 	t.Helper()
 	ctx := context.Background()
 	root := project(t, map[string]string{"t.yaml": "run: 'exit 3'\n"})
-	j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, RetryFailed: true})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, RetryFailed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,12 +128,12 @@ func TestShellReachesTheKeptNode(t *testing.T) {
 	s := testService(t)
 	id, _ := keptJob(t, s, time.Hour)
 	var out, errb bytes.Buffer
-	code, err := s.Shell(ctx, ShellRequest{ID: id, Argv: []string{"sh", "-c", "cat marker; echo $SEEN; exit 9"}, Stdio: provision.Stdio{Out: &out, Err: &errb}})
+	code, err := s.Shell(ctx, contract.ShellRequest{ID: id, Argv: []string{"sh", "-c", "cat marker; echo $SEEN; exit 9"}, Stdio: provision.Stdio{Out: &out, Err: &errb}})
 	if err != nil || code != 9 || out.String() != "from-the-task\nyes\n" {
 		t.Errorf("jobs ssh: exit %d, %v, out %q, err %q; want 9 and the task's file and env", code, err, out.String(), errb.String())
 	}
-	_, err = s.Shell(ctx, ShellRequest{ID: id, Node: 1, Argv: []string{"true"}})
-	var ue *UsageError
+	_, err = s.Shell(ctx, contract.ShellRequest{ID: id, Node: 1, Argv: []string{"true"}})
+	var ue *contract.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--node 1: job 1's cluster sortie-1-0-1 has 1 node; give --node from 0 to 0") {
 		t.Errorf("--node 1: %v, want a usage error naming the range", err)
 	}
@@ -142,14 +143,14 @@ func TestShellReachesTheKeptNode(t *testing.T) {
 	if err != nil || v.Cluster != "sortie-1-0-1" {
 		t.Fatalf("release: %+v, %v", v, err)
 	}
-	if _, err := s.Shell(ctx, ShellRequest{ID: id, Argv: []string{"true"}}); !errors.Is(err, ErrReleased) || !strings.Contains(err.Error(), "being torn down (released by user") {
+	if _, err := s.Shell(ctx, contract.ShellRequest{ID: id, Argv: []string{"true"}}); !errors.Is(err, contract.ErrReleased) || !strings.Contains(err.Error(), "being torn down (released by user") {
 		t.Errorf("shell after the release: %v", err)
 	}
 	a, _ := s.Store.KeptAttempt(ctx, id)
 	if _, err := s.Store.MarkReleased(ctx, a.ID, strategy.ReleasedByUser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Release(ctx, id); !errors.Is(err, ErrReleased) || !strings.Contains(err.Error(), "already released at") {
+	if _, err := s.Release(ctx, id); !errors.Is(err, contract.ErrReleased) || !strings.Contains(err.Error(), "already released at") {
 		t.Errorf("second release: %v", err)
 	}
 }
@@ -159,29 +160,29 @@ func TestShellAndReleaseSayWhyNothingIsKept(t *testing.T) {
 	s := testService(t)
 	notKept, _ := keptJob(t, s, 0)
 	for _, err := range []error{
-		func() error { _, err := s.Shell(ctx, ShellRequest{ID: notKept}); return err }(),
+		func() error { _, err := s.Shell(ctx, contract.ShellRequest{ID: notKept}); return err }(),
 		func() error { _, err := s.Release(ctx, notKept); return err }(),
 	} {
-		if !errors.Is(err, ErrNotKept) || !strings.Contains(err.Error(), "ended FAILED and its cluster was not kept") ||
+		if !errors.Is(err, contract.ErrNotKept) || !strings.Contains(err.Error(), "ended FAILED and its cluster was not kept") ||
 			!strings.Contains(err.Error(), "keep_on_failure") {
 			t.Errorf("not kept: %v", err)
 		}
 	}
 	root := project(t, map[string]string{"t.yaml": "run: 'true'\n"})
-	running, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	running, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Shell(ctx, ShellRequest{ID: running.ID}); !errors.Is(err, ErrJobRunning) || !strings.Contains(err.Error(), "sortie jobs logs 2 -f") {
+	if _, err := s.Shell(ctx, contract.ShellRequest{ID: running.ID}); !errors.Is(err, contract.ErrJobRunning) || !strings.Contains(err.Error(), "sortie jobs logs 2 -f") {
 		t.Errorf("running: %v", err)
 	}
-	if _, err := s.Release(ctx, 99); !errors.Is(err, ErrNoSuchJob) {
+	if _, err := s.Release(ctx, 99); !errors.Is(err, contract.ErrNoSuchJob) {
 		t.Errorf("no such job: %v", err)
 	}
 	// Its time has come though the controller has not torn it down yet.
 	kept, _ := keptJob(t, s, time.Minute)
 	s.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
-	if _, err := s.Shell(ctx, ShellRequest{ID: kept}); !errors.Is(err, ErrReleased) || !strings.Contains(err.Error(), "keep_on_failure ran out") {
+	if _, err := s.Shell(ctx, contract.ShellRequest{ID: kept}); !errors.Is(err, contract.ErrReleased) || !strings.Contains(err.Error(), "keep_on_failure ran out") {
 		t.Errorf("past its time: %v", err)
 	}
 }
@@ -192,7 +193,7 @@ func TestCancelOfAKeptJobReleasesIt(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	id, _ := keptJob(t, s, time.Hour)
-	marked, err := s.Cancel(ctx, CancelRequest{IDs: []int64{id}})
+	marked, err := s.Cancel(ctx, contract.CancelRequest{IDs: []int64{id}})
 	if err != nil || len(marked) != 1 || marked[0] != id {
 		t.Fatalf("cancel: %v, %v", marked, err)
 	}
@@ -204,7 +205,7 @@ func TestCancelOfAKeptJobReleasesIt(t *testing.T) {
 		t.Errorf("job %s after the cancel, want FAILED still", j.Status)
 	}
 	// A second cancel finds nothing left to do.
-	if marked, err := s.Cancel(ctx, CancelRequest{IDs: []int64{id}}); err != nil || len(marked) != 0 {
+	if marked, err := s.Cancel(ctx, contract.CancelRequest{IDs: []int64{id}}); err != nil || len(marked) != 0 {
 		t.Errorf("second cancel: %v, %v", marked, err)
 	}
 }

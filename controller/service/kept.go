@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/store"
 	"sortie/provision"
 	"sortie/provision/node"
@@ -24,12 +25,12 @@ func (s *Service) keptAttempt(ctx context.Context, id int64) (*store.Attempt, er
 	}
 	if !j.Status.Terminal() {
 		return nil, fmt.Errorf("job %d is %s: %w, so its cluster is not kept yet; read its output with `sortie jobs logs %d -f`",
-			id, j.Status, ErrJobRunning, id)
+			id, j.Status, contract.ErrJobRunning, id)
 	}
 	a, err := s.Store.KeptAttempt(ctx, id)
 	if errors.Is(err, store.ErrNotKept) {
 		why := "only a job that fails with resources.job_recovery.keep_on_failure keeps its cluster"
-		return nil, fmt.Errorf("job %d ended %s and %w (%s); its logs: `sortie jobs logs %d`", id, j.Status, ErrNotKept, why, id)
+		return nil, fmt.Errorf("job %d ended %s and %w (%s); its logs: `sortie jobs logs %d`", id, j.Status, contract.ErrNotKept, why, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("job %d: %w", id, err)
@@ -41,20 +42,20 @@ func (s *Service) keptAttempt(ctx context.Context, id int64) (*store.Attempt, er
 func released(a *store.Attempt, now time.Time) error {
 	switch {
 	case a.ReleasedAt != nil:
-		return fmt.Errorf("job %d: %w at %s (%s); its logs: `sortie jobs logs %d`", a.JobID, ErrReleased,
+		return fmt.Errorf("job %d: %w at %s (%s); its logs: `sortie jobs logs %d`", a.JobID, contract.ErrReleased,
 			a.ReleasedAt.UTC().Format(time.RFC3339), a.ReleasedReason, a.JobID)
 	case a.ReleaseRequested != "":
-		return fmt.Errorf("job %d: %w: it is being torn down (%s); its logs: `sortie jobs logs %d`", a.JobID, ErrReleased,
+		return fmt.Errorf("job %d: %w: it is being torn down (%s); its logs: `sortie jobs logs %d`", a.JobID, contract.ErrReleased,
 			a.ReleaseRequested, a.JobID)
 	case !now.Before(*a.KeptUntil):
 		return fmt.Errorf("job %d: %w: keep_on_failure ran out at %s and it is being torn down; its logs: `sortie jobs logs %d`",
-			a.JobID, ErrReleased, a.KeptUntil.UTC().Format(time.RFC3339), a.JobID)
+			a.JobID, contract.ErrReleased, a.KeptUntil.UTC().Format(time.RFC3339), a.JobID)
 	}
 	return nil
 }
 
 // Release asks the controller to tear down job id's kept cluster now.
-func (s *Service) Release(ctx context.Context, id int64) (*ReleaseView, error) {
+func (s *Service) Release(ctx context.Context, id int64) (*contract.ReleaseView, error) {
 	a, err := s.keptAttempt(ctx, id)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func (s *Service) Release(ctx context.Context, id int64) (*ReleaseView, error) {
 	if err := s.StartDaemon(ctx, s.Home); err != nil {
 		return nil, err
 	}
-	return &ReleaseView{JobID: id, Cluster: a.Cluster, KeptUntil: a.KeptUntil.UTC()}, nil
+	return &contract.ReleaseView{JobID: id, Cluster: a.Cluster, KeptUntil: a.KeptUntil.UTC()}, nil
 }
 
 // releaseOnCancel asks, for a `jobs cancel` of ended jobs, that those
@@ -110,7 +111,7 @@ func (s *Service) releaseOnCancel(ctx context.Context, ids []int64) ([]int64, er
 // where the failed attempt ran and with its environment, and returns the
 // command's exit status. A cloud whose provider this process cannot open
 // (it needs a cloud SDK) is asked of RemoteShell.
-func (s *Service) Shell(ctx context.Context, req ShellRequest) (int, error) {
+func (s *Service) Shell(ctx context.Context, req contract.ShellRequest) (int, error) {
 	a, err := s.keptAttempt(ctx, req.ID)
 	if err != nil {
 		return 0, err
@@ -119,7 +120,7 @@ func (s *Service) Shell(ctx context.Context, req ShellRequest) (int, error) {
 		return 0, err
 	}
 	if n := len(a.InstanceIDs); req.Node < 0 || req.Node >= n {
-		return 0, &UsageError{Err: fmt.Errorf("--node %d: job %d's cluster %s has %s; give --node from 0 to %d",
+		return 0, &contract.UsageError{Err: fmt.Errorf("--node %d: job %d's cluster %s has %s; give --node from 0 to %d",
 			req.Node, req.ID, a.Cluster, plural(n, "node"), n-1)}
 	}
 	if !s.Clouds.Has(a.Cloud) {
@@ -137,14 +138,14 @@ func (s *Service) Shell(ctx context.Context, req ShellRequest) (int, error) {
 
 // ShellOn runs req on node req.Node of a's cluster through prov: the part
 // of Shell the controller program does for clouds the CLI cannot reach.
-func ShellOn(ctx context.Context, prov provision.Provider, a *store.Attempt, req ShellRequest) (int, error) {
+func ShellOn(ctx context.Context, prov provision.Provider, a *store.Attempt, req contract.ShellRequest) (int, error) {
 	got, err := prov.Status(ctx, []string{a.Cluster})
 	if err != nil {
 		return 0, fmt.Errorf("status of %s: %w", a.Cluster, err)
 	}
 	cl := got[a.Cluster]
 	if cl == nil || req.Node >= len(cl.Nodes) {
-		return 0, fmt.Errorf("job %d: %w: cluster %s is gone from %s", req.ID, ErrReleased, a.Cluster, a.Cloud)
+		return 0, fmt.Errorf("job %d: %w: cluster %s is gone from %s", req.ID, contract.ErrReleased, a.Cluster, a.Cloud)
 	}
 	if st := cl.Nodes[req.Node].State; st != provision.NodeRunning {
 		return 0, fmt.Errorf("job %d: node %d of cluster %s is %s, so there is nothing to reach", req.ID, req.Node, a.Cluster, st)
@@ -168,7 +169,7 @@ func plural(n int, what string) string {
 // asSentinel is err, a store's, answering errors.Is for the service's
 // sentinel it stands for too: its message stays the store's.
 func asSentinel(err error) error {
-	for _, s := range []struct{ store, service error }{{store.ErrNotKept, ErrNotKept}, {store.ErrReleased, ErrReleased}} {
+	for _, s := range []struct{ store, service error }{{store.ErrNotKept, contract.ErrNotKept}, {store.ErrReleased, contract.ErrReleased}} {
 		if errors.Is(err, s.store) {
 			return &sentinelError{err: err, is: s.service}
 		}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ import (
 // Logs writes a job's logs to w: kept copies for ended attempts, the node's
 // live log for a running one. Lines of a multi-node task are prefixed with
 // their node's rank.
-func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error {
+func (s *Service) Logs(ctx context.Context, req contract.LogsRequest, w io.Writer) error {
 	j, err := s.job(ctx, req.ID)
 	if err != nil {
 		return err
@@ -33,7 +34,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 		if at != nil {
 			fmt.Fprintf(w, "sortie: the logs of job %d were removed on %s (%s ago): %s\n",
 				j.ID, at.UTC().Format("2006-01-02 15:04:05 UTC"), contract.Age(s.Now().Sub(*at)), why)
-			return fmt.Errorf("job %d: %w, as said above", j.ID, ErrLogsRemoved)
+			return fmt.Errorf("job %d: %w, as said above", j.ID, contract.ErrLogsRemoved)
 		}
 	}
 	poll := req.Poll
@@ -57,7 +58,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 			return err
 		}
 		if cur.notKept > 0 {
-			return fmt.Errorf("%w: %d node(s) of attempt %d, as said above", ErrLogNotKept, cur.notKept, as[start].Attempt)
+			return fmt.Errorf("%w: %d node(s) of attempt %d, as said above", contract.ErrLogNotKept, cur.notKept, as[start].Attempt)
 		}
 		return nil
 	}
@@ -86,7 +87,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 			return fmt.Errorf("job %d: attempts: %w", j.ID, err)
 		}
 		if steps != nil {
-			if err := s.step(ctx, steps, j, as); err != nil {
+			if err := s.step(ctx, steps, j, as, shown); err != nil {
 				return err
 			}
 		}
@@ -118,7 +119,7 @@ func (s *Service) Logs(ctx context.Context, req LogsRequest, w io.Writer) error 
 	}
 }
 
-func pickAttempt(as []*store.Attempt, req LogsRequest) (int, error) {
+func pickAttempt(as []*store.Attempt, req contract.LogsRequest) (int, error) {
 	if req.Attempt == 0 {
 		if req.FromStart || len(as) == 0 {
 			if len(as) == 0 && !req.Follow {
@@ -133,7 +134,7 @@ func pickAttempt(as []*store.Attempt, req LogsRequest) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, fmt.Errorf("attempt %d of task %d: %w", req.Attempt, req.Task, ErrNoAttempt)
+	return -1, fmt.Errorf("attempt %d of task %d: %w", req.Attempt, req.Task, contract.ErrNoAttempt)
 }
 
 // cursor is how far each node's log of one attempt has been printed.
@@ -306,9 +307,7 @@ func notKept(h string, a *store.Attempt, rank int) (string, bool) {
 	defer f.Close()
 	b, _ := io.ReadAll(io.LimitReader(f, 4096))
 	why := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
-	if why == "" {
-		why = "no reason was recorded"
-	}
+	why = cmp.Or(why, "no reason was recorded")
 	return why, true
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/schema"
 )
 
@@ -22,9 +23,9 @@ type override struct {
 
 // launchOverrides lists the request's resource flags in a fixed order.
 // "none" (and "*" for a place) removes the field, as in SkyPilot.
-func launchOverrides(req LaunchRequest) ([]override, error) {
+func launchOverrides(req contract.LaunchRequest) ([]override, error) {
 	if req.Infra != "" && (req.Cloud != "" || req.Region != "" || req.Zone != "") {
-		return nil, &UsageError{Err: errors.New("--infra names the cloud, region and zone at once; give it alone, without --cloud, --region or --zone")}
+		return nil, &contract.UsageError{Err: errors.New("--infra names the cloud, region and zone at once; give it alone, without --cloud, --region or --zone")}
 	}
 	var out []override
 	add := func(flag, field, v string, location bool) {
@@ -108,7 +109,7 @@ func setsField(r schema.Resources, o override) bool {
 // accelerator set, `--region` moves every candidate there. They are
 // validated like the task file; a bad one is a usage error naming the
 // flag, and nothing is stored.
-func applyLaunchOverrides(p *schema.Pipeline, req LaunchRequest) (*schema.Pipeline, error) {
+func applyLaunchOverrides(p *schema.Pipeline, req contract.LaunchRequest) (*schema.Pipeline, error) {
 	ovs, err := launchOverrides(req)
 	if err != nil || len(ovs) == 0 {
 		return p, err

@@ -3,13 +3,14 @@ package service
 import (
 	"os/user"
 
+	"sortie/controller/contract"
 	"sortie/controller/store"
 )
 
 // LocalAsker is the user of a CLI that runs without a server: the name
 // is $SORTIE_USER, else the OS user's; such a user owns the home (the
 // store is their file) and so acts on every job.
-func LocalAsker(getenv func(string) string) *Asker {
+func LocalAsker(getenv func(string) string) *contract.Asker {
 	name := "unknown"
 	if u, err := user.Current(); err == nil {
 		name = u.Username
@@ -17,15 +18,15 @@ func LocalAsker(getenv func(string) string) *Asker {
 	if v := getenv("SORTIE_USER"); v != "" {
 		name = v
 	}
-	return &Asker{Name: name, Admin: true}
+	return &contract.Asker{Name: name, Admin: true}
 }
 
 // asker is s.Asker, or a local one.
-func (s *Service) asker() *Asker {
+func (s *Service) asker() *contract.Asker {
 	if s.Asker != nil {
 		return s.Asker
 	}
-	return &Asker{Name: "", Admin: true}
+	return &contract.Asker{Name: "", Admin: true}
 }
 
 // mayAct refuses verb on j unless the asker owns j or is an admin.
@@ -34,7 +35,7 @@ func (s *Service) mayAct(j *store.Job, verb string) error {
 	if a.Admin || j.Owner == a.Name {
 		return nil
 	}
-	return &ForbiddenError{Job: j.ID, Owner: ownerName(j.Owner), Verb: verb}
+	return &contract.ForbiddenError{Job: j.ID, Owner: ownerName(j.Owner), Verb: verb}
 }
 
 // onlyOwn is the owner a filter is kept to: a user who is no admin

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -19,7 +20,7 @@ import (
 // per request.
 func as(s *Service, name string, admin bool) *Service {
 	c := *s
-	c.Asker = &Asker{Name: name, Admin: admin}
+	c.Asker = &contract.Asker{Name: name, Admin: admin}
 	return &c
 }
 
@@ -31,30 +32,30 @@ func TestOwnerOrAdmin(t *testing.T) {
 	s := testService(t)
 	root := project(t, map[string]string{"task.yaml": "run: 'false'\n"})
 	alice, bob, admin := as(s, "alice", false), as(s, "bob", false), as(s, "root", true)
-	j, err := alice.Launch(ctx, LaunchRequest{File: filepath.Join(root, "task.yaml"), Dir: root})
+	j, err := alice.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "task.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if j.Owner == nil || *j.Owner != "alice" {
 		t.Fatalf("owner %v, want alice", j.Owner)
 	}
-	var fe *ForbiddenError
-	_, err = bob.Cancel(ctx, CancelRequest{IDs: []int64{j.ID}})
+	var fe *contract.ForbiddenError
+	_, err = bob.Cancel(ctx, contract.CancelRequest{IDs: []int64{j.ID}})
 	if !errors.As(err, &fe) || fe.Owner != "alice" || fe.Job != j.ID || !strings.Contains(err.Error(), "belongs to alice") {
 		t.Fatalf("bob's cancel: %v", err)
 	}
 	// bob's --all selects none of alice's jobs.
-	if ts, err := bob.CancelTargets(ctx, CancelRequest{All: true}); err != nil || len(ts) != 0 {
+	if ts, err := bob.CancelTargets(ctx, contract.CancelRequest{All: true}); err != nil || len(ts) != 0 {
 		t.Fatalf("bob's --all: %v %v", ts, err)
 	}
-	if ts, err := admin.CancelTargets(ctx, CancelRequest{All: true}); err != nil || len(ts) != 1 {
+	if ts, err := admin.CancelTargets(ctx, contract.CancelRequest{All: true}); err != nil || len(ts) != 1 {
 		t.Fatalf("admin's --all: %v %v", ts, err)
 	}
 	endJob(t, s, j.ID)
-	if _, err := bob.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "mine now"}); !errors.As(err, &fe) {
+	if _, err := bob.Retry(ctx, contract.RetryRequest{IDs: []int64{j.ID}, Reason: "mine now"}); !errors.As(err, &fe) {
 		t.Fatalf("bob's retry: %v", err)
 	}
-	rs, err := admin.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "flaky", RequestedBy: ""})
+	rs, err := admin.Retry(ctx, contract.RetryRequest{IDs: []int64{j.ID}, Reason: "flaky", RequestedBy: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestOwnerOrAdmin(t *testing.T) {
 	if *r.Owner != "alice" || *r.RequestedBy != "root" {
 		t.Fatalf("the admin's retry: owner %v requested by %v, want alice's job asked by root", *r.Owner, *r.RequestedBy)
 	}
-	if _, err := alice.Cancel(ctx, CancelRequest{IDs: []int64{r.ID}}); err != nil {
+	if _, err := alice.Cancel(ctx, contract.CancelRequest{IDs: []int64{r.ID}}); err != nil {
 		t.Fatalf("alice's cancel of the retry of her job: %v", err)
 	}
 	got, _ := s.Store.Job(ctx, r.ID)
@@ -90,7 +91,7 @@ func TestKnownFailureSharedAcrossUsers(t *testing.T) {
 	if strings.Contains(err.Error(), "alice's") {
 		t.Fatalf("alice is told of her own job as another's: %v", err)
 	}
-	var fe *ForbiddenError
+	var fe *contract.ForbiddenError
 	if _, err := as(s, "bob", false).ForgetFailure(ctx, "kkkk"); !errors.As(err, &fe) {
 		t.Fatalf("bob's forget: %v", err)
 	}
@@ -139,7 +140,7 @@ func TestServerLaunchReadsUploadsOnly(t *testing.T) {
 	}
 	task := []byte("workdir: /home/alice/code\nsecrets: {TOKEN: null}\nrun: python train.py\n")
 	t.Setenv("TOKEN", "the-server's-own")
-	_, err := s.Launch(ctx, LaunchRequest{File: "task.yaml", Task: task})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: "task.yaml", Task: task})
 	got := problems(t, err)
 	want := []string{
 		`workdir: "/home/alice/code" was not uploaded with the request`,
@@ -150,8 +151,8 @@ func TestServerLaunchReadsUploadsOnly(t *testing.T) {
 			t.Errorf("problems %q lack %q", got, w)
 		}
 	}
-	j, err := s.Launch(ctx, LaunchRequest{File: "task.yaml", Task: task, SecretEnv: map[string]string{"TOKEN": "alice's"},
-		Inputs: map[string]Upload{"/home/alice/code": {SHA256: digest}}})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: "task.yaml", Task: task, SecretEnv: map[string]string{"TOKEN": "alice's"},
+		Inputs: map[string]contract.Upload{"/home/alice/code": {SHA256: digest}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"errors"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,12 +12,13 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/provision/fit"
 	"sortie/schema"
 	"sortie/strategy"
 )
 
-func planEscalate(e *schema.Escalate) *EscalatePlan {
+func planEscalate(e *schema.Escalate) *contract.EscalatePlan {
 	if e == nil {
 		return nil
 	}
@@ -25,7 +28,7 @@ func planEscalate(e *schema.Escalate) *EscalatePlan {
 		}
 		return strPtr(f.String())
 	}
-	p := &EscalatePlan{OnExitCodes: e.OnExitCodes, Memory: factor(e.Memory), MaxMemory: strPtr(e.MaxMemory),
+	p := &contract.EscalatePlan{OnExitCodes: e.OnExitCodes, Memory: factor(e.Memory), MaxMemory: strPtr(e.MaxMemory),
 		CPUs: factor(e.CPUs), MaxCPUs: strPtr(e.MaxCPUs), Accelerators: e.Accelerators}
 	if p.OnExitCodes == nil {
 		p.OnExitCodes = []int{}
@@ -52,7 +55,7 @@ func OpenConfig(h string, cls []clouds.Cloud) (*Service, error) {
 // *schema.ValidationError); what only the launch lacks (an env value, a
 // local file, a bucket) is listed in the plan's Missing, so that a valid
 // file passes wherever it is checked.
-func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
+func (s *Service) Plan(ctx context.Context, req contract.LaunchRequest) (*contract.Plan, error) {
 	var warned []string
 	warn := req.Warn
 	req.Warn = func(w string) {
@@ -66,7 +69,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 		return nil, err
 	}
 	p := pr.pipeline
-	plan := &Plan{Name: pr.name, InputKey: strPtr(pr.key), Tasks: []TaskPlan{}, Warnings: warned, Missing: []string{}}
+	plan := &contract.Plan{Name: pr.name, InputKey: strPtr(pr.key), Tasks: []contract.TaskPlan{}, Warnings: warned, Missing: []string{}}
 	for _, m := range pr.missing {
 		plan.Missing = append(plan.Missing, m.Error())
 	}
@@ -76,8 +79,8 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 	var probs []schema.Problem
 	for i, t := range p.Tasks {
 		rec := t.Recovery()
-		tp := TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
-			FileMounts: []MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
+		tp := contract.TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
+			FileMounts: []contract.MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
 			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
 			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, MaxRestartsWithoutProgress: rec.MaxRestartsWithoutProgress,
 			Escalate: planEscalate(rec.Escalate)}
@@ -92,15 +95,31 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 			tp.Workdir = &w
 		}
 		if r := t.WorkdirRepo; r != nil {
-			tp.WorkdirRepo = &RepoPlan{URL: r.URL, Ref: strPtr(r.Ref)}
+			tp.WorkdirRepo = &contract.RepoPlan{URL: r.URL, Ref: strPtr(r.Ref)}
 		}
 		for _, dst := range sortedKeys(t.FileMounts) {
-			tp.FileMounts = append(tp.FileMounts, MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
+			tp.FileMounts = append(tp.FileMounts, contract.MountPlan{Path: dst, Source: localPath(pr.baseDir, t.FileMounts[dst])})
 		}
 		var err error
-		tp.Placements, err = s.placements(ctx, t)
-		if err != nil {
+		var refused []*clouds.NotEnabledError
+		tp.Placements, refused, err = s.placements(ctx, t)
+		switch {
+		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources"), Message: err.Error()})
+		case len(tp.Placements) == 0:
+			// No cloud the task allows is enabled here: what a launch
+			// from here lacks, as a missing env is.
+			for _, r := range refused {
+				plan.Missing = append(plan.Missing, s.notEnabled(p, i, r).Error())
+			}
+		default:
+			for _, r := range refused {
+				w := leftOut(p, i, r)
+				plan.Warnings = append(plan.Warnings, w)
+				if warn != nil {
+					warn(w)
+				}
+			}
 		}
 		plan.Tasks = append(plan.Tasks, tp)
 	}
@@ -119,10 +138,20 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (*Plan, error) {
 // placements lists a task's candidates as the controller would order a
 // first launch. A cloud known from the configuration alone (local, sim)
 // is asked here; any other (aws, gcp) only by the controller, so its
-// request is listed as given.
-func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPlan, error) {
+// request is listed as given. The candidates on a cloud that is not
+// enabled here are left out: refused says why of each such cloud, and
+// when no candidate is left the list is empty (err is for a request no
+// cloud offers).
+func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.PlacementPlan, refused []*clouds.NotEnabledError, _ error) {
 	resolved := map[schema.Placement]bool{}
 	cands, err := strategy.Candidates(t.Resources, func(r schema.Resources) ([]schema.Placement, error) {
+		var ne *clouds.NotEnabledError
+		if errors.As(s.Clouds.Enabled(r.Cloud, clouds.Machine{Getenv: s.Getenv}), &ne) {
+			if !slices.ContainsFunc(refused, func(e *clouds.NotEnabledError) bool { return e.Cloud == ne.Cloud }) {
+				refused = append(refused, ne)
+			}
+			return nil, nil
+		}
 		ps, ok, err := s.Clouds.ConfigPlacements(ctx, r)
 		if ok || err != nil {
 			for _, p := range ps {
@@ -132,14 +161,17 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		}
 		return []schema.Placement{{Cloud: r.Cloud, Region: r.Region, Zone: r.Zone}}, nil
 	})
+	if errors.Is(err, strategy.ErrNoCandidates) && len(refused) > 0 {
+		return []contract.PlacementPlan{}, refused, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
-	out := make([]PlacementPlan, 0, len(cands))
+	out := make([]contract.PlacementPlan, 0, len(cands))
 	for _, c := range cands {
 		r := c.Resources
-		pp := PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
+		pp := contract.PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
 			ResolvedBy: "controller", InstanceType: strPtr(r.InstanceType), CPUs: strPtr(r.CPUs), Memory: strPtr(r.Memory),
 			Accelerators: strPtr(formatAccelerators(r.Accelerators)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID),
 			DiskTier: strPtr(r.DiskTier), NetworkTier: strPtr(r.NetworkTier)}
@@ -156,7 +188,45 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) ([]PlacementPl
 		}
 		out = append(out, pp)
 	}
-	return out, nil
+	return out, refused, nil
+}
+
+// notEnabled is the problem of task i of a launch that no cloud it
+// allows is enabled for: cloud e, why, and where to see what each cloud
+// lacks (`sortie check` on the machine that launches).
+func (s *Service) notEnabled(p *schema.Pipeline, i int, e *clouds.NotEnabledError) schema.Problem {
+	return schema.Problem{Path: taskPath(p, i, "resources"), Message: s.notEnabledText(e)}
+}
+
+// notEnabledText is e with where `sortie check` says more.
+func (s *Service) notEnabledText(e *clouds.NotEnabledError) string {
+	hint := "`sortie check` says what each cloud lacks"
+	if s.Inputs != nil {
+		hint = "`sortie check` on the server's machine says what each cloud lacks"
+	}
+	return e.Error() + "; " + hint
+}
+
+// storeNotEnabled says why the cloud whose buckets store holds (aws for
+// s3) is not enabled here, with notEnabled's hint; nil when it is, or
+// when no cloud holds them.
+func (s *Service) storeNotEnabled(store string) error {
+	for _, c := range clouds.Known() {
+		if c.Task.Store != store {
+			continue
+		}
+		var ne *clouds.NotEnabledError
+		if errors.As(s.Clouds.Enabled(c.Name, clouds.Machine{Getenv: s.Getenv}), &ne) {
+			return errors.New(s.notEnabledText(ne))
+		}
+	}
+	return nil
+}
+
+// leftOut is the warning of a launch of task i that leaves out the
+// candidates of cloud e, which is not enabled, as others are left.
+func leftOut(p *schema.Pipeline, i int, e *clouds.NotEnabledError) string {
+	return taskPath(p, i, "resources") + ": " + e.Cloud + " is not enabled here, so its placements are left out (`sortie check` says why)"
 }
 
 // formatAccelerators writes accelerators as a task file does: "A100:1",

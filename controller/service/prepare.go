@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/schema"
 )
@@ -31,25 +33,17 @@ type prepared struct {
 	missing []schema.Problem
 }
 
-// refusal is the error a launch gives for what it lacks, nil if nothing.
-func (pr *prepared) refusal() error {
-	if len(pr.missing) == 0 {
-		return nil
-	}
-	return &schema.ValidationError{Problems: pr.missing}
-}
-
 // prepare reads, validates and completes a launch request without storing
 // anything: the task file, the command line's overrides, required envs,
 // secrets and the local inputs. A problem with the file or the flags is
 // an error; what the launch lacks besides is in missing, every problem at
 // once, each with the path a task file problem would have and a fix.
-func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
+func (s *Service) prepare(req contract.LaunchRequest) (*prepared, error) {
 	data := req.Task
 	if data == nil {
 		var err error
 		if data, err = schema.ReadFile(req.File); err != nil {
-			return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("read task file: %w", err)}
 		}
 	}
 	if err := checkVarNames("--env", req.Envs); err != nil {
@@ -77,12 +71,9 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 	var uploadProbs []schema.Problem
 	if remote {
 		// A server reads no user's disk: every local source is an upload.
-		uploadProbs, err = s.uploadedInputs(p, req.Inputs)
-		if err != nil {
-			return nil, err
-		}
+		uploadProbs = s.uploadedInputs(p, req.Inputs)
 	} else if len(req.Inputs) > 0 {
-		return nil, &UsageError{Err: errors.New("inputs: uploads are for a server; this process reads the sources from disk")}
+		return nil, &contract.UsageError{Err: errors.New("inputs: uploads are for a server; this process reads the sources from disk")}
 	}
 	for _, t := range p.Tasks {
 		expandHome(t)
@@ -134,13 +125,7 @@ func (s *Service) prepare(req LaunchRequest) (*prepared, error) {
 			return nil, err
 		}
 	}
-	name := req.Name
-	if name == "" {
-		name = p.Name
-	}
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File))
-	}
+	name := cmp.Or(req.Name, p.Name, strings.TrimSuffix(filepath.Base(req.File), filepath.Ext(req.File)))
 	return &prepared{pipeline: p, name: name, baseDir: base, secrets: secrets, key: key, missing: probs}, nil
 }
 
@@ -382,7 +367,7 @@ func inputKey(p *schema.Pipeline, base, uploads string) (string, error) {
 		if uploads != "" {
 			return "", errors.New("compute input key: the server could not read the request's uploads")
 		}
-		return "", &UsageError{Err: fmt.Errorf("compute input key: %w", err)}
+		return "", &contract.UsageError{Err: fmt.Errorf("compute input key: %w", err)}
 	}
 	return "", &schema.ValidationError{Problems: probs}
 }

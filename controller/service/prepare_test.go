@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -62,7 +63,7 @@ func TestRelativePathsAreTakenFromTheLaunchDirectory(t *testing.T) {
 	file := filepath.Join(root, "examples", "train.yaml")
 
 	// Launched from the project root, as a SkyPilot user would.
-	j, err := s.Launch(ctx, LaunchRequest{File: file, Dir: root})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: file, Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestRelativePathsAreTakenFromTheLaunchDirectory(t *testing.T) {
 	}
 
 	// workdir: . is the launch directory, wherever the file is.
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "examples", "here.yaml"), Dir: root})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "examples", "here.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestRelativePathsAreTakenFromTheLaunchDirectory(t *testing.T) {
 	}
 
 	// From the file's directory, the same file names other paths.
-	_, err = s.Launch(ctx, LaunchRequest{File: file, Dir: filepath.Join(root, "examples")})
+	_, err = s.Launch(ctx, contract.LaunchRequest{File: file, Dir: filepath.Join(root, "examples")})
 	got := problems(t, err)
 	if len(got) != 1 || !strings.Contains(got[0], `file_mounts./data/shard.csv: "data/shard.csv" source cannot be read: `+root+`/examples/data/shard.csv does not exist`) ||
 		!strings.Contains(got[0], "relative paths are taken from the directory sortie runs in") {
@@ -101,7 +102,7 @@ func TestRelativePathsAreTakenFromTheLaunchDirectory(t *testing.T) {
 	// A retry keeps the launch's directory, whatever the caller's is.
 	endJob(t, s, j.ID)
 	t.Chdir(t.TempDir())
-	res, err := s.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "again"})
+	res, err := s.Retry(ctx, contract.RetryRequest{IDs: []int64{j.ID}, Reason: "again"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 		{"two.yaml", []string{`tasks[1].workdir: "gone" cannot be read: ` + root + "/gone does not exist"}},
 		{"file.yaml", []string{`workdir: "notadir" is not a directory (` + root + "/notadir); give the directory the task runs in"}},
 	} {
-		_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, tc.file), Dir: root})
+		_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, tc.file), Dir: root})
 		got := problems(t, err)
 		if len(got) != len(tc.want) {
 			t.Errorf("%s: problems %q, want %d", tc.file, got, len(tc.want))
@@ -170,7 +171,7 @@ func TestLaunchStageProblemsComeTogether(t *testing.T) {
 	}
 	// A dry run of the same valid file passes and lists what the launch
 	// lacks, each as the launch says it.
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "two.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestSecretFlagFillsEveryTask(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{"p.yaml": "run: 'true'\n---\nsecrets: {TOKEN: null}\nrun: 'true'\n"})
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Secrets: map[string]string{"TOKEN": "v"}})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Secrets: map[string]string{"TOKEN": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestSecretFlagFillsEveryTask(t *testing.T) {
 			t.Errorf("task %d secrets (-want +got):\n%s", tp.Task, diff)
 		}
 	}
-	_, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Secrets: map[string]string{"BAD-NAME": "v"}})
+	_, err = s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Secrets: map[string]string{"BAD-NAME": "v"}})
 	if got := problems(t, err); len(got) != 1 || !strings.HasPrefix(got[0], "--secret BAD-NAME: is not a valid variable name") {
 		t.Errorf("problems %q", got)
 	}
@@ -217,7 +218,7 @@ run: 'true'
 		"p.yaml": "name: p\n---\nrun: 'true'\n---\nrun: 'true'\n",
 	})
 	spot, nodes := true, 3
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, CPUs: "8+", GPUs: "L4:2", Zone: "local-a",
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, CPUs: "8+", GPUs: "L4:2", Zone: "local-a",
 		UseSpot: &spot, NumNodes: &nodes})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ run: 'true'
 	}
 
 	// "none" removes a field, as in SkyPilot.
-	plan, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, CPUs: "none"})
+	plan, err = s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, CPUs: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ run: 'true'
 	}
 
 	// Every task of a pipeline takes the flags.
-	plan, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Memory: "16+"})
+	plan, err = s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Memory: "16+"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,13 +260,13 @@ run: 'true'
 	}
 
 	// A bad value names the flag, once, however many tasks it set.
-	_, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, CPUs: "many", Memory: "16+"})
+	_, err = s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, CPUs: "many", Memory: "16+"})
 	got := problems(t, err)
 	if len(got) != 1 || !strings.HasPrefix(got[0], `--cpus: "many"`) {
 		t.Errorf("problems %q, want one naming --cpus", got)
 	}
-	_, err = s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Infra: "local", Region: "local"})
-	var ue *UsageError
+	_, err = s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root, Infra: "local", Region: "local"})
+	var ue *contract.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--infra") {
 		t.Errorf("--infra with --region: %v", err)
 	}
@@ -286,7 +287,8 @@ run: 'true'
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	s.Getenv = credentialsEnv(t)
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,11 +329,11 @@ run: echo $HF_TOKEN $MODEL
 	var warned []string
 	warn := func(w string) { warned = append(warned, w) }
 
-	_, err := s.Launch(ctx, LaunchRequest{File: file, Dir: root, Warn: warn})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: file, Dir: root, Warn: warn})
 	if got := problems(t, err); len(got) != 1 || got[0] != "envs.HF_TOKEN: is required at launch; pass --env HF_TOKEN=VALUE or --env-file FILE" {
 		t.Errorf("problems %q", got)
 	}
-	plan, err := s.Plan(ctx, LaunchRequest{File: file, Dir: root})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: file, Dir: root})
 	if err != nil || len(plan.Missing) != 1 || !strings.HasPrefix(plan.Missing[0], "envs.HF_TOKEN: is required at launch") {
 		t.Errorf("dry run without HF_TOKEN: %v, missing %q", err, plan.Missing)
 	}
@@ -340,7 +342,7 @@ run: echo $HF_TOKEN $MODEL
 	}
 
 	warned = nil
-	plan, err = s.Plan(ctx, LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x", "EXTRA": "1"}, Warn: warn})
+	plan, err = s.Plan(ctx, contract.LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x", "EXTRA": "1"}, Warn: warn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +357,7 @@ run: echo $HF_TOKEN $MODEL
 		t.Errorf("the plan shows an env value: %s", b)
 	}
 
-	j, err := s.Launch(ctx, LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x"}})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: file, Dir: root, Envs: map[string]string{"HF_TOKEN": "hf_x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,13 +375,13 @@ func TestRetryWarnsOfIgnoredFieldsItSets(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{"t.yaml": "run: 'true'\n"})
-	j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	endJob(t, s, j.ID)
 	var warned []string
-	_, err = s.Retry(ctx, RetryRequest{IDs: []int64{j.ID}, Reason: "r", Sets: []string{"resources.autostop=10"},
+	_, err = s.Retry(ctx, contract.RetryRequest{IDs: []int64{j.ID}, Reason: "r", Sets: []string{"resources.autostop=10"},
 		Warn: func(w string) { warned = append(warned, w) }})
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +402,7 @@ func TestShowListsTheTasksPorts(t *testing.T) {
 		"one.yaml": {{"8080", "10000-10010", "9090"}},
 		"two.yaml": {{}, {"22"}},
 	} {
-		j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, file), Dir: root})
+		j, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, file), Dir: root})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +430,7 @@ resources:
 run: 'true'
 `})
 	spot := true
-	plan, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, GPUs: "L4:1", UseSpot: &spot})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root, GPUs: "L4:1", UseSpot: &spot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +449,7 @@ func TestHomeInPathsIsExpandedBeforeTheJobIsStored(t *testing.T) {
 	home := project(t, map[string]string{"proj/run.sh": "echo hi\n", "data.csv": "a\n"})
 	t.Setenv("HOME", home)
 	root := project(t, map[string]string{"t.yaml": "workdir: ~/proj\nfile_mounts: {/data.csv: ~/data.csv}\nrun: bash run.sh\n"})
-	j, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +476,7 @@ func TestMoreSkyPilotFlags(t *testing.T) {
 		"t.yaml":      "resources:\n  ports: 22\n  ordered: [{zone: local-a, instance_type: big}, {zone: local-b}]\nrun: 'true'\n",
 	})
 	file := filepath.Join(root, "t.yaml")
-	plan, err := s.Plan(ctx, LaunchRequest{File: file, Dir: root, InstanceType: "small", DiskSize: "1TB", DiskTier: "high",
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: file, Dir: root, InstanceType: "small", DiskSize: "1TB", DiskTier: "high",
 		NetworkTier: "best", ImageID: "img-1", Ports: []string{"8080", "9000-9001"}, Workdir: "src"})
 	if err != nil {
 		t.Fatal(err)
@@ -492,14 +494,14 @@ func TestMoreSkyPilotFlags(t *testing.T) {
 			t.Errorf("placement %s: %+v", deref(pl.Zone), pl)
 		}
 	}
-	plan, err = s.Plan(ctx, LaunchRequest{File: file, Dir: root, Ports: []string{"none"}})
+	plan, err = s.Plan(ctx, contract.LaunchRequest{File: file, Dir: root, Ports: []string{"none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(plan.Tasks[0].Ports) != 0 {
 		t.Errorf("--ports none left %v", plan.Tasks[0].Ports)
 	}
-	_, err = s.Plan(ctx, LaunchRequest{File: file, Dir: root, Ports: []string{"70000"}, DiskTier: "fastest"})
+	_, err = s.Plan(ctx, contract.LaunchRequest{File: file, Dir: root, Ports: []string{"70000"}, DiskTier: "fastest"})
 	got := problems(t, err)
 	all := strings.Join(got, "\n")
 	if len(got) != 2 || !strings.Contains(all, `--disk-tier: "fastest"`) || !strings.Contains(all, "--ports: 70000") {
@@ -510,7 +512,7 @@ func TestMoreSkyPilotFlags(t *testing.T) {
 func TestPlanShowsAGitWorkdir(t *testing.T) {
 	s := testService(t)
 	root := project(t, map[string]string{"t.yaml": "workdir: {url: https://github.com/org/repo.git, ref: v1.2}\nrun: 'true'\n"})
-	plan, err := s.Plan(context.Background(), LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	plan, err := s.Plan(context.Background(), contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,15 +526,16 @@ func TestLaunchRefusesPlacementsTheConfigDoesNotOffer(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{"t.yaml": "resources: {zone: nowhere}\nrun: 'true'\n", "aws.yaml": "resources: {cloud: aws, zone: nowhere}\nrun: 'true'\n"})
-	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if got := problems(t, err); len(got) != 1 || !strings.HasPrefix(got[0], "resources: ") || !strings.Contains(got[0], "nowhere") {
 		t.Errorf("problems %q", got)
 	}
-	if _, err := s.Plan(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root}); err == nil {
+	if _, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root}); err == nil {
 		t.Error("the dry run passed a zone the local cloud does not have")
 	}
 	// A cloud only the controller can ask is left to it.
-	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "aws.yaml"), Dir: root}); err != nil {
+	s.Getenv = credentialsEnv(t)
+	if _, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "aws.yaml"), Dir: root}); err != nil {
 		t.Errorf("launch on aws: %v", err)
 	}
 }
@@ -550,7 +553,7 @@ func TestUnreadableInputsAreNamedWithAFix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	got := problems(t, err)
 	want := []string{
 		`workdir: "code" cannot be read whole: ` + filepath.Join(root, "code/private.key") + ": permission denied; fix its permissions, or list it in .sortieignore",
@@ -575,7 +578,7 @@ func TestLaunchRefusesAWebhookWithoutItsSigningKey(t *testing.T) {
 	root := project(t, map[string]string{
 		"hook.yaml": "name: p\n---\nrun: 'true'\n---\nnotify:\n  webhooks:\n  - {url: https://h.example.com/a, secret: ops}\n  - {url: https://h.example.com/b, secret: nokey}\nrun: 'true'\n",
 	})
-	_, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "hook.yaml"), Dir: root})
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "hook.yaml"), Dir: root})
 	got := problems(t, err)
 	want := `tasks[1].notify.webhooks[1].secret: "nokey" names no signing key; add notify.secrets.nokey to ` + filepath.Join(s.Home, "config.yaml")
 	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
@@ -585,7 +588,7 @@ func TestLaunchRefusesAWebhookWithoutItsSigningKey(t *testing.T) {
 		t.Errorf("%d jobs stored by a refused launch", len(jobs))
 	}
 	s.Config.Notify.Secrets["nokey"] = "fedcba9876543210fedcba"
-	if _, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "hook.yaml"), Dir: root}); err != nil {
+	if _, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "hook.yaml"), Dir: root}); err != nil {
 		t.Fatalf("with both keys: %v", err)
 	}
 }

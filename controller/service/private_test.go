@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -33,7 +34,7 @@ func TestTheStoreIsPrivate(t *testing.T) {
 	}
 	s.StartDaemon = func(context.Context, string) error { return nil }
 	s.FindDaemon = nil
-	if _, err := s.Launch(context.Background(), LaunchRequest{File: task}); err != nil {
+	if _, err := s.Launch(context.Background(), contract.LaunchRequest{File: task}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]os.FileMode{h: 0o700, home.State(h): 0o600, home.State(h) + "-wal": 0o600, home.State(h) + "-shm": 0o600}
@@ -68,7 +69,7 @@ func TestLaunchRefusesInputsNoNodeCanTake(t *testing.T) {
 		}
 		return ""
 	}
-	_, err := s.Launch(context.Background(), LaunchRequest{File: task, Dir: dir})
+	_, err := s.Launch(context.Background(), contract.LaunchRequest{File: task, Dir: dir})
 	var ve *schema.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("launch: %v, want a validation error", err)
@@ -133,11 +134,11 @@ func TestOpenRecordsDefaultWebhooks(t *testing.T) {
 	if err := os.WriteFile(task, []byte("run: train\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, err := s.Launch(ctx, LaunchRequest{File: task})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: task})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, CancelRequest{IDs: []int64{j.ID}}); err != nil {
+	if _, err := s.Cancel(ctx, contract.CancelRequest{IDs: []int64{j.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	evs, err := st.UndispatchedEvents(ctx, 10)

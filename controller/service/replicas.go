@@ -6,20 +6,21 @@ import (
 	"strings"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/store"
 )
 
 // Replicas lists the replicas of the store, newest heartbeat first.
-func (s *Service) Replicas(ctx context.Context) ([]ReplicaView, error) {
+func (s *Service) Replicas(ctx context.Context) ([]contract.ReplicaView, error) {
 	rs, err := s.Store.Replicas(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the replicas: %w", err)
 	}
 	now := s.Now()
-	out := make([]ReplicaView, 0, len(rs))
+	out := make([]contract.ReplicaView, 0, len(rs))
 	for _, r := range rs {
 		age := now.Sub(r.HeartbeatAt)
-		out = append(out, ReplicaView{Name: r.Name, ID: r.ID, Host: r.Host, PID: r.PID, StartedAt: r.StartedAt.UTC(), HeartbeatAt: r.HeartbeatAt,
+		out = append(out, contract.ReplicaView{Name: r.Name, ID: r.ID, Host: r.Host, PID: r.PID, StartedAt: r.StartedAt.UTC(), HeartbeatAt: r.HeartbeatAt,
 			HeartbeatAge: age.Round(time.Millisecond).Seconds(), LeaseTTL: r.TTL.Seconds(), Live: age <= r.TTL, Jobs: r.Jobs})
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/schema"
 	"sortie/strategy"
@@ -69,13 +70,13 @@ func TestQueueShowsResourcesAndLocation(t *testing.T) {
 	if err := os.WriteFile(task, []byte("num_nodes: 2\nresources:\n  accelerators: A100:8\n  use_spot: true\nrun: train\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, err := s.Launch(ctx, LaunchRequest{File: task})
+	j, err := s.Launch(ctx, contract.LaunchRequest{File: task})
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := func() JobView {
+	queue := func() contract.JobView {
 		t.Helper()
-		jobs, err := s.Queue(ctx, QueueRequest{All: true})
+		jobs, err := s.Queue(ctx, contract.QueueRequest{All: true})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("queue: %v, %v", jobs, err)
 		}

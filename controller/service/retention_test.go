@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/strategy"
@@ -21,7 +22,7 @@ func TestLogsRemovedAreSaidSo(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{"t.yaml": "run: exit 3\n"})
-	v, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +46,8 @@ func TestLogsRemovedAreSaidSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = s.Logs(ctx, LogsRequest{ID: v.ID}, &out)
-	if !errors.Is(err, ErrLogsRemoved) {
+	err = s.Logs(ctx, contract.LogsRequest{ID: v.ID}, &out)
+	if !errors.Is(err, contract.ErrLogsRemoved) {
 		t.Fatalf("Logs: %v, want ErrLogsRemoved", err)
 	}
 	want := "sortie: the logs of job 1 were removed on " + removed.UTC().Format("2006-01-02 15:04:05 UTC") +
@@ -54,8 +55,8 @@ func TestLogsRemovedAreSaidSo(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("Logs printed %q\nwant %q", out.String(), want)
 	}
-	_, err = s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
-	var kf *KnownFailureError
+	_, err = s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	var kf *contract.KnownFailureError
 	if !errors.As(err, &kf) || !strings.Contains(err.Error(), "Its logs were removed 2 hours ago (controller.log_retention); `sortie jobs show 1`") {
 		t.Errorf("relaunch: %v", err)
 	}

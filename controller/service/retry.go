@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -17,9 +19,9 @@ import (
 
 // RetryTargets resolves the jobs a retry names and checks that each can be
 // retried: it exists and has ended.
-func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView, error) {
+func (s *Service) RetryTargets(ctx context.Context, req contract.RetryRequest) ([]contract.JobView, error) {
 	if strings.TrimSpace(req.Reason) == "" {
-		return nil, &UsageError{Err: errors.New("--reason is required: say why the job is retried (e.g. --reason 'flaky network')")}
+		return nil, &contract.UsageError{Err: errors.New("--reason is required: say why the job is retried (e.g. --reason 'flaky network')")}
 	}
 	var jobs []*store.Job
 	if len(req.IDs) > 0 {
@@ -35,7 +37,7 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 		}
 	} else {
 		if req.Filter.Empty() {
-			return nil, &UsageError{Err: errors.New("name the jobs to retry: IDs, or a filter such as --status FAILED --name 'lab-*'")}
+			return nil, &contract.UsageError{Err: errors.New("name the jobs to retry: IDs, or a filter such as --status FAILED --name 'lab-*'")}
 		}
 		allowed := lifecycle.TerminalStatuses()
 		if req.FromFailedTask && len(req.Statuses) == 0 {
@@ -46,13 +48,13 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 			return nil, err
 		}
 	}
-	out := make([]JobView, 0, len(jobs))
+	out := make([]contract.JobView, 0, len(jobs))
 	for _, j := range jobs {
 		if !j.Status.Terminal() {
-			return nil, &UsageError{Err: fmt.Errorf("job %d is %s: only ended jobs can be retried; wait for it to end or cancel it (`sortie jobs cancel %d`)", j.ID, j.Status, j.ID)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("job %d is %s: only ended jobs can be retried; wait for it to end or cancel it (`sortie jobs cancel %d`)", j.ID, j.Status, j.ID)}
 		}
 		if req.FromFailedTask && !failedInATask(j.Status) {
-			return nil, &UsageError{Err: fmt.Errorf("job %d ended %s: no task of it failed, so --from-failed-task has no task to start at; retry it without --from-failed-task to run it all again", j.ID, j.Status)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("job %d ended %s: no task of it failed, so --from-failed-task has no task to start at; retry it without --from-failed-task to run it all again", j.ID, j.Status)}
 		}
 		out = append(out, viewJob(j))
 	}
@@ -62,7 +64,7 @@ func (s *Service) RetryTargets(ctx context.Context, req RetryRequest) ([]JobView
 // Retry creates one new job per target from the target's stored task,
 // with the overrides applied: every override is validated against every
 // target before anything is created.
-func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, error) {
+func (s *Service) Retry(ctx context.Context, req contract.RetryRequest) ([]contract.RetryResult, error) {
 	targets, err := s.RetryTargets(ctx, req)
 	if err != nil {
 		return nil, err
@@ -126,7 +128,7 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 			return nil, fmt.Errorf("retry job %d: %w", pl.job.ID, err)
 		}
 	}
-	results := make([]RetryResult, 0, len(plans))
+	results := make([]contract.RetryResult, 0, len(plans))
 	for _, pl := range plans {
 		diff, _ := json.Marshal(pl.overrides)
 		if len(pl.overrides) == 0 {
@@ -137,9 +139,7 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 			reason += " (" + note + ")"
 		}
 		by := req.RequestedBy
-		if by == "" {
-			by = s.asker().Name
-		}
+		by = cmp.Or(by, s.asker().Name)
 		// The retry is the original's owner's work, whoever asked for it.
 		v, err := s.submit(ctx, pl.pipeline, submission{name: retryName(pl.job, pl.pipeline, pl.overrides), baseDir: pl.job.BaseDir,
 			retry: pl.job, reason: reason, overrides: diff, requestedBy: by, secrets: pl.secrets, key: pl.key,
@@ -151,15 +151,15 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) ([]RetryResult, e
 		if err != nil {
 			return results, err
 		}
-		ovs := make([]Override, len(pl.overrides))
+		ovs := make([]contract.Override, len(pl.overrides))
 		for i, o := range pl.overrides {
-			ovs[i] = Override{Path: o.Path, Old: o.Old, New: o.New}
+			ovs[i] = contract.Override{Path: o.Path, Old: o.Old, New: o.New}
 		}
 		var from *int
 		if n := len(pl.links); n > 0 {
 			from = &n
 		}
-		results = append(results, RetryResult{Original: viewJob(orig), Retry: v, Override: ovs, FromTask: from})
+		results = append(results, contract.RetryResult{Original: viewJob(orig), Retry: v, Override: ovs, FromTask: from})
 	}
 	return results, nil
 }
@@ -195,7 +195,7 @@ func (s *Service) failedTaskLinks(ctx context.Context, j *store.Job, p *schema.P
 		before, _ := json.Marshal(orig.Tasks[t.Idx])
 		after, _ := json.Marshal(p.Tasks[t.Idx])
 		if string(before) != string(after) {
-			return nil, &UsageError{Err: fmt.Errorf("job %d: --set changes task %d%s, which succeeded and which --from-failed-task would link rather than run; "+
+			return nil, &contract.UsageError{Err: fmt.Errorf("job %d: --set changes task %d%s, which succeeded and which --from-failed-task would link rather than run; "+
 				"retry without --from-failed-task to run every task with the change", j.ID, t.Idx, quotedName(t.Name))}
 		}
 		ref := store.TaskRef{Job: j.ID, Task: t.Idx}
@@ -205,7 +205,7 @@ func (s *Service) failedTaskLinks(ctx context.Context, j *store.Job, p *schema.P
 		links = append(links, ref)
 	}
 	if len(links) == len(tasks) {
-		return nil, &UsageError{Err: fmt.Errorf("job %d: every task succeeded; retry it without --from-failed-task", j.ID)}
+		return nil, &contract.UsageError{Err: fmt.Errorf("job %d: every task succeeded; retry it without --from-failed-task", j.ID)}
 	}
 	return links, nil
 }
@@ -228,31 +228,41 @@ func (s *Service) knownFailureNote(ctx context.Context, key string) string {
 }
 
 // Failures lists the known failures, newest first.
-func (s *Service) Failures(ctx context.Context) ([]FailureView, error) {
+func (s *Service) Failures(ctx context.Context) ([]contract.FailureView, error) {
 	fs, err := s.Store.KnownFailures(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list known failures: %w", err)
 	}
-	out := make([]FailureView, 0, len(fs))
+	out := make([]contract.FailureView, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, viewFailure(f))
+		v := viewFailure(f)
+		if err := s.confirmedFailure(ctx, &v, f); err != nil {
+			return nil, fmt.Errorf("list known failures: %w", err)
+		}
+		out = append(out, v)
 	}
-	return out, nil
+	flaky, err := s.flakyFailures(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, flaky...), nil
 }
 
-func viewFailure(f *store.KnownFailure) FailureView {
-	return FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
+func viewFailure(f *store.KnownFailure) contract.FailureView {
+	v := contract.FailureView{InputKey: f.InputKey, JobID: f.JobID, TaskName: f.TaskName, Status: f.Status,
 		ExitCodes: f.ExitCodes, LogPath: f.LogPath, RecordedAt: f.RecordedAt.UTC(), Size: viewSize(f.Size), LogsRemovedAt: utc(f.LogsRemovedAt),
 		Owner: strPtr(f.Owner), JobName: strPtr(f.JobName), Task: f.Task}
+	viewVerdict(&v, f)
+	return v
 }
 
 // knownFailure is the error that refuses a launch of inputs that failed
 // in f. Its failure carries no size, as the API's error has none: the
 // message says how big the job had grown.
-func knownFailure(f *store.KnownFailure, now time.Time, asker string) *KnownFailureError {
+func knownFailure(f *store.KnownFailure, now time.Time, asker string) *contract.KnownFailureError {
 	v := viewFailure(f)
 	v.Size = nil
-	e := &KnownFailureError{Failure: &v, Now: now, Asker: asker}
+	e := &contract.KnownFailureError{Failure: &v, Now: now, Asker: asker}
 	if f.Size != nil && !f.Size.IsZero() {
 		e.Grown = f.Size.String()
 	}
@@ -262,7 +272,7 @@ func knownFailure(f *store.KnownFailure, now time.Time, asker string) *KnownFail
 // ForgetFailure forgets the known failure whose key starts with prefix.
 func (s *Service) ForgetFailure(ctx context.Context, prefix string) (string, error) {
 	if len(prefix) < 4 {
-		return "", &UsageError{Err: fmt.Errorf("key %q is too short: give at least 4 characters of the key `sortie jobs failures` shows", prefix)}
+		return "", &contract.UsageError{Err: fmt.Errorf("key %q is too short: give at least 4 characters of the key `sortie jobs failures` shows", prefix)}
 	}
 	key, _, err := s.Store.ForgetFailureBy(ctx, prefix, s.asker().Name, func(f *store.KnownFailure) error {
 		return s.mayAct(&store.Job{ID: f.JobID, Owner: f.Owner}, "forget the failure of")
@@ -271,7 +281,7 @@ func (s *Service) ForgetFailure(ctx context.Context, prefix string) (string, err
 	case errors.Is(err, store.ErrNotFound):
 		return "", fmt.Errorf("no known failure has a key starting with %q (see `sortie jobs failures`)", prefix)
 	case errors.Is(err, store.ErrAmbiguous):
-		return "", &UsageError{Err: fmt.Errorf("%q matches several known failures: give more of the key", prefix)}
+		return "", &contract.UsageError{Err: fmt.Errorf("%q matches several known failures: give more of the key", prefix)}
 	}
 	return key, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -57,7 +58,7 @@ func TestFailedTaskLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.failedTaskLinks(ctx, j, changedLinked)
-	var usage *UsageError
+	var usage *contract.UsageError
 	if !errors.As(err, &usage) || !strings.Contains(err.Error(), `--set changes task 0 ("prep")`) {
 		t.Errorf("a --set on a linked task: %v, want a usage error naming task 0", err)
 	}

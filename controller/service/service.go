@@ -21,6 +21,7 @@ import (
 
 	"sortie/controller/clouds"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/daemon"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
@@ -52,11 +53,11 @@ type Service struct {
 	RemoteLogs func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error)
 	// RemoteShell runs `jobs ssh` on a cloud that is not in Clouds; nil
 	// refuses such a job.
-	RemoteShell func(ctx context.Context, req ShellRequest) (int, error)
+	RemoteShell func(ctx context.Context, req contract.ShellRequest) (int, error)
 	// Asker is who asks: the owner of what they launch, and whom the owner
 	// check lets cancel, retry or forget what. Nil acts on every job and
 	// records no name.
-	Asker *Asker
+	Asker *contract.Asker
 	// Inputs, on a server, finds an uploaded workdir or file mount by its
 	// digest (the request's Inputs) and returns where it is unpacked; nil
 	// refuses requests that name uploads.
@@ -103,25 +104,35 @@ func (s *Service) Close() error {
 
 // Launch validates the task file, refuses inputs that are a known failure
 // (unless RetryFailed), stores the job and makes sure the controller runs.
-func (s *Service) Launch(ctx context.Context, req LaunchRequest) (*JobView, error) {
+func (s *Service) Launch(ctx context.Context, req contract.LaunchRequest) (*contract.JobView, error) {
 	pr, err := s.prepare(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := pr.refusal(); err != nil {
-		return nil, err
-	}
 	// What the dry run would refuse for its placements, the launch
 	// refuses too, rather than store a job that can only fail prechecks.
-	var probs []schema.Problem
+	// A cloud that is not enabled here is refused as SkyPilot's optimizer
+	// refuses it: its candidates are left out, and a task with none left
+	// is refused, naming each cloud and why.
+	probs := pr.missing
 	for i, t := range pr.pipeline.Tasks {
-		if _, err := s.placements(ctx, t); err != nil {
+		pls, refused, err := s.placements(ctx, t)
+		switch {
+		case err != nil:
 			probs = append(probs, schema.Problem{Path: taskPath(pr.pipeline, i, "resources"), Message: err.Error()})
+		case len(pls) == 0:
+			for _, r := range refused {
+				probs = append(probs, s.notEnabled(pr.pipeline, i, r))
+			}
+		case req.Warn != nil:
+			for _, r := range refused {
+				req.Warn(leftOut(pr.pipeline, i, r))
+			}
 		}
 	}
 	if len(probs) == 0 {
 		// Last, as it asks the stores: every bucket can be read.
-		bp, err := bucketProblems(ctx, pr.pipeline)
+		bp, err := bucketProblems(ctx, pr.pipeline, s.storeNotEnabled)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +162,7 @@ type submission struct {
 }
 
 // submit stores a validated pipeline as a new job.
-func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission) (*JobView, error) {
+func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission) (*contract.JobView, error) {
 	key, secrets := sub.key, sub.secrets
 	if key != "" && !sub.retryFailed && sub.retry == nil {
 		f, err := s.Store.KnownFailure(ctx, key)
@@ -200,9 +211,9 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 
 // Queue lists jobs: every job with All, else the unfinished ones and the
 // newest finished ones.
-func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error) {
-	var out []JobView
-	err := s.QueueEach(ctx, req, func(v JobView) error { out = append(out, v); return nil })
+func (s *Service) Queue(ctx context.Context, req contract.QueueRequest) ([]contract.JobView, error) {
+	var out []contract.JobView
+	err := s.QueueEach(ctx, req, func(v contract.JobView) error { out = append(out, v); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -213,17 +224,17 @@ func (s *Service) Queue(ctx context.Context, req QueueRequest) ([]JobView, error
 // long to hold: fn sees each job as the store reads it. With a Limit it
 // stops after that many, and with Before it starts below that id: a page
 // costs what it shows, however many jobs are behind it.
-func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobView) error) error {
+func (s *Service) QueueEach(ctx context.Context, req contract.QueueRequest, fn func(contract.JobView) error) error {
 	for _, st := range req.Statuses {
 		if !st.Valid() {
-			return &UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, joinStatuses(lifecycle.Statuses()))}
+			return &contract.UsageError{Err: fmt.Errorf("--status: %q is not a job status (one of %s)", st, joinStatuses(lifecycle.Statuses()))}
 		}
 	}
 	if err := store.ValidGlob(req.NameGlob); err != nil {
-		return &UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
+		return &contract.UsageError{Err: fmt.Errorf("--name: %q is not a valid pattern: %v", req.NameGlob, err)}
 	}
 	if req.Limit < 0 || req.Before < 0 {
-		return &UsageError{Err: fmt.Errorf("limit %d, before %d: a page's size and cursor are 0 or more", req.Limit, req.Before)}
+		return &contract.UsageError{Err: fmt.Errorf("limit %d, before %d: a page's size and cursor are 0 or more", req.Limit, req.Before)}
 	}
 	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Owner: req.Owner, BeforeID: req.Before, Limit: req.Limit}
 	left := req.Limit
@@ -246,7 +257,7 @@ func (s *Service) QueueEach(ctx context.Context, req QueueRequest, fn func(JobVi
 // errPageFull stops a listing once its page is full.
 var errPageFull = errors.New("the page is full")
 
-func (s *Service) queueEach(ctx context.Context, req QueueRequest, f store.JobFilter, each func(*store.Job) error) error {
+func (s *Service) queueEach(ctx context.Context, req contract.QueueRequest, f store.JobFilter, each func(*store.Job) error) error {
 	if req.All || len(req.Statuses) > 0 {
 		if err := s.Store.EachJob(ctx, f, each); err != nil {
 			return fmt.Errorf("list jobs: %w", err)
@@ -288,13 +299,13 @@ func (s *Service) queueEach(ctx context.Context, req QueueRequest, f store.JobFi
 }
 
 // Show returns a job with its tasks, attempts, launch tries and retry chain.
-func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
+func (s *Service) Show(ctx context.Context, id int64) (*contract.JobDetail, error) {
 	j, err := s.job(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	d := &JobDetail{JobView: viewJob(j), Tasks: []TaskView{}, Attempts: []AttemptView{}, LaunchTries: []LaunchTryView{}, Chain: []JobView{},
-		Notifications: []NotificationView{}, Storage: []StorageView{}}
+	d := &contract.JobDetail{JobView: viewJob(j), Tasks: []contract.TaskView{}, Attempts: []contract.AttemptView{}, LaunchTries: []contract.LaunchTryView{}, Chain: []contract.JobView{},
+		Notifications: []contract.NotificationView{}, Storage: []contract.StorageView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %d: tasks: %w", id, err)
@@ -308,7 +319,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 			budget = p.Tasks[t.Idx].Recovery().MaxRestartsOnErrors
 			ports = taskPorts(p.Tasks[t.Idx].Resources)
 		}
-		d.Tasks = append(d.Tasks, TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
+		d.Tasks = append(d.Tasks, contract.TaskView{Task: t.Idx, Name: t.Name, Status: t.Status, RecoveryCount: t.RecoveryCount,
 			RestartsOnErrors: t.RestartsOnErrors, MaxRestartsOnErrors: budget, Ports: ports,
 			StartedAt: utc(t.StartedAt), EndedAt: utc(t.EndedAt), LinkedFrom: viewLink(t.Linked), Size: viewSize(t.Size)})
 	}
@@ -324,7 +335,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 		return nil, fmt.Errorf("job %d: launch tries: %w", id, err)
 	}
 	for _, t := range tries {
-		d.LaunchTries = append(d.LaunchTries, LaunchTryView{Task: t.TaskIdx, Attempt: t.Attempt, Round: t.Round, Cloud: t.Cloud,
+		d.LaunchTries = append(d.LaunchTries, contract.LaunchTryView{Task: t.TaskIdx, Attempt: t.Attempt, Round: t.Round, Cloud: t.Cloud,
 			Region: t.Region, Zone: t.Zone, Class: t.Class, Message: t.Message, At: t.At.UTC()})
 	}
 	if d.Retries, err = s.Store.Retries(ctx, id); err != nil {
@@ -354,15 +365,18 @@ func (s *Service) Show(ctx context.Context, id int64) (*JobDetail, error) {
 	for _, m := range syncs {
 		d.Storage = append(d.Storage, viewStorage(m))
 	}
+	if err := s.showConfirmations(ctx, d, j.InputKey); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
-func viewStorage(m store.StorageSync) StorageView {
+func viewStorage(m store.StorageSync) contract.StorageView {
 	scheme := m.Store
 	if scheme == "gcs" {
 		scheme = "gs"
 	}
-	v := StorageView{Task: m.TaskIdx, Attempt: m.Attempt, Node: m.Node, Path: m.Path, Bucket: scheme + "://" + m.Bucket, Mode: m.Mode,
+	v := contract.StorageView{Task: m.TaskIdx, Attempt: m.Attempt, Node: m.Node, Path: m.Path, Bucket: scheme + "://" + m.Bucket, Mode: m.Mode,
 		DownloadedAt: utc(m.DownloadedAt), DownloadedBytes: m.DownloadedBytes,
 		UploadedAt: utc(m.UploadedAt), UploadedBytes: m.UploadedBytes, UploadedTotal: m.UploadedTotal}
 	if m.Error != "" {
@@ -390,7 +404,7 @@ func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
 	j, err := s.Store.Job(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, fmt.Errorf("job %d: %w", id, ErrNoSuchJob)
+		return nil, fmt.Errorf("job %d: %w", id, contract.ErrNoSuchJob)
 	case err != nil:
 		return nil, fmt.Errorf("read job %d: %w", id, err)
 	}
@@ -401,7 +415,7 @@ func (s *Service) job(ctx context.Context, id int64) (*store.Job, error) {
 // first, for `--dry-run` and the confirmation: an id that names no job is
 // an error, one that has ended is left out unless it keeps its cluster
 // (keep_on_failure), which the cancel releases.
-func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobView, error) {
+func (s *Service) CancelTargets(ctx context.Context, req contract.CancelRequest) ([]contract.JobView, error) {
 	given := 0
 	for _, b := range []bool{len(req.IDs) > 0, !req.Filter.Empty(), req.All} {
 		if b {
@@ -409,7 +423,7 @@ func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobVi
 		}
 	}
 	if given != 1 {
-		return nil, &UsageError{Err: errors.New("name the jobs to cancel in one way: IDs, a filter (--name, --status, --since) or --all")}
+		return nil, &contract.UsageError{Err: errors.New("name the jobs to cancel in one way: IDs, a filter (--name, --status, --since) or --all")}
 	}
 	var jobs []*store.Job
 	if len(req.IDs) > 0 {
@@ -431,7 +445,7 @@ func (s *Service) CancelTargets(ctx context.Context, req CancelRequest) ([]JobVi
 			return nil, err
 		}
 	}
-	out := make([]JobView, len(jobs))
+	out := make([]contract.JobView, len(jobs))
 	for i, j := range jobs {
 		out[i] = viewJob(j)
 	}
@@ -447,7 +461,7 @@ const cancelBatch = 100
 // Cancel marks the jobs a request names CANCELLING, cancelBatch at a time,
 // and wakes the controller, which stops their attempts. It returns the ids
 // it marked.
-func (s *Service) Cancel(ctx context.Context, req CancelRequest) ([]int64, error) {
+func (s *Service) Cancel(ctx context.Context, req contract.CancelRequest) ([]int64, error) {
 	targets, err := s.CancelTargets(ctx, req)
 	if err != nil {
 		return nil, err
@@ -511,9 +525,9 @@ func joinStatuses(ss []lifecycle.Status) string {
 	return strings.Join(parts, ", ")
 }
 
-func viewLink(r *store.TaskRef) *TaskRef {
+func viewLink(r *store.TaskRef) *contract.TaskRef {
 	if r == nil {
 		return nil
 	}
-	return &TaskRef{Job: r.Job, Task: r.Task}
+	return &contract.TaskRef{Job: r.Job, Task: r.Task}
 }

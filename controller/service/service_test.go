@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
@@ -37,7 +38,7 @@ func TestNothingChangesWhenTheControllerCannotStart(t *testing.T) {
 	if err := os.WriteFile(task, []byte("run: train\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	running, err := s.Launch(ctx, LaunchRequest{File: task})
+	running, err := s.Launch(ctx, contract.LaunchRequest{File: task})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +46,13 @@ func TestNothingChangesWhenTheControllerCannotStart(t *testing.T) {
 	s.FindDaemon = func() error { return missing }
 	s.StartDaemon = func(context.Context, string) error { return missing }
 
-	if _, err := s.Launch(ctx, LaunchRequest{File: task, Name: "second"}); !errors.Is(err, missing) {
+	if _, err := s.Launch(ctx, contract.LaunchRequest{File: task, Name: "second"}); !errors.Is(err, missing) {
 		t.Errorf("launch without a controller: %v, want the controller's error", err)
 	}
 	if jobs, _ := s.Store.Jobs(ctx, store.JobFilter{}); len(jobs) != 1 {
 		t.Errorf("%d jobs stored, want only the first", len(jobs))
 	}
-	if _, err := s.Cancel(ctx, CancelRequest{IDs: []int64{running.ID}}); !errors.Is(err, missing) {
+	if _, err := s.Cancel(ctx, contract.CancelRequest{IDs: []int64{running.ID}}); !errors.Is(err, missing) {
 		t.Errorf("cancel without a controller: %v, want the controller's error", err)
 	}
 	if j, _ := s.Store.Job(ctx, running.ID); j.Status != lifecycle.Pending || j.CancelRequested {
@@ -85,7 +86,7 @@ func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
 		return [][]byte{[]byte("step 1\n")}, nil
 	}
 	var out bytes.Buffer
-	err = s.Logs(ctx, LogsRequest{ID: id, Follow: true, Poll: 1}, &out)
+	err = s.Logs(ctx, contract.LogsRequest{ID: id, Follow: true, Poll: 1}, &out)
 	if !errors.Is(err, context.Canceled) || out.String() != "step 1\n" {
 		t.Errorf("follow returned %v after printing %q; want it to go on past the failed read and print step 1", err, out.String())
 	}
@@ -93,7 +94,7 @@ func TestFollowingOutlivesALogTheControllerCannotRead(t *testing.T) {
 	s.RemoteLogs = func(context.Context, int64, int, int, []int64) ([][]byte, error) {
 		return nil, errors.New("the controller program could not be run")
 	}
-	if err := s.Logs(context.Background(), LogsRequest{ID: id}, &bytes.Buffer{}); err == nil {
+	if err := s.Logs(context.Background(), contract.LogsRequest{ID: id}, &bytes.Buffer{}); err == nil {
 		t.Error("logs of a running attempt whose log cannot be read returned no error")
 	}
 }
@@ -142,9 +143,9 @@ func TestLogsSayWhichLogWasNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = s.Logs(ctx, LogsRequest{ID: id}, &out)
+	err = s.Logs(ctx, contract.LogsRequest{ID: id}, &out)
 	want := "sortie: the log of node 0 was not kept: node 0 was preempted when the attempt ended\n(node 1) step 1\n"
-	if !errors.Is(err, ErrLogNotKept) || out.String() != want {
+	if !errors.Is(err, contract.ErrLogNotKept) || out.String() != want {
 		t.Errorf("logs printed %q and returned %v; want %q and ErrLogNotKept", out.String(), err, want)
 	}
 }
@@ -164,7 +165,7 @@ func TestQueuePages(t *testing.T) {
 			endJob(t, s, id)
 		}
 	}
-	for _, req := range []QueueRequest{{Finished: 50}, {Finished: 1}, {All: true}} {
+	for _, req := range []contract.QueueRequest{{Finished: 50}, {Finished: 1}, {All: true}} {
 		whole, err := s.Queue(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func TestQueuePages(t *testing.T) {
 			t.Errorf("%+v: the pages listed %v, the whole listing %v", req, paged, want)
 		}
 	}
-	if _, err := s.Queue(ctx, QueueRequest{Limit: -1}); err == nil {
+	if _, err := s.Queue(ctx, contract.QueueRequest{Limit: -1}); err == nil {
 		t.Error("a negative limit was taken")
 	}
 }
@@ -245,12 +246,12 @@ func TestLogsReadTheOldLayoutBesideTheNew(t *testing.T) {
 		want    string
 		err     error
 	}{
-		{1, "(node 0) old 0\nsortie: the log of node 1 was not kept: node 1 was preempted when the attempt ended\n", ErrLogNotKept},
+		{1, "(node 0) old 0\nsortie: the log of node 1 was not kept: node 1 was preempted when the attempt ended\n", contract.ErrLogNotKept},
 		{2, "(node 0) new 0\n(node 1) new 1\n", nil},
 		{3, "(node 0) fresh\n(node 1) old only\n", nil},
 	} {
 		var out bytes.Buffer
-		err := s.Logs(ctx, LogsRequest{ID: id, Attempt: tc.attempt}, &out)
+		err := s.Logs(ctx, contract.LogsRequest{ID: id, Attempt: tc.attempt}, &out)
 		if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) || out.String() != tc.want {
 			t.Errorf("attempt %d: printed %q, returned %v; want %q and %v", tc.attempt, out.String(), err, tc.want, tc.err)
 		}

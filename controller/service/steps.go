@@ -41,8 +41,11 @@ func (st *stepper) once(key, text string) bool {
 	return true
 }
 
-// step says what is new in job j, whose attempts are as.
-func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*store.Attempt) error {
+// step says what is new in job j, whose attempts are as. Only the first
+// drained attempts, whose logs are printed whole, are said ended; the one
+// after them is said up to its end, and the later ones not yet: a follow
+// says an attempt's end after its last log line, not in the middle of it.
+func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*store.Attempt, drained int) error {
 	if st.spec == nil {
 		st.spec, _ = schema.Unmarshal(j.Spec, clouds.Schema())
 	}
@@ -57,6 +60,9 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 	for i, a := range as {
 		if i < st.from {
 			continue
+		}
+		if i > drained {
+			break
 		}
 		name := attemptName(j, a)
 		key := fmt.Sprintf("%d/%d/", a.TaskIdx, a.Attempt)
@@ -118,7 +124,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 				st.once(key+"run", fmt.Sprintf("%s: run started on %s.", name, on))
 			}
 		}
-		if a.State != lifecycle.AttemptEnded {
+		if a.State != lifecycle.AttemptEnded || i >= drained {
 			continue
 		}
 		ended := fmt.Sprintf("%s ended: %s", name, a.Outcome)
@@ -128,7 +134,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 		if a.Reason != "" {
 			ended += " (" + a.Reason + ")"
 		}
-		if a.Decision != "" {
+		if a.Decision != "" && a.Decision != a.Reason {
 			ended += "; " + a.Decision
 		}
 		st.once(key+"end", sentence(ended))
@@ -140,7 +146,8 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 	}
 	// What a launch or a running attempt waits for, while it waits; once
 	// the newest attempt has ended, the reason is its decision, said above.
-	if r := j.StatusReason; r != st.reason {
+	// It is said once the attempts before the newest are said whole.
+	if r := j.StatusReason; r != st.reason && drained >= len(as)-1 {
 		st.reason = r
 		newestEnded := len(as) > 0 && as[len(as)-1].State == lifecycle.AttemptEnded
 		if r != "" && !j.Status.Terminal() && !newestEnded {

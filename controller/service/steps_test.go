@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
+	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
@@ -29,7 +33,7 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	s.Now = clock.Now
 	root := project(t, map[string]string{"t.yaml": "resources:\n  job_recovery:\n    max_restarts_on_errors: 2\nsetup: pip install -r req.txt\nrun: train\n"})
-	v, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +50,7 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.step(ctx, st, j, as); err != nil {
+		if err := s.step(ctx, st, j, as, len(as)); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want, said); diff != "" {
@@ -142,7 +146,7 @@ func TestLogsFollowSaysTheSteps(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	root := project(t, map[string]string{"t.yaml": "run: train\n"})
-	v, err := s.Launch(ctx, LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +167,7 @@ func TestLogsFollowSaysTheSteps(t *testing.T) {
 	}
 	var said []string
 	var out strings.Builder
-	if err := s.Logs(ctx, LogsRequest{ID: v.ID, Follow: true, FromStart: true, Step: func(s string) { said = append(said, s) }}, &out); err != nil {
+	if err := s.Logs(ctx, contract.LogsRequest{ID: v.ID, Follow: true, FromStart: true, Step: func(s string) { said = append(said, s) }}, &out); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"Attempt 1: placement chosen: sim/sim-east/sim-east-a, on-demand.",
@@ -197,3 +201,99 @@ func TestSpotText(t *testing.T) {
 		}
 	}
 }
+
+// An attempt whose decision is its reason (a start that fails prechecks
+// ends the job with the error it ended on) is said with the reason once.
+func TestFollowSaysAReasonThatIsTheDecisionOnce(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": "run: train\n"})
+	v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Store.NewAttempt(ctx, v.ID, 0, func(int) string { return "sortie-1-0-1" }, nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := "node 0: resources.image_id docker:x: no container engine on the node"
+	if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: strategy.LaunchFailed, Reason: why},
+		strategy.Decision{Action: strategy.Fail, Status: lifecycle.FailedPrechecks, Rule: strategy.RulePrechecks, Reason: why}, store.Facts{}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Store.Job(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := s.Store.Attempts(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	if err := s.step(ctx, newStepper(func(text string) { said = append(said, text) }), j, as, len(as)); err != nil {
+		t.Fatal(err)
+	}
+	want := "Attempt 1 ended: launch_failed (" + why + ")."
+	if !slices.Contains(said, want) {
+		t.Errorf("said %q, want %q", said, want)
+	}
+}
+
+// A follow says an attempt's end after the attempt's log, not before its
+// last lines: the steps and the log are one story on a terminal.
+func TestFollowSaysAnAttemptsEndAfterItsLog(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	root := project(t, map[string]string{"t.yaml": "run: train\n"})
+	v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "t.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Store.NewAttempt(ctx, v.ID, 0, func(int) string { return "c1" }, nil, lifecycle.Starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.MarkLaunched(ctx, a.ID, "sim", "sim-east", "sim-east-a", []string{"sim-1"}); err != nil {
+		t.Fatal(err)
+	}
+	a.State = lifecycle.AttemptStarting
+	if err := s.Store.MarkRunning(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	d := strategy.Decision{Action: strategy.Succeed, Status: lifecycle.Succeeded, Reason: "the task succeeded"}
+	if err := s.Store.EndAttempt(ctx, a, store.Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{intp(0)}}, d, store.Facts{}); err != nil {
+		t.Fatal(err)
+	}
+	kept := home.NodeLog(s.Home, v.ID, 0, 1, 0)
+	if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kept, []byte("step 1\nstep 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One story: each step and each write of the log, in the order said.
+	var story []string
+	out := writerFunc(func(b []byte) (int, error) {
+		if len(b) > 0 {
+			story = append(story, "log: "+string(b))
+		}
+		return len(b), nil
+	})
+	if err := s.Logs(ctx, contract.LogsRequest{ID: v.ID, Follow: true, FromStart: true, Step: func(s string) { story = append(story, "step: "+s) }}, out); err != nil {
+		t.Fatal(err)
+	}
+	end := slices.IndexFunc(story, func(s string) bool { return strings.HasPrefix(s, "step: Attempt 1 ended") })
+	lastLog := -1
+	for i, s := range story {
+		if strings.HasPrefix(s, "log: ") {
+			lastLog = i
+		}
+	}
+	if end < 0 || lastLog < 0 || end < lastLog {
+		t.Errorf("the attempt's end is said before its log is printed whole:\n%s", strings.Join(story, "\n"))
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

@@ -4,23 +4,24 @@ import (
 	"encoding/json"
 	"time"
 
+	"sortie/controller/contract"
 	"sortie/controller/store"
 	"sortie/strategy"
 )
 
-func viewSize(s *strategy.Size) *SizeView {
+func viewSize(s *strategy.Size) *contract.SizeView {
 	if s == nil || s.IsZero() {
 		return nil
 	}
-	v := &SizeView{CPUs: strPtr(s.CPUs), Memory: strPtr(s.Memory)}
+	v := &contract.SizeView{CPUs: strPtr(s.CPUs), Memory: strPtr(s.Memory)}
 	if s.Accelerators != nil {
 		v.Accelerators = strPtr(strategy.Size{Accelerators: s.Accelerators}.Rung())
 	}
 	return v
 }
 
-func viewDelivery(d *store.Delivery) NotificationView {
-	v := NotificationView{Delivery: d.Key(), Event: d.Kind, Status: d.Event.To, URL: d.URL, State: d.State, Tries: d.Tries,
+func viewDelivery(d *store.Delivery) contract.NotificationView {
+	v := contract.NotificationView{Delivery: d.Key(), Event: d.Kind, Status: d.Event.To, URL: d.URL, State: d.State, Tries: d.Tries,
 		At: d.Event.At.UTC(), DoneAt: utc(d.DoneAt)}
 	if d.HTTPStatus > 0 {
 		v.HTTPStatus = &d.HTTPStatus
@@ -42,9 +43,9 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func viewJob(j *store.Job) JobView {
+func viewJob(j *store.Job) contract.JobView {
 	numTasks := j.NumTasks
-	v := JobView{
+	v := contract.JobView{
 		ID: j.ID, Name: j.Name, Status: j.Status, StatusReason: strPtr(j.StatusReason),
 		CurrentTask: j.CurrentTask, NumTasks: numTasks,
 		RecoveryCount: j.RecoveryCount, RestartsOnErrors: j.RestartsOnErrors, ExitCodes: j.ExitCodes,
@@ -72,8 +73,8 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-func viewAttempt(a *store.Attempt) AttemptView {
-	v := AttemptView{
+func viewAttempt(a *store.Attempt) contract.AttemptView {
+	v := contract.AttemptView{
 		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
@@ -82,7 +83,7 @@ func viewAttempt(a *store.Attempt) AttemptView {
 		ReplacedAt: utc(a.ReplacedAt), Progress: a.Progress,
 	}
 	if n := a.Notice; n != nil {
-		v.Notice = &NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
+		v.Notice = &contract.NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
 	}
 	// The head start is measured to the notice's deadline, when the
 	// cloud takes the node (without a notice, when the controller would

@@ -22,7 +22,7 @@ import (
 // field, whatever that path is on the server, and an uploaded one is
 // looked at through its upload's root. No problem names where the server
 // keeps an upload.
-func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]Upload) ([]schema.Problem, error) {
+func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]contract.Upload) []schema.Problem {
 	var probs []schema.Problem
 	resolve := func(i int, field, src string, workdir bool) string {
 		path := taskPath(p, i, field)
@@ -82,7 +82,7 @@ func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]Upload) (
 			t.StorageMounts[dst] = sm
 		}
 	}
-	return probs, nil
+	return probs
 }
 
 // storedUploadProblems is inputProblems of a stored job that a server
@@ -139,12 +139,12 @@ func statInUpload(dir, name string) (fs.FileInfo, error) {
 // LaunchRequest.Inputs) with the path it names on this machine: what a
 // client uploads before it asks a server to launch. A file that does not
 // parse is its problems, as a launch gives them.
-func LocalSources(req LaunchRequest) (map[string]string, error) {
+func LocalSources(req contract.LaunchRequest) (map[string]string, error) {
 	data := req.Task
 	if data == nil {
 		var err error
 		if data, err = schema.ReadFile(req.File); err != nil {
-			return nil, &UsageError{Err: fmt.Errorf("read task file: %w", err)}
+			return nil, &contract.UsageError{Err: fmt.Errorf("read task file: %w", err)}
 		}
 	}
 	p, err := parseWithEnvs(data, req.Envs)

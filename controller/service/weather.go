@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision/local"
@@ -36,7 +37,7 @@ const MaxNotice = time.Hour
 // cluster and the deadline.
 func (s *Service) Notice(ctx context.Context, id int64, rank int, d time.Duration) (string, time.Time, error) {
 	if d <= 0 || d > MaxNotice {
-		return "", time.Time{}, &UsageError{Err: fmt.Errorf("--notice: %s is out of range; give a duration from 1s to %s (AWS gives 2m, GCE 30s)", d, MaxNotice)}
+		return "", time.Time{}, &contract.UsageError{Err: fmt.Errorf("--notice: %s is out of range; give a duration from 1s to %s (AWS gives 2m, GCE 30s)", d, MaxNotice)}
 	}
 	a, err := s.localAttempt(ctx, id, rank)
 	if err != nil {
@@ -49,7 +50,7 @@ func (s *Service) Notice(ctx context.Context, id int64, rank int, d time.Duratio
 	}
 	cl := got[a.Cluster]
 	if cl == nil || rank >= len(cl.Nodes) {
-		return "", time.Time{}, &UsageError{Err: fmt.Errorf("job %d: cluster %s has no node %d any more", id, a.Cluster, rank)}
+		return "", time.Time{}, &contract.UsageError{Err: fmt.Errorf("job %d: cluster %s has no node %d any more", id, a.Cluster, rank)}
 	}
 	r, err := prov.Runner(ctx, cl, rank)
 	if err != nil {
@@ -87,13 +88,13 @@ func (s *Service) localAttempt(ctx context.Context, id int64, rank int) (*store.
 		return nil, err
 	}
 	if a == nil || a.State == lifecycle.AttemptEnded || a.State == lifecycle.AttemptLaunching || a.ReplacedAt != nil {
-		return nil, &UsageError{Err: fmt.Errorf("job %d has no running cluster to preempt (status %s)", id, j.Status)}
+		return nil, &contract.UsageError{Err: fmt.Errorf("job %d has no running cluster to preempt (status %s)", id, j.Status)}
 	}
 	if a.Cloud != "local" {
-		return nil, &UsageError{Err: fmt.Errorf("job %d runs on %s; `sortie local preempt` only reaches the local provider", id, a.Cloud)}
+		return nil, &contract.UsageError{Err: fmt.Errorf("job %d runs on %s; `sortie local preempt` only reaches the local provider", id, a.Cloud)}
 	}
 	if rank < 0 || (len(a.InstanceIDs) > 0 && rank >= len(a.InstanceIDs)) {
-		return nil, &UsageError{Err: fmt.Errorf("--node: %d is not a node of job %d (0-%d)", rank, id, len(a.InstanceIDs)-1)}
+		return nil, &contract.UsageError{Err: fmt.Errorf("--node: %d is not a node of job %d (0-%d)", rank, id, len(a.InstanceIDs)-1)}
 	}
 	return a, nil
 }
@@ -111,7 +112,7 @@ func (s *Service) SetCapacity(p schema.Placement, on bool) error {
 		}
 	}
 	if !known {
-		return &UsageError{Err: fmt.Errorf("%s is not a local region/zone; configure local.regions in %s/config.yaml", p, s.Home)}
+		return &contract.UsageError{Err: fmt.Errorf("%s is not a local region/zone; configure local.regions in %s/config.yaml", p, s.Home)}
 	}
 	return local.SetCapacity(s.Home, p, on)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -56,7 +57,7 @@ func TestNotice(t *testing.T) {
 		{time.Minute, 3, "--node: 3 is not a node of job"},
 	} {
 		_, _, err := s.Notice(ctx, id, bad.rank, bad.d)
-		var ue *UsageError
+		var ue *contract.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Notice(%s, node %d): %v, want a usage error saying %q", bad.d, bad.rank, err, bad.want)
 		}

@@ -103,32 +103,28 @@ type Notice struct {
 
 // Tasks returns a job's tasks in order.
 func (s *Store) Tasks(ctx context.Context, jobID int64) ([]*Task, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT job_id, idx, name, status, recovery_count, restarts_on_errors,
+	return queryAll(ctx, s.db, scanTask, `SELECT job_id, idx, name, status, recovery_count, restarts_on_errors,
 		launch_round, preempted_in, input_key, started_at, ended_at, linked_job, linked_task, size FROM tasks WHERE job_id = ? ORDER BY idx`, jobID)
-	if err != nil {
+}
+
+func scanTask(rows *sql.Rows) (*Task, error) {
+	var t Task
+	var pre, key, started, ended, size sql.NullString
+	var linkJob, linkTask sql.NullInt64
+	if err := rows.Scan(&t.JobID, &t.Idx, &t.Name, &t.Status, &t.RecoveryCount, &t.RestartsOnErrors,
+		&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask, &size); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*Task
-	for rows.Next() {
-		var t Task
-		var pre, key, started, ended, size sql.NullString
-		var linkJob, linkTask sql.NullInt64
-		if err := rows.Scan(&t.JobID, &t.Idx, &t.Name, &t.Status, &t.RecoveryCount, &t.RestartsOnErrors,
-			&t.LaunchRound, &pre, &key, &started, &ended, &linkJob, &linkTask, &size); err != nil {
-			return nil, err
-		}
-		if t.Size, err = readSize(size); err != nil {
-			return nil, fmt.Errorf("job %d task %d size: %w", t.JobID, t.Idx, err)
-		}
-		if linkJob.Valid {
-			t.Linked = &TaskRef{Job: linkJob.Int64, Task: int(linkTask.Int64)}
-		}
-		t.PreemptedIn, t.InputKey = pre.String, key.String
-		t.StartedAt, t.EndedAt = parseTime(started), parseTime(ended)
-		out = append(out, &t)
+	var err error
+	if t.Size, err = readSize(size); err != nil {
+		return nil, fmt.Errorf("job %d task %d size: %w", t.JobID, t.Idx, err)
 	}
-	return out, rows.Err()
+	if linkJob.Valid {
+		t.Linked = &TaskRef{Job: linkJob.Int64, Task: int(linkTask.Int64)}
+	}
+	t.PreemptedIn, t.InputKey = pre.String, key.String
+	t.StartedAt, t.EndedAt = parseTime(started), parseTime(ended)
+	return &t, nil
 }
 
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
@@ -156,63 +152,58 @@ func (s *Store) LastAttempt(ctx context.Context, jobID int64, task int) (*Attemp
 }
 
 func findAttempts(ctx context.Context, q querier, tail string, args ...any) ([]*Attempt, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+attemptColumns+` FROM attempts `+tail, args...)
-	if err != nil {
+	return queryAll(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM attempts `+tail, args...)
+}
+
+func scanAttempt(rows *sql.Rows) (*Attempt, error) {
+	var a Attempt
+	var ids, outcome, codes, ended, size, kept, released sql.NullString
+	var nKind, nSource, nAt, nDeadline, replaced, nodeKey, runAt sql.NullString
+	var progress sql.NullInt64
+	var started string
+	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
+		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
+		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
+		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*Attempt
-	for rows.Next() {
-		var a Attempt
-		var ids, outcome, codes, ended, size, kept, released sql.NullString
-		var nKind, nSource, nAt, nDeadline, replaced, nodeKey, runAt sql.NullString
-		var progress sql.NullInt64
-		var started string
-		if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
-			&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
-			&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
-			&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress); err != nil {
-			return nil, err
-		}
-		var err error
-		if a.Size, err = readSize(size); err != nil {
-			return nil, fmt.Errorf("attempt %d size: %w", a.ID, err)
-		}
-		if nKind.Valid {
-			a.Notice = &Notice{Kind: nKind.String, Source: nSource.String, Deadline: parseTime(nDeadline)}
-			if t := parseTime(nAt); t != nil {
-				a.Notice.At = *t
-			}
-		}
-		a.ReplacedAt = parseTime(replaced)
-		a.RunAt = parseTime(runAt)
-		if progress.Valid {
-			a.Progress = &progress.Int64
-		}
-		if nodeKey.Valid {
-			if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
-				return nil, fmt.Errorf("attempt %d node_key: not %d bytes in hex", a.ID, NodeKeySize)
-			}
-		}
-		if ids.Valid {
-			if err := json.Unmarshal([]byte(ids.String), &a.InstanceIDs); err != nil {
-				return nil, fmt.Errorf("attempt %d instance_ids: %w", a.ID, err)
-			}
-		}
-		if codes.Valid {
-			if err := json.Unmarshal([]byte(codes.String), &a.ExitCodes); err != nil {
-				return nil, fmt.Errorf("attempt %d exit_codes: %w", a.ID, err)
-			}
-		}
-		a.Outcome = outcome.String
-		if t := parseTime(sql.NullString{String: started, Valid: true}); t != nil {
-			a.StartedAt = *t
-		}
-		a.EndedAt = parseTime(ended)
-		a.KeptUntil, a.ReleasedAt = parseTime(kept), parseTime(released)
-		out = append(out, &a)
+	var err error
+	if a.Size, err = readSize(size); err != nil {
+		return nil, fmt.Errorf("attempt %d size: %w", a.ID, err)
 	}
-	return out, rows.Err()
+	if nKind.Valid {
+		a.Notice = &Notice{Kind: nKind.String, Source: nSource.String, Deadline: parseTime(nDeadline)}
+		if t := parseTime(nAt); t != nil {
+			a.Notice.At = *t
+		}
+	}
+	a.ReplacedAt = parseTime(replaced)
+	a.RunAt = parseTime(runAt)
+	if progress.Valid {
+		a.Progress = &progress.Int64
+	}
+	if nodeKey.Valid {
+		if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
+			return nil, fmt.Errorf("attempt %d node_key: not %d bytes in hex", a.ID, NodeKeySize)
+		}
+	}
+	if ids.Valid {
+		if err := json.Unmarshal([]byte(ids.String), &a.InstanceIDs); err != nil {
+			return nil, fmt.Errorf("attempt %d instance_ids: %w", a.ID, err)
+		}
+	}
+	if codes.Valid {
+		if err := json.Unmarshal([]byte(codes.String), &a.ExitCodes); err != nil {
+			return nil, fmt.Errorf("attempt %d exit_codes: %w", a.ID, err)
+		}
+	}
+	a.Outcome = outcome.String
+	if t := parseTime(sql.NullString{String: started, Valid: true}); t != nil {
+		a.StartedAt = *t
+	}
+	a.EndedAt = parseTime(ended)
+	a.KeptUntil, a.ReleasedAt = parseTime(kept), parseTime(released)
+	return &a, nil
 }
 
 // NewAttempt starts the next attempt of the job's current task and sets the
@@ -417,20 +408,7 @@ func (s *Store) SetWaiting(ctx context.Context, jobID int64, task int, reason st
 // Clouds lists every cloud any attempt has used, so a restarted controller
 // knows where to look for clusters it may have left behind.
 func (s *Store) Clouds(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT cloud FROM attempts WHERE cloud <> ''`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, column[string], `SELECT DISTINCT cloud FROM attempts WHERE cloud <> ''`)
 }
 
 // ErrOpenAttempt is returned when a change needs the job to have no
@@ -447,7 +425,7 @@ var ErrCancelRequested = lifecycle.ErrCancelRequested
 // cluster), and those kept after a failure (keep_on_failure) whose time
 // has not come and that no user asked to release.
 func (s *Store) LiveClusters(ctx context.Context, now time.Time) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster FROM attempts WHERE `+openSQL+`
+	names, err := queryAll(ctx, s.db, column[string], `SELECT cluster FROM attempts WHERE `+openSQL+`
 		UNION
 		SELECT a.cluster FROM attempts a JOIN jobs j ON j.id = a.job_id
 		WHERE j.`+activeSQL+` AND a.action = '`+string(strategy.Restart)+`' AND a.task_idx = j.current_task
@@ -455,17 +433,9 @@ func (s *Store) LiveClusters(ctx context.Context, now time.Time) (map[string]boo
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	live := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
+	for _, name := range names {
 		live[name] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	kept, err := s.KeptAttempts(ctx)
 	if err != nil {

@@ -281,61 +281,54 @@ func (d *dialect) noTable(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "no such table")
 }
 
+// rebound runs statements on a *sql.DB or a *sql.Tx, rebound for the
+// dialect.
+type rebound[T interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}] struct {
+	c T
+	d *dialect
+}
+
+func (r rebound[T]) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return r.c.QueryContext(ctx, r.d.rebind(q), args...)
+}
+
+func (r rebound[T]) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return r.c.QueryRowContext(ctx, r.d.rebind(q), args...)
+}
+
+func (r rebound[T]) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return r.c.ExecContext(ctx, r.d.rebind(q), args...)
+}
+
 // db is the store's *sql.DB, its statements rebound for the dialect.
-type db struct {
-	sql *sql.DB
-	d   *dialect
-}
-
-func (db *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return db.sql.QueryContext(ctx, db.d.rebind(q), args...)
-}
-
-func (db *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return db.sql.QueryRowContext(ctx, db.d.rebind(q), args...)
-}
-
-func (db *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return db.sql.ExecContext(ctx, db.d.rebind(q), args...)
-}
+type db struct{ rebound[*sql.DB] }
 
 func (db *db) BeginTx(ctx context.Context) (*dbTx, error) {
-	tx, err := db.sql.BeginTx(ctx, nil)
+	tx, err := db.c.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &dbTx{tx: tx, d: db.d}, nil
+	return &dbTx{rebound[*sql.Tx]{tx, db.d}}, nil
 }
 
-func (db *db) Close() error { return db.sql.Close() }
+func (db *db) Close() error { return db.c.Close() }
 
 // dbTx is one transaction, its statements rebound for the dialect.
-type dbTx struct {
-	tx *sql.Tx
-	d  *dialect
-}
-
-func (t *dbTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(ctx, t.d.rebind(q), args...)
-}
-
-func (t *dbTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.d.rebind(q), args...)
-}
-
-func (t *dbTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.d.rebind(q), args...)
-}
+type dbTx struct{ rebound[*sql.Tx] }
 
 // execScript runs a migration's text as it is written: several
 // statements, no arguments, nothing to rebind.
 func (t *dbTx) execScript(ctx context.Context, script string) error {
-	_, err := t.tx.ExecContext(ctx, script)
+	_, err := t.c.ExecContext(ctx, script)
 	return err
 }
 
-func (t *dbTx) Commit() error   { return t.tx.Commit() }
-func (t *dbTx) Rollback() error { return t.tx.Rollback() }
+func (t *dbTx) Commit() error   { return t.c.Commit() }
+func (t *dbTx) Rollback() error { return t.c.Rollback() }
 
 // insertID runs an INSERT with RETURNING id (both databases have it) and
 // returns the new row's id.

@@ -35,6 +35,12 @@ type Facts struct {
 	// cluster until then (strategy.KeepOnFailure): written with the end,
 	// so the cluster is never torn down early nor left behind.
 	KeptUntil *time.Time
+	// ConfirmFrom, when a decision runs a failure again to confirm it
+	// (strategy.Confirm), is that failure; Verdict, when the confirming
+	// run ended, is what it found. A flaky verdict keeps the inputs from
+	// being recorded as a known failure, and forgets one recorded before.
+	ConfirmFrom *strategy.Evidence
+	Verdict     *strategy.Verdict
 }
 
 // ending begins each transaction that ends an attempt (EndAttempt,
@@ -148,11 +154,19 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 				return err
 			}
 		}
+		if err := confirmed(ctx, tx, j.ID, at.Task, j.inputKey, f, now); err != nil {
+			return err
+		}
 		if !n.Job.Terminal() || j.inputKey == "" {
 			return nil
 		}
 		switch n.Job {
 		case lifecycle.Failed, lifecycle.FailedSetup:
+			if f.Verdict != nil && f.Verdict.Kind == strategy.Flaky {
+				// Not the inputs' own failure: never refused.
+				_, err := tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, j.inputKey)
+				return err
+			}
 			if o.Outcome != strategy.UserFailure && o.Outcome != strategy.SetupFailure {
 				// FAILED by a limit (max_duration, max_recoveries, strategy
 				// NONE): the inputs are not known to fail.
@@ -239,23 +253,18 @@ func (s *Store) RecordLaunchTry(ctx context.Context, t LaunchTry) error {
 
 // LaunchTries returns a job's failed launch tries in order.
 func (s *Store) LaunchTries(ctx context.Context, jobID int64) ([]LaunchTry, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT job_id, task_idx, attempt, round, cloud, region, zone, class, message, at
+	return queryAll(ctx, s.db, scanLaunchTry, `SELECT job_id, task_idx, attempt, round, cloud, region, zone, class, message, at
 		FROM launch_tries WHERE job_id = ? ORDER BY id`, jobID)
-	if err != nil {
-		return nil, err
+}
+
+func scanLaunchTry(rows *sql.Rows) (LaunchTry, error) {
+	var t LaunchTry
+	var at string
+	if err := rows.Scan(&t.JobID, &t.TaskIdx, &t.Attempt, &t.Round, &t.Cloud, &t.Region, &t.Zone, &t.Class, &t.Message, &at); err != nil {
+		return LaunchTry{}, err
 	}
-	defer rows.Close()
-	var out []LaunchTry
-	for rows.Next() {
-		var t LaunchTry
-		var at string
-		if err := rows.Scan(&t.JobID, &t.TaskIdx, &t.Attempt, &t.Round, &t.Cloud, &t.Region, &t.Zone, &t.Class, &t.Message, &at); err != nil {
-			return nil, err
-		}
-		if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
-			t.At = *p
-		}
-		out = append(out, t)
+	if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
+		t.At = *p
 	}
-	return out, rows.Err()
+	return t, nil
 }

@@ -34,6 +34,11 @@ type KnownFailure struct {
 	// task that failed; "" and nil once the job is no longer stored.
 	JobName string
 	Task    *int
+	// Verdict is strategy.Deterministic when a confirmation run failed
+	// the same way (job_recovery.confirm_failures), "" for a failure not
+	// confirmed; Evidence is then the two attempts, the failed one first.
+	Verdict  strategy.VerdictKind
+	Evidence []strategy.Evidence
 }
 
 func recordFailure(ctx context.Context, tx *dbTx, f *KnownFailure, now time.Time) error {
@@ -78,20 +83,11 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 	var key string
 	var job int64
 	err := s.tx(ctx, func(tx *dbTx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix)
+		keys, err := queryAll(ctx, tx, column[string], `SELECT input_key FROM known_failures WHERE substr(input_key, 1, ?) = ?
+			UNION SELECT input_key FROM confirmations WHERE verdict = 'flaky' AND substr(input_key, 1, ?) = ? LIMIT 2`, len(prefix), prefix, len(prefix), prefix)
 		if err != nil {
 			return err
 		}
-		var keys []string
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return err
-			}
-			keys = append(keys, k)
-		}
-		rows.Close()
 		switch len(keys) {
 		case 0:
 			return ErrNotFound
@@ -103,6 +99,13 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 		if err != nil {
 			return err
 		}
+		if len(fs) == 0 {
+			// Inputs found flaky only: the owner of the latest flaky job
+			// decides.
+			if fs, err = flakyOwner(ctx, tx, key); err != nil {
+				return err
+			}
+		}
 		if len(fs) == 1 {
 			job = fs[0].JobID
 			if allow != nil {
@@ -112,6 +115,9 @@ func (s *Store) ForgetFailureBy(ctx context.Context, prefix, by string, allow fu
 			}
 		}
 		if _, err = tx.ExecContext(ctx, `DELETE FROM known_failures WHERE input_key = ?`, key); err != nil {
+			return err
+		}
+		if err := forgetConfirmations(ctx, tx, key); err != nil {
 			return err
 		}
 		return recordAction(ctx, tx, Action{At: s.now(), Actor: by, Verb: "forget", JobID: job, Detail: key})
@@ -142,6 +148,13 @@ func (s *Store) ForgetAllFailuresBy(ctx context.Context, by, owner string) (int6
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
+		q = `DELETE FROM confirmations WHERE verdict = 'flaky'`
+		if owner != "" {
+			q += ` AND job_id IN (SELECT id FROM jobs WHERE owner = ?)`
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
 		return recordAction(ctx, tx, Action{At: s.now(), Actor: by, Verb: "forget", Detail: fmt.Sprintf("all (%d)", n)})
 	})
 	return n, err
@@ -152,42 +165,49 @@ func (s *Store) findFailures(ctx context.Context, tail string, args ...any) ([]*
 }
 
 func findFailures(ctx context.Context, q querier, tail string, args ...any) ([]*KnownFailure, error) {
-	rows, err := q.QueryContext(ctx, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
+	return queryAll(ctx, q, scanFailure, `SELECT input_key, job_id, task_name, status, exit_codes, log_path, recorded_at, size,
 		(SELECT logs_removed_at FROM jobs WHERE jobs.id = known_failures.job_id),
 		(SELECT owner FROM jobs WHERE jobs.id = known_failures.job_id),
 		(SELECT name FROM jobs WHERE jobs.id = known_failures.job_id),
-		(SELECT current_task FROM jobs WHERE jobs.id = known_failures.job_id) FROM known_failures `+tail, args...)
-	if err != nil {
+		(SELECT current_task FROM jobs WHERE jobs.id = known_failures.job_id),
+		(SELECT verdict FROM confirmations c WHERE c.job_id = known_failures.job_id AND c.verdict = 'deterministic' ORDER BY c.decided_at DESC LIMIT 1),
+		(SELECT failed FROM confirmations c WHERE c.job_id = known_failures.job_id AND c.verdict = 'deterministic' ORDER BY c.decided_at DESC LIMIT 1),
+		(SELECT confirming FROM confirmations c WHERE c.job_id = known_failures.job_id AND c.verdict = 'deterministic' ORDER BY c.decided_at DESC LIMIT 1)
+		FROM known_failures `+tail, args...)
+}
+
+func scanFailure(rows *sql.Rows) (*KnownFailure, error) {
+	var f KnownFailure
+	var codes, size sql.NullString
+	var at string
+	var removed, owner, jobName sql.NullString
+	var task sql.NullInt64
+	var verdict, failed, confirming sql.NullString
+	if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner, &jobName, &task,
+		&verdict, &failed, &confirming); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*KnownFailure
-	for rows.Next() {
-		var f KnownFailure
-		var codes, size sql.NullString
-		var at string
-		var removed, owner, jobName sql.NullString
-		var task sql.NullInt64
-		if err := rows.Scan(&f.InputKey, &f.JobID, &f.TaskName, &f.Status, &codes, &f.LogPath, &at, &size, &removed, &owner, &jobName, &task); err != nil {
-			return nil, err
+	f.Verdict = strategy.VerdictKind(verdict.String)
+	for _, e := range []*strategy.Evidence{readEvidence(failed), readEvidence(confirming)} {
+		if e != nil {
+			f.Evidence = append(f.Evidence, *e)
 		}
-		f.JobName = jobName.String
-		if task.Valid {
-			n := int(task.Int64)
-			f.Task = &n
-		}
-		f.LogsRemovedAt = parseTime(removed)
-		f.Owner = owner.String
-		// A size that cannot be read is left out: the record still refuses
-		// its inputs, which is what it is for.
-		f.Size, _ = readSize(size)
-		if codes.Valid {
-			_ = json.Unmarshal([]byte(codes.String), &f.ExitCodes)
-		}
-		if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
-			f.RecordedAt = *p
-		}
-		out = append(out, &f)
 	}
-	return out, rows.Err()
+	f.JobName = jobName.String
+	if task.Valid {
+		n := int(task.Int64)
+		f.Task = &n
+	}
+	f.LogsRemovedAt = parseTime(removed)
+	f.Owner = owner.String
+	// A size that cannot be read is left out: the record still refuses
+	// its inputs, which is what it is for.
+	f.Size, _ = readSize(size)
+	if codes.Valid {
+		_ = json.Unmarshal([]byte(codes.String), &f.ExitCodes)
+	}
+	if p := parseTime(sql.NullString{String: at, Valid: true}); p != nil {
+		f.RecordedAt = *p
+	}
+	return &f, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -132,9 +133,7 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 			root = orig.RootID
 		}
 		trigger := j.Trigger
-		if trigger == "" {
-			trigger = "user"
-		}
+		trigger = cmp.Or(trigger, "user")
 		links := make([]bool, len(tasks))
 		for i, t := range tasks {
 			links[i] = t.Linked != nil
@@ -220,6 +219,31 @@ func (s *Store) CancelRequested(ctx context.Context, id int64) (bool, error) {
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// queryAll runs query on q and returns its rows, each as scan reads it.
+func queryAll[T any](ctx context.Context, q querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// column reads a row of one column.
+func column[T any](rows *sql.Rows) (T, error) {
+	var v T
+	err := rows.Scan(&v)
+	return v, err
 }
 
 func findJob(ctx context.Context, q querier, id int64) (*Job, error) {
@@ -340,20 +364,7 @@ func ValidGlob(pattern string) error {
 }
 
 func findJobs(ctx context.Context, q querier, tail string, args ...any) ([]*Job, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, q, scanJob, `SELECT `+jobColumns+` FROM jobs `+tail, args...)
 }
 
 func scanJob(rows *sql.Rows) (*Job, error) {
@@ -405,20 +416,7 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 
 // Retries returns the ids of the jobs that retry job id, oldest first.
 func (s *Store) Retries(ctx context.Context, id int64) ([]int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE retry_of = ? ORDER BY id`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		ids = append(ids, v)
-	}
-	return ids, rows.Err()
+	return queryAll(ctx, s.db, column[int64], `SELECT id FROM jobs WHERE retry_of = ? ORDER BY id`, id)
 }
 
 // Chain returns every job sharing root, oldest first: the original and all

@@ -143,14 +143,11 @@ func (s *Store) ClaimJobs(ctx context.Context, replica string, n int, ttl time.D
 	var out []Lease
 	err := s.tx(ctx, func(tx *dbTx) error {
 		now := millis(s.now())
-		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET lease_holder = ?, lease_gen = lease_gen + 1, lease_expires = ?
+		var err error
+		out, err = queryAll(ctx, tx, scanLease, `UPDATE jobs SET lease_holder = ?, lease_gen = lease_gen + 1, lease_expires = ?
 			WHERE id IN (SELECT id FROM jobs WHERE `+activeSQL+` AND (lease_holder IS NULL OR lease_expires < ?) ORDER BY id LIMIT ?`+s.d.skipLocked()+`)
 				AND (lease_holder IS NULL OR lease_expires < ?)
 			RETURNING id, lease_gen`, replica, now+ttl.Milliseconds(), now, n, now)
-		if err != nil {
-			return err
-		}
-		out, err = scanLeases(rows)
 		return err
 	})
 	return out, err
@@ -169,28 +166,17 @@ func (s *Store) RenewLeases(ctx context.Context, replica string, ttl time.Durati
 		if _, err := tx.ExecContext(ctx, `UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, now, replica); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET lease_expires = ? WHERE lease_holder = ? AND `+activeSQL+`
+		var err error
+		out, err = queryAll(ctx, tx, scanLease, `UPDATE jobs SET lease_expires = ? WHERE lease_holder = ? AND `+activeSQL+`
 			RETURNING id, lease_gen`, now+ttl.Milliseconds(), replica)
-		if err != nil {
-			return err
-		}
-		out, err = scanLeases(rows)
 		return err
 	})
 	return out, err
 }
 
-func scanLeases(rows *sql.Rows) ([]Lease, error) {
-	defer rows.Close()
-	var out []Lease
-	for rows.Next() {
-		var l Lease
-		if err := rows.Scan(&l.Job, &l.Gen); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+func scanLease(rows *sql.Rows) (l Lease, err error) {
+	err = rows.Scan(&l.Job, &l.Gen)
+	return
 }
 
 // ReleaseLeases gives up every lease replica holds and removes its row: a
@@ -231,47 +217,29 @@ func (s *Store) LeaseLoad(ctx context.Context, replica string) (LeaseLoad, error
 // number of unfinished jobs whose lease it holds at now.
 func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
 	now := millis(s.now())
-	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.name, r.host, r.pid, r.started_at, r.heartbeat_at, r.lease_ttl,
+	return queryAll(ctx, s.db, scanReplica, `SELECT r.id, r.name, r.host, r.pid, r.started_at, r.heartbeat_at, r.lease_ttl,
 			(SELECT COUNT(*) FROM jobs j WHERE j.lease_holder = r.id AND j.lease_expires >= ? AND j.`+activeSQL+`)
 		FROM replicas r ORDER BY r.heartbeat_at DESC, r.name`, now)
-	if err != nil {
-		return nil, err
+}
+
+func scanReplica(rows *sql.Rows) (Replica, error) {
+	var r Replica
+	var started sql.NullString
+	var hb, ttl int64
+	if err := rows.Scan(&r.ID, &r.Name, &r.Host, &r.PID, &started, &hb, &ttl, &r.Jobs); err != nil {
+		return Replica{}, err
 	}
-	defer rows.Close()
-	var out []Replica
-	for rows.Next() {
-		var r Replica
-		var started sql.NullString
-		var hb, ttl int64
-		if err := rows.Scan(&r.ID, &r.Name, &r.Host, &r.PID, &started, &hb, &ttl, &r.Jobs); err != nil {
-			return nil, err
-		}
-		if t := parseTime(started); t != nil {
-			r.StartedAt = *t
-		}
-		r.HeartbeatAt = time.UnixMilli(hb).UTC()
-		r.TTL = time.Duration(ttl) * time.Millisecond
-		out = append(out, r)
+	if t := parseTime(started); t != nil {
+		r.StartedAt = *t
 	}
-	return out, rows.Err()
+	r.HeartbeatAt = time.UnixMilli(hb).UTC()
+	r.TTL = time.Duration(ttl) * time.Millisecond
+	return r, nil
 }
 
 // LiveReplicas names the replicas whose heartbeat is within their TTL.
 func (s *Store) LiveReplicas(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM replicas WHERE `+liveSQL+` ORDER BY name`, millis(s.now()))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, column[string], `SELECT name FROM replicas WHERE `+liveSQL+` ORDER BY name`, millis(s.now()))
 }
 
 // HeldJobsShard returns the unfinished jobs of one shard (as

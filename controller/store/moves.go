@@ -38,20 +38,10 @@ func readJob(ctx context.Context, tx *dbTx, id int64) (jobNow, error) {
 
 // readTasks returns the statuses of a job's tasks, in order.
 func readTasks(ctx context.Context, tx *dbTx, job int64) ([]lifecycle.Task, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT idx, status FROM tasks WHERE job_id = ? ORDER BY idx`, job)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []lifecycle.Task
-	for rows.Next() {
-		var t lifecycle.Task
-		if err := rows.Scan(&t.Idx, &t.Status); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, tx, func(rows *sql.Rows) (t lifecycle.Task, err error) {
+		err = rows.Scan(&t.Idx, &t.Status)
+		return
+	}, `SELECT idx, status FROM tasks WHERE job_id = ? ORDER BY idx`, job)
 }
 
 func readTask(ctx context.Context, tx *dbTx, job int64, idx int) (lifecycle.Task, error) {

@@ -122,21 +122,9 @@ func fixedTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // UndispatchedEvents returns up to limit events whose deliveries are not
 // written yet, oldest first.
 func (s *Store) UndispatchedEvents(ctx context.Context, limit int) ([]NotifyEvent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, job_id, task_idx, attempt, from_status, to_status, reason, exit_codes, at
+	return queryAll(ctx, s.db, func(rows *sql.Rows) (NotifyEvent, error) { return scanEvent(rows) },
+		`SELECT id, job_id, task_idx, attempt, from_status, to_status, reason, exit_codes, at
 		FROM notify_events WHERE dispatched = 0 ORDER BY id LIMIT ?`, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []NotifyEvent
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -204,33 +192,28 @@ const deliveryColumns = `e.id, e.job_id, e.task_idx, e.attempt, e.from_status, e
 	FROM notify_deliveries d JOIN notify_events e ON e.id = d.event_id`
 
 func (s *Store) findDeliveries(ctx context.Context, tail string, args ...any) ([]*Delivery, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+deliveryColumns+` `+tail, args...)
+	return queryAll(ctx, s.db, scanDelivery, `SELECT `+deliveryColumns+` `+tail, args...)
+}
+
+func scanDelivery(rows *sql.Rows) (*Delivery, error) {
+	d := &Delivery{}
+	var next, created string
+	var status sql.NullInt64
+	var sent, done sql.NullString
+	e, err := scanEvent(rows, &d.ID, &d.URL, &d.Kind, &d.Secret, &d.State, &d.Tries, &next, &status, &d.LastError, &created, &sent, &done)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*Delivery
-	for rows.Next() {
-		d := &Delivery{}
-		var next, created string
-		var status sql.NullInt64
-		var sent, done sql.NullString
-		e, err := scanEvent(rows, &d.ID, &d.URL, &d.Kind, &d.Secret, &d.State, &d.Tries, &next, &status, &d.LastError, &created, &sent, &done)
-		if err != nil {
-			return nil, err
-		}
-		d.Event = e
-		d.HTTPStatus = int(status.Int64)
-		if t, err := time.Parse(time.RFC3339Nano, next); err == nil {
-			d.NextTryAt = t
-		}
-		if t := parseTime(sql.NullString{String: created, Valid: true}); t != nil {
-			d.CreatedAt = *t
-		}
-		d.SentAt, d.DoneAt = parseTime(sent), parseTime(done)
-		out = append(out, d)
+	d.Event = e
+	d.HTTPStatus = int(status.Int64)
+	if t, err := time.Parse(time.RFC3339Nano, next); err == nil {
+		d.NextTryAt = t
 	}
-	return out, rows.Err()
+	if t := parseTime(sql.NullString{String: created, Valid: true}); t != nil {
+		d.CreatedAt = *t
+	}
+	d.SentAt, d.DoneAt = parseTime(sent), parseTime(done)
+	return d, nil
 }
 
 // DueDeliveries returns up to limit deliveries to try at now, the oldest

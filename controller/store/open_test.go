@@ -312,7 +312,7 @@ func TestSQLiteConnectionsStayOpen(t *testing.T) {
 		for _, r := range rows {
 			r.Close()
 		}
-		st := s.db.sql.Stats()
+		st := s.db.c.Stats()
 		if st.MaxIdleClosed != 0 || st.OpenConnections != sqliteConns {
 			t.Fatalf("round %d: %d connections open, %d closed for being idle; want %d open, none closed",
 				round, st.OpenConnections, st.MaxIdleClosed, sqliteConns)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,7 +220,7 @@ func start(ctx context.Context, sdb *sql.DB, d *dialect, where string, now func(
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{conn: &conn{db: &db{sql: sdb, d: d}, d: d, now: now, where: where, busy: busy, sources: migrations}}
+	s := &Store{conn: &conn{db: &db{rebound[*sql.DB]{sdb, d}}, d: d, now: now, where: where, busy: busy, sources: migrations}}
 	// Opening a new store switches it to WAL, which SQLite does without
 	// waiting for a lock: two processes opening one new home at once (a CLI
 	// and the daemon it starts) can find it busy. That passes in moments.
@@ -309,7 +310,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // migrations table has none. A busy store is an error, which Open waits
 // out, never a reason to write.
 func (s *Store) migrated(ctx context.Context, names []string) (bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM migrations`)
+	applied, err := queryAll(ctx, s.db, column[string], `SELECT name FROM migrations`)
 	if s.d.noTable(err) {
 		return false, nil // a new store: the writing path makes it
 	}
@@ -318,20 +319,8 @@ func (s *Store) migrated(ctx context.Context, names []string) (bool, error) {
 		// never a reason to write.
 		return false, err
 	}
-	defer rows.Close()
-	applied := map[string]bool{}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return false, err
-		}
-		applied[n] = true
-	}
-	if err := rows.Err(); err != nil {
-		return false, err
-	}
 	for _, n := range names {
-		if !applied[n] {
+		if !slices.Contains(applied, n) {
 			return false, nil
 		}
 	}

@@ -80,28 +80,23 @@ func (s *Store) RevokeUser(ctx context.Context, name string) error {
 }
 
 func (s *Store) findUsers(ctx context.Context, tail string, args ...any) ([]*User, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, token_hash, admin, created_at, revoked_at FROM users `+tail, args...)
-	if err != nil {
+	return queryAll(ctx, s.db, scanUser, `SELECT name, token_hash, admin, created_at, revoked_at FROM users `+tail, args...)
+}
+
+func scanUser(rows *sql.Rows) (*User, error) {
+	var u User
+	var created string
+	var revoked sql.NullString
+	var admin int64
+	if err := rows.Scan(&u.Name, &u.TokenHash, &admin, &created, &revoked); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*User
-	for rows.Next() {
-		var u User
-		var created string
-		var revoked sql.NullString
-		var admin int64
-		if err := rows.Scan(&u.Name, &u.TokenHash, &admin, &created, &revoked); err != nil {
-			return nil, err
-		}
-		u.Admin = admin != 0
-		if t := parseTime(sql.NullString{String: created, Valid: true}); t != nil {
-			u.CreatedAt = *t
-		}
-		u.RevokedAt = parseTime(revoked)
-		out = append(out, &u)
+	u.Admin = admin != 0
+	if t := parseTime(sql.NullString{String: created, Valid: true}); t != nil {
+		u.CreatedAt = *t
 	}
-	return out, rows.Err()
+	u.RevokedAt = parseTime(revoked)
+	return &u, nil
 }
 
 // Action is one cancel, retry or forget, with who asked.
@@ -134,24 +129,19 @@ func (s *Store) Actions(ctx context.Context, id int64) ([]Action, error) {
 		q += ` WHERE job_id = ?`
 		args = append(args, id)
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, args...)
-	if err != nil {
-		return nil, err
+	return queryAll(ctx, s.db, scanAction, q+` ORDER BY id`, args...)
+}
+
+func scanAction(rows *sql.Rows) (Action, error) {
+	var a Action
+	var at string
+	if err := rows.Scan(&at, &a.Actor, &a.Verb, &a.JobID, &a.Detail); err != nil {
+		return Action{}, err
 	}
-	defer rows.Close()
-	var out []Action
-	for rows.Next() {
-		var a Action
-		var at string
-		if err := rows.Scan(&at, &a.Actor, &a.Verb, &a.JobID, &a.Detail); err != nil {
-			return nil, err
-		}
-		if t := parseTime(sql.NullString{String: at, Valid: true}); t != nil {
-			a.At = *t
-		}
-		out = append(out, a)
+	if t := parseTime(sql.NullString{String: at, Valid: true}); t != nil {
+		a.At = *t
 	}
-	return out, rows.Err()
+	return a, nil
 }
 
 // ValidUserName says whether name can be a user's name: letters, digits,

@@ -93,6 +93,8 @@ func writeState(dir string, s []MountState) error {
 type Node struct {
 	// Dir is the node (attempt) directory.
 	Dir string
+	// Home is the HOME of the node's phases, where a ~/ path is.
+	Home string
 	// Open opens a store by name.
 	Open func(ctx context.Context, store string) (Store, error)
 	// Now is the clock; nil is time.Now.
@@ -110,9 +112,26 @@ func (n Node) now() time.Time {
 	return time.Now()
 }
 
-// local is where a mount's path is on the node.
+// local is where a mount's path is on the node: a ~/ one in the node's
+// HOME; an absolute one at its path, or, on a node whose tasks run in a
+// sandbox, in the node directory's mounts folder, which the sandbox shows
+// at that path (the machine's own path is never written); any other
+// under the working directory.
 func (n Node) local(m SpecMount) (string, error) {
+	if m.Path == "~" || strings.HasPrefix(m.Path, "~/") {
+		if n.Home == "" {
+			return "", fmt.Errorf("%s: the node's HOME is not known", m.Path)
+		}
+		return filepath.Join(n.Home, strings.TrimPrefix(m.Path, "~")), nil
+	}
 	if filepath.IsAbs(m.Path) {
+		sb, err := agent.ReadSandbox(n.Dir)
+		if err != nil {
+			return "", fmt.Errorf("read the node's sandbox: %w", err)
+		}
+		if sb != nil {
+			return filepath.Join(n.Dir, agent.MountsDir, filepath.Clean(m.Path)), nil
+		}
 		return m.Path, nil
 	}
 	cwd, err := agent.ReadCwd(n.Dir)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"sortie/provision/node/agent"
 )
 
 // nodeDir lays out a node directory with a spec and a working directory.
@@ -136,5 +138,37 @@ func TestNodeWithoutACwdFileSyncsUnderWorkdir(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(d, "workdir/data/a")); string(b) != "abc" {
 		t.Errorf("workdir/data/a: %q, %v; want the bucket's file", b, err)
+	}
+}
+
+// A ~/ destination is in the node's HOME, never a folder named ~; an
+// absolute one on a node whose tasks run in a sandbox is in the node
+// directory's mounts folder, which the sandbox shows at that path, and
+// the machine's own path is never written.
+func TestNodeHomeAndSandboxedAbsolutePaths(t *testing.T) {
+	st := newMem("data")
+	st.buckets["data"]["in/a"] = []byte("abc")
+	abs := filepath.Join(t.TempDir(), "inputs")
+	d := nodeDir(t, `{"interval_ms":30000,"mounts":[{"path":"~/cache","store":"s3","bucket":"data","prefix":"in/","mode":"COPY"},`+
+		`{"path":"`+abs+`","store":"s3","bucket":"data","prefix":"in/","mode":"COPY"}]}`)
+	write(t, filepath.Join(d, agent.FileSandbox), `{"program":"/usr/bin/bwrap","mounts":["`+abs+`"]}`)
+	home := filepath.Join(t.TempDir(), "home")
+	n := Node{Dir: d, Home: home, Open: func(context.Context, string) (Store, error) { return st, nil }}
+	if err := n.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(home, "cache/a"), filepath.Join(d, agent.MountsDir, abs, "a")} {
+		if b, err := os.ReadFile(p); string(b) != "abc" {
+			t.Errorf("%s: %q, %v; want the bucket's file", p, b, err)
+		}
+	}
+	for _, p := range []string{abs, filepath.Join(d, "workdir", "~")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	n.Home = ""
+	if err := n.Down(context.Background()); err == nil || !strings.Contains(err.Error(), "~/cache: the node's HOME is not known") {
+		t.Errorf("a ~/ path without the node's HOME: %v", err)
 	}
 }

@@ -21,15 +21,13 @@ type fakeMachine struct {
 
 func (m *fakeMachine) env() machineEnv {
 	return machineEnv{
-		getenv: func(k string) string { return m.vars[k] },
-		home:   m.home,
-		onGCE: func(context.Context) (bool, string) {
+		Getenv: func(k string) string { return m.vars[k] },
+		Home:   m.home,
+		OnGCE: func(context.Context) bool {
 			m.asked = true
-			if m.onGCE {
-				return true, "meta-project"
-			}
-			return false, ""
+			return m.onGCE
 		},
+		MetadataProject: func(context.Context) string { return "meta-project" },
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/api/option"
 
 	"sortie/provision"
+	"sortie/provision/gcp/adc"
 	"sortie/provision/vm"
 )
 
@@ -150,11 +151,11 @@ func build(ctx context.Context, cfg Config, e machineEnv) (*Provider, error) {
 		return nil, err
 	}
 	if cfg.Project == "" {
-		found := detect(ctx, e, cfg)
-		if found.project == "" {
+		found := adc.Find(ctx, e, cfg.Endpoint, cfg.Project)
+		if found.Project == "" {
 			return nil, provision.Prechecks(fmt.Errorf("gcp provider: no project: set gcp.project in config.yaml or GOOGLE_CLOUD_PROJECT"))
 		}
-		cfg.Project = found.project
+		cfg.Project = found.Project
 	}
 	opts := slices.Clone(cfg.ClientOptions)
 	if cfg.Endpoint != "" {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,11 +94,7 @@ func (k *kubeconfig) restConfig(name string) (*rest.Config, error) {
 }
 
 func contextList(raw clientcmdapi.Config) string {
-	var names []string
-	for n := range raw.Contexts {
-		names = append(names, n)
-	}
-	return "it has " + listOf(names)
+	return "it has " + listOf(slices.Collect(maps.Keys(raw.Contexts)))
 }
 
 // kubeContext is one context's clients and its namespaces' informers.
@@ -134,17 +132,10 @@ func (p *Provider) kubeContext(name string) (*kubeContext, error) {
 	if c, ok := p.contexts[name]; ok {
 		return c, nil
 	}
-	var rc *rest.Config
-	var err error
-	if p.cfg.REST != nil {
-		rc, err = p.cfg.REST(name)
-	} else {
-		rc, err = p.kube.restConfig(name)
-	}
+	rc, err := p.kube.restConfig(name)
 	if err != nil {
 		return nil, provision.Prechecks(err)
 	}
-	rc = rest.CopyConfig(rc)
 	if calls := p.cfg.Calls; calls != nil {
 		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counted{rt: rt, calls: calls} })
 	}
@@ -183,18 +174,15 @@ func (c *kubeContext) watch(ctx context.Context, ns string) (*watcher, error) {
 		w = &watcher{stopCh: make(chan struct{}), pods: corelisters.NewPodLister(pods.GetIndexer()),
 			parents: corelisters.NewConfigMapLister(parents.GetIndexer()),
 			synced:  []cache.InformerSynced{pods.HasSynced, parents.HasSynced}}
-		if c.seen != nil {
-			parentsOf := w.parents
-			seen := func(obj any) {
-				if pod, ok := obj.(*corev1.Pod); ok {
-					c.seen(ns, pod, parentsOf)
-				}
+		seen := func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.seen(ns, pod, w.parents)
 			}
-			_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
-			if err != nil {
-				c.mu.Unlock()
-				return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
-			}
+		}
+		_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }})
+		if err != nil {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("watch pods in %s/%s: %w", c.name, ns, err)
 		}
 		go pods.Run(w.stopCh)
 		go parents.Run(w.stopCh)
@@ -260,8 +248,8 @@ func (c counted) RoundTrip(req *http.Request) (*http.Response, error) {
 // /api/v1/namespaces/ns/pods/name/status -> pods/status.
 func resourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if parts[i] == "namespaces" && i+2 < len(parts) {
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "namespaces" {
 			rest := parts[i+2:]
 			if len(rest) >= 3 {
 				return rest[0] + "/" + rest[2]
@@ -269,8 +257,5 @@ func resourceOf(path string) string {
 			return rest[0]
 		}
 	}
-	if len(parts) > 0 {
-		return parts[len(parts)-1]
-	}
-	return path
+	return parts[len(parts)-1]
 }

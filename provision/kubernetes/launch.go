@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -49,8 +50,8 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 	if err != nil {
 		return nil, err
 	}
-	c, err := p.create(ctx, kc, spec)
-	if err == nil {
+	var c *provision.Cluster
+	if err = p.create(ctx, kc, spec); err == nil {
 		c, err = p.waitRunning(ctx, w, spec)
 	}
 	if err != nil {
@@ -69,7 +70,7 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 
 // create makes the parent and every pod missing; what exists is kept, so
 // a launch that died half way is finished, never doubled.
-func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.ClusterSpec) (*provision.Cluster, error) {
+func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.ClusterSpec) error {
 	ns := spec.Placement.Zone
 	cms := kc.core.ConfigMaps(ns)
 	parent, err := cms.Create(ctx, parentFor(spec), metav1.CreateOptions{})
@@ -77,23 +78,23 @@ func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.C
 		parent, err = cms.Get(ctx, spec.Name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return nil, classify(fmt.Errorf("create %s's parent ConfigMap in %s/%s: %w", spec.Name, kc.name, ns, err))
+		return classify(fmt.Errorf("create %s's parent ConfigMap in %s/%s: %w", spec.Name, kc.name, ns, err))
 	}
 	if parent.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("cluster %s in %s/%s is being deleted; launch again once it is gone", spec.Name, kc.name, ns)
+		return fmt.Errorf("cluster %s in %s/%s is being deleted; launch again once it is gone", spec.Name, kc.name, ns)
 	}
 	for rank := range spec.NumNodes {
 		pod, err := p.podFor(spec, parent, rank)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_, err = kc.core.Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, classify(fmt.Errorf("create pod %s in %s/%s: %w", pod.Name, kc.name, ns, err))
+			return classify(fmt.Errorf("create pod %s in %s/%s: %w", pod.Name, kc.name, ns, err))
 		}
 	}
 	p.logger(ctx).Info("pods created", "cluster", spec.Name, "context", kc.name, "namespace", ns, "pods", spec.NumNodes)
-	return nil, nil
+	return nil
 }
 
 // waitDeleted waits until the cache no longer holds spec's cluster, so
@@ -101,18 +102,10 @@ func (p *Provider) create(ctx context.Context, kc *kubeContext, spec provision.C
 // for it. Pods bound to a node wait for their kubelet: the wait gives up
 // after a while, and Status reports such pods terminated meanwhile.
 func (p *Provider) waitDeleted(ctx context.Context, w *watcher, spec provision.ClusterSpec) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		if c, err := p.clusterAt(w, spec.Placement, spec.Name); err != nil || c == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(p.cfg.PollInterval):
-		}
-	}
+	_ = wait.PollUntilContextTimeout(ctx, p.cfg.PollInterval, 30*time.Second, true, func(context.Context) (bool, error) {
+		c, err := p.clusterAt(w, spec.Placement, spec.Name)
+		return err != nil || c == nil, nil
+	})
 }
 
 // cached says whether the informers' cache holds spec's parent and every
@@ -133,36 +126,34 @@ func (w *watcher) cached(spec provision.ClusterSpec) bool {
 func (p *Provider) waitRunning(ctx context.Context, w *watcher, spec provision.ClusterSpec) (*provision.Cluster, error) {
 	deadline := p.cfg.Now().Add(p.cfg.LaunchTimeout)
 	last := ""
-	for {
+	var up *provision.Cluster
+	err := wait.PollUntilContextCancel(ctx, p.cfg.PollInterval, true, func(context.Context) (bool, error) {
 		var c *provision.Cluster
 		if w.cached(spec) {
 			var err error
 			if c, err = p.clusterAt(w, spec.Placement, spec.Name); err != nil {
-				return nil, err
+				return false, err
 			}
-			done, err := p.launched(c, spec)
-			if done || err != nil {
-				return c, err
+			if done, err := p.launched(w, c, spec); done || err != nil {
+				up = c
+				return done, err
 			}
 		}
-		if now := p.cfg.Now(); now.After(deadline) {
-			return nil, fmt.Errorf("pods of %s not running after %s: %s", spec.Name, p.cfg.LaunchTimeout, describe(c))
+		if p.cfg.Now().After(deadline) {
+			return false, fmt.Errorf("pods of %s not running after %s: %s", spec.Name, p.cfg.LaunchTimeout, describe(c))
 		}
 		if msg := describe(c); msg != last {
 			provision.Progress(ctx, "waiting for pods: "+msg)
 			last = msg
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(p.cfg.PollInterval):
-		}
-	}
+		return false, nil
+	})
+	return up, err
 }
 
 // launched says whether c is up: every pod running (or past it) with an
 // address. A pod that cannot start is an error of its class.
-func (p *Provider) launched(c *provision.Cluster, spec provision.ClusterSpec) (bool, error) {
+func (p *Provider) launched(w *watcher, c *provision.Cluster, spec provision.ClusterSpec) (bool, error) {
 	if c == nil || len(c.Nodes) < spec.NumNodes {
 		return false, nil
 	}
@@ -173,7 +164,7 @@ func (p *Provider) launched(c *provision.Cluster, spec provision.ClusterSpec) (b
 			up = up && n.IP != ""
 		case provision.NodePending:
 			up = false
-			if err := p.notStarting(c, n); err != nil {
+			if err := p.notStarting(w, c, n); err != nil {
 				return false, err
 			}
 		case provision.NodePreempted:
@@ -188,12 +179,12 @@ func (p *Provider) launched(c *provision.Cluster, spec provision.ClusterSpec) (b
 // notStarting is the error of a pending pod that will not start: left
 // Unschedulable past ProvisionTimeout (capacity), or its image or config
 // refused (prechecks).
-func (p *Provider) notStarting(c *provision.Cluster, n provision.Node) error {
+func (p *Provider) notStarting(w *watcher, c *provision.Cluster, n provision.Node) error {
 	pod := podName(c.Name, n.Rank)
 	reason, _, _ := strings.Cut(n.Reason, ": ")
 	switch reason {
 	case corev1.PodReasonUnschedulable:
-		since, ok := p.unschedulableSince(c, n.Rank)
+		since, ok := unschedulableSince(w, c, n.Rank)
 		if ok && p.cfg.Now().Sub(since) > p.cfg.ProvisionTimeout {
 			return provision.Capacity(fmt.Errorf("pod %s unschedulable for over %s in %s/%s (kubernetes.provision_timeout): %s",
 				pod, p.cfg.ProvisionTimeout, c.Placement.Region, c.Placement.Zone, n.Reason))
@@ -207,18 +198,8 @@ func (p *Provider) notStarting(c *provision.Cluster, n provision.Node) error {
 }
 
 // unschedulableSince is when rank's pod became unschedulable, as the
-// scheduler recorded it.
-func (p *Provider) unschedulableSince(c *provision.Cluster, rank int) (time.Time, bool) {
-	kc, err := p.kubeContext(c.Placement.Region)
-	if err != nil {
-		return time.Time{}, false
-	}
-	kc.mu.Lock()
-	w := kc.watchers[c.Placement.Zone]
-	kc.mu.Unlock()
-	if w == nil {
-		return time.Time{}, false
-	}
+// scheduler recorded it in the watcher's cache.
+func unschedulableSince(w *watcher, c *provision.Cluster, rank int) (time.Time, bool) {
 	pod, err := w.pods.Pods(c.Placement.Zone).Get(podName(c.Name, rank))
 	if err != nil {
 		return time.Time{}, false

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"sortie/provision"
 	"sortie/schema"
@@ -108,7 +109,6 @@ func (p *Provider) podFor(spec provision.ClusterSpec, parent *corev1.ConfigMap, 
 	if r.JobRecovery != nil && r.JobRecovery.TerminationGrace > 0 {
 		grace = int64(math.Ceil(r.JobRecovery.TerminationGrace.D().Seconds()))
 	}
-	optional := true
 	env := []corev1.EnvVar{
 		{Name: "SORTIE_NODE_RANK", Value: strconv.Itoa(rank)},
 		{Name: "SKYPILOT_NODE_RANK", Value: strconv.Itoa(rank)},
@@ -141,9 +141,9 @@ func (p *Provider) podFor(spec provision.ClusterSpec, parent *corev1.ConfigMap, 
 			}},
 			Volumes: []corev1.Volume{
 				{Name: "task", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: spec.Name}, Optional: &optional}}},
+					LocalObjectReference: corev1.LocalObjectReference{Name: spec.Name}, Optional: ptr.To(true)}}},
 				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: secretName(spec.Name), Optional: &optional}}},
+					SecretName: secretName(spec.Name), Optional: ptr.To(true)}}},
 				{Name: "workdir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 		},
@@ -176,18 +176,11 @@ func (p *Provider) resources(r schema.Resources) (corev1.ResourceRequirements, m
 		}
 	}
 	if len(r.Accelerators) > 1 {
-		var names []string
-		for n := range r.Accelerators {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		problems = append(problems, fmt.Sprintf("resources.accelerators: %s: a pod asks for one GPU model; name one (or list them under any_of)", strings.Join(names, ", ")))
+		problems = append(problems, fmt.Sprintf("resources.accelerators: %s: a pod asks for one GPU model; name one (or list them under any_of)",
+			strings.Join(slices.Sorted(maps.Keys(r.Accelerators)), ", ")))
 	}
 	for name, count := range r.Accelerators {
-		if len(r.Accelerators) > 1 {
-			break
-		}
-		if count <= 0 {
+		if count <= 0 || len(r.Accelerators) > 1 {
 			continue
 		}
 		q := *resource.NewQuantity(int64(count), resource.DecimalSI)

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"sortie/provision"
@@ -82,9 +81,6 @@ type Config struct {
 	// AcceleratorLabel is the node label naming a node's GPU model; empty
 	// means DefaultAcceleratorLabel.
 	AcceleratorLabel string
-	// REST, when set, builds the client config of a context instead of
-	// the kubeconfig (tests, or a caller with its own credentials).
-	REST func(context string) (*rest.Config, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// PollInterval is how often Launch looks at its pods in the informer's
@@ -130,13 +126,11 @@ func New(_ context.Context, cfg Config) (*Provider, error) {
 	p := &Provider{cfg: cfg, contexts: map[string]*kubeContext{}, deleting: map[string]bool{}, stopped: map[string]bool{},
 		taken: map[string]*takenLog{}}
 	p.bg, p.stopBg = context.WithCancel(context.Background())
-	if cfg.REST == nil {
-		k, err := loadKubeconfig(cfg.Kubeconfig)
-		if err != nil {
-			return nil, provision.Prechecks(err)
-		}
-		p.kube = k
+	k, err := loadKubeconfig(cfg.Kubeconfig)
+	if err != nil {
+		return nil, provision.Prechecks(err)
 	}
+	p.kube = k
 	return p, nil
 }
 
@@ -185,9 +179,6 @@ func (p *Provider) contextNames() ([]string, error) {
 	if p.cfg.Context != "" {
 		return []string{p.cfg.Context}, nil
 	}
-	if p.kube == nil {
-		return nil, provision.Prechecks(fmt.Errorf("kubernetes.context: empty, and no kubeconfig to take the current context from; set kubernetes.context"))
-	}
 	cur, err := p.kube.current()
 	if err != nil {
 		return nil, provision.Prechecks(err)
@@ -203,10 +194,8 @@ func (p *Provider) namespaces(ctxName string) []string {
 	if p.cfg.Namespace != "" {
 		return []string{p.cfg.Namespace}
 	}
-	if p.kube != nil {
-		if ns := p.kube.namespace(ctxName); ns != "" {
-			return []string{ns}
-		}
+	if ns := p.kube.namespace(ctxName); ns != "" {
+		return []string{ns}
 	}
 	return []string{"default"}
 }
@@ -310,12 +299,5 @@ func listOf(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
+	return strings.Join(s, ", ")
 }

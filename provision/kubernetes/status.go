@@ -64,14 +64,14 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 			return nil, err
 		}
 		names := map[string]bool{}
-		parents, err := w.parents.List(everything())
+		parents, err := w.parents.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
 		for _, cm := range parents {
 			names[cm.Labels[provision.TagCluster]] = true
 		}
-		pods, err := w.pods.List(everything())
+		pods, err := w.pods.List(labels.Everything())
 		if err != nil {
 			return nil, err
 		}
@@ -170,16 +170,9 @@ func (p *Provider) logReadable(at schema.Placement, name string, pod *corev1.Pod
 	if pod != nil && hasLog(pod) {
 		return true
 	}
+	// One still being read is readable: ReadTaskLog waits for it.
 	t := p.takenLogOf(at, name)
-	if t == nil {
-		return false
-	}
-	select {
-	case <-t.done:
-		return t.err == nil
-	default:
-		return true // still being read: ReadTaskLog waits for it
-	}
+	return t != nil && (!t.ended() || t.err == nil)
 }
 
 // nodeOf is the node that pod (nil when missing) is. A pod the cluster
@@ -295,6 +288,3 @@ func torndown(c *provision.Cluster) bool {
 	}
 	return true
 }
-
-// everything selects every object of a cache.
-func everything() labels.Selector { return labels.Everything() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,15 +41,18 @@ type takenLog struct {
 	err     error
 }
 
-// whole says whether the read has ended, and well.
-func (t *takenLog) whole() bool {
+// ended says whether the read has ended.
+func (t *takenLog) ended() bool {
 	select {
 	case <-t.done:
-		return t.err == nil
+		return true
 	default:
 		return false
 	}
 }
+
+// whole says whether the read has ended, and well.
+func (t *takenLog) whole() bool { return t.ended() && t.err == nil }
 
 // takenAway says whether the cluster is taking pod away: being deleted,
 // marked DisruptionTarget, or evicted by its kubelet.
@@ -65,15 +69,9 @@ func takenAway(pod *corev1.Pod) bool {
 // hasLog says whether pod's task container has started, so that its
 // kubelet has a log of it.
 func hasLog(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName == "" {
-		return false
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil) {
-			return true
-		}
-	}
-	return false
+	return pod.Spec.NodeName != "" && slices.ContainsFunc(pod.Status.ContainerStatuses, func(cs corev1.ContainerStatus) bool {
+		return cs.Name == ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil)
+	})
 }
 
 // podSeen is the pods informer's handler: a pod of a cluster sortie is

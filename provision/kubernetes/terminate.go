@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,14 +102,11 @@ func (p *Provider) StartTask(ctx context.Context, c *provision.Cluster, t provis
 	if err != nil {
 		return classify(fmt.Errorf("write the environment of %s: %w", c.Name, err))
 	}
-	ips := ""
-	for i, n := range c.Nodes {
-		if i > 0 {
-			ips += "\n"
-		}
-		ips += n.IP
+	var ips []string
+	for _, n := range c.Nodes {
+		ips = append(ips, n.IP)
 	}
-	parent.Data[KeySetup], parent.Data[KeyRun], parent.Data[KeyNodeIPs] = t.Setup, t.Run, ips
+	parent.Data[KeySetup], parent.Data[KeyRun], parent.Data[KeyNodeIPs] = t.Setup, t.Run, strings.Join(ips, "\n")
 	if len(files) > 0 {
 		parent.Data[KeyFiles] = list
 		parent.BinaryData = files

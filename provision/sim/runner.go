@@ -21,6 +21,10 @@ const (
 	// EnvExitCode is 0-255: every attempt of the task exits with it,
 	// whatever sim.exit_codes says.
 	EnvExitCode = "SIM_EXIT_CODE"
+	// EnvExitZone, with EnvExitCode, names the one zone where the task
+	// exits with that code; in every other zone it exits 0 (a failure
+	// that is the placement's, not the inputs').
+	EnvExitZone = "SIM_EXIT_ZONE"
 )
 
 // task is one task started (or stopped before it started) in one node
@@ -227,6 +231,9 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 	}
 	if code, err := strconv.Atoi(env[EnvExitCode]); err == nil && code >= 0 && code <= 255 {
 		t.Code = code
+		if z := env[EnvExitZone]; z != "" && z != c.Zone {
+			t.Code = 0
+		}
 	}
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
 	if t.Stopped != nil {

@@ -483,3 +483,34 @@ func TestTaskEnvsSetItsRunTimeAndExitCode(t *testing.T) {
 		t.Errorf("a task without the envs ended after a minute of an hour's run time: %+v", st)
 	}
 }
+
+// SIM_EXIT_ZONE makes SIM_EXIT_CODE a failure of one zone: the task exits
+// with it there and 0 elsewhere.
+func TestTaskExitZone(t *testing.T) {
+	p, clk := newSim(t, Config{})
+	env := func(job int64) map[string]string {
+		return map[string]string{"SORTIE_JOB_ID": fmt.Sprint(job), "SORTIE_TASK_ID": fmt.Sprintf("sortie-%d-0", job), "SORTIE_ATTEMPT": "1",
+			EnvExitCode: "3", EnvExitZone: east.Zone}
+	}
+	in := runnerFor(t, p, launch(t, p, 10, 1, 1), 0, 1)
+	if err := node.Start(context.Background(), in, node.StartSpec{Run: "x", Env: env(10)}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Launch(context.Background(), provision.ClusterSpec{Name: provision.ClusterName(11, 0, 1), NumNodes: 1,
+		Placement: schema.Placement{Cloud: east.Cloud, Region: "sim-west", Zone: "sim-west-a"},
+		Tags:      map[string]string{provision.TagJob: "11", provision.TagTask: "0", provision.TagAttempt: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runnerFor(t, p, c, 0, 1)
+	if err := node.Start(context.Background(), out, node.StartSpec{Run: "x", Env: env(11)}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if st := poll(t, in); !st.Done || st.ExitCode != 3 {
+		t.Errorf("in %s: %+v, want exit 3", east.Zone, st)
+	}
+	if st := poll(t, out); !st.Done || st.ExitCode != 0 {
+		t.Errorf("in sim-west-a: %+v, want exit 0", st)
+	}
+}

@@ -3,29 +3,28 @@ package cli
 import (
 	"context"
 	"slices"
+	"sortie/controller/contract"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"sortie/controller/service"
 )
 
 // cancelFake matches a fixed set of jobs and records what it cancelled.
 type cancelFake struct {
 	Service
-	matches   []service.JobView
-	asked     service.CancelRequest
+	matches   []contract.JobView
+	asked     contract.CancelRequest
 	cancelled []int64
 }
 
-func (s *cancelFake) CancelTargets(_ context.Context, req service.CancelRequest) ([]service.JobView, error) {
+func (s *cancelFake) CancelTargets(_ context.Context, req contract.CancelRequest) ([]contract.JobView, error) {
 	s.asked = req
 	return s.matches, nil
 }
-func (s *cancelFake) Cancel(_ context.Context, req service.CancelRequest) ([]int64, error) {
+func (s *cancelFake) Cancel(_ context.Context, req contract.CancelRequest) ([]int64, error) {
 	s.cancelled = append(s.cancelled, req.IDs...)
 	return req.IDs, nil
 }
@@ -37,7 +36,7 @@ func runCancelCmd(t *testing.T, tty bool, stdin string, argv ...string) (*cancel
 	f.In = strings.NewReader(stdin)
 	f.IsTerminal = func() bool { return tty }
 	sub := f.Now().Add(-time.Hour)
-	fake := &cancelFake{matches: []service.JobView{{ID: 3, Name: "sweep-1", Status: "RUNNING", SubmittedAt: sub}, {ID: 5, Name: "sweep-2", Status: "PENDING", SubmittedAt: sub}}}
+	fake := &cancelFake{matches: []contract.JobView{{ID: 3, Name: "sweep-1", Status: "RUNNING", SubmittedAt: sub}, {ID: 5, Name: "sweep-2", Status: "PENDING", SubmittedAt: sub}}}
 	f.Service = func(context.Context) (Service, error) { return fake, nil }
 	code := Execute(f, append([]string{"jobs", "cancel"}, argv...))
 	return fake, code, out.String(), errb.String()
@@ -100,16 +99,16 @@ func TestCancelByFilter(t *testing.T) {
 // othersFake selects none of the caller's jobs and lists everyone's.
 type othersFake struct {
 	Service
-	all    []service.JobView
-	listed service.QueueRequest
+	all    []contract.JobView
+	listed contract.QueueRequest
 }
 
-func (s *othersFake) CancelTargets(context.Context, service.CancelRequest) ([]service.JobView, error) {
+func (s *othersFake) CancelTargets(context.Context, contract.CancelRequest) ([]contract.JobView, error) {
 	return nil, nil
 }
-func (s *othersFake) Queue(_ context.Context, req service.QueueRequest) ([]service.JobView, error) {
+func (s *othersFake) Queue(_ context.Context, req contract.QueueRequest) ([]contract.JobView, error) {
 	s.listed = req
-	var out []service.JobView
+	var out []contract.JobView
 	for _, j := range s.all {
 		if slices.Contains(req.Statuses, j.Status) {
 			out = append(out, j)
@@ -124,7 +123,7 @@ func (s *othersFake) Close() error { return nil }
 func TestCancelAllSaysWhoseJobsAreLeft(t *testing.T) {
 	alice, carol := "alice", "carol"
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	all := []service.JobView{
+	all := []contract.JobView{
 		{ID: 1, Name: "a", Owner: &alice, Status: "RUNNING", SubmittedAt: now.Add(-3 * time.Hour)},
 		{ID: 2, Name: "b", Owner: &carol, Status: "PENDING", SubmittedAt: now.Add(-time.Minute)},
 		{ID: 3, Name: "c", Owner: &carol, Status: "RECOVERING", SubmittedAt: now.Add(-time.Minute)},
@@ -133,7 +132,7 @@ func TestCancelAllSaysWhoseJobsAreLeft(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		argv []string
-		jobs []service.JobView
+		jobs []contract.JobView
 		want string
 	}{
 		{[]string{"--all"}, all[:1], "No unfinished job to cancel: none of yours (alice has 1).\n"},

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/config"
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/schema"
 )
 
@@ -251,8 +251,8 @@ func TestExitCodes(t *testing.T) {
 		want int
 	}{
 		{&schema.ValidationError{Problems: []schema.Problem{{Path: "run", Message: "missing"}}}, ExitUsage},
-		{fmt.Errorf("launch: %w", &service.UsageError{Err: errors.New("x")}), ExitUsage},
-		{&service.KnownFailureError{Failure: &service.FailureView{JobID: 1}}, ExitKnownFailure},
+		{fmt.Errorf("launch: %w", &contract.UsageError{Err: errors.New("x")}), ExitUsage},
+		{&contract.KnownFailureError{Failure: &contract.FailureView{JobID: 1}}, ExitKnownFailure},
 		{&exitError{code: ExitFailed}, ExitFailed},
 		{errors.New("disk full"), ExitFailed},
 	}
@@ -266,10 +266,10 @@ func TestExitCodes(t *testing.T) {
 // fakeService answers the queue with fixed jobs.
 type fakeService struct {
 	Service
-	jobs []service.JobView
+	jobs []contract.JobView
 }
 
-func (s *fakeService) Queue(context.Context, service.QueueRequest) ([]service.JobView, error) {
+func (s *fakeService) Queue(context.Context, contract.QueueRequest) ([]contract.JobView, error) {
 	return s.jobs, nil
 }
 func (s *fakeService) Close() error { return nil }
@@ -281,7 +281,7 @@ func TestQueueTable(t *testing.T) {
 	one, orig := 1, int64(7)
 	res, loc := "1x[A100:8]", "aws/us-east-1a"
 	f.Service = func(context.Context) (Service, error) {
-		return &fakeService{jobs: []service.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
+		return &fakeService{jobs: []contract.JobView{{ID: 9, Name: "train", Status: "RUNNING", NumTasks: 3, CurrentTask: 1,
 			RecoveryCount: 2, ExitCodes: []*int{&one, nil}, RetryOf: &orig, SubmittedAt: now.Add(-2 * time.Minute), StartedAt: &start,
 			Resources: &res, Location: &loc}}}, nil
 	}
@@ -310,25 +310,25 @@ func TestQueueColumns(t *testing.T) {
 	str := func(s string) *string { return &s }
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	start, orig, one := now.Add(-2*time.Hour-3*time.Minute), int64(4), 1
-	alice := service.JobView{ID: 12, Name: "train-llama", Owner: str("alice"), Status: "RUNNING", NumTasks: 1,
+	alice := contract.JobView{ID: 12, Name: "train-llama", Owner: str("alice"), Status: "RUNNING", NumTasks: 1,
 		Resources: str("2x[CPU:4+]"), Location: str("aws/us-east-1a"), SubmittedAt: now.Add(-12 * time.Hour), StartedAt: &start, RecoveryCount: 3}
-	bob := service.JobView{ID: 11, Name: "eval-llama", Owner: str("bob"), Status: "FAILED_PRECHECKS", NumTasks: 3,
+	bob := contract.JobView{ID: 11, Name: "eval-llama", Owner: str("bob"), Status: "FAILED_PRECHECKS", NumTasks: 3,
 		Resources: str("1x[A100:8][Spot]"), SubmittedAt: now.Add(-40 * time.Minute), RetryOf: &orig, ExitCodes: []*int{&one, nil}}
 	bobFirst, bobAsAlice := bob, bob
 	bobFirst.RetryOf = nil
 	bobAsAlice.Owner = alice.Owner
-	old := service.JobView{ID: 3, Name: "old", Owner: str("alice"), Status: "SUCCEEDED", NumTasks: 1, SubmittedAt: now.Add(-72 * time.Hour)}
+	old := contract.JobView{ID: 3, Name: "old", Owner: str("alice"), Status: "SUCCEEDED", NumTasks: 1, SubmittedAt: now.Add(-72 * time.Hour)}
 	for _, tc := range []struct {
-		jobs    []service.JobView
+		jobs    []contract.JobView
 		headers string
 		rows    []string
 	}{
-		{[]service.JobView{alice, old}, "ID NAME RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT",
+		{[]contract.JobView{alice, old}, "ID NAME RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT",
 			[]string{"12 train-llama 2x[CPU:4+] aws/us-east-1a 12h ago 2h 3m 0s 3 RUNNING -", "3 old - - 3d ago - 0 SUCCEEDED -"}},
-		{[]service.JobView{alice, bobFirst}, "ID NAME OWNER TASK RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT",
+		{[]contract.JobView{alice, bobFirst}, "ID NAME OWNER TASK RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT",
 			[]string{"12 train-llama alice - 2x[CPU:4+] aws/us-east-1a 12h ago 2h 3m 0s 3 RUNNING -",
 				"11 eval-llama bob 1/3 1x[A100:8][Spot] - 40m ago - 0 FAILED_PRECHECKS 1,?"}},
-		{[]service.JobView{alice, bobAsAlice}, "ID NAME TASK RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT RETRY OF",
+		{[]contract.JobView{alice, bobAsAlice}, "ID NAME TASK RESOURCES LOCATION SUBMITTED DURATION #RECOV STATUS EXIT RETRY OF",
 			[]string{"12 train-llama - 2x[CPU:4+] aws/us-east-1a 12h ago 2h 3m 0s 3 RUNNING - -",
 				"11 eval-llama 1/3 1x[A100:8][Spot] - 40m ago - 0 FAILED_PRECHECKS 1,? 4"}},
 	} {
@@ -352,10 +352,10 @@ func TestQueueColumns(t *testing.T) {
 
 func TestPrintJSONListIsPrintJSON(t *testing.T) {
 	one := 1
-	for _, items := range [][]service.JobView{nil, {}, {{ID: 1, Name: "a<b>"}}, {{ID: 1, ExitCodes: []*int{&one, nil}}, {ID: 2, Overrides: []service.Override{{Path: "p"}}}}} {
+	for _, items := range [][]contract.JobView{nil, {}, {{ID: 1, Name: "a<b>"}}, {{ID: 1, ExitCodes: []*int{&one, nil}}, {ID: 2, Overrides: []contract.Override{{Path: "p"}}}}} {
 		var want, got bytes.Buffer
 		if items == nil {
-			printJSON(&want, []service.JobView{})
+			printJSON(&want, []contract.JobView{})
 		} else {
 			printJSON(&want, items)
 		}
@@ -370,14 +370,14 @@ func TestPrintJSONListIsPrintJSON(t *testing.T) {
 
 func TestShowListsPorts(t *testing.T) {
 	for _, tc := range []struct {
-		tasks []service.TaskView
+		tasks []contract.TaskView
 		want  string
 	}{
-		{[]service.TaskView{{Ports: []string{"8080", "10000-10010"}}}, "Ports:         8080, 10000-10010\n"},
-		{[]service.TaskView{{Task: 0, Name: "a", Ports: []string{}}, {Task: 1, Name: "b", Ports: []string{"22", "80"}}}, "  1     b     "},
+		{[]contract.TaskView{{Ports: []string{"8080", "10000-10010"}}}, "Ports:         8080, 10000-10010\n"},
+		{[]contract.TaskView{{Task: 0, Name: "a", Ports: []string{}}, {Task: 1, Name: "b", Ports: []string{"22", "80"}}}, "  1     b     "},
 	} {
 		f, out, _ := testFactory()
-		d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Tasks: tc.tasks}
+		d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING"}, Tasks: tc.tasks}
 		if err := printShow(f, d); err != nil {
 			t.Fatal(err)
 		}
@@ -392,17 +392,17 @@ func TestShowListsPorts(t *testing.T) {
 
 func TestShowSaysFailuresAgainstTheBudget(t *testing.T) {
 	for _, tc := range []struct {
-		tasks []service.TaskView
+		tasks []contract.TaskView
 		total int
 		want  string
 	}{
-		{[]service.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, restarts on error left 0 of 1"},
-		{[]service.TaskView{{RestartsOnErrors: 0, MaxRestartsOnErrors: 2}}, 0, "Failures: 0, restarts on error left 2 of 2"},
-		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 2}}, 1, "Failures: 1, restarts on error left 1 of 2"},
-		{[]service.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 3}, {RestartsOnErrors: 1}}, 2, "Failures: 2   "},
+		{[]contract.TaskView{{RestartsOnErrors: 2, MaxRestartsOnErrors: 1}}, 2, "Failures: 2, restarts on error left 0 of 1"},
+		{[]contract.TaskView{{RestartsOnErrors: 0, MaxRestartsOnErrors: 2}}, 0, "Failures: 0, restarts on error left 2 of 2"},
+		{[]contract.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 2}}, 1, "Failures: 1, restarts on error left 1 of 2"},
+		{[]contract.TaskView{{RestartsOnErrors: 1, MaxRestartsOnErrors: 3}, {RestartsOnErrors: 1}}, 2, "Failures: 2   "},
 	} {
 		f, out, _ := testFactory()
-		d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "FAILED", RestartsOnErrors: tc.total}, Tasks: tc.tasks}
+		d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "FAILED", RestartsOnErrors: tc.total}, Tasks: tc.tasks}
 		if err := printShow(f, d); err != nil {
 			t.Fatal(err)
 		}
@@ -452,11 +452,11 @@ func FuzzIndentJSON(f *testing.F) {
 func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 	region, typ, cpus := "us-east-1", "m6i.large", "2+"
 	name, workdir := "train", "/proj/code"
-	plan := &service.Plan{Name: "train", InputKey: strPtr("abc"), Missing: []string{"envs.HF_TOKEN: is required at launch"}, Warnings: []string{"service: ignored"}, Tasks: []service.TaskPlan{{
+	plan := &contract.Plan{Name: "train", InputKey: strPtr("abc"), Missing: []string{"envs.HF_TOKEN: is required at launch"}, Warnings: []string{"service: ignored"}, Tasks: []contract.TaskPlan{{
 		Task: 0, Name: &name, NumNodes: 2, Ports: []string{"8080"}, Workdir: &workdir,
-		FileMounts: []service.MountPlan{{Path: "/data", Source: "/proj/data"}}, Envs: []string{"HF_TOKEN"}, Secrets: []string{},
+		FileMounts: []contract.MountPlan{{Path: "/data", Source: "/proj/data"}}, Envs: []string{"HF_TOKEN"}, Secrets: []string{},
 		Strategy: "FAILOVER", RecoverOnExitCodes: []int{29},
-		Placements: []service.PlacementPlan{
+		Placements: []contract.PlacementPlan{
 			{Cloud: "local", Region: strPtr("local"), Zone: strPtr("local-a"), ResolvedBy: "sortie"},
 			{Cloud: "aws", Region: &region, ResolvedBy: "controller", InstanceType: &typ, CPUs: &cpus, UseSpot: true},
 			{Cloud: "gcp", ResolvedBy: "controller"},
@@ -475,8 +475,8 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 			"a launch from here would be refused until these are given:\n  envs.HF_TOKEN: is required at launch"}},
 	} {
 		f, out, errb := testFactory()
-		var asked service.LaunchRequest
-		f.Plan = func(_ context.Context, req service.LaunchRequest) (*service.Plan, error) {
+		var asked contract.LaunchRequest
+		f.Plan = func(_ context.Context, req contract.LaunchRequest) (*contract.Plan, error) {
 			asked = req
 			return plan, nil
 		}
@@ -497,7 +497,7 @@ func TestDryRunPrintsThePlanAndOpensNoService(t *testing.T) {
 		}
 	}
 	f, out, _ := testFactory()
-	f.Plan = func(context.Context, service.LaunchRequest) (*service.Plan, error) { return plan, nil }
+	f.Plan = func(context.Context, contract.LaunchRequest) (*contract.Plan, error) { return plan, nil }
 	if code := Execute(f, []string{"jobs", "launch", "--dry-run", "-o", "json", "t.yaml"}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -523,11 +523,11 @@ func TestShowListsNotices(t *testing.T) {
 	deadline, asked, ended := at.Add(2*time.Minute), at.Add(800*time.Millisecond), at.Add(95*time.Second)
 	head := ended.Sub(asked).Milliseconds()
 	f, out, _ := testFactory()
-	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Attempts: []service.AttemptView{
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING"}, Attempts: []contract.AttemptView{
 		{Task: 0, Attempt: 1, StartedAt: at.Add(-time.Hour), EndedAt: &ended, ReplacedAt: &asked, HeadStartMS: &head,
-			Notice: &service.NoticeView{Kind: "spot-interruption", Source: "aws-imds", At: at, Deadline: &deadline}},
+			Notice: &contract.NoticeView{Kind: "spot-interruption", Source: "aws-imds", At: at, Deadline: &deadline}},
 		{Task: 0, Attempt: 2, StartedAt: asked, ReplacedAt: &asked,
-			Notice: &service.NoticeView{Kind: "preempted", Source: "gce-metadata", At: at}},
+			Notice: &contract.NoticeView{Kind: "preempted", Source: "gce-metadata", At: at}},
 		{Task: 0, Attempt: 3, StartedAt: asked},
 	}}
 	if err := printShow(f, d); err != nil {
@@ -552,7 +552,7 @@ func TestShowListsNotifications(t *testing.T) {
 	now := f.Now()
 	next := now.Add(4 * time.Second)
 	code, failed, refused := 204, "try 2: 503 Service Unavailable", "try 1: 401 Unauthorized"
-	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "FAILED"}, Notifications: []service.NotificationView{
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "FAILED"}, Notifications: []contract.NotificationView{
 		{Event: "status", Status: "RUNNING", URL: "https://h.example.com/a", State: "delivered", Tries: 1, HTTPStatus: &code},
 		{Event: "failed", Status: "FAILED", URL: "https://h.example.com/a", State: "pending", Tries: 2, Error: &failed, NextTryAt: &next},
 		{Event: "failed", Status: "FAILED", URL: "https://h.example.com/\x1b[2J", State: "failed", Tries: 1, Error: &refused},
@@ -595,9 +595,9 @@ func TestOneJobCommands(t *testing.T) {
 func TestShowChainSaysUnsetOverrides(t *testing.T) {
 	f, out, _ := testFactory()
 	orig := int64(1)
-	d := &service.JobDetail{JobView: service.JobView{ID: 2, Status: "RUNNING", RetryOf: &orig}, Chain: []service.JobView{
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 2, Status: "RUNNING", RetryOf: &orig}, Chain: []contract.JobView{
 		{ID: 1, Status: "FAILED"},
-		{ID: 2, Status: "RUNNING", RetryOf: &orig, Overrides: []service.Override{{Path: "envs.SEED", New: "7"}}},
+		{ID: 2, Status: "RUNNING", RetryOf: &orig, Overrides: []contract.Override{{Path: "envs.SEED", New: "7"}}},
 	}}
 	if err := printShow(f, d); err != nil {
 		t.Fatal(err)
@@ -609,11 +609,11 @@ func TestShowChainSaysUnsetOverrides(t *testing.T) {
 
 type failuresFake struct {
 	Service
-	fs []service.FailureView
+	fs []contract.FailureView
 }
 
-func (s *failuresFake) Failures(context.Context) ([]service.FailureView, error) { return s.fs, nil }
-func (s *failuresFake) Close() error                                            { return nil }
+func (s *failuresFake) Failures(context.Context) ([]contract.FailureView, error) { return s.fs, nil }
+func (s *failuresFake) Close() error                                             { return nil }
 
 // A known failure of an unnamed task is named by its position, never left
 // blank.
@@ -621,7 +621,7 @@ func TestFailuresNameTheTask(t *testing.T) {
 	f, out, _ := testFactory()
 	zero, two := 0, 2
 	f.Service = func(context.Context) (Service, error) {
-		return &failuresFake{fs: []service.FailureView{
+		return &failuresFake{fs: []contract.FailureView{
 			{InputKey: "8c1f0e5a2b9d0000", JobID: 12, Task: &zero, Status: "FAILED", RecordedAt: f.Now()},
 			{InputKey: "7d2e1f6b3c0a0000", JobID: 13, Task: &two, TaskName: "eval", Status: "FAILED", RecordedAt: f.Now()},
 		}}, nil
@@ -632,5 +632,53 @@ func TestFailuresNameTheTask(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 3 || strings.Fields(lines[1])[2] != "0" || !strings.Contains(lines[2], " 2 (eval) ") {
 		t.Errorf("failures:\n%s", out)
+	}
+}
+
+// Each known failure shows its verdict and evidence; flaky inputs say how
+// often they were.
+func TestFailuresShowTheVerdict(t *testing.T) {
+	f, out, _ := testFactory()
+	zero, three, nought := 0, 3, 0
+	f.Service = func(context.Context) (Service, error) {
+		return &failuresFake{fs: []contract.FailureView{
+			{InputKey: "8c1f0e5a2b9d0000", JobID: 12, Task: &zero, Status: "FAILED", RecordedAt: f.Now(), Verdict: contract.VerdictDeterministic,
+				Evidence: []contract.EvidenceView{{Attempt: 1, ExitCodes: []*int{&three}, Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"},
+					{Attempt: 2, ExitCodes: []*int{&three}, Cloud: "aws", Region: "us-east-1", Zone: "us-east-1b"}}},
+			{InputKey: "7d2e1f6b3c0a0000", JobID: 13, Task: &zero, Status: "SUCCEEDED", RecordedAt: f.Now(), Verdict: contract.VerdictFlaky, Flaky: 3, Runs: 4,
+				Evidence: []contract.EvidenceView{{Attempt: 1, ExitCodes: []*int{&three}, Cloud: "sim", Region: "sim-east", Zone: "sim-east-a"},
+					{Attempt: 2, ExitCodes: []*int{&nought}, Cloud: "sim", Region: "sim-east", Zone: "sim-east-b"}}},
+			{InputKey: "6a2e1f6b3c0a0000", JobID: 14, Task: &zero, Status: "FAILED", RecordedAt: f.Now(), Verdict: contract.VerdictUnconfirmed},
+		}}, nil
+	}
+	if code := Execute(f, []string{"jobs", "failures"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"deterministic #1 exit 3 in aws/us-east-1/us-east-1a, #2 exit 3 in aws/us-east-1/us-east-1b",
+		"flaky (3 of 4 runs) #1 exit 3 in sim/sim-east/sim-east-a, #2 exit 0 in sim/sim-east/sim-east-b",
+		"unconfirmed - 0 seconds ago",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("failures lack %q:\n%s", want, out)
+		}
+	}
+}
+
+// `jobs show` marks the confirming attempt and says how often the inputs
+// were flaky.
+func TestShowConfirmingAttempt(t *testing.T) {
+	f, out, _ := testFactory()
+	one := 1
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 7, Status: "SUCCEEDED", SubmittedAt: f.Now()},
+		Attempts: []contract.AttemptView{{Task: 0, Attempt: 1, StartedAt: f.Now()}, {Task: 0, Attempt: 2, Confirms: &one, StartedAt: f.Now()}},
+		Flaky:    &contract.FlakyCount{Flaky: 3, Runs: 4}}
+	if err := printShow(f, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"flaky 3 of 4 runs", "2 (confirms 1)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
 	}
 }

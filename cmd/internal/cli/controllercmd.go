@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -27,14 +26,7 @@ func NewCmdController(f *Factory) *cobra.Command {
 		Short: "Run the controller in the foreground (the CLI starts it in the background when needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bin, err := daemon.BinaryPath(f.Getenv)
-			if err != nil {
-				return err
-			}
-			// The controller program takes this process's place, so that
-			// signals and the exit status are its own.
-			env := append(os.Environ(), "SORTIE_HOME="+f.Home())
-			return syscall.Exec(bin, []string{bin, "run"}, env)
+			return execController(f, "run")
 		},
 	}
 	status := &cobra.Command{

@@ -84,6 +84,12 @@ func pollWait(ctx context.Context) bool {
 // is. At the end of r it asks wait whether to look for more: a line
 // still being written is printed once it is whole.
 func copyControllerLog(ctx context.Context, r io.Reader, w io.Writer, raw bool, wait func(context.Context) bool) error {
+	text := func(line []byte) string {
+		if raw {
+			return string(line)
+		}
+		return formatLogLine(line)
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriter(w)
 	var partial []byte
@@ -91,15 +97,8 @@ func copyControllerLog(ctx context.Context, r io.Reader, w io.Writer, raw bool, 
 		chunk, err := br.ReadBytes('\n')
 		partial = append(partial, chunk...)
 		if err == nil {
-			line := bytes.TrimRight(partial, "\n")
+			fmt.Fprintln(bw, text(bytes.TrimRight(partial, "\n")))
 			partial = partial[:0]
-			if raw {
-				bw.Write(line)
-				bw.WriteByte('\n')
-			} else {
-				bw.WriteString(formatLogLine(line))
-				bw.WriteByte('\n')
-			}
 			continue
 		}
 		if !errors.Is(err, io.EOF) {
@@ -110,12 +109,7 @@ func copyControllerLog(ctx context.Context, r io.Reader, w io.Writer, raw bool, 
 		}
 		if !wait(ctx) {
 			if len(partial) > 0 {
-				// The last line, without its newline.
-				if raw {
-					fmt.Fprintf(w, "%s\n", partial)
-				} else {
-					fmt.Fprintln(w, formatLogLine(partial))
-				}
+				fmt.Fprintln(w, text(partial)) // the last line, without its newline
 			}
 			return nil
 		}

@@ -65,8 +65,8 @@ var (
 	trailingNote   = regexp.MustCompile(`\s+#.*`)
 	comment        = regexp.MustCompile(`^(?:[^\S\r\n]*#[^\r\n]*)?`)
 	endOfLine      = regexp.MustCompile(`^[^\S\r\n]*(?:\r\n|\n|\r|$)`)
-	doubleEscapes  = regexp.MustCompile(`\\[\\'"abfnrtv]`)
-	singleEscapes  = regexp.MustCompile(`\\[\\']`)
+	doubleEscapes  = strings.NewReplacer(`\\`, `\`, `\'`, `'`, `\"`, `"`, `\a`, "\a", `\b`, "\b", `\f`, "\f", `\n`, "\n", `\r`, "\r", `\t`, "\t", `\v`, "\v")
+	singleEscapes  = strings.NewReplacer(`\\`, `\`, `\'`, `'`)
 	variable       = regexp.MustCompile(`\$\{([^}:]*)(?::-([^}]*))?\}`)
 	envKey         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
@@ -118,13 +118,13 @@ func (r *envReader) binding() (key, value string, hasValue bool, err error) {
 			if !ok {
 				return "", "", false, fmt.Errorf("the value of %s opens a ' quote that is not closed", key)
 			}
-			value = unescape(singleEscapes, v)
+			value = singleEscapes.Replace(v)
 		case strings.HasPrefix(r.s, `"`):
 			v, ok := r.submatch(doubleQuoted)
 			if !ok {
 				return "", "", false, fmt.Errorf(`the value of %s opens a " quote that is not closed`, key)
 			}
-			value = unescape(doubleEscapes, v)
+			value = doubleEscapes.Replace(v)
 		default:
 			v := r.skip(unquotedValue)
 			if !(spaced && strings.HasPrefix(v, "#")) {
@@ -144,28 +144,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-func unescape(re *regexp.Regexp, s string) string {
-	return re.ReplaceAllStringFunc(s, func(m string) string {
-		switch m[1] {
-		case 'a':
-			return "\a"
-		case 'b':
-			return "\b"
-		case 'f':
-			return "\f"
-		case 'n':
-			return "\n"
-		case 'r':
-			return "\r"
-		case 't':
-			return "\t"
-		case 'v':
-			return "\v"
-		}
-		return m[1:]
-	})
 }
 
 // expandVars replaces ${NAME} and ${NAME:-default} as python-dotenv does:

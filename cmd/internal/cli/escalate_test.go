@@ -1,11 +1,10 @@
 package cli
 
 import (
+	"sortie/controller/contract"
 	"strings"
 	"testing"
 	"time"
-
-	"sortie/controller/service"
 )
 
 // jobs show says what an escalation chose: for the job, and in each
@@ -13,10 +12,10 @@ import (
 func TestShowSaysTheEscalatedSize(t *testing.T) {
 	s := func(v string) *string { return &v }
 	f, out, _ := testFactory()
-	size := &service.SizeView{Memory: s("32+"), Accelerators: s("A100:1")}
-	d := &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING", Size: size},
-		Tasks: []service.TaskView{{Size: size}},
-		Attempts: []service.AttemptView{
+	size := &contract.SizeView{Memory: s("32+"), Accelerators: s("A100:1")}
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING", Size: size},
+		Tasks: []contract.TaskView{{Size: size}},
+		Attempts: []contract.AttemptView{
 			{Attempt: 1, State: "ended", Cloud: s("local"), Region: s("local"), Zone: s("local-a"), StartedAt: time.Now()},
 			{Attempt: 2, State: "running", Cloud: s("local"), Region: s("local"), Zone: s("local-b"), Size: size, StartedAt: time.Now()},
 		}}
@@ -41,9 +40,9 @@ func TestPlanSaysTheLimits(t *testing.T) {
 	s := func(v string) *string { return &v }
 	three := 3
 	var out strings.Builder
-	p := &service.Plan{Name: "build", Tasks: []service.TaskPlan{
+	p := &contract.Plan{Name: "build", Tasks: []contract.TaskPlan{
 		{Strategy: "EAGER_NEXT_REGION", MaxDuration: s("12h"), MaxRecoveries: &three,
-			Escalate: &service.EscalatePlan{OnExitCodes: []int{137}, Memory: s("2x"), MaxMemory: s("256"), CPUs: s("1.5x"),
+			Escalate: &contract.EscalatePlan{OnExitCodes: []int{137}, Memory: s("2x"), MaxMemory: s("256"), CPUs: s("1.5x"),
 				Accelerators: []string{"L4:1", "A100:1", "H100:2"}}},
 		{Strategy: "NONE"},
 	}}

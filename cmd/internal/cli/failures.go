@@ -13,7 +13,7 @@ func NewCmdFailures(f *Factory) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "failures",
-		Short: "List known failures: inputs that ended FAILED or FAILED_SETUP, which launch refuses to re-run",
+		Short: "List known failures: inputs that ended FAILED or FAILED_SETUP, which launch refuses to re-run (flaky ones too, never refused)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFlag(output); err != nil {
@@ -31,14 +31,14 @@ func NewCmdFailures(f *Factory) *cobra.Command {
 					fmt.Fprintln(f.Err, "No known failures.")
 					return nil
 				}
-				t := newTable(f.Out, "KEY", "JOB", "TASK", "STATUS", "EXIT CODES", "AGE", "LOGS")
+				t := newTable(f.Out, "KEY", "JOB", "TASK", "STATUS", "EXIT CODES", "VERDICT", "EVIDENCE", "AGE", "LOGS")
 				for _, k := range fs {
 					logs := fmt.Sprintf("sortie jobs logs %d", k.JobID)
 					if k.LogsRemovedAt != nil {
 						logs = "removed " + ago(f.Now(), *k.LogsRemovedAt)
 					}
 					t.row(k.InputKey[:12], fmt.Sprint(k.JobID), k.TaskLabel(), string(k.Status), strategy.FormatExitCodes(k.ExitCodes),
-						ago(f.Now(), k.RecordedAt), logs)
+						verdictText(k), evidenceText(k.Evidence), ago(f.Now(), k.RecordedAt), logs)
 				}
 				return t.flush()
 			})

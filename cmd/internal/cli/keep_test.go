@@ -2,13 +2,12 @@ package cli
 
 import (
 	"context"
+	"sortie/controller/contract"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"sortie/controller/service"
 )
 
 func TestSSHArguments(t *testing.T) {
@@ -47,8 +46,8 @@ func TestShowSaysUntilWhenTheClusterIsKept(t *testing.T) {
 	until := now.Add(25 * time.Minute)
 	released := now.Add(-time.Minute)
 	reason := "released by user (jobs release)"
-	d := &service.JobDetail{JobView: service.JobView{ID: 4, Name: "j", Status: "FAILED", SubmittedAt: now},
-		Attempts: []service.AttemptView{{Task: 0, Attempt: 1, Cluster: "sortie-4-0-1", StartedAt: now, KeptUntil: &until}}}
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 4, Name: "j", Status: "FAILED", SubmittedAt: now},
+		Attempts: []contract.AttemptView{{Task: 0, Attempt: 1, Cluster: "sortie-4-0-1", StartedAt: now, KeptUntil: &until}}}
 	if err := printShow(f, d); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +68,7 @@ func TestShowSaysUntilWhenTheClusterIsKept(t *testing.T) {
 // The exit status of the command run on the node is jobs ssh's.
 func TestSSHExitsWithTheCommandsStatus(t *testing.T) {
 	f, _, _ := testFactory()
-	var asked service.ShellRequest
+	var asked contract.ShellRequest
 	f.Service = func(context.Context) (Service, error) {
 		return shellService{code: 42, asked: &asked}, nil
 	}
@@ -84,10 +83,10 @@ func TestSSHExitsWithTheCommandsStatus(t *testing.T) {
 type shellService struct {
 	Service
 	code  int
-	asked *service.ShellRequest
+	asked *contract.ShellRequest
 }
 
-func (s shellService) Shell(_ context.Context, req service.ShellRequest) (int, error) {
+func (s shellService) Shell(_ context.Context, req contract.ShellRequest) (int, error) {
 	*s.asked = req
 	return s.code, nil
 }

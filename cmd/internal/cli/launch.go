@@ -72,8 +72,8 @@ func NewCmdLaunch(f *Factory, runF func(context.Context, *LaunchOptions) error) 
 				opts.UseSpot = !noSpot
 			}
 			opts.NumNodesSet = fl.Changed("num-nodes")
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o: %q is not an output format (table or json)", opts.Output)
+			if err := outputFlag(opts.Output); err != nil {
+				return err
 			}
 			if fl.Changed("output") && !opts.DryRun {
 				return usageErrorf("-o is for --dry-run: a launch prints the job id (-d) or its logs")

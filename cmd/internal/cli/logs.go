@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"sortie/controller/contract"
@@ -17,7 +15,7 @@ type LogsOptions struct {
 }
 
 // NewCmdLogs builds `jobs logs`.
-func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cobra.Command {
+func NewCmdLogs(f *Factory) *cobra.Command {
 	opts := &LogsOptions{}
 	cmd := &cobra.Command{
 		Use:   "logs ID",
@@ -32,9 +30,6 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *LogsOptions) error) *cob
 				return usageErrorf("--attempt: %d is not an attempt number (1 is the first)", opts.Attempt)
 			}
 			opts.ID = ids[0]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return withJobsService(cmd.Context(), f, func(svc Service) error {
 				req := contract.LogsRequest{ID: opts.ID, Attempt: opts.Attempt, Task: opts.Task}
 				if opts.Follow {

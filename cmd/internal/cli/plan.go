@@ -29,22 +29,32 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 		if e := t.Escalate; e != nil {
 			fmt.Fprintf(w, "  Escalate:    %s\n", planEscalate(e))
 		}
-		fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
-		tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
-		for i, pl := range t.Placements {
-			where := strings.Join(nonEmpty(pl.Cloud, deref(pl.Region), deref(pl.Zone)), "/")
-			if pl.Region == nil {
-				where += " (any region)"
+		if len(t.Placements) == 0 {
+			// Every cloud the task names is disabled here: what the
+			// launch lacks, below, says why.
+			why := ""
+			if len(p.Missing) > 0 {
+				why = " (see what it lacks, below)"
 			}
-			spot := "no"
-			if pl.UseSpot {
-				spot = "yes"
+			fmt.Fprintf(w, "  Placements:  none a launch from here could try%s\n", why)
+		} else {
+			fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
+			tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
+			for i, pl := range t.Placements {
+				where := strings.Join(nonEmpty(pl.Cloud, deref(pl.Region), deref(pl.Zone)), "/")
+				if pl.Region == nil {
+					where += " (any region)"
+				}
+				spot := "no"
+				if pl.UseSpot {
+					spot = "yes"
+				}
+				tb.row("    "+strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy)
+				byController = byController || pl.ResolvedBy == "controller"
 			}
-			tb.row("    "+strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy)
-			byController = byController || pl.ResolvedBy == "controller"
-		}
-		if err := tb.flush(); err != nil {
-			return err
+			if err := tb.flush(); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(w, "  Ports:       %s\n", listOrNone(t.Ports))
 		workdir := ptrOrNone(t.Workdir)
@@ -80,30 +90,21 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 // sizes when nothing is asked.
 func describeRequest(p contract.PlacementPlan) string {
 	var parts []string
-	if p.InstanceType != nil {
-		parts = append(parts, *p.InstanceType)
+	add := func(v *string, prefix, suffix string) {
+		if v != nil {
+			parts = append(parts, prefix+*v+suffix)
+		}
 	}
-	if p.CPUs != nil {
-		parts = append(parts, *p.CPUs+" CPUs")
-	}
-	if p.Memory != nil {
-		parts = append(parts, *p.Memory+" GB")
-	}
-	if p.Accelerators != nil {
-		parts = append(parts, *p.Accelerators)
-	}
+	add(p.InstanceType, "", "")
+	add(p.CPUs, "", " CPUs")
+	add(p.Memory, "", " GB")
+	add(p.Accelerators, "", "")
 	if p.DiskSize != nil {
 		parts = append(parts, fmt.Sprintf("disk %d GB", *p.DiskSize))
 	}
-	if p.DiskTier != nil {
-		parts = append(parts, "disk tier "+*p.DiskTier)
-	}
-	if p.NetworkTier != nil {
-		parts = append(parts, "network tier "+*p.NetworkTier)
-	}
-	if p.ImageID != nil {
-		parts = append(parts, "image "+*p.ImageID)
-	}
+	add(p.DiskTier, "disk tier ", "")
+	add(p.NetworkTier, "network tier ", "")
+	add(p.ImageID, "image ", "")
 	if len(parts) == 0 {
 		return "-"
 	}

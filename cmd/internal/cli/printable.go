@@ -20,20 +20,8 @@ func printable(s string) string { return escapeText(s, false) }
 func printableLines(s string) string { return escapeText(s, true) }
 
 func escapeText(s string, keepNewlines bool) string {
-	i := 0
-	for i < len(s) {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if needsEscape(r, size) && !(keepNewlines && r == '\n') {
-			break
-		}
-		i += size
-	}
-	if i == len(s) {
-		return s
-	}
 	var b strings.Builder
-	b.WriteString(s[:i])
-	for i < len(s) {
+	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case keepNewlines && r == '\n', !needsEscape(r, size):

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sortie/controller/contract"
 	"strings"
 	"testing"
-
-	"sortie/controller/service"
 )
 
 func TestPrintable(t *testing.T) {
@@ -39,13 +38,13 @@ const hostileName = "evil\x1b[2J\nID  NAME\t\u202e"
 // escapes or newlines was printed raw into jobs queue and jobs show.
 func TestTablesAndMessagesEscapeControlCharacters(t *testing.T) {
 	reason := "stopped\x1b]0;title\x07"
-	jobs := []service.JobView{{ID: 9, Name: hostileName, Status: "FAILED", FailureReason: &reason,
-		Overrides: []service.Override{{Path: "name", Old: "a\x1b", New: "b\n"}}}}
+	jobs := []contract.JobView{{ID: 9, Name: hostileName, Status: "FAILED", FailureReason: &reason,
+		Overrides: []contract.Override{{Path: "name", Old: "a\x1b", New: "b\n"}}}}
 	for _, argv := range [][]string{{"jobs", "queue"}, {"jobs", "show", "9"}, {"jobs", "retry", "--dry-run", "--reason", "x", "9"}} {
 		f, out, errb := testFactory()
 		f.Service = func(context.Context) (Service, error) {
 			return &detailService{fakeService: fakeService{jobs: jobs},
-				detail: &service.JobDetail{JobView: jobs[0], Chain: []service.JobView{jobs[0], jobs[0]}}}, nil
+				detail: &contract.JobDetail{JobView: jobs[0], Chain: []contract.JobView{jobs[0], jobs[0]}}}, nil
 		}
 		Execute(f, argv)
 		text := out.String() + errb.String()
@@ -77,12 +76,12 @@ func TestTablesAndMessagesEscapeControlCharacters(t *testing.T) {
 
 type detailService struct {
 	fakeService
-	detail *service.JobDetail
+	detail *contract.JobDetail
 }
 
-func (s *detailService) Show(context.Context, int64) (*service.JobDetail, error) {
+func (s *detailService) Show(context.Context, int64) (*contract.JobDetail, error) {
 	return s.detail, nil
 }
-func (s *detailService) RetryTargets(context.Context, service.RetryRequest) ([]service.JobView, error) {
+func (s *detailService) RetryTargets(context.Context, contract.RetryRequest) ([]contract.JobView, error) {
 	return s.jobs, nil
 }

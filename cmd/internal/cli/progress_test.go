@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/controller/service"
+	"sortie/controller/contract"
 )
 
 // jobs show gives each attempt's progress once some attempt reported any,
@@ -13,12 +13,12 @@ import (
 func TestShowGivesTheProgressPerAttempt(t *testing.T) {
 	n := int64(41200)
 	ended := "ended"
-	attempts := []service.AttemptView{
+	attempts := []contract.AttemptView{
 		{Attempt: 1, State: "ended", Outcome: &ended, StartedAt: time.Now()},
 		{Attempt: 2, State: "running", StartedAt: time.Now(), Progress: &n},
 	}
 	f, out, _ := testFactory()
-	if err := printShow(f, &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Attempts: attempts}); err != nil {
+	if err := printShow(f, &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING"}, Attempts: attempts}); err != nil {
 		t.Fatal(err)
 	}
 	var rows []string
@@ -34,7 +34,7 @@ func TestShowGivesTheProgressPerAttempt(t *testing.T) {
 
 	f, out, _ = testFactory()
 	attempts[1].Progress = nil
-	if err := printShow(f, &service.JobDetail{JobView: service.JobView{ID: 1, Status: "RUNNING"}, Attempts: attempts}); err != nil {
+	if err := printShow(f, &contract.JobDetail{JobView: contract.JobView{ID: 1, Status: "RUNNING"}, Attempts: attempts}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "PROGRESS") {
@@ -45,7 +45,7 @@ func TestShowGivesTheProgressPerAttempt(t *testing.T) {
 // The dry run's plan says the limit on restarts without progress.
 func TestPlanSaysTheProgressLimit(t *testing.T) {
 	three := 3
-	got := planLimits(service.TaskPlan{MaxRestartsWithoutProgress: &three})
+	got := planLimits(contract.TaskPlan{MaxRestartsWithoutProgress: &three})
 	if got != "max_restarts_without_progress 3" {
 		t.Errorf("planLimits = %q, want %q", got, "max_restarts_without_progress 3")
 	}

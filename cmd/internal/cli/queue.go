@@ -24,7 +24,7 @@ type QueueOptions struct {
 }
 
 // NewCmdQueue builds `jobs queue`.
-func NewCmdQueue(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
+func NewCmdQueue(f *Factory) *cobra.Command {
 	opts := &QueueOptions{}
 	cmd := &cobra.Command{
 		Use:   "queue",
@@ -33,9 +33,6 @@ func NewCmdQueue(f *Factory, runF func(context.Context, *QueueOptions) error) *c
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFlag(opts.Output); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runQueue(cmd.Context(), f, opts)
 		},

@@ -234,7 +234,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		return &flagError{err: fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath())}
 	})
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
-	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdCancel(f, nil),
+	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f), NewCmdShow(f, nil), NewCmdLogs(f), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
 	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
 	for _, c := range root.Commands() {

@@ -35,14 +35,7 @@ func NewCmdServer(f *Factory) *cobra.Command {
 				st.SetErr(f.Err)
 				return st.ExecuteContext(cmd.Context())
 			}
-			bin, err := daemon.BinaryPath(f.Getenv)
-			if err != nil {
-				return err
-			}
-			// The controller program takes this process's place: signals
-			// and the exit status are its own.
-			env := append(os.Environ(), "SORTIE_HOME="+f.Home())
-			return syscall.Exec(bin, append([]string{bin, "server"}, args...), env)
+			return execController(f, "server", args...)
 		},
 	}
 }
@@ -58,14 +51,20 @@ func NewCmdDashboard(f *Factory) *cobra.Command {
 			"It opens no browser. Ctrl-C stops it. A team's `sortie server` serves the same dashboard at its address.",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bin, err := daemon.BinaryPath(f.Getenv)
-			if err != nil {
-				return err
-			}
-			env := append(os.Environ(), "SORTIE_HOME="+f.Home())
-			return syscall.Exec(bin, append([]string{bin, "dashboard"}, args...), env)
+			return execController(f, "dashboard", args...)
 		},
 	}
+}
+
+// execController runs the controller program's verb with args in this
+// process's place, so that signals and the exit status are its own.
+func execController(f *Factory, verb string, args ...string) error {
+	bin, err := daemon.BinaryPath(f.Getenv)
+	if err != nil {
+		return err
+	}
+	env := append(os.Environ(), "SORTIE_HOME="+f.Home())
+	return syscall.Exec(bin, append([]string{bin, verb}, args...), env)
 }
 
 // NewCmdLogin builds `login URL`: it checks the token with the server and

@@ -86,6 +86,9 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
+	if d.Flaky != nil {
+		fmt.Fprintf(w, "Flaky:         flaky %s with these inputs (job_recovery.confirm_failures)\n", flakyRuns(d.Flaky.Flaky, d.Flaky.Runs))
+	}
 	if d.Size != nil {
 		fmt.Fprintf(w, "Escalated to:  %s\n", sizeText(d.Size))
 	}
@@ -94,75 +97,65 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	}
 	printKept(f, d)
 	printChain(f, d)
+	var pipeline []contract.TaskView
 	if len(d.Tasks) > 1 {
-		fmt.Fprintln(w, "\nTasks:")
-		t := newTable(w, "  TASK", "NAME", "STATUS", "#RECOVERIES", "FAILURES", "BUDGET", "PORTS")
-		for _, task := range d.Tasks {
-			ports := "-"
-			if len(task.Ports) > 0 {
-				ports = strings.Join(task.Ports, ",")
-			}
-			status := string(task.Status)
-			if l := task.LinkedFrom; l != nil {
-				status += fmt.Sprintf(" (linked: job %d task %d)", l.Job, l.Task)
-			}
-			t.row("  "+strconv.Itoa(task.Task), task.Name, status, strconv.Itoa(task.RecoveryCount),
-				strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors), ports)
-		}
-		t.flush()
+		pipeline = d.Tasks
 	}
-	fmt.Fprintln(w, "\nAttempts:")
+	section(w, "Tasks", pipeline, []string{"  TASK", "NAME", "STATUS", "#RECOVERIES", "FAILURES", "BUDGET", "PORTS"}, func(task contract.TaskView) []string {
+		ports := "-"
+		if len(task.Ports) > 0 {
+			ports = strings.Join(task.Ports, ",")
+		}
+		status := string(task.Status)
+		if l := task.LinkedFrom; l != nil {
+			status += fmt.Sprintf(" (linked: job %d task %d)", l.Job, l.Task)
+		}
+		return []string{"  " + strconv.Itoa(task.Task), task.Name, status, strconv.Itoa(task.RecoveryCount),
+			strconv.Itoa(task.RestartsOnErrors), strconv.Itoa(task.MaxRestartsOnErrors), ports}
+	})
 	if len(d.Attempts) == 0 {
-		fmt.Fprintln(w, "  none yet")
-	} else {
-		// PROGRESS, what the task wrote to $SORTIE_PROGRESS, is shown
-		// when some attempt reported any.
-		progress := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Progress != nil })
-		cols := []string{"  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION"}
+		fmt.Fprintln(w, "\nAttempts:\n  none yet")
+	}
+	headers := []string{"  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION"}
+	// PROGRESS, what the task wrote to $SORTIE_PROGRESS, is shown when
+	// some attempt reported any.
+	progress := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Progress != nil })
+	if progress {
+		headers = slices.Insert(headers, 7, "PROGRESS")
+	}
+	section(w, "Attempts", d.Attempts, headers, func(a contract.AttemptView) []string {
+		where := "-"
+		if a.Cloud != nil {
+			where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
+		}
+		if a.Size != nil {
+			where += " (" + sizeText(a.Size) + ")"
+		}
+		outcome := string(a.State)
+		if a.Outcome != nil {
+			outcome = *a.Outcome
+		}
+		decision := orDash(a.Decision)
+		if a.Reason != nil && *a.Reason != "" {
+			decision = *a.Reason + " → " + decision
+		}
+		start := a.StartedAt
+		row := []string{"  " + strconv.Itoa(a.Task), attemptText(a), where, ago(now, a.StartedAt),
+			duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision}
 		if progress {
-			cols = slices.Insert(cols, 7, "PROGRESS")
+			p := "-"
+			if a.Progress != nil {
+				p = strconv.FormatInt(*a.Progress, 10)
+			}
+			row = slices.Insert(row, 7, p)
 		}
-		t := newTable(w, cols...)
-		for _, a := range d.Attempts {
-			where := "-"
-			if a.Cloud != nil {
-				where = strings.Join(nonEmpty(*a.Cloud, deref(a.Region), deref(a.Zone)), "/")
-			}
-			if a.Size != nil {
-				where += " (" + sizeText(a.Size) + ")"
-			}
-			outcome := string(a.State)
-			if a.Outcome != nil {
-				outcome = *a.Outcome
-			}
-			decision := orDash(a.Decision)
-			if a.Reason != nil && *a.Reason != "" {
-				decision = *a.Reason + " → " + decision
-			}
-			start := a.StartedAt
-			row := []string{"  " + strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), where, ago(now, a.StartedAt),
-				duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision}
-			if progress {
-				p := "-"
-				if a.Progress != nil {
-					p = strconv.FormatInt(*a.Progress, 10)
-				}
-				row = slices.Insert(row, 7, p)
-			}
-			t.row(row...)
-		}
-		t.flush()
-	}
+		return row
+	})
 	printNotices(w, d.Attempts)
-	if len(d.LaunchTries) > 0 {
-		fmt.Fprintln(w, "\nFailed launch tries:")
-		t := newTable(w, "  TASK", "ATTEMPT", "ROUND", "WHERE", "CLASS", "ERROR")
-		for _, lt := range d.LaunchTries {
-			t.row("  "+strconv.Itoa(lt.Task), strconv.Itoa(lt.Attempt), strconv.Itoa(lt.Round+1),
-				strings.Join(nonEmpty(lt.Cloud, lt.Region, lt.Zone), "/"), lt.Class, lt.Message)
-		}
-		t.flush()
-	}
+	section(w, "Failed launch tries", d.LaunchTries, []string{"  TASK", "ATTEMPT", "ROUND", "WHERE", "CLASS", "ERROR"}, func(lt contract.LaunchTryView) []string {
+		return []string{"  " + strconv.Itoa(lt.Task), strconv.Itoa(lt.Attempt), strconv.Itoa(lt.Round + 1),
+			strings.Join(nonEmpty(lt.Cloud, lt.Region, lt.Zone), "/"), lt.Class, lt.Message}
+	})
 	printNotifications(f, d)
 	printStorage(f, d)
 	return nil
@@ -171,13 +164,9 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 // printStorage lists what each node's bucket syncs did: the download
 // before setup, and the last upload (when it finished, what it moved).
 func printStorage(f *Factory, d *contract.JobDetail) {
-	if len(d.Storage) == 0 {
-		return
-	}
 	now := f.Now()
-	fmt.Fprintln(f.Out, "\nBuckets:")
-	t := newTable(f.Out, "  TASK", "ATTEMPT", "NODE", "PATH", "BUCKET", "MODE", "DOWNLOADED", "LAST UPLOAD", "UPLOADED", "ERROR")
-	for _, m := range d.Storage {
+	headers := []string{"  TASK", "ATTEMPT", "NODE", "PATH", "BUCKET", "MODE", "DOWNLOADED", "LAST UPLOAD", "UPLOADED", "ERROR"}
+	section(f.Out, "Buckets", d.Storage, headers, func(m contract.StorageView) []string {
 		down, up := "-", "-"
 		if m.DownloadedAt != nil {
 			down = bytesText(m.DownloadedBytes)
@@ -185,8 +174,21 @@ func printStorage(f *Factory, d *contract.JobDetail) {
 		if m.UploadedAt != nil {
 			up = fmt.Sprintf("%s, %s", ago(now, *m.UploadedAt), bytesText(m.UploadedBytes))
 		}
-		t.row("  "+strconv.Itoa(m.Task), strconv.Itoa(m.Attempt), strconv.Itoa(m.Node), printable(m.Path), m.Bucket, m.Mode,
-			down, up, bytesText(m.UploadedTotal), printable(orDash(m.Error)))
+		return []string{"  " + strconv.Itoa(m.Task), strconv.Itoa(m.Attempt), strconv.Itoa(m.Node), printable(m.Path), m.Bucket, m.Mode,
+			down, up, bytesText(m.UploadedTotal), printable(orDash(m.Error))}
+	})
+}
+
+// section writes a titled table with a row for each item, nothing when
+// there is none.
+func section[T any](w io.Writer, title string, items []T, headers []string, row func(T) []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n", title)
+	t := newTable(w, headers...)
+	for _, it := range items {
+		t.row(row(it)...)
 	}
 	t.flush()
 }
@@ -231,13 +233,8 @@ func printKept(f *Factory, d *contract.JobDetail) {
 // printNotifications lists each event posted to a webhook: delivered,
 // waiting for its next try (and why), or given up (and why).
 func printNotifications(f *Factory, d *contract.JobDetail) {
-	if len(d.Notifications) == 0 {
-		return
-	}
 	now := f.Now()
-	fmt.Fprintln(f.Out, "\nNotifications:")
-	t := newTable(f.Out, "  EVENT", "STATUS", "WEBHOOK", "STATE", "TRIES", "DETAIL")
-	for _, n := range d.Notifications {
+	section(f.Out, "Notifications", d.Notifications, []string{"  EVENT", "STATUS", "WEBHOOK", "STATE", "TRIES", "DETAIL"}, func(n contract.NotificationView) []string {
 		detail := orDash(n.Error)
 		switch {
 		case n.State == "pending" && n.NextTryAt != nil && n.Tries > 0:
@@ -245,9 +242,8 @@ func printNotifications(f *Factory, d *contract.JobDetail) {
 		case n.State == "delivered" && n.HTTPStatus != nil:
 			detail = fmt.Sprintf("HTTP %d", *n.HTTPStatus)
 		}
-		t.row("  "+n.Event, string(n.Status), n.URL, n.State, strconv.Itoa(n.Tries), detail)
-	}
-	t.flush()
+		return []string{"  " + n.Event, string(n.Status), n.URL, n.State, strconv.Itoa(n.Tries), detail}
+	})
 }
 
 // until says when a time to come is: "in 4s", or "now" once it is past.
@@ -326,18 +322,14 @@ func printNotices(w io.Writer, as []contract.AttemptView) {
 			with = append(with, a)
 		}
 	}
-	if len(with) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nPreemption notices:")
-	t := newTable(w, "  TASK", "ATTEMPT", "KIND", "FROM", "HEARD", "DEADLINE", "REPLACEMENT ASKED", "HEAD START")
 	stamp := func(t *time.Time) string {
 		if t == nil {
 			return "-"
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	for _, a := range with {
+	headers := []string{"  TASK", "ATTEMPT", "KIND", "FROM", "HEARD", "DEADLINE", "REPLACEMENT ASKED", "HEAD START"}
+	section(w, "Preemption notices", with, headers, func(a contract.AttemptView) []string {
 		n := a.Notice
 		head := "-"
 		switch {
@@ -346,9 +338,8 @@ func printNotices(w io.Writer, as []contract.AttemptView) {
 		case a.ReplacedAt != nil:
 			head = "not ended yet"
 		}
-		t.row("  "+strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), n.Kind, n.Source, stamp(&n.At), stamp(n.Deadline), stamp(a.ReplacedAt), head)
-	}
-	t.flush()
+		return []string{"  " + strconv.Itoa(a.Task), strconv.Itoa(a.Attempt), n.Kind, n.Source, stamp(&n.At), stamp(n.Deadline), stamp(a.ReplacedAt), head}
+	})
 }
 
 // sizeText names an escalated size: "cpus 8, memory 32 GB, accelerators

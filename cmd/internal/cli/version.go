@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sortie/controller/api/client"
 	"sortie/controller/contract"
 	"sortie/controller/daemon"
 )
@@ -13,7 +14,7 @@ import (
 // NewCmdVersion is `sortie version`: this program's version and, when
 // the controller of SORTIE_HOME runs, the version of the program it runs
 // (read from its executable, so a controller started before an upgrade
-// shows as the older one).
+// shows as the older one); through a server, the server's address.
 func NewCmdVersion(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -21,6 +22,12 @@ func NewCmdVersion(f *Factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(f.Out, "client:     %s\n", contract.OwnVersion())
+			// Through a server the jobs are its controller's, which
+			// is not asked: this machine's home would say nothing of it.
+			if c, err := client.FromEnv(f.Getenv); err == nil && c != nil {
+				fmt.Fprintf(f.Out, "controller: the server's, at %s (its version is not asked)\n", printable(c.URL))
+				return nil
+			}
 			fmt.Fprintf(f.Out, "controller: %s\n", controllerVersion(f.Home()))
 			return nil
 		},

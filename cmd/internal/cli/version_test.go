@@ -48,3 +48,21 @@ func TestVersionOfFile(t *testing.T) {
 		t.Errorf("VersionOfFile(%s) = %+v (%s)", exe, v, v)
 	}
 }
+
+// Through a server (SORTIE_API_URL), the controller that drives the jobs
+// is the server's: version names it rather than saying that this
+// machine's home has none running.
+func TestVersionThroughAServerNamesIt(t *testing.T) {
+	f, out, errb := testFactory()
+	env := map[string]string{"SORTIE_HOME": t.TempDir(), "SORTIE_API_URL": "https://sortie.example.com:8443", "SORTIE_TOKEN": "sortie_x"}
+	f.Getenv = func(k string) string { return env[k] }
+	if code := Execute(f, []string{"version"}); code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	if want := "controller: the server's, at https://sortie.example.com:8443 (its version is not asked)\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("sortie version printed %q, want %q", out, want)
+	}
+	if strings.Contains(out.String(), "not running") {
+		t.Errorf("sortie version says no controller runs, though the jobs go through a server: %q", out)
+	}
+}

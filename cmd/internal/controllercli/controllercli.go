@@ -23,6 +23,7 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
@@ -63,7 +64,7 @@ func Main(args []string, out, errw io.Writer) int {
 			return int(code)
 		}
 		fmt.Fprintln(errw, "error:", err)
-		if _, ok := err.(*service.UsageError); ok {
+		if _, ok := err.(*contract.UsageError); ok {
 			return 2
 		}
 		return 1

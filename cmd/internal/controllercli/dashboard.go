@@ -13,6 +13,7 @@ import (
 	"sortie/controller/api"
 	"sortie/controller/api/dashboard"
 	"sortie/controller/clouds/all"
+	"sortie/controller/contract"
 	"sortie/controller/service"
 )
 
@@ -26,7 +27,7 @@ func dashboardCmd(h string, out, errw io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if port < 0 || port > 65535 {
-				return &service.UsageError{Err: fmt.Errorf("--port %d: give a port from 1 to 65535, or 0 for a free one", port)}
+				return &contract.UsageError{Err: fmt.Errorf("--port %d: give a port from 1 to 65535, or 0 for a free one", port)}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

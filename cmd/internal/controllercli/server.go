@@ -1,6 +1,7 @@
 package controllercli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/clouds/all"
 	"sortie/controller/config"
+	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/service"
 	"sortie/controller/store"
@@ -43,15 +45,15 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			useTLS := o.cert != "" || o.key != ""
 			if err := api.CheckListen(o.listen, useTLS, o.insecure); err != nil {
-				return &service.UsageError{Err: err}
+				return &contract.UsageError{Err: err}
 			}
 			if o.publicURL != "" {
 				if err := dashboard.PublicURL(o.publicURL); err != nil {
-					return &service.UsageError{Err: fmt.Errorf("--url %w", err)}
+					return &contract.UsageError{Err: fmt.Errorf("--url %w", err)}
 				}
 			}
 			if o.replica == "" && cmd.Flags().Changed("lease-ttl") {
-				return &service.UsageError{Err: fmt.Errorf("--lease-ttl is for replicas: give --replica NAME too")}
+				return &contract.UsageError{Err: fmt.Errorf("--lease-ttl is for replicas: give --replica NAME too")}
 			}
 			log := slog.New(slog.NewJSONHandler(errw, nil))
 			opts := controller.ServeOptions{Store: o.storePath, Server: true,
@@ -82,10 +84,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 						}
 						dash.Serving(origins)
 						// `server users add` links users to this address.
-						own := strings.TrimRight(o.publicURL, "/")
-						if own == "" {
-							own = scheme(useTLS) + "://" + addr.String()
-						}
+						own := cmp.Or(strings.TrimRight(o.publicURL, "/"), scheme(useTLS)+"://"+addr.String())
 						if err := home.WriteFileAtomic(home.ServerURL(h), []byte(own+"\n"), home.FileMode); err != nil {
 							log.Warn("the server's address is not recorded for `server users add`", "err", err)
 						}
@@ -148,7 +147,7 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := store.ValidUserName(args[0]); err != nil {
-				return &service.UsageError{Err: err}
+				return &contract.UsageError{Err: err}
 			}
 			st, err := open(cmd.Context())
 			if err != nil {
@@ -160,7 +159,7 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 				return err
 			}
 			if err := st.AddUser(cmd.Context(), args[0], hash, admin); err != nil {
-				return &service.UsageError{Err: fmt.Errorf("%w: pick another name, or revoke theirs and add them under a new one", err)}
+				return &contract.UsageError{Err: fmt.Errorf("%w: pick another name, or revoke theirs and add them under a new one", err)}
 			}
 			fmt.Fprintln(out, tok)
 			fmt.Fprintf(errw, "User %s added%s. The token above is shown once: give it to them for `sortie login URL`.\n", args[0], map[bool]string{true: " (admin)"}[admin])
@@ -179,7 +178,7 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 		}
 		u, err := url.Parse(dashURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &service.UsageError{Err: fmt.Errorf("--url %q: give the server's address with its scheme, e.g. https://sortie.example.com:8443", dashURL)}
+			return &contract.UsageError{Err: fmt.Errorf("--url %q: give the server's address with its scheme, e.g. https://sortie.example.com:8443", dashURL)}
 		}
 		dashURL = strings.TrimRight(dashURL, "/")
 		return nil
@@ -221,7 +220,7 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 			}
 			defer st.Close()
 			if err := st.RevokeUser(cmd.Context(), args[0]); err != nil {
-				return &service.UsageError{Err: fmt.Errorf("%w (see `sortie server users list`)", err)}
+				return &contract.UsageError{Err: fmt.Errorf("%w (see `sortie server users list`)", err)}
 			}
 			fmt.Fprintf(out, "revoked %s\n", args[0])
 			return nil

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sortie/controller/clouds/all"
+	"sortie/controller/contract"
 	"sortie/controller/service"
 	"sortie/provision"
 )
@@ -48,7 +49,7 @@ func nodeShell(h string, out, errw io.Writer) *cobra.Command {
 					stdio.TTY, stdio.Rows, stdio.Cols = true, rows, cols
 				}
 			}
-			code, err := svc.Shell(ctx, service.ShellRequest{ID: id, Node: rank, Argv: argv, Stdio: stdio})
+			code, err := svc.Shell(ctx, contract.ShellRequest{ID: id, Node: rank, Argv: argv, Stdio: stdio})
 			if err != nil {
 				return err
 			}

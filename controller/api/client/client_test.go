@@ -13,6 +13,7 @@ import (
 
 	"sortie/controller/api"
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/controller/store"
@@ -68,7 +69,7 @@ func TestClientAgainstAServer(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "code", "a.txt"), []byte("a"), 0o644)
 	task := filepath.Join(dir, "t.yaml")
 	os.WriteFile(task, []byte("workdir: code\nsecrets: {TOKEN: null}\nrun: 'true'\nresources: {cloud: sim}\n"), 0o644)
-	j, err := alice.Launch(ctx, service.LaunchRequest{File: task, Dir: dir})
+	j, err := alice.Launch(ctx, contract.LaunchRequest{File: task, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,54 +85,54 @@ func TestClientAgainstAServer(t *testing.T) {
 	}
 
 	// bob has no TOKEN in his environment: the server's problem stands.
-	_, err = bob.Launch(ctx, service.LaunchRequest{File: task, Dir: dir})
+	_, err = bob.Launch(ctx, contract.LaunchRequest{File: task, Dir: dir})
 	var ve *schema.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "secrets.TOKEN: has no value") {
 		t.Fatalf("bob without the secret: %v", err)
 	}
-	_, err = bob.Cancel(ctx, service.CancelRequest{IDs: []int64{j.ID}})
-	var fe *service.ForbiddenError
-	if !errors.As(err, &fe) || fe.Owner != "alice" || err.Error() != (&service.ForbiddenError{Job: j.ID, Owner: "alice", Verb: "cancel"}).Error() {
+	_, err = bob.Cancel(ctx, contract.CancelRequest{IDs: []int64{j.ID}})
+	var fe *contract.ForbiddenError
+	if !errors.As(err, &fe) || fe.Owner != "alice" || err.Error() != (&contract.ForbiddenError{Job: j.ID, Owner: "alice", Verb: "cancel"}).Error() {
 		t.Fatalf("bob's cancel: %v", err)
 	}
-	if _, err := bob.Show(ctx, 999); !errors.Is(err, service.ErrNoSuchJob) {
+	if _, err := bob.Show(ctx, 999); !errors.Is(err, contract.ErrNoSuchJob) {
 		t.Fatalf("no such job: %v", err)
 	}
 	// The queue streams back the same views.
-	q, err := bob.Queue(ctx, service.QueueRequest{All: true})
+	q, err := bob.Queue(ctx, contract.QueueRequest{All: true})
 	if err != nil || len(q) != 1 || q[0].ID != j.ID {
 		t.Fatalf("queue: %+v %v", q, err)
 	}
 	// A page's limit and cursor reach the server.
-	j2, err := alice.Launch(ctx, service.LaunchRequest{File: task, Dir: dir, RetryFailed: true})
+	j2, err := alice.Launch(ctx, contract.LaunchRequest{File: task, Dir: dir, RetryFailed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, err := bob.Queue(ctx, service.QueueRequest{All: true, Limit: 1}); err != nil || len(q) != 1 || q[0].ID != j2.ID {
+	if q, err := bob.Queue(ctx, contract.QueueRequest{All: true, Limit: 1}); err != nil || len(q) != 1 || q[0].ID != j2.ID {
 		t.Fatalf("the first page of 1: %+v %v", q, err)
 	}
-	if q, err := bob.Queue(ctx, service.QueueRequest{All: true, Limit: 1, Before: j2.ID}); err != nil || len(q) != 1 || q[0].ID != j.ID {
+	if q, err := bob.Queue(ctx, contract.QueueRequest{All: true, Limit: 1, Before: j2.ID}); err != nil || len(q) != 1 || q[0].ID != j.ID {
 		t.Fatalf("the page before job %d: %+v %v", j2.ID, q, err)
 	}
 }
 
 // An error body becomes the service's error, with the server's message.
 func TestErrorMapping(t *testing.T) {
-	kf := Error(409, api.ErrorDetail{Code: api.CodeKnownFailure, Message: "These inputs already failed in alice's job 3", Job: 3, Owner: "alice"})
-	var k *service.KnownFailureError
+	kf := Error(409, contract.ErrorDetail{Code: contract.CodeKnownFailure, Message: "These inputs already failed in alice's job 3", Job: 3, Owner: "alice"})
+	var k *contract.KnownFailureError
 	if !errors.As(kf, &k) || k.Failure.JobID != 3 || kf.Error() != "These inputs already failed in alice's job 3" {
 		t.Errorf("known failure: %v", kf)
 	}
-	ve := Error(422, api.ErrorDetail{Code: api.CodeInvalidTask, Message: "run: is required",
+	ve := Error(422, contract.ErrorDetail{Code: contract.CodeInvalidTask, Message: "run: is required",
 		Problems: []schema.Problem{{Path: "run", Message: "is required"}}})
 	if _, ok := ve.(*schema.ValidationError); !ok {
 		t.Errorf("a task's problems: %T %v", ve, ve)
 	}
-	if err := Error(409, api.ErrorDetail{Code: api.CodeConflict, Verb: "logs_removed", Message: "gone"}); !errors.Is(err, service.ErrLogsRemoved) {
+	if err := Error(409, contract.ErrorDetail{Code: contract.CodeConflict, Verb: "logs_removed", Message: "gone"}); !errors.Is(err, contract.ErrLogsRemoved) {
 		t.Errorf("conflict: %v", err)
 	}
-	var ue *service.UsageError
-	if err := Error(413, api.ErrorDetail{Code: api.CodeTooLarge, Message: "over", Limit: 10}); !errors.As(err, &ue) {
+	var ue *contract.UsageError
+	if err := Error(413, contract.ErrorDetail{Code: contract.CodeTooLarge, Message: "over", Limit: 10}); !errors.As(err, &ue) {
 		t.Errorf("too large: %v", err)
 	}
 }
@@ -220,7 +221,7 @@ func TestFollowGetsTheSteps(t *testing.T) {
 	}
 	var steps []string
 	var out bytes.Buffer
-	if err := alice.Logs(ctx, service.LogsRequest{ID: id, Follow: true, FromStart: true, Step: func(s string) { steps = append(steps, s) }}, &out); err != nil {
+	if err := alice.Logs(ctx, contract.LogsRequest{ID: id, Follow: true, FromStart: true, Step: func(s string) { steps = append(steps, s) }}, &out); err != nil {
 		t.Fatal(err)
 	}
 	want := "Attempt 1: placement chosen: local/local/local-a, on-demand.|Attempt 1: requesting 1 instance there for cluster c.|" +

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"sortie/controller/api"
-	"sortie/controller/service"
+	"sortie/controller/contract"
 	"sortie/schema"
 )
 
@@ -32,7 +32,7 @@ func (d *Dashboard) cancel(w http.ResponseWriter, r *http.Request, s *session) e
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.Cancel(r.Context(), service.CancelRequest{IDs: []int64{id}}); err != nil {
+	if _, err := s.svc.Cancel(r.Context(), contract.CancelRequest{IDs: []int64{id}}); err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", id), http.StatusSeeOther)
@@ -54,7 +54,7 @@ func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, s *session) er
 			sets = append(sets, line)
 		}
 	}
-	req := service.RetryRequest{IDs: []int64{id}, Reason: form.Reason, Sets: sets, RequestedBy: s.asker.Name}
+	req := contract.RetryRequest{IDs: []int64{id}, Reason: form.Reason, Sets: sets, RequestedBy: s.asker.Name}
 	rs, err := s.svc.Retry(r.Context(), req)
 	if err == nil && len(rs) == 1 && rs[0].Retry != nil {
 		http.Redirect(w, r, fmt.Sprintf("/jobs/%d", rs[0].Retry.ID), http.StatusSeeOther)
@@ -65,7 +65,7 @@ func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, s *session) er
 	}
 	status, detail := api.Detail(err)
 	var ve *schema.ValidationError
-	var ue *service.UsageError
+	var ue *contract.UsageError
 	switch {
 	case errors.As(err, &ve):
 		for _, p := range detail.Problems {

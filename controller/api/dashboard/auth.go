@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"sortie/controller/api"
+	"sortie/controller/contract"
 	"sortie/controller/service"
 )
 
@@ -24,15 +25,15 @@ const CookieName = "sortie_session"
 // session is a signed-in request: who, their token's CSRF token, and the
 // service asked by them.
 type session struct {
-	asker *service.Asker
+	asker *contract.Asker
 	csrf  string
 	svc   *service.Service
 }
 
 // OneToken signs in one user with one token: `sortie dashboard`'s local
 // user, with the token it made for this run.
-func OneToken(token string, who *service.Asker) func(ctx context.Context, token string) (*service.Asker, error) {
-	return func(_ context.Context, given string) (*service.Asker, error) {
+func OneToken(token string, who *contract.Asker) func(ctx context.Context, token string) (*contract.Asker, error) {
+	return func(_ context.Context, given string) (*contract.Asker, error) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(given), []byte(token)) != 1 {
 			return nil, &httpErr{status: http.StatusUnauthorized, msg: "the token is not this dashboard's: use the link `sortie dashboard` printed when it started"}
 		}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"sortie/controller/api"
+	"sortie/controller/contract"
 	"sortie/controller/service"
 )
 
@@ -38,7 +39,7 @@ type Options struct {
 	// Auth names the user a token signs in: the server's users
 	// (TokenAuth), or the one local user of `sortie dashboard`. An error
 	// refuses the token, its message shown on the sign-in page.
-	Auth func(ctx context.Context, token string) (*service.Asker, error)
+	Auth func(ctx context.Context, token string) (*contract.Asker, error)
 	Log  *slog.Logger
 	// Now is the clock pages are drawn with; nil is time.Now.
 	Now func() time.Time

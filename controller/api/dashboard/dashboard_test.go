@@ -17,6 +17,7 @@ import (
 
 	"sortie/controller/api"
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
 	"sortie/controller/store"
@@ -81,8 +82,8 @@ func newTestDash(t *testing.T, o Options) *testDash {
 func (td *testDash) launch(t *testing.T, user, name string) int64 {
 	t.Helper()
 	svc := *td.svc
-	svc.Asker = &service.Asker{Name: user}
-	j, err := svc.Launch(context.Background(), service.LaunchRequest{File: "t.yaml", Name: name, Task: []byte("run: 'true'\nresources: {cloud: sim}\n")})
+	svc.Asker = &contract.Asker{Name: user}
+	j, err := svc.Launch(context.Background(), contract.LaunchRequest{File: "t.yaml", Name: name, Task: []byte("run: 'true'\nresources: {cloud: sim}\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +462,7 @@ func TestJobPage(t *testing.T) {
 		t.Fatalf("logs: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	lines := strings.Split(strings.TrimSpace(body), "\n")
-	var last api.LogEvent
+	var last contract.LogEvent
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.End == nil {
 		t.Fatalf("the stream's last line %q: %v", lines[len(lines)-1], err)
 	}
@@ -503,7 +504,7 @@ func TestMount(t *testing.T) {
 // `sortie dashboard`'s one token signs in its one user; any other is
 // refused.
 func TestOneToken(t *testing.T) {
-	me := &service.Asker{Name: "me", Admin: true}
+	me := &contract.Asker{Name: "me", Admin: true}
 	auth := OneToken("sortie_abc", me)
 	if a, err := auth(context.Background(), "sortie_abc"); err != nil || a != me {
 		t.Errorf("the token: %v %v", a, err)
@@ -529,7 +530,7 @@ func TestSignInErrorsThatAreNotRefusals(t *testing.T) {
 		{&httpErr{status: http.StatusUnauthorized, msg: "revoked"}, http.StatusUnauthorized, true},
 		{fmt.Errorf("read users: %w", store.ErrBusy), http.StatusServiceUnavailable, false},
 	} {
-		d, err := New(Options{Auth: func(context.Context, string) (*service.Asker, error) { return nil, tc.err }})
+		d, err := New(Options{Auth: func(context.Context, string) (*contract.Asker, error) { return nil, tc.err }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -595,8 +596,8 @@ var (
 func TestPipelineTasksTableAlignsNumbers(t *testing.T) {
 	td := newTestDash(t, Options{})
 	svc := *td.svc
-	svc.Asker = &service.Asker{Name: "alice"}
-	j, err := svc.Launch(context.Background(), service.LaunchRequest{File: "p.yaml",
+	svc.Asker = &contract.Asker{Name: "alice"}
+	j, err := svc.Launch(context.Background(), contract.LaunchRequest{File: "p.yaml",
 		Task: []byte("name: a\nrun: 'true'\nresources: {cloud: sim}\n---\nname: b\nrun: 'true'\nresources: {cloud: sim}\n")})
 	if err != nil {
 		t.Fatal(err)
@@ -653,8 +654,8 @@ func TestQueueShowsResourcesAndLocation(t *testing.T) {
 	placed := td.launch(t, "alice", "train")
 	td.fail(t, placed)
 	svc := *td.svc
-	svc.Asker = &service.Asker{Name: "alice"}
-	waiting, err := svc.Launch(context.Background(), service.LaunchRequest{File: "t.yaml", Name: "big",
+	svc.Asker = &contract.Asker{Name: "alice"}
+	waiting, err := svc.Launch(context.Background(), contract.LaunchRequest{File: "t.yaml", Name: "big",
 		Task: []byte("num_nodes: 2\nrun: 'true'\nresources: {cloud: sim, accelerators: A100:8}\n")})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"sortie/controller/api"
 	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 	"sortie/strategy"
 )
 
@@ -56,7 +55,7 @@ func (d *Dashboard) render(w http.ResponseWriter, status int, set, block string,
 // base is what every page's layout shows.
 type base struct {
 	Title string
-	User  *service.Asker
+	User  *contract.Asker
 	CSRF  string
 	// Poll is how often the page refreshes, in milliseconds.
 	Poll int64
@@ -95,7 +94,7 @@ type statusView struct {
 	Reason string
 }
 
-func jobStatus(v *service.JobView) statusView {
+func jobStatus(v *contract.JobView) statusView {
 	s := statusView{Status: v.Status}
 	switch {
 	case v.FailureReason != nil && *v.FailureReason != "":
@@ -141,7 +140,7 @@ type queueRow struct {
 	RetryOf    *int64
 }
 
-func row(v *service.JobView, now time.Time) queueRow {
+func row(v *contract.JobView, now time.Time) queueRow {
 	task := "-"
 	if v.NumTasks > 1 {
 		task = fmt.Sprintf("%d/%d", v.CurrentTask+1, v.NumTasks)
@@ -208,17 +207,17 @@ func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request, s *session) er
 		}
 		before = n
 	}
-	req := service.QueueRequest{All: f.All, NameGlob: f.Name, Owner: f.Owner, Finished: 50, Limit: d.o.PageSize + 1, Before: before}
+	req := contract.QueueRequest{All: f.All, NameGlob: f.Name, Owner: f.Owner, Finished: 50, Limit: d.o.PageSize + 1, Before: before}
 	if f.Status != "" {
 		req.Statuses = []lifecycle.Status{lifecycle.Status(f.Status)}
 	}
 	now := d.o.Now()
-	err := s.svc.QueueEach(r.Context(), req, func(j service.JobView) error {
+	err := s.svc.QueueEach(r.Context(), req, func(j contract.JobView) error {
 		v.Rows = append(v.Rows, row(&j, now))
 		return nil
 	})
 	status := http.StatusOK
-	var ue *service.UsageError
+	var ue *contract.UsageError
 	switch {
 	case errors.As(err, &ue):
 		// A filter the service refuses: said by the filter, as the CLI says it.
@@ -257,7 +256,7 @@ func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request, s *session) er
 // jobView is a job's page.
 type jobView struct {
 	base
-	J          *service.JobDetail
+	J          *contract.JobDetail
 	Status     statusView
 	Owner      string
 	Resources  string
@@ -333,7 +332,7 @@ type chainRow struct {
 	RetryOf     *int64
 	RequestedBy string
 	Reason      string
-	Overrides   []service.Override
+	Overrides   []contract.Override
 }
 
 // retryForm is the retry form's values and the server's problems with
@@ -358,7 +357,7 @@ func (d *Dashboard) pathJob(r *http.Request, s *session) (*jobView, error) {
 	return d.jobView(s, dt), nil
 }
 
-func (d *Dashboard) jobView(s *session, dt *service.JobDetail) *jobView {
+func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 	now := d.o.Now()
 	v := &jobView{base: d.base(s, fmt.Sprintf("Job %d: %s", dt.ID, dt.Name), "queue"), J: dt, Status: jobStatus(&dt.JobView),
 		Owner: deref(dt.Owner), Resources: orDash(dt.Resources), Location: orDash(dt.Location), Submitted: ago(now, dt.SubmittedAt), At: stamp(dt.SubmittedAt),
@@ -486,13 +485,17 @@ func (d *Dashboard) logs(w http.ResponseWriter, r *http.Request, s *session) err
 
 // failureRow is one known failure.
 type failureRow struct {
-	service.FailureView
+	contract.FailureView
 	Short     string
 	Owner     string
 	Recorded  string
 	At        string
 	ExitCodes string
 	MayForget bool
+	// Verdict and Evidence say whether a confirmation run
+	// (job_recovery.confirm_failures) failed the same way, and on what.
+	Verdict  string
+	Evidence []string
 }
 
 type failuresView struct {
@@ -513,6 +516,7 @@ func (d *Dashboard) failures(w http.ResponseWriter, r *http.Request, s *session)
 		owner := deref(f.Owner)
 		fr := failureRow{FailureView: f, Short: f.InputKey, Owner: owner, Recorded: ago(now, f.RecordedAt), At: stamp(f.RecordedAt),
 			ExitCodes: strategy.FormatExitCodes(f.ExitCodes), MayForget: s.asker.Admin || owner == s.asker.Name}
+		fr.Verdict, fr.Evidence = verdictCells(f)
 		if len(fr.Short) > 12 {
 			fr.Short = fr.Short[:12]
 		}

@@ -21,6 +21,11 @@ func AWS() clouds.Cloud {
 		return aws.New(ctx, c)
 	}
 	cloud.Check = func(ctx context.Context, cfg config.Config) clouds.Check {
+		// What a launch would refuse the cloud for, and then nothing
+		// asked of the cloud.
+		if _, err := cloud.Enabled(cfg, clouds.Machine{}); err != nil {
+			return clouds.NewCheck([]string{err.Error()}, nil)
+		}
 		r, err := aws.Check(ctx, AWSConfig(cfg))
 		return clouds.NewCheck(r.Problems, err,
 			[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")},

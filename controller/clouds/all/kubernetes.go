@@ -23,6 +23,11 @@ func Kubernetes() clouds.Cloud {
 		return kubernetes.New(ctx, c)
 	}
 	cloud.Check = func(ctx context.Context, cfg config.Config) clouds.Check {
+		// What a launch would refuse the cloud for, and then nothing
+		// asked of the cloud.
+		if _, err := cloud.Enabled(cfg, clouds.Machine{}); err != nil {
+			return clouds.NewCheck([]string{err.Error()}, nil)
+		}
 		r, err := kubernetes.Check(ctx, KubernetesConfig(cfg))
 		out := clouds.NewCheck(r.Problems, err)
 		out.Details = append(out.Details, r.Contexts...)

@@ -290,9 +290,6 @@ func (s *Server) Stop() {
 	})
 }
 
-// URL returns the URL of database name on the server.
-func (s *Server) URL(name string) string { return s.url(name) }
-
 // Database creates an empty database called name and returns its URL;
 // it stays until the server stops (the bench's stores).
 func (s *Server) Database(name string) (string, error) {

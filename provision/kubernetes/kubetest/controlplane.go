@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -35,6 +34,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Versions of the programs the control plane runs; the cache folder is
@@ -137,7 +138,7 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	if err := cp.waitFor(ctx, cp.etcd, "etcd", func() bool { return get(clientURL+"/health", "") }); err != nil {
+	if err := cp.waitFor(ctx, cp.etcd, "etcd", func() bool { return healthy(clientURL + "/health") }); err != nil {
 		return err
 	}
 
@@ -174,13 +175,16 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	if err := cp.waitFor(ctx, cp.apiserve, "kube-apiserver", func() bool { return get(cp.URL+"/readyz", cp.Token) }); err != nil {
-		return err
-	}
 	cp.Config = &rest.Config{Host: cp.URL, BearerToken: cp.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS: 200, Burst: 400}
-	cp.Client, err = kubernetes.NewForConfig(cp.Config)
-	return err
+	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+	return cp.waitFor(ctx, cp.apiserve, "kube-apiserver", func() bool {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil
+	})
 }
 
 // run starts one program with its output in a log file of the folder.
@@ -275,16 +279,16 @@ func token() (string, error) {
 // Kubeconfig writes a kubeconfig file to path whose contexts (each named
 // in contexts, with namespace ns) reach the apiserver with bearer token.
 func (cp *ControlPlane) Kubeconfig(path, token, ns string, contexts ...string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\n", cp.URL)
-	fmt.Fprintf(&b, "users:\n- name: test\n  user:\n    token: %s\ncontexts:\n", token)
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.URL, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: token}
 	for _, c := range contexts {
-		fmt.Fprintf(&b, "- name: %q\n  context:\n    cluster: test\n    user: test\n    namespace: %s\n", c, ns)
+		cfg.Contexts[c] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test", Namespace: ns}
 	}
 	if len(contexts) > 0 {
-		fmt.Fprintf(&b, "current-context: %q\n", contexts[0])
+		cfg.CurrentContext = contexts[0]
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o600)
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 func freePorts(n int) ([]int, error) {
@@ -306,19 +310,9 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// get reports whether url answers 200, skipping the verification of the
-// apiserver's self-signed certificate while it is polled for readiness.
-func get(url, token string) bool {
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := insecure.Do(req)
+// healthy reports whether url answers 200.
+func healthy(url string) bool {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
 	if err != nil {
 		return false
 	}

@@ -14,8 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // Kubelet plays one node's kubelet, and the scheduler for the pods it is
@@ -219,7 +224,7 @@ func (k *Kubelet) Run(ctx context.Context, ns, pod, ip string) error {
 		p.Status.ContainerStatuses = nil
 		for _, c := range p.Spec.Containers {
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image, Ready: true, Started: ptr(true),
+				Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 		}
 	})
@@ -253,7 +258,7 @@ func (k *Kubelet) Exit(ctx context.Context, ns, pod string, code int, message st
 		setCondition(p, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now})
 		for i := range p.Status.ContainerStatuses {
 			cs := &p.Status.ContainerStatuses[i]
-			cs.Ready, cs.Started = false, ptr(false)
+			cs.Ready, cs.Started = false, ptr.To(false)
 			started := now
 			if cs.State.Running != nil {
 				started = cs.State.Running.StartedAt
@@ -285,7 +290,7 @@ func (k *Kubelet) Disrupt(ctx context.Context, ns, pod, reason string) error {
 // node, as the kubelet does once its containers stopped.
 func (k *Kubelet) FinishDeletion(ctx context.Context, ns, pod string) error {
 	k.endLogs(ns, pod)
-	err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -305,73 +310,52 @@ func (k *Kubelet) Serve(ctx context.Context, ns string) error {
 // servePods plays the scheduler and the kubelet for every pod of ns until
 // ctx ends: a pod being deleted goes to deleted; a new one is
 // Unschedulable while the namespace is Full, else bound and Running with
-// the pod IP net.X.Y, then given to started (when not nil).
+// the pod IP net.X.Y, then given to started (when not nil). The pods come
+// from an informer, which lists again when its watch ends.
 func (k *Kubelet) servePods(ctx context.Context, ns, net string, deleted, started func(*corev1.Pod) error) error {
 	seq := 0
-	for ctx.Err() == nil {
-		// A watch from no resource version begins with every pod there
-		// is, so a watch the apiserver ended is simply made again.
-		if err := k.watchPods(ctx, ns, net, &seq, deleted, started); err != nil {
-			return err
+	lw := cache.NewListWatchFromClient(k.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		p, isPod := ev.Object.(*corev1.Pod)
+		if !isPod || ev.Type == watch.Deleted {
+			return false, nil
 		}
-	}
-	return nil
-}
-
-func (k *Kubelet) watchPods(ctx context.Context, ns, net string, seq *int, deleted, started func(*corev1.Pod) error) error {
-	w, err := k.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return nil
+		var err error
+		switch {
+		case p.DeletionTimestamp != nil:
+			err = deleted(p)
+		case p.Spec.NodeName == "" && k.isFull(ns):
+			if c := podCondition(p, corev1.PodScheduled); c == nil || c.Reason != corev1.PodReasonUnschedulable {
+				err = k.Unschedulable(ctx, ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
 			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted {
-				continue
-			}
-			switch {
-			case p.DeletionTimestamp != nil:
-				err = deleted(p)
-			case p.Spec.NodeName == "" && k.isFull(ns):
-				if c := podCondition(p, corev1.PodScheduled); c == nil || c.Reason != corev1.PodReasonUnschedulable {
-					err = k.Unschedulable(ctx, ns, p.Name, "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
-				}
-			case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
-				*seq++
-				err = k.Run(ctx, ns, p.Name, fmt.Sprintf("%s.%d.%d", net, *seq/250, *seq%250+1))
-				if err == nil && started != nil {
-					err = started(p)
-				}
-			}
-			if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("kubelet %s, pod %s: %w", k.Node, p.Name, err)
+		case p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending:
+			seq++
+			err = k.Run(ctx, ns, p.Name, fmt.Sprintf("%s.%d.%d", net, seq/250, seq%250+1))
+			if err == nil && started != nil {
+				err = started(p)
 			}
 		}
+		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("kubelet %s, pod %s: %w", k.Node, p.Name, err)
+		}
+		return false, nil
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 func (k *Kubelet) status(ctx context.Context, ns, name string, change func(*corev1.Pod)) error {
-	for {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := k.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(p)
 		_, err = k.cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
@@ -384,11 +368,9 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 }
 
 func setCondition(p *corev1.Pod, c corev1.PodCondition) {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == c.Type {
-			p.Status.Conditions[i] = c
-			return
-		}
+	if old := podCondition(p, c.Type); old != nil {
+		*old = c
+		return
 	}
 	p.Status.Conditions = append(p.Status.Conditions, c)
 }
@@ -399,5 +381,3 @@ func reasonFor(code int) string {
 	}
 	return "Error"
 }
-
-func ptr[T any](v T) *T { return &v }

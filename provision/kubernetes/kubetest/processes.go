@@ -1,14 +1,14 @@
 package kubetest
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ServeProcesses runs the node's kubelet, and the scheduler, for every pod
@@ -94,15 +95,7 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 			if err := s.syncVolume(ctx, vol, local); err != nil {
 				return err
 			}
-			go func() {
-				for vctx.Err() == nil {
-					select {
-					case <-vctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					_ = s.syncVolume(vctx, vol, local)
-				}
-			}()
+			go wait.UntilWithContext(vctx, func(ctx context.Context) { _ = s.syncVolume(ctx, vol, local) }, 100*time.Millisecond)
 		default:
 			if err := os.MkdirAll(local, 0o755); err != nil {
 				return err
@@ -142,16 +135,13 @@ func (s *procServer) start(ctx context.Context, pod *corev1.Pod) error {
 	s.procs[pod.Name] = p
 	s.mu.Unlock()
 	go func() {
-		err := cmd.Wait()
+		_ = cmd.Wait()
 		stopSync()
 		close(p.done)
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			}
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		code := ws.ExitStatus()
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
 		}
 		msg, _ := os.ReadFile(term)
 		if ctx.Err() == nil {
@@ -216,20 +206,11 @@ func (s *procServer) syncVolume(ctx context.Context, vol *corev1.Volume, local s
 
 // versionOf names one version of a volume's keys.
 func versionOf(keys map[string][]byte) string {
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
+	h := fnv.New64a()
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		fmt.Fprintf(h, "%s=%d:%s;", k, len(keys[k]), keys[k])
 	}
-	sort.Strings(names)
-	var b bytes.Buffer
-	for _, k := range names {
-		fmt.Fprintf(&b, "%s=%d:%s;", k, len(keys[k]), keys[k])
-	}
-	sum := uint64(14695981039346656037)
-	for _, c := range b.Bytes() {
-		sum = (sum ^ uint64(c)) * 1099511628211
-	}
-	return fmt.Sprintf("v%016x", sum)
+	return fmt.Sprintf("v%016x", h.Sum64())
 }
 
 // delete stops a pod being deleted, within its grace period, and ends its
@@ -280,10 +261,7 @@ type logWriter struct {
 }
 
 func (w *logWriter) Write(b []byte) (int, error) {
-	w.k.mu.Lock()
-	defer w.k.mu.Unlock()
-	k := strings.Join(w.key[:], "/")
-	w.k.logs[k] += string(b)
+	w.k.AppendLog(w.key[0], w.key[1], w.key[2], string(b))
 	return len(b), nil
 }
 
@@ -299,11 +277,8 @@ func volumeNamed(pod *corev1.Pod, name string) *corev1.Volume {
 // replacePaths replaces each container path in s by its local folder,
 // longest first.
 func replacePaths(s string, paths map[string]string) string {
-	keys := make([]string, 0, len(paths))
-	for k := range paths {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	keys := slices.Collect(maps.Keys(paths))
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
 	for _, k := range keys {
 		s = strings.ReplaceAll(s, k, paths[k])
 	}

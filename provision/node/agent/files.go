@@ -85,6 +85,12 @@ const DefaultWorkdir = "workdir"
 // a node's processes, even those that left their process group.
 const DirEnv = "SORTIE_NODE_DIR"
 
+// HomeEnv is set, to the HOME of the node's phases, in the environment of
+// the sync program, whose own HOME may be another (on local, the
+// controller's, for the stores' shared credential files): a bucket's ~/
+// destination is in the node's HOME.
+const HomeEnv = "SORTIE_NODE_HOME"
+
 // Program is the agent program's file name; the liveness check looks for it
 // in the agent's command line.
 const Program = "sortie-agent"

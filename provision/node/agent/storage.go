@@ -81,6 +81,11 @@ func (a *Agent) sync(ctx context.Context, op string) error {
 	cmd := exec.Command(filepath.Join(a.Dir, FileSync), op, a.Dir)
 	cmd.Dir = a.Dir
 	cmd.Env = append(a.Env[:len(a.Env):len(a.Env)], storageEnv(a.Dir)...)
+	for _, kv := range a.Env {
+		if home, ok := strings.CutPrefix(kv, "HOME="); ok {
+			cmd.Env = append(cmd.Env, HomeEnv+"="+home)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	pid, wait, err := a.start(cmd)
 	if err != nil {

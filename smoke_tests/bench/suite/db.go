@@ -12,6 +12,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	sortiehome "sortie/controller/home"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
@@ -94,7 +95,7 @@ func submitNamed(ctx context.Context, d *Daemon, file, prefix string, n, batch i
 	svc.FindDaemon = nil
 	ids := make([]int64, 0, n)
 	for i := 0; i < n; i++ {
-		j, err := svc.Launch(ctx, service.LaunchRequest{File: file, Name: fmt.Sprintf("%s-%d", prefix, i)})
+		j, err := svc.Launch(ctx, contract.LaunchRequest{File: file, Name: fmt.Sprintf("%s-%d", prefix, i)})
 		if err != nil {
 			return ids, time.Time{}, fmt.Errorf("submit job %d of %d: %w", i+1, n, err)
 		}

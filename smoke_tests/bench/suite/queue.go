@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	sortiehome "sortie/controller/home"
 	"sortie/controller/lifecycle"
-	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
 )
@@ -154,7 +154,7 @@ func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []service.JobView
+	var jobs []contract.JobView
 	if err := json.Unmarshal([]byte(out), &jobs); err != nil {
 		return nil, fmt.Errorf("queue -o json: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx", for a PostgreSQL store
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/service"
 	"sortie/provision/sim"
 )
@@ -354,6 +355,6 @@ func openService(ctx context.Context, home string) (*service.Service, error) {
 	return svc, nil
 }
 
-func launchRequest(file string, i int) service.LaunchRequest {
-	return service.LaunchRequest{File: file, Name: fmt.Sprintf("replicas-%d", i)}
+func launchRequest(file string, i int) contract.LaunchRequest {
+	return contract.LaunchRequest{File: file, Name: fmt.Sprintf("replicas-%d", i)}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/daemon"
 	"sortie/controller/service"
 	"sortie/strategy"
@@ -210,7 +211,7 @@ func submitFiles(ctx context.Context, home string, files []string, span time.Dur
 		// the disk has room, for at most 30s.
 		giveUp := time.Now().Add(30 * time.Second)
 		for {
-			_, err := svc.Launch(ctx, service.LaunchRequest{File: f, Dir: filepath.Dir(f), RetryFailed: true})
+			_, err := svc.Launch(ctx, contract.LaunchRequest{File: f, Dir: filepath.Dir(f), RetryFailed: true})
 			if err == nil {
 				break
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/daemon"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
@@ -219,7 +220,7 @@ func submit(ctx context.Context, home, file string, n int, span time.Duration, p
 	const batch = 10
 	pause := span / time.Duration(max(n/batch, 1))
 	for i := 0; i < n; i++ {
-		if _, err := svc.Launch(ctx, service.LaunchRequest{File: file, Name: fmt.Sprintf("chaos-%d", i), RetryFailed: true}); err != nil {
+		if _, err := svc.Launch(ctx, contract.LaunchRequest{File: file, Name: fmt.Sprintf("chaos-%d", i), RetryFailed: true}); err != nil {
 			return fmt.Errorf("submit job %d of %d: %w", i+1, n, err)
 		}
 		if (i+1)%batch == 0 || i == n-1 {
