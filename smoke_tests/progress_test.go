@@ -2,6 +2,7 @@ package smoke_tests
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -82,5 +83,42 @@ func TestProgressLimitRefusedAtLaunch(t *testing.T) {
 	const want = "resources.job_recovery.max_restarts_without_progress: -1 is negative; give how many restarts in a row may make no progress, 0 or more"
 	if r.code != 2 || !strings.Contains(r.stderr, want) {
 		t.Errorf("launch: exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, want)
+	}
+}
+
+// On sim: a task that fails without progress stops at the limit as a
+// crash loop; the same task reporting more progress in each attempt
+// (SIM_PROGRESS) runs until max_restarts_on_errors is spent instead.
+func TestCrashLoopOnSim(t *testing.T) {
+	e := newEnv(t)
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("sim:\n  run_time: 200ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	task := func(name, envs string) string {
+		return e.write(name+".yaml", "name: "+name+`
+resources:
+  cloud: sim
+  job_recovery: {max_restarts_on_errors: 4, max_restarts_without_progress: 1}
+envs: {SIM_EXIT_CODE: "3"`+envs+`}
+run: train
+`)
+	}
+	loop := e.launch(task("loop", ""))
+	going := e.launch(task("going", `, SIM_PROGRESS: "100"`))
+	d := e.waitStatus(loop, "FAILED")
+	if want := "crash loop: 1 restart without progress (no progress reported)"; deref(d.FailureReason) != want || len(d.Attempts) != 2 {
+		t.Errorf("without progress: %d attempts, reason %q; want 2 and %q", len(d.Attempts), deref(d.FailureReason), want)
+	}
+	d = e.waitStatus(going, "FAILED")
+	if len(d.Attempts) != 5 || !strings.Contains(deref(d.FailureReason), "no restarts left (max_restarts_on_errors 4)") {
+		t.Errorf("with progress: %d attempts, reason %q; want 5, the error budget spent", len(d.Attempts), deref(d.FailureReason))
+	}
+	for _, a := range d.Attempts {
+		if want := int64(a.Attempt * 100); a.Progress == nil || *a.Progress != want {
+			t.Errorf("attempt %d: progress %v, want %d", a.Attempt, a.Progress, want)
+		}
 	}
 }
