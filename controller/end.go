@@ -72,7 +72,13 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 			return err
 		}
 	}
-	ended := strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by}
+	if policy.MaxRestartsWithoutProgress != nil {
+		if counters.Progress, err = c.progressState(ctx, a); err != nil {
+			return err
+		}
+	}
+	ended := strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by,
+		Attempt: a.Attempt, Progress: a.Progress}
 	d := strategy.Decide(policy, counters, ended, last)
 	var confirmed strategy.Confirmed
 	if p != nil {

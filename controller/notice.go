@@ -130,8 +130,14 @@ func (c *jobStep) replace(ctx context.Context, j *store.Job, a *store.Attempt, r
 			return false, err
 		}
 	}
+	if policy.MaxRestartsWithoutProgress != nil {
+		if counters.Progress, err = c.progressState(ctx, a); err != nil {
+			return false, err
+		}
+	}
 	d := strategy.Decide(policy, counters,
-		strategy.Ended{Outcome: strategy.Preempted, Placement: attemptPlacement(a), Detail: noticeDetail(rank, a.Notice)},
+		strategy.Ended{Outcome: strategy.Preempted, Placement: attemptPlacement(a), Detail: noticeDetail(rank, a.Notice),
+			Attempt: a.Attempt, Progress: a.Progress},
 		a.TaskIdx == len(p.Tasks)-1)
 	if d.Action != strategy.Recover || j.CancelRequested {
 		return false, nil
@@ -299,11 +305,13 @@ func (c *jobStep) drained(ctx context.Context, j *store.Job, a *store.Attempt) (
 		if err != nil || (!st.Done && st.AgentAlive) {
 			stopped = false
 		}
-		if err == nil && st.Storage != nil {
-			// The last upload, made after the notice, is reported here.
+		if err == nil && (st.Storage != nil || st.Progress != nil) {
+			// The last upload, made after the notice, is reported here,
+			// and the progress recorded as the task ended.
 			sts := make([]node.Status, rank+1)
 			sts[rank] = st
 			c.recordStorage(ctx, a, sts)
+			c.recordProgress(ctx, a, sts)
 		}
 	}
 	if stopped {

@@ -111,6 +111,7 @@ func (c *Controller) preemptedSince(ctx context.Context, prov provision.Provider
 // node has ended.
 func (c *jobStep) judge(ctx context.Context, j *store.Job, a *store.Attempt, prov provision.Provider, cl *provision.Cluster, sts []node.Status) error {
 	c.recordStorage(ctx, a, sts)
+	c.recordProgress(ctx, a, sts)
 	// A notice first: the replacement begins now, before the node goes.
 	rank, n, ok := nodeNotice(sts)
 	if !ok && noticeEnds(a.Notice) {

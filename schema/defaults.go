@@ -119,6 +119,10 @@ func (t *Task) Recovery() JobRecovery {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
 		}
+		if jr.MaxRestartsWithoutProgress != nil {
+			n := *jr.MaxRestartsWithoutProgress
+			jr.MaxRestartsWithoutProgress = &n
+		}
 		jr.Escalate = jr.Escalate.clone()
 	}
 	jr.Strategy = cmp.Or(jr.Strategy, EagerNextRegion)
@@ -192,6 +196,10 @@ func (r Resources) clone() Resources {
 		if jr.MaxRecoveries != nil {
 			n := *jr.MaxRecoveries
 			jr.MaxRecoveries = &n
+		}
+		if jr.MaxRestartsWithoutProgress != nil {
+			n := *jr.MaxRestartsWithoutProgress
+			jr.MaxRestartsWithoutProgress = &n
 		}
 		jr.Escalate = jr.Escalate.clone()
 		c.JobRecovery = &jr

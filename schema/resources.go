@@ -412,7 +412,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -442,6 +442,7 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	}
 	jr.RecoverOnExitCodes = d.exitCodes(join(path, "recover_on_exit_codes"), m["recover_on_exit_codes"])
 	jr.MaxRecoveries = d.maxRecoveries(join(path, "max_recoveries"), m["max_recoveries"])
+	jr.MaxRestartsWithoutProgress = d.maxRestartsWithoutProgress(join(path, "max_restarts_without_progress"), m["max_restarts_without_progress"])
 	jr.MaxDuration = d.maxDuration(join(path, "max_duration"), m["max_duration"])
 	jr.Escalate = d.escalate(join(path, "escalate"), m["escalate"])
 	jr.KeepOnFailure = d.positiveDuration(join(path, "keep_on_failure"), m["keep_on_failure"], 0,
@@ -464,6 +465,30 @@ func (d *decoder) maxRecoveries(path string, raw any) *int {
 		return nil
 	case n == 0:
 		d.ps.add(path, raw, "would never recover; write job_recovery: none (or strategy: NONE) for that, or use 1 or more")
+		return nil
+	}
+	return &n
+}
+
+// maxRestartsWithoutProgress reads job_recovery.max_restarts_without_progress:
+// a whole number, 0 or more; nil (absent) is no limit.
+func (d *decoder) maxRestartsWithoutProgress(path string, raw any) *int {
+	const fix = "give how many restarts in a row may make no progress, 0 or more (e.g. 3), or leave it out for no limit"
+	if raw == nil {
+		return nil
+	}
+	num, isNum := raw.(json.Number)
+	if !isNum {
+		d.ps.add(path, raw, "is %s; %s", typeName(raw), fix)
+		return nil
+	}
+	n, err := strconv.Atoi(num.String())
+	switch {
+	case err != nil:
+		d.ps.add(path, raw, "is not a whole number; %s", fix)
+		return nil
+	case n < 0:
+		d.ps.add(path, raw, "is negative; %s", fix)
 		return nil
 	}
 	return &n

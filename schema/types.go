@@ -149,6 +149,11 @@ type JobRecovery struct {
 	// error: it adds to restarts_on_errors and is made only while
 	// max_restarts_on_errors has one left.
 	ConfirmCountsAsRestart bool `json:"confirm_counts_as_restart,omitempty"`
+	// MaxRestartsWithoutProgress is how many restarts and recoveries in a
+	// row the task may make without reporting progress (a number written
+	// to $SORTIE_PROGRESS above every number reported before); the next
+	// one ends the job FAILED as a crash loop. nil means no limit.
+	MaxRestartsWithoutProgress *int `json:"max_restarts_without_progress,omitempty"`
 }
 
 // MaxTerminationGrace is the longest job_recovery.termination_grace: the

@@ -80,6 +80,7 @@ const (
 	RulePrechecks       Rule = "Prechecks"
 	RuleControllerError Rule = "ControllerError"
 	RuleUnknownOutcome  Rule = "UnknownOutcome"
+	RuleCrashLoop       Rule = "CrashLoop"
 )
 
 // Reason texts. They are shown to users and matched by scripts, so they only
@@ -103,6 +104,7 @@ const (
 	reasonEscalated      = "%s: %s; restart %d/%d on errors"
 	reasonNothingBigger  = "%s matched escalate.on_exit_codes %s, but nothing bigger is left (%s)"
 	reasonNoEscalation   = "%s (would escalate: %s); no restarts left (max_restarts_on_errors %d)"
+	reasonCrashLoop      = "crash loop: %s without progress (%s)"
 )
 
 // Policy is the part of resources.job_recovery that Decide applies.
@@ -128,18 +130,33 @@ type Policy struct {
 	// Escalate, when set, restarts the task on a bigger instance after a
 	// failure with one of its exit codes, as a restart on error.
 	Escalate *schema.Escalate
+	// MaxRestartsWithoutProgress, when set, is how many restarts and
+	// recoveries in a row the task may make without reporting progress
+	// (see Progress); the next one ends the job FAILED. nil means no
+	// limit.
+	MaxRestartsWithoutProgress *int
 }
 
 // PolicyFrom takes the decision policy out of a task's job_recovery.
 func PolicyFrom(r schema.JobRecovery) Policy {
 	return Policy{
-		MaxRestartsOnErrors: max(r.MaxRestartsOnErrors, 0),
-		RecoverOnExitCodes:  slices.Clone(r.RecoverOnExitCodes),
-		NoRecovery:          r.Strategy == schema.NoRecovery,
-		MaxRecoveries:       max(deref(r.MaxRecoveries), 0),
-		MaxDuration:         max(r.MaxDuration.D(), 0),
-		Escalate:            r.Escalate,
+		MaxRestartsOnErrors:        max(r.MaxRestartsOnErrors, 0),
+		RecoverOnExitCodes:         slices.Clone(r.RecoverOnExitCodes),
+		NoRecovery:                 r.Strategy == schema.NoRecovery,
+		MaxRecoveries:              max(deref(r.MaxRecoveries), 0),
+		MaxDuration:                max(r.MaxDuration.D(), 0),
+		Escalate:                   r.Escalate,
+		MaxRestartsWithoutProgress: nonNegative(r.MaxRestartsWithoutProgress),
 	}
+}
+
+// nonNegative is a copy of *n, negative values as zero; nil stays nil.
+func nonNegative(n *int) *int {
+	if n == nil {
+		return nil
+	}
+	v := max(*n, 0)
+	return &v
 }
 
 func deref(n *int) int {
@@ -175,6 +192,9 @@ type Counters struct {
 	// the one that ended the job: a job with max_restarts_on_errors 2 that
 	// fails for good ends with 3.
 	RestartsOnErrors int
+	// Progress is the progress accounting of the task's earlier attempts
+	// (ProgressOf): what max_restarts_without_progress limits.
+	Progress ProgressState
 }
 
 // Retries is the back-off step for the wait before the restart or recovery a
@@ -207,6 +227,11 @@ type Ended struct {
 	// By is who asked for a cancel, named in its reason ("cancelled by
 	// alice"); "" is a user not named.
 	By string
+	// Attempt is the attempt's number within its task (1 for the first).
+	Attempt int
+	// Progress is the highest progress the attempt's nodes reported; nil
+	// when none did.
+	Progress *int64
 }
 
 // Decision is what to do after an attempt, and why.
@@ -257,11 +282,26 @@ type Decision struct {
 //     and Detail, the error that stopped the controller.
 //  10. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
 //     reason; never recovered.
+//  11. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart
+//     or Escalate from rules 1 to 4 after an attempt that made no progress
+//     (see Progress) is one more restart without progress; past the limit
+//     it becomes Fail with FAILED, "crash loop: N restarts without
+//     progress (last progress P at attempt A)", and the counters stay as
+//     they were. An attempt that made progress starts the count again.
 //
 // An outcome outside these ends the job FAILED_CONTROLLER too, never
 // silently. Every ending of a job goes through Decide, so each of these
 // texts is the one users see in `jobs show`.
 func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
+	d := decide(p, c, e, lastTask)
+	switch d.Action {
+	case Recover, Restart, Escalate:
+		return crashLoop(p, c, e, d)
+	}
+	return d
+}
+
+func decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 	switch e.Outcome {
 	case Preempted:
 		return decideLoss(p, c, RulePreempted, withDetail(fmt.Sprintf(reasonPreempted, where(e.Placement)), e.Detail))

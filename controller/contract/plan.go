@@ -40,6 +40,9 @@ type TaskPlan struct {
 	// MaxRecoveries and MaxDuration are the job's limits; nil when none.
 	MaxRecoveries *int    `json:"max_recoveries"`
 	MaxDuration   *string `json:"max_duration"`
+	// MaxRestartsWithoutProgress is job_recovery.max_restarts_without_progress;
+	// nil when none.
+	MaxRestartsWithoutProgress *int `json:"max_restarts_without_progress"`
 	// Escalate is job_recovery.escalate; nil when the task has none.
 	Escalate *EscalatePlan `json:"escalate"`
 }

@@ -213,6 +213,9 @@ type AttemptView struct {
 	// while it runs. Both null for other attempts.
 	Confirms *int    `json:"confirms"`
 	Verdict  *string `json:"verdict"`
+	// Progress is the highest progress the attempt's task reported (a
+	// number written to $SORTIE_PROGRESS); nil when none.
+	Progress *int64 `json:"progress"`
 }
 
 // NoticeView is a preemption notice.

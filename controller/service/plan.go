@@ -82,7 +82,8 @@ func (s *Service) Plan(ctx context.Context, req contract.LaunchRequest) (*contra
 		tp := contract.TaskPlan{Task: i, Name: strPtr(t.Name), NumNodes: max(t.NumNodes, 1), Ports: taskPorts(t.Resources),
 			FileMounts: []contract.MountPlan{}, Envs: sortedKeys(t.Envs), Secrets: sortedKeys(t.Secrets),
 			Strategy: string(rec.Strategy), MaxRestartsOnErrors: rec.MaxRestartsOnErrors,
-			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, Escalate: planEscalate(rec.Escalate)}
+			RecoverOnExitCodes: rec.RecoverOnExitCodes, MaxRecoveries: rec.MaxRecoveries, MaxRestartsWithoutProgress: rec.MaxRestartsWithoutProgress,
+			Escalate: planEscalate(rec.Escalate)}
 		if rec.MaxDuration > 0 {
 			tp.MaxDuration = strPtr(rec.MaxDuration.String())
 		}

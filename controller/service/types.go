@@ -80,7 +80,7 @@ func viewAttempt(a *store.Attempt) contract.AttemptView {
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
 		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
-		ReplacedAt: utc(a.ReplacedAt),
+		ReplacedAt: utc(a.ReplacedAt), Progress: a.Progress,
 	}
 	if n := a.Notice; n != nil {
 		v.Notice = &contract.NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}

@@ -83,6 +83,9 @@ type Attempt struct {
 	// RunAt is when the run step was first seen going on every node, after
 	// setup; nil until then.
 	RunAt *time.Time
+	// Progress is the highest progress the attempt's nodes reported
+	// (RecordProgress); nil while none did.
+	Progress *int64
 }
 
 // NodeKeySize is the size of an attempt's NodeKey.
@@ -127,7 +130,7 @@ func scanTask(rows *sql.Rows) (*Task, error) {
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
-	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at`
+	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -156,11 +159,12 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	var a Attempt
 	var ids, outcome, codes, ended, size, kept, released sql.NullString
 	var nKind, nSource, nAt, nDeadline, replaced, nodeKey, runAt sql.NullString
+	var progress sql.NullInt64
 	var started string
 	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
-		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt); err != nil {
+		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress); err != nil {
 		return nil, err
 	}
 	var err error
@@ -175,6 +179,9 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	}
 	a.ReplacedAt = parseTime(replaced)
 	a.RunAt = parseTime(runAt)
+	if progress.Valid {
+		a.Progress = &progress.Int64
+	}
 	if nodeKey.Valid {
 		if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
 			return nil, fmt.Errorf("attempt %d node_key: not %d bytes in hex", a.ID, NodeKeySize)
@@ -336,6 +343,18 @@ func (s *Store) MarkRunning(ctx context.Context, at *Attempt) error {
 func (s *Store) MarkRunStarted(ctx context.Context, attemptID int64) error {
 	return s.exec(ctx, `UPDATE attempts SET run_at = ? WHERE id = ? AND run_at IS NULL AND state = ?`,
 		fmtTime(s.now()), attemptID, lifecycle.AttemptRunning)
+}
+
+// RecordProgress keeps n as the attempt's progress when it is above the
+// progress stored (or none is); it reports whether it was.
+func (s *Store) RecordProgress(ctx context.Context, attemptID int64, n int64) (bool, error) {
+	res, err := s.execResult(ctx, `UPDATE attempts SET progress = ? WHERE id = ? AND (progress IS NULL OR progress < ?)`,
+		n, attemptID, n)
+	if err != nil {
+		return false, err
+	}
+	k, err := res.RowsAffected()
+	return k > 0, err
 }
 
 // SetUnreachable records how many checks of a running attempt's nodes failed

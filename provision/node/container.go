@@ -56,7 +56,7 @@ func containerScript(dir string, c Container, inMounts bool) string {
 	engine rm -f "$NAME" >/dev/null 2>&1
 	exit 0
 fi
-set -- run --rm --init --name "$NAME" --network host -v "$D:$D" -w "$W" -e "SORTIE_NODE_DIR=$D"
+set -- run --rm --init --name "$NAME" --network host -v "$D:$D" -w "$W" -e "SORTIE_NODE_DIR=$D" -e "` + agent.ProgressEnv + `=$D/` + agent.ProgressDir + `/` + agent.FileProgressValue + `"
 case $W in "$D"/*) ;; *) set -- "$@" -v "$W:$W" ;; esac
 `)
 	for _, m := range mounts {

@@ -166,6 +166,13 @@ func FormatStatusKey(st Status, key []byte) []byte {
 		line, _ := json.Marshal(st.Storage)
 		fmt.Fprintf(&b, "storage=%s\n", line)
 	}
+	if st.Progress != nil {
+		tag := ""
+		if key != nil {
+			tag = " " + agent.ProgressTag(key, *st.Progress)
+		}
+		fmt.Fprintf(&b, "progress=%d%s\n", *st.Progress, tag)
+	}
 	return b.Bytes()
 }
 

@@ -182,3 +182,36 @@ func TestWhoseExitCode(t *testing.T) {
 		}
 	}
 }
+
+// A node's progress parses back; with the node's key only a record whose
+// tag verifies counts (the task can write the record's file, not its tag).
+func TestProgressParsesBackAndWantsItsTag(t *testing.T) {
+	n := int64(41200)
+	st := Status{Started: true, Phase: PhaseRun, AgentAlive: true, Progress: &n}
+	key := bytes.Repeat([]byte{7}, agent.KeySize)
+	for _, k := range [][]byte{nil, key} {
+		got, err := parseStatus(FormatStatusKey(st, k), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(st, got); diff != "" {
+			t.Errorf("key %v: parses back (-want +got):\n%s", k != nil, diff)
+		}
+	}
+	other := bytes.Repeat([]byte{8}, agent.KeySize)
+	for _, out := range []string{
+		"started=1\nprogress=41200\n",                                         // no tag
+		"started=1\nprogress=41200 " + agent.ProgressTag(other, 41200) + "\n", // another node's
+		"started=1\nprogress=41201 " + agent.ProgressTag(key, 41200) + "\n",   // another number's
+		"started=1\nprogress=-1 " + agent.ProgressTag(key, -1) + "\n",
+		"started=1\nprogress=many " + agent.ProgressTag(key, 0) + "\n",
+	} {
+		got, err := parseStatus([]byte(out), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Progress != nil {
+			t.Errorf("parseStatus(%q) progress = %d, want none", out, *got.Progress)
+		}
+	}
+}

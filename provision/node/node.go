@@ -147,6 +147,10 @@ type Status struct {
 	// Storage is what the node's bucket syncs did, per mount; nil when
 	// the task has no buckets or nothing was synced yet.
 	Storage []agent.MountSync
+	// Progress is the highest progress the task reported on the node
+	// (agent.ProgressEnv), as the agent recorded it; nil when none, or
+	// when the record's tag does not verify with the node's key.
+	Progress *int64
 }
 
 // prelude opens every script: it sets D to the node directory, resolved when

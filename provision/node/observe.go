@@ -53,6 +53,7 @@ func parseStatus(out []byte, key []byte) (Status, error) {
 	var st Status
 	how := "" // the exit_code's third word; "" from an older node that wrote two
 	var exits []string
+	nodeKey := key
 	for _, line := range strings.Split(string(out), "\n") {
 		key, val, _ := strings.Cut(line, "=")
 		switch key {
@@ -82,6 +83,8 @@ func parseStatus(out []byte, key []byte) (Status, error) {
 			}
 		case "exit":
 			exits = append(exits, val)
+		case "progress":
+			st.Progress = parseProgress(val, nodeKey)
 		}
 	}
 	if key == nil && len(exits) > 0 {
@@ -119,6 +122,24 @@ func parseStatus(out []byte, key []byte) (Status, error) {
 	stopFirst := how == "stop" || (how == "" && st.StopAsked)
 	st.Stopped = st.Done && st.Invalid == "" && stopFirst && (st.ExitCode == 143 || st.ExitCode == 137)
 	return st, nil
+}
+
+// parseProgress reads a progress record, "<n> [tag]": nil when it is not
+// one, or, with the node's key, when its tag does not verify (the task
+// wrote it).
+func parseProgress(val string, key []byte) *int64 {
+	words := strings.Fields(val)
+	if len(words) == 0 || len(words) > 2 {
+		return nil
+	}
+	n, err := strconv.ParseInt(words[0], 10, 64)
+	if err != nil || n < 0 {
+		return nil
+	}
+	if key != nil && (len(words) != 2 || !agent.CheckProgressTag(key, n, words[1])) {
+		return nil
+	}
+	return &n
 }
 
 // parseExitCode reads an exit_code record, "<setup|run> <code> [-|stop]

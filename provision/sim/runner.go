@@ -25,6 +25,10 @@ const (
 	// exits with that code; in every other zone it exits 0 (a failure
 	// that is the placement's, not the inputs').
 	EnvExitZone = "SIM_EXIT_ZONE"
+	// EnvProgress is a whole number N > 0: attempt A of the task reports
+	// progress A×N as soon as it starts, as a task writing to
+	// $SORTIE_PROGRESS would, so that each attempt gets further.
+	EnvProgress = "SIM_PROGRESS"
 )
 
 // task is one task started (or stopped before it started) in one node
@@ -44,6 +48,9 @@ type task struct {
 	// time instead of the provider's.
 	RunTime  time.Duration `json:"run_time,omitempty"`
 	Reported bool          `json:"reported,omitempty"` // a Poll has shown it done
+	// Progress is what the task reports to $SORTIE_PROGRESS (EnvProgress);
+	// nil when nothing.
+	Progress *int64 `json:"progress,omitempty"`
 	// NodeKey is the key Start gave the node, which its exit code carries
 	// a tag of, as a real agent's record does; nil when none.
 	NodeKey []byte `json:"node_key,omitempty"`
@@ -57,7 +64,7 @@ func (t *task) status(runTime time.Duration, now time.Time) node.Status {
 	if t.RunTime > 0 {
 		runTime = t.RunTime
 	}
-	st := node.Status{Started: true, Phase: node.PhaseRun, AgentAlive: true, StopAsked: t.StopAsked}
+	st := node.Status{Started: true, Phase: node.PhaseRun, AgentAlive: true, StopAsked: t.StopAsked, Progress: t.Progress}
 	switch {
 	case t.Stopped != nil:
 		st.Done, st.ExitCode, st.AgentAlive, st.Stopped = true, 143, false, true
@@ -234,6 +241,10 @@ func (p *Provider) start(c *cluster, n *hollowNode, rank int, dir string, files 
 		if z := env[EnvExitZone]; z != "" && z != c.Zone {
 			t.Code = 0
 		}
+	}
+	if n, err := strconv.ParseInt(env[EnvProgress], 10, 64); err == nil && n > 0 {
+		v := n * int64(t.Key.Attempt)
+		t.Progress = &v
 	}
 	p.starts[StartKey(t.Key.Job, t.Key.Task, t.Key.Attempt, rank)]++
 	if t.Stopped != nil {

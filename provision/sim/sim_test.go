@@ -484,6 +484,27 @@ func TestTaskEnvsSetItsRunTimeAndExitCode(t *testing.T) {
 	}
 }
 
+// SIM_PROGRESS makes each attempt report more progress than the one
+// before, tagged with the node's key as an agent's record is.
+func TestTaskEnvProgress(t *testing.T) {
+	p, _ := newSim(t, Config{RunTime: time.Hour})
+	c := launch(t, p, 8, 1, 1)
+	r := runnerFor(t, p, c, 0, 3)
+	err := node.Start(context.Background(), r, node.StartSpec{Run: "x", Env: map[string]string{
+		"SORTIE_JOB_ID": "8", "SORTIE_TASK_ID": "sortie-8-0", "SORTIE_ATTEMPT": "3", EnvProgress: "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := poll(t, r); st.Progress == nil || *st.Progress != 300 {
+		t.Errorf("attempt 3 of SIM_PROGRESS 100: progress %v, want 300", st.Progress)
+	}
+	other := runnerFor(t, p, launch(t, p, 9, 1, 1), 0, 1)
+	start(t, other, 9, 1)
+	if st := poll(t, other); st.Progress != nil {
+		t.Errorf("a task without SIM_PROGRESS reports progress %d", *st.Progress)
+	}
+}
+
 // SIM_EXIT_ZONE makes SIM_EXIT_CODE a failure of one zone: the task exits
 // with it there and 0 elsewhere.
 func TestTaskExitZone(t *testing.T) {

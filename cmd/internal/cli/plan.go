@@ -143,6 +143,9 @@ func planLimits(t contract.TaskPlan) string {
 	if t.MaxRecoveries != nil {
 		parts = append(parts, "max_recoveries "+strconv.Itoa(*t.MaxRecoveries))
 	}
+	if t.MaxRestartsWithoutProgress != nil {
+		parts = append(parts, "max_restarts_without_progress "+strconv.Itoa(*t.MaxRestartsWithoutProgress))
+	}
 	if len(parts) == 0 {
 		return "none (no max_duration, no max_recoveries)"
 	}

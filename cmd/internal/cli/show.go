@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,12 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 		fmt.Fprintln(w, "\nAttempts:\n  none yet")
 	}
 	headers := []string{"  TASK", "ATTEMPT", "WHERE", "STARTED", "DURATION", "OUTCOME", "EXIT CODES", "DECISION"}
+	// PROGRESS, what the task wrote to $SORTIE_PROGRESS, is shown when
+	// some attempt reported any.
+	progress := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Progress != nil })
+	if progress {
+		headers = slices.Insert(headers, 7, "PROGRESS")
+	}
 	section(w, "Attempts", d.Attempts, headers, func(a contract.AttemptView) []string {
 		where := "-"
 		if a.Cloud != nil {
@@ -133,8 +140,16 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 			decision = *a.Reason + " → " + decision
 		}
 		start := a.StartedAt
-		return []string{"  " + strconv.Itoa(a.Task), attemptText(a), where, ago(now, a.StartedAt),
+		row := []string{"  " + strconv.Itoa(a.Task), attemptText(a), where, ago(now, a.StartedAt),
 			duration(&start, a.EndedAt, now), outcome, strategy.FormatExitCodes(a.ExitCodes), decision}
+		if progress {
+			p := "-"
+			if a.Progress != nil {
+				p = strconv.FormatInt(*a.Progress, 10)
+			}
+			row = slices.Insert(row, 7, p)
+		}
+		return row
 	})
 	printNotices(w, d.Attempts)
 	section(w, "Failed launch tries", d.LaunchTries, []string{"  TASK", "ATTEMPT", "ROUND", "WHERE", "CLASS", "ERROR"}, func(lt contract.LaunchTryView) []string {

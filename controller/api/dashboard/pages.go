@@ -306,6 +306,9 @@ type attemptRow struct {
 	Outcome  string
 	Class    string
 	Nodes    []nodeCode
+	// Progress is the highest progress the attempt's task reported
+	// ($SORTIE_PROGRESS); "" when none.
+	Progress string
 	Reason   string
 	Action   string
 	Decision string
@@ -404,6 +407,9 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 		}
 		for i, c := range a.ExitCodes {
 			ar.Nodes = append(ar.Nodes, nodeCode{Rank: i, Code: strategy.FormatExitCodes([]*int{c})})
+		}
+		if a.Progress != nil {
+			ar.Progress = strconv.FormatInt(*a.Progress, 10)
 		}
 		attempts = append(attempts, ar)
 	}

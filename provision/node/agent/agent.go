@@ -49,6 +49,9 @@ type Agent struct {
 	// Now and After are the clock; nil is the real one.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
+	// ProgressAfter is the clock of the progress watcher, which reads the
+	// task's progress file every ProgressInterval; nil is the real one.
+	ProgressAfter func(time.Duration) <-chan time.Time
 	// Ready is called once the agent has recorded its pid (the starter
 	// waits for it); nil does nothing.
 	Ready func()
@@ -70,6 +73,10 @@ type Agent struct {
 	deadline time.Time // that notice's deadline, zero when none
 	syncMu   sync.Mutex
 	recorded bool // finish wrote the exit code: it writes it once
+
+	progressMu   sync.Mutex
+	progress     int64 // the highest progress recorded
+	progressSeen bool  // one was recorded
 }
 
 // phaseScript is what bash runs for a phase on the node itself, as SkyPilot
@@ -153,6 +160,12 @@ func (a *Agent) runPhases(ctx context.Context) error {
 		}
 		defer close(stop)
 	}
+	// The task's progress: read every interval, and once more when the
+	// task has ended, before its exit code is written.
+	os.Mkdir(filepath.Join(a.Dir, ProgressDir), 0o755)
+	progressDone := make(chan struct{})
+	go a.watchProgress(ctx, progressDone)
+	defer close(progressDone)
 	phase, code := PhaseRun, 0
 	if exists(filepath.Join(a.Dir, "setup.sh")) {
 		if code = a.phase(PhaseSetup, w); code != 0 {
@@ -165,6 +178,7 @@ func (a *Agent) runPhases(ctx context.Context) error {
 	if buckets {
 		a.finalSync(ctx)
 	}
+	a.recordProgress()
 	return a.finish(phase, code, "")
 }
 
@@ -215,7 +229,7 @@ func (a *Agent) phase(name, w string) int {
 		cmd.ExtraFiles = []*os.File{logf}
 	}
 	cmd.Dir = a.Dir
-	cmd.Env = append(a.Env[:len(a.Env):len(a.Env)], DirEnv+"="+a.Dir)
+	cmd.Env = append(a.Env[:len(a.Env):len(a.Env)], DirEnv+"="+a.Dir, ProgressEnv+"="+ProgressPath(a.Dir))
 	cmd.Stdout = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// In a sandbox, the phase is bubblewrap's command: bubblewrap stays

@@ -129,7 +129,8 @@ func (s *Sandbox) Args(dir, w, home string, infoFD int) ([]string, error) {
 	for _, h := range s.Hide {
 		args = append(args, "--tmpfs", filepath.Clean(h))
 	}
-	args = append(args, "--ro-bind", dir, dir, "--bind", home, home)
+	progress := filepath.Join(dir, ProgressDir)
+	args = append(args, "--ro-bind", dir, dir, "--bind-try", progress, progress, "--bind", home, home)
 	if w != home {
 		args = append(args, "--bind", w, w)
 	}

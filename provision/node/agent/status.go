@@ -36,6 +36,7 @@ const maxNotice = 1024
 //	stopped=1  a stop was asked
 //	notice=J   the notice file, one JSON line
 //	storage=J  what the bucket syncs did, one JSON list of MountSync
+//	progress=N [tag]  record/progress's content: the highest progress the agent read
 //
 // A directory that does not exist is an empty answer. Liveness is looked at
 // first: an agent that writes its exit code and exits between the two looks
@@ -99,6 +100,14 @@ func Answer(dir string) ([]byte, error) {
 	}
 	if !alive && !done && pid > 0 {
 		b.WriteString("lost=1\n")
+	}
+	if isRegular(d + "/" + RecordDir + "/" + FileProgress) {
+		if v, err := readHead(d+"/"+RecordDir+"/"+FileProgress, MaxStateValue+1); err == nil {
+			v = bytes.TrimRight(v, "\n")
+			b.WriteString("progress=")
+			b.Write(bytes.ReplaceAll(v, []byte{'\n'}, []byte{' '}))
+			b.WriteByte('\n')
+		}
 	}
 	if isRegular(d + "/" + FileStop) {
 		b.WriteString("stopped=1\n")
