@@ -39,8 +39,9 @@ type stopAt struct {
 func (g *graceClock) sleep(_ context.Context, d time.Duration) bool {
 	st := g.check()
 	// A task that ends on SIGTERM is given the moment it needs to (real
-	// processes end on their own time) before the clock moves.
-	for limit := time.Now().Add(10 * time.Second); g.settle && !st.Done && time.Now().Before(limit); st = g.check() {
+	// processes end on their own time, later on a busy machine) before
+	// the clock moves.
+	for limit := time.Now().Add(60 * time.Second); g.settle && !st.Done && time.Now().Before(limit); st = g.check() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	g.mu.Lock()
