@@ -72,7 +72,11 @@ var testKey = bytes.Repeat([]byte{7}, 32)
 // reaches every node of an attempt.
 func keyedNode(t *testing.T) provision.Runner {
 	r := newNode(t)
-	return node.ForAttemptKey(bashRunner{dir: filepath.Dir(r.dir)}, 0, testKey)
+	k := node.ForAttemptKey(bashRunner{dir: filepath.Dir(r.dir)}, 0, testKey)
+	// The attempt's own directory is not newNode's: its processes are
+	// ended before the test's directory is removed.
+	t.Cleanup(func() { killMarked(t, k.Dir()) })
+	return k
 }
 
 // A record in the agent's place whose tag does not verify is no exit code
