@@ -23,10 +23,17 @@ func progress(t *testing.T) io.Writer {
 }
 
 func TestBenchSim(t *testing.T) {
+	// Plainly, then with every failure verdict on: the jobs end alike.
+	for _, allOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "all-on"}[allOn], func(t *testing.T) { benchSim(t, allOn) })
+	}
+}
+
+func benchSim(t *testing.T, allOn bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	o := suite.SimOptions{Bin: binary(t), Home: filepath.Join(t.TempDir(), "home"), Jobs: 200, RunTime: 3 * time.Second,
-		ExitShare: 0.10, PreemptShare: 0.05, Seed: 7, PollInterval: 250 * time.Millisecond, Timeout: 2 * time.Minute, Progress: progress(t)}
+		ExitShare: 0.10, PreemptShare: 0.05, Seed: 7, AllOn: allOn, PollInterval: 250 * time.Millisecond, Timeout: 2 * time.Minute, Progress: progress(t)}
 	r, err := suite.RunSim(ctx, o)
 	if err != nil {
 		logTail(t, o.Home)

@@ -60,3 +60,44 @@ func TestAZoneThatLosesNodesIsSetAside(t *testing.T) {
 	}
 	e.must("jobs", "cancel", fmt.Sprint(id))
 }
+
+// Three jobs with different inputs fail on sim-east-a only, under
+// confirm_failures: each is run again on sim-east-b, succeeds there and is
+// found flaky, which is evidence against sim-east-a: the zone is
+// quarantined and the next job's launch tries it last.
+func TestAZoneWhereInputsFailFlakilyIsSetAside(t *testing.T) {
+	e := newEnv(t)
+	e.config("sim:\n  run_time: 200ms\n")
+	for i := range 3 {
+		f := e.write(fmt.Sprintf("flaky%d.yaml", i), fmt.Sprintf(
+			"resources: {cloud: sim, region: sim-east, job_recovery: {confirm_failures: 1}}\n"+
+				"envs: {SIM_EXIT_CODE: \"3\", SIM_EXIT_ZONE: sim-east-a}\nrun: train --part %d\n", i))
+		id := e.launch(f)
+		d := e.waitStatus(id, lifecycle.Succeeded)
+		if len(d.Attempts) != 2 || deref(d.Attempts[0].Zone) != "sim-east-a" || deref(d.Attempts[1].Zone) != "sim-east-b" ||
+			deref(d.Attempts[1].Verdict) != contract.VerdictFlaky {
+			t.Fatalf("job %d: attempts %+v, want a failure on sim-east-a found flaky on sim-east-b", id, d.Attempts)
+		}
+	}
+	var qs []contract.QuarantineView
+	if err := json.Unmarshal([]byte(e.must("quarantine", "-o", "json").stdout), &qs); err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].Zone != "sim-east-a" || len(qs[0].Jobs) != 3 || qs[0].Cause != "failed flakily" {
+		t.Fatalf("quarantine: %+v, want sim-east-a by 3 jobs that failed flakily", qs)
+	}
+	if out := e.must("quarantine", "list").stdout; !strings.Contains(out, "sim/sim-east/sim-east-a") || !strings.Contains(out, "failed flakily") {
+		t.Errorf("quarantine list:\n%s", out)
+	}
+
+	f := e.write("next.yaml", "resources: {cloud: sim, region: sim-east}\nrun: train --next\n")
+	id := e.launch(f)
+	d := e.waitStatus(id, lifecycle.Succeeded)
+	if len(d.Attempts) != 1 || deref(d.Attempts[0].Zone) != "sim-east-b" {
+		t.Fatalf("the next job's attempts: %+v, want one on sim-east-b", d.Attempts)
+	}
+	if len(d.LaunchTries) != 1 || d.LaunchTries[0].Zone != "sim-east-a" || d.LaunchTries[0].Class != "set_aside" ||
+		!strings.HasSuffix(d.LaunchTries[0].Message, ": 3 jobs failed flakily there") {
+		t.Errorf("the next job's launch tries: %+v, want one saying sim-east-a is set aside", d.LaunchTries)
+	}
+}

@@ -61,7 +61,12 @@ type PlacementFailure struct {
 	// ExitCode is the setup step's exit code (the first node's that
 	// failed), nil when unknown or for other outcomes.
 	ExitCode *int
-	At       time.Time
+	// Flaky says a confirmation run found the failure flaky
+	// (job_recovery.confirm_failures): the same inputs ended otherwise on
+	// another run, so the failure is not the inputs' and counts against
+	// where it happened, whatever its outcome.
+	Flaky bool
+	At    time.Time
 }
 
 // Quarantined is a placement set aside, and why.
@@ -88,8 +93,9 @@ func (q Quarantined) Reason() string {
 // CountsAgainstPlacement reports whether an attempt's outcome may count
 // against where it ran: a lost node always may, a failed setup only when
 // other inputs fail the same way there (Quarantine checks that). A run step
-// that failed is the task's own failure; a preemption is the cloud taking
-// back what it lent, not a fault of the place.
+// that failed is the task's own failure unless a confirmation found it
+// flaky (PlacementFailure.Flaky); a preemption is the cloud taking back
+// what it lent, not a fault of the place.
 func CountsAgainstPlacement(o Outcome) bool {
 	return o == NodeLost || o == SetupFailure
 }
@@ -121,14 +127,14 @@ func Quarantine(p QuarantinePolicy, failures []PlacementFailure, cleared Cleared
 	inputs := map[key][]string{}
 	var fs []PlacementFailure
 	for _, f := range failures {
-		if !CountsAgainstPlacement(f.Outcome) || f.At.Before(from) {
+		if !(f.Flaky || CountsAgainstPlacement(f.Outcome)) || f.At.Before(from) {
 			continue
 		}
 		f.Placement = PlacementKey(f.Placement)
 		if cleared != nil && !f.At.After(cleared(f.Placement)) {
 			continue
 		}
-		if f.Outcome == SetupFailure {
+		if f.Outcome == SetupFailure && !f.Flaky {
 			if f.ExitCode == nil {
 				continue
 			}
@@ -142,7 +148,7 @@ func Quarantine(p QuarantinePolicy, failures []PlacementFailure, cleared Cleared
 	// The newest counting failure of each job on each placement.
 	newest := map[schema.Placement]map[int64]PlacementFailure{}
 	for _, f := range fs {
-		if f.Outcome == SetupFailure && len(inputs[key{f.Placement, *f.ExitCode}]) < 2 {
+		if f.Outcome == SetupFailure && !f.Flaky && len(inputs[key{f.Placement, *f.ExitCode}]) < 2 {
 			continue
 		}
 		byJob := newest[f.Placement]
@@ -209,10 +215,14 @@ func (p QuarantinePolicy) weight(at, now time.Time) float64 {
 
 // cause says what the jobs did, in a phrase after "N jobs".
 func cause(jobs []PlacementFailure) string {
-	lost := 0
+	lost, flaky := 0, 0
 	setup := map[int]int{}
 	var codes []int
 	for _, f := range jobs {
+		if f.Flaky {
+			flaky++
+			continue
+		}
 		if f.Outcome == NodeLost {
 			lost++
 			continue
@@ -227,6 +237,9 @@ func cause(jobs []PlacementFailure) string {
 	if lost > 0 {
 		parts = append(parts, "lost their node")
 	}
+	if flaky > 0 {
+		parts = append(parts, "failed flakily")
+	}
 	for _, c := range codes {
 		parts = append(parts, fmt.Sprintf("failed setup with exit %d", c))
 	}
@@ -237,6 +250,9 @@ func cause(jobs []PlacementFailure) string {
 	parts = parts[:0]
 	if lost > 0 {
 		parts = append(parts, fmt.Sprintf("%d lost their node", lost))
+	}
+	if flaky > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed flakily", flaky))
 	}
 	for _, c := range codes {
 		parts = append(parts, fmt.Sprintf("%d failed setup with exit %d", setup[c], c))

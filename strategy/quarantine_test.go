@@ -21,6 +21,9 @@ func TestQuarantine(t *testing.T) {
 	setup := func(job int64, input string, c int, ago time.Duration) PlacementFailure {
 		return PlacementFailure{Placement: za, JobID: job, InputKey: input, Outcome: SetupFailure, ExitCode: code(c), At: now.Add(-ago)}
 	}
+	flaky := func(job int64, input string, o Outcome, c int, ago time.Duration) PlacementFailure {
+		return PlacementFailure{Placement: za, JobID: job, InputKey: input, Outcome: o, ExitCode: code(c), Flaky: true, At: now.Add(-ago)}
+	}
 	other := func(job int64, o Outcome) PlacementFailure {
 		return PlacementFailure{Placement: za, JobID: job, Outcome: o, ExitCode: code(1), At: now}
 	}
@@ -84,6 +87,19 @@ func TestQuarantine(t *testing.T) {
 		{"mixed causes are counted each", def,
 			[]PlacementFailure{lost(1, za, 0), setup(2, "k1", 7, 0), setup(3, "k2", 7, 0)}, nil,
 			[]want{{za, []int64{3, 2, 1}, 30 * time.Minute, "failed (1 lost their node, 2 failed setup with exit 7)"}}},
+		{"failures found flaky count for any inputs: three jobs set it aside", def,
+			[]PlacementFailure{flaky(1, "k1", UserFailure, 3, 0), flaky(2, "k2", UserFailure, 4, 0), flaky(3, "k3", UserFailure, 3, 0)}, nil,
+			[]want{{za, []int64{3, 2, 1}, 30 * time.Minute, "failed flakily"}}},
+		{"a flaky setup failure counts without another input failing the same way", def,
+			[]PlacementFailure{flaky(1, "k1", SetupFailure, 7, 0), flaky(2, "k1", SetupFailure, 8, 0), flaky(3, "k1", UserFailure, 1, 0)}, nil,
+			[]want{{za, []int64{3, 2, 1}, 30 * time.Minute, "failed flakily"}}},
+		{"two flaky jobs are not enough, nor is one job flaky three times", def,
+			[]PlacementFailure{flaky(1, "k1", UserFailure, 3, 0), flaky(1, "k1", UserFailure, 3, time.Minute), flaky(1, "k1", UserFailure, 3, 2*time.Minute), flaky(2, "k2", UserFailure, 3, 0)}, nil, nil},
+		{"flaky failures decay like the others", def,
+			[]PlacementFailure{flaky(1, "k1", UserFailure, 3, 2*time.Hour), flaky(2, "k2", UserFailure, 3, time.Hour), flaky(3, "k3", UserFailure, 3, 0)}, nil, nil},
+		{"flaky failures add up with lost nodes", def,
+			[]PlacementFailure{lost(1, za, 0), flaky(2, "k1", UserFailure, 3, 0), flaky(3, "k2", UserFailure, 3, 0)}, nil,
+			[]want{{za, []int64{3, 2, 1}, 30 * time.Minute, "failed (1 lost their node, 2 failed flakily)"}}},
 		{"cleared: failures up to the clear do not count", def,
 			[]PlacementFailure{lost(1, za, 2*time.Minute), lost(2, za, time.Minute), lost(3, za, 0)},
 			func(p schema.Placement) time.Time {

@@ -12,27 +12,38 @@ import (
 )
 
 // PlacementFailures returns the ended attempts since since whose outcome
-// may count against where they ran (strategy.CountsAgainstPlacement), with
-// their task's input key and, for a failed setup, the first non-zero exit
-// code. Attempts that never got a placement are left out.
+// may count against where they ran (strategy.CountsAgainstPlacement), and
+// those whose failure a confirmation found flaky (marked Flaky), with their
+// task's input key and, for a failed setup, the first non-zero exit code.
+// Attempts that never got a placement are left out.
 func (s *Store) PlacementFailures(ctx context.Context, since time.Time) ([]strategy.PlacementFailure, error) {
 	// Times are stored as RFC 3339 text, which sorts by time but for
 	// fractions of a second; a second earlier leaves none out, and
 	// strategy.Quarantine looks at each time itself. The outcomes are
 	// written out, not bound, so that the partial index
 	// attempts_placement_failures (0017) is seen to cover the query.
-	return queryAll(ctx, s.db, scanPlacementFailure, `SELECT a.job_id, a.cloud, a.region, a.zone, a.outcome, a.exit_codes, a.ended_at, t.input_key
+	// A flaky failure counts from when the failed attempt ended, as the
+	// others do; the confirmations are few and reached by their key.
+	from := fmtTime(since.Add(-time.Second))
+	return queryAll(ctx, s.db, scanPlacementFailure, `SELECT a.job_id, a.cloud, a.region, a.zone, a.outcome, a.exit_codes, a.ended_at, t.input_key, 0 AS flaky, a.id
 		FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.task_idx
 		WHERE a.outcome IN ('node_lost', 'setup_failure') AND a.ended_at >= ? AND a.cloud <> ''
-		ORDER BY a.ended_at, a.id`, fmtTime(since.Add(-time.Second)))
+		UNION ALL
+		SELECT a.job_id, a.cloud, a.region, a.zone, a.outcome, a.exit_codes, a.ended_at, c.input_key, 1 AS flaky, a.id
+		FROM confirmations c JOIN attempts a ON a.job_id = c.job_id AND a.task_idx = c.task_idx AND a.attempt = c.attempt
+		WHERE c.verdict = 'flaky' AND a.ended_at >= ? AND a.cloud <> ''
+		ORDER BY 7, 10`, from, from)
 }
 
 func scanPlacementFailure(rows *sql.Rows) (strategy.PlacementFailure, error) {
 	var f strategy.PlacementFailure
 	var codes, ended, key sql.NullString
-	if err := rows.Scan(&f.JobID, &f.Placement.Cloud, &f.Placement.Region, &f.Placement.Zone, &f.Outcome, &codes, &ended, &key); err != nil {
+	var flaky int
+	var id int64
+	if err := rows.Scan(&f.JobID, &f.Placement.Cloud, &f.Placement.Region, &f.Placement.Zone, &f.Outcome, &codes, &ended, &key, &flaky, &id); err != nil {
 		return f, err
 	}
+	f.Flaky = flaky != 0
 	if at := parseTime(ended); at != nil {
 		f.At = *at
 	}

@@ -96,3 +96,46 @@ func testQuarantined(t *testing.T, b backend) {
 		t.Fatalf("off: %+v, %v", got, err)
 	}
 }
+
+func TestQuarantinedByFlakyFailures(t *testing.T) { onEach(t, testQuarantinedByFlakyFailures) }
+
+// Failures that a confirmation found flaky count against the placement
+// where they failed, whatever the inputs; those found deterministic are
+// the inputs' own and do not.
+func testQuarantinedByFlakyFailures(t *testing.T, b backend) {
+	ctx := context.Background()
+	s, _ := openTest(t, b)
+	policy := strategy.DefaultQuarantine()
+	za := schema.Placement{Cloud: "local", Region: "local", Zone: "local-a"}
+	fail := strategy.Decision{Action: strategy.Fail, Counters: strategy.Counters{RestartsOnErrors: 2}, Status: lifecycle.Failed}
+	succeed := strategy.Decision{Action: strategy.Succeed, Counters: strategy.Counters{RestartsOnErrors: 1}, Status: lifecycle.Succeeded}
+	ok := Observed{Outcome: strategy.Succeeded, ExitCodes: []*int{code(0)}}
+	for i := range 3 {
+		confirmedJob(t, s, fmt.Sprintf("det%d", i), Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(3)}}, strategy.Deterministic, fail)
+	}
+	if got, err := s.Quarantined(ctx, policy); err != nil || len(got) != 0 {
+		t.Fatalf("after deterministic failures: %+v, %v; want none", got, err)
+	}
+	var ids []int64
+	for i := range 2 {
+		ids = append(ids, confirmedJob(t, s, fmt.Sprintf("flaky%d", i), ok, strategy.Flaky, succeed))
+	}
+	if got, err := s.Quarantined(ctx, policy); err != nil || len(got) != 0 {
+		t.Fatalf("after two flaky jobs: %+v, %v; want none", got, err)
+	}
+	ids = append(ids, confirmedJob(t, s, "flaky2", Observed{Outcome: strategy.UserFailure, ExitCodes: []*int{code(1)}}, strategy.Flaky, fail))
+	fs, err := s.PlacementFailures(ctx, s.now().Add(-policy.Window()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 3 || !fs[0].Flaky || fs[0].Placement != za || fs[0].JobID != ids[0] || fs[0].InputKey != "flaky0" || fs[0].Outcome != strategy.UserFailure {
+		t.Errorf("placement failures: %+v", fs)
+	}
+	got, err := s.Quarantined(ctx, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Placement != za || !cmp.Equal(got[0].Jobs, []int64{ids[2], ids[1], ids[0]}) || got[0].Cause != "failed flakily" {
+		t.Fatalf("quarantined: %+v, want local-a by jobs %v", got, ids)
+	}
+}

@@ -172,25 +172,50 @@ func count(n int) string {
 
 func (b *bench) home(name string) string { return filepath.Join(b.o.work, name) }
 
+// sim runs simJobs on hollow nodes twice: plainly, then with every failure
+// verdict on (sim_decision_*_all_on), whose decision p99 is set against the
+// plain run's (sim_decision_all_on_ratio).
 func (b *bench) sim(ctx context.Context) error {
-	r, err := suite.RunSim(ctx, suite.SimOptions{Bin: b.o.bin, Home: b.home("sim"), Jobs: b.o.simJobs, RunTime: b.o.runTime,
-		ExitShare: b.o.exitShare, PreemptShare: b.o.preemptShare, Seed: 1, Timeout: b.o.simTimeout, Progress: b.log})
+	r, err := b.simRun(ctx, "sim", false)
 	if err != nil {
 		return err
-	}
-	fmt.Fprintf(b.log, "sim: %v in %s; recoveries %d (want %d); %d decisions; submit took %s\n",
-		r.Statuses, r.Wall.Round(time.Second), r.Recoveries, r.WantRecoveries, len(r.Decisions), r.Submit.Round(time.Millisecond))
-	if r.Statuses["SUCCEEDED"] != r.Jobs || r.Recoveries != r.WantRecoveries {
-		return fmt.Errorf("the run went wrong: %v, recoveries %d, want %d SUCCEEDED and %d recoveries", r.Statuses, r.Recoveries, r.Jobs, r.WantRecoveries)
 	}
 	n := "sim_" + count(r.Jobs)
 	b.figure(n+"_peak_rss_mib", float64(r.Usage.PeakRSSKiB)/1024, 1, "MiB")
 	b.figure(n+"_cpu_s", r.Usage.CPU.Seconds(), 1, "s")
 	b.figure(n+"_rss_per_job_kib", float64(r.Usage.PeakRSSKiB)/float64(r.Jobs), 1, "KiB")
 	b.figure(n+"_all_running_s", r.AllRunning.Seconds(), 1, "s")
+	p99 := suite.Percentile(r.Decisions, 99)
 	b.figure("sim_decision_p50_ms", suite.Ms(suite.Percentile(r.Decisions, 50)), 1, "ms")
-	b.figure("sim_decision_p99_ms", suite.Ms(suite.Percentile(r.Decisions, 99)), 1, "ms")
+	b.figure("sim_decision_p99_ms", suite.Ms(p99), 1, "ms")
+	on, err := b.simRun(ctx, "sim-all-on", true)
+	if err != nil {
+		return err
+	}
+	p99On := suite.Percentile(on.Decisions, 99)
+	b.figure("sim_decision_p50_ms_all_on", suite.Ms(suite.Percentile(on.Decisions, 50)), 1, "ms")
+	b.figure("sim_decision_p99_ms_all_on", suite.Ms(p99On), 1, "ms")
+	if p99 > 0 {
+		b.figure("sim_decision_all_on_ratio", float64(p99On)/float64(p99), 2, "x")
+	}
 	return nil
+}
+
+// simRun runs simJobs on hollow nodes in the home named name, with every
+// failure verdict on when allOn, and checks that every job succeeded with
+// the recoveries the seed implies.
+func (b *bench) simRun(ctx context.Context, name string, allOn bool) (*suite.SimResult, error) {
+	r, err := suite.RunSim(ctx, suite.SimOptions{Bin: b.o.bin, Home: b.home(name), Jobs: b.o.simJobs, RunTime: b.o.runTime,
+		ExitShare: b.o.exitShare, PreemptShare: b.o.preemptShare, Seed: 1, AllOn: allOn, Timeout: b.o.simTimeout, Progress: b.log})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(b.log, "%s: %v in %s; recoveries %d (want %d); %d decisions; submit took %s\n",
+		name, r.Statuses, r.Wall.Round(time.Second), r.Recoveries, r.WantRecoveries, len(r.Decisions), r.Submit.Round(time.Millisecond))
+	if r.Statuses["SUCCEEDED"] != r.Jobs || r.Recoveries != r.WantRecoveries {
+		return nil, fmt.Errorf("%s: the run went wrong: %v, recoveries %d, want %d SUCCEEDED and %d recoveries", name, r.Statuses, r.Recoveries, r.Jobs, r.WantRecoveries)
+	}
+	return r, nil
 }
 
 // cancel measures one `jobs cancel -n 'sweep-*' -y` of cancelJobs running

@@ -23,6 +23,10 @@ type SimOptions struct {
 	// clusters are preempted while the task runs.
 	ExitShare, PreemptShare float64
 	Seed                    uint64
+	// AllOn runs the task with job_recovery's failure verdicts on
+	// (confirm_failures: 1, max_restarts_without_progress: 3) beside the
+	// quarantine, which is on by default; the jobs end as without them.
+	AllOn bool
 	// PollInterval is the controller's; zero keeps its default.
 	PollInterval time.Duration
 	// Timeout bounds the wait for every job to end.
@@ -59,6 +63,20 @@ resources:
 run: python train.py
 `
 
+// simTaskAllOn is simTask with every failure verdict on: a failure is run
+// again elsewhere before it counts, and three restarts without progress
+// end the job. The quarantine needs no task setting.
+const simTaskAllOn = `name: bench
+resources:
+  cloud: sim
+  job_recovery:
+    strategy: EAGER_NEXT_REGION
+    recover_on_exit_codes: [29]
+    confirm_failures: 1
+    max_restarts_without_progress: 3
+run: python train.py
+`
+
 // simConfig is the controller's config.yaml for a sim run. Restart
 // back-off is 1ms, so that the decision latency is the controller's own
 // and not the wait a user configures.
@@ -90,7 +108,11 @@ func (o SimOptions) SimConfig() sim.Config {
 // RunSim submits every job at once to a controller of its own and waits
 // for all of them to end.
 func RunSim(ctx context.Context, o SimOptions) (*SimResult, error) {
-	h, err := openHome(ctx, o.Bin, o.Home, o.simConfig(), simTask)
+	task := simTask
+	if o.AllOn {
+		task = simTaskAllOn
+	}
+	h, err := openHome(ctx, o.Bin, o.Home, o.simConfig(), task)
 	if err != nil {
 		return nil, err
 	}
