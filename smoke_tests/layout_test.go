@@ -86,6 +86,8 @@ var importRules = []importRule{
 	{"provision/sshrun", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
 	{"provision/vm", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
 	{"provision/fit", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
+	{"provision/price", []string{"sortie/controller/...", "sortie/strategy", "github.com/aws/...", "cloud.google.com/..."},
+		"the words for money link no SDK and know nothing of jobs"},
 }
 
 // directImportRules ban only a package's own imports (those of its
