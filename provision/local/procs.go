@@ -231,10 +231,14 @@ func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
 	if err != nil || len(procs) == 0 {
 		return err
 	}
+	groups := groupsOf(procs)
 	if grace > 0 {
 		signal(agentsFirst(procs), syscall.SIGTERM)
-		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil || len(procs) == 0 {
+		if procs, err = waitGone(ctx, dirs, grace, 0); err != nil {
 			return err
+		}
+		if len(procs) == 0 {
+			return waitGroupsGone(ctx, groups, 5*time.Second)
 		}
 	}
 	signal(agentsFirst(procs), syscall.SIGKILL)
@@ -245,7 +249,38 @@ func killNodes(ctx context.Context, dirs []string, grace time.Duration) error {
 	if len(procs) > 0 {
 		return fmt.Errorf("processes %v survived SIGKILL", procs)
 	}
+	return waitGroupsGone(ctx, groups, 5*time.Second)
+}
+
+// waitGroupsGone waits up to d for groups to hold no process that runs.
+// A process on its way out has given back its memory, so its environment
+// no longer names its node, some time before it becomes a zombie: the
+// scan of waitGone no longer sees it, its group still does.
+func waitGroupsGone(ctx context.Context, groups []int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for slices.ContainsFunc(groups, groupAlive) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process groups %v survived SIGKILL", groups)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	return nil
+}
+
+// groupsOf lists the process groups of procs that signal sends to.
+func groupsOf(procs []proc) []int {
+	own := syscall.Getpgrp()
+	var out []int
+	for _, p := range procs {
+		if p.pgid > 1 && p.pgid != own && !slices.Contains(out, p.pgid) {
+			out = append(out, p.pgid)
+		}
+	}
+	return out
 }
 
 // waitGone polls every 10ms, for up to d, until no process of dirs is left,
