@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"sortie/controller/api/web"
 	"sortie/controller/contract"
 	"sortie/controller/service"
 )
@@ -79,7 +80,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return err
 	}
 	if info, err := os.Stat(s.o.Uploads.blob(d)); err == nil {
-		return writeJSON(w, http.StatusOK, contract.BlobResult{SHA256: d, Size: info.Size()})
+		return web.WriteJSON(w, http.StatusOK, contract.BlobResult{SHA256: d, Size: info.Size()})
 	}
 	if r.ContentLength > s.o.MaxUpload {
 		return tooLarge(s.o.MaxUpload)
@@ -103,7 +104,7 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return &contract.UsageError{Err: fmt.Errorf("blob %s: the upload broke off after %d bytes: %v", d, n, err)}
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != d {
-		return errorf(http.StatusBadRequest, contract.CodeDigest, "blob %s: the %d bytes sent hash to %s; send the bytes whose SHA-256 names the blob", d, n, got)
+		return web.Errorf(http.StatusBadRequest, contract.CodeDigest, "blob %s: the %d bytes sent hash to %s; send the bytes whose SHA-256 names the blob", d, n, got)
 	}
 	if err := tmp.Close(); err != nil {
 		return s.o.Uploads.fault(d, "store", err)
@@ -111,12 +112,12 @@ func (s *Server) putBlob(w http.ResponseWriter, r *http.Request, svc *service.Se
 	if err := os.Rename(tmp.Name(), s.o.Uploads.blob(d)); err != nil {
 		return s.o.Uploads.fault(d, "store", err)
 	}
-	return writeJSON(w, http.StatusCreated, contract.BlobResult{SHA256: d, Size: n, Stored: true})
+	return web.WriteJSON(w, http.StatusCreated, contract.BlobResult{SHA256: d, Size: n, Stored: true})
 }
 
 func tooLarge(limit int64) error {
-	return &httpError{status: http.StatusRequestEntityTooLarge, code: contract.CodeTooLarge, limit: limit,
-		msg: fmt.Sprintf("the upload is over the limit of %d bytes (--max-upload); leave what the job does not need out with .sortieignore", limit)}
+	return &web.Error{Status: http.StatusRequestEntityTooLarge, Code: contract.CodeTooLarge, Limit: limit,
+		Msg: fmt.Sprintf("the upload is over the limit of %d bytes (--max-upload); leave what the job does not need out with .sortieignore", limit)}
 }
 
 // Path is where upload d is unpacked, unpacking it the first time: the

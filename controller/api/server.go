@@ -7,7 +7,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -22,10 +21,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"sortie/controller/api/web"
 	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/controller/service"
@@ -36,7 +35,7 @@ import (
 // Limits of request bodies: a launch (a task file, its envs and secrets)
 // and the other JSON bodies; an upload of a workdir or a file mount.
 const (
-	DefaultMaxBody   = 1 << 20 // 1 MiB
+	DefaultMaxBody   = web.DefaultMaxBody
 	DefaultMaxUpload = 1 << 30 // 1 GiB
 )
 
@@ -127,79 +126,28 @@ func NewServer(o Options) *Server {
 		switch pattern {
 		case "GET /v1/healthz":
 			s.mux.HandleFunc(pattern, s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
-				return "", writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+				return "", web.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
 			}))
 		default:
 			s.mux.HandleFunc(pattern, s.authed(h[pattern]))
 		}
 	}
 	s.mux.HandleFunc("/", s.logged(func(w http.ResponseWriter, r *http.Request) (string, error) {
-		return "", errorf(http.StatusNotFound, contract.CodeNoRoute, "no route %s %s: see /v1/openapi.json", r.Method, r.URL.Path)
+		return "", web.Errorf(http.StatusNotFound, contract.CodeNoRoute, "no route %s %s: see /v1/openapi.json", r.Method, r.URL.Path)
 	}))
 	return s
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// statusWriter remembers the status a handler wrote, for the log.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = cmp.Or(w.status, code)
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.status = cmp.Or(w.status, http.StatusOK)
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Answered says whether a handler run by Logged has begun its answer: its
-// status is written, so an error can only be logged.
-func Answered(w http.ResponseWriter) bool {
-	sw, ok := w.(*statusWriter)
-	return ok && sw.status != 0
-}
-
-// Logged runs h, answers its error with writeErr unless the answer had
-// begun, and logs the request: method, path (never the query or a header:
-// a token is in neither the log nor a URL), status, user and duration.
-// The API and the dashboard log their requests through it alike.
-func Logged(log *slog.Logger, writeErr func(w http.ResponseWriter, r *http.Request, user string, err error), h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		user, err := h(sw, r)
-		if err != nil {
-			if sw.status != 0 {
-				// The body had begun: all that is left is to say so in the log.
-				log.Warn("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "err", err)
-			} else {
-				writeErr(sw, r, user, err)
-			}
-		}
-		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "user", user,
-			"ms", time.Since(start).Milliseconds())
-	}
-}
-
 // logged runs h and writes its error as the API's JSON.
 func (s *Server) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
-	return Logged(s.o.Log, func(w http.ResponseWriter, _ *http.Request, _ string, err error) {
-		status, d := detail(err)
+	return web.Logged(s.o.Log, func(w http.ResponseWriter, _ *http.Request, _ string, err error) {
+		status, d := web.Detail(err)
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sortie"`)
 		}
-		_ = writeJSON(w, status, contract.ErrorBody{Error: d})
+		_ = web.WriteJSON(w, status, contract.ErrorBody{Error: d})
 	}, h)
 }
 
@@ -211,9 +159,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, svc *serv
 		if err != nil {
 			return "", err
 		}
-		svc := *s.o.Service
-		svc.Asker = &contract.Asker{Name: u.Name, Admin: u.Admin}
-		return u.Name, h(w, r, &svc)
+		return u.Name, h(w, r, s.o.Service.As(&contract.Asker{Name: u.Name, Admin: u.Admin}))
 	})
 }
 
@@ -221,7 +167,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, svc *serv
 func (s *Server) user(r *http.Request) (*store.User, error) {
 	token, ok := BearerToken(r.Header.Get("Authorization"))
 	if !ok {
-		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized,
+		return nil, web.Errorf(http.StatusUnauthorized, contract.CodeUnauthorized,
 			"this route needs a token: send Authorization: Bearer TOKEN (`sortie server users add NAME` makes one)")
 	}
 	return UserByToken(r.Context(), s.o.Store, token)
@@ -246,7 +192,7 @@ func UserByToken(ctx context.Context, st *store.Store, token string) (*store.Use
 	hash := HashToken(token)
 	u, err := st.UserByTokenHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
+		return nil, web.Errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token is not one this server knows; ask an admin for one (`sortie server users add NAME`)")
 	}
 	if err != nil {
 		return nil, err
@@ -254,10 +200,10 @@ func UserByToken(ctx context.Context, st *store.Store, token string) (*store.Use
 	// The lookup was by the hash; the hashes are compared once more in
 	// constant time, so no branch on a byte of the secret is ever timed.
 	if subtle.ConstantTimeCompare([]byte(u.TokenHash), []byte(hash)) != 1 {
-		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token is not one this server knows")
+		return nil, web.Errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token is not one this server knows")
 	}
 	if u.RevokedAt != nil {
-		return nil, errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token of %s was revoked on %s; ask an admin for a new one",
+		return nil, web.Errorf(http.StatusUnauthorized, contract.CodeUnauthorized, "the token of %s was revoked on %s; ask an admin for a new one",
 			u.Name, u.RevokedAt.UTC().Format(time.RFC3339))
 	}
 	return u, nil
@@ -280,14 +226,6 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // readJSON decodes a request's body into v, refusing a body over the
 // limit (413, naming it) and fields the type does not have.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
@@ -297,45 +235,16 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, code: contract.CodeTooLarge, limit: mbe.Limit,
-				msg: fmt.Sprintf("the request body is over the limit of %d bytes (--max-body)", mbe.Limit)}
+			return &web.Error{Status: http.StatusRequestEntityTooLarge, Code: contract.CodeTooLarge, Limit: mbe.Limit,
+				Msg: fmt.Sprintf("the request body is over the limit of %d bytes (--max-body)", mbe.Limit)}
 		}
 		return &contract.UsageError{Err: fmt.Errorf("the request body is not the JSON this route takes: %v", err)}
 	}
 	return nil
 }
 
-func pathID(r *http.Request) (int64, error) {
-	v := r.PathValue("id")
-	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, &contract.UsageError{Err: fmt.Errorf("job id %q is not a job id (a positive whole number)", v)}
-	}
-	return id, nil
-}
-
-func boolQuery(r *http.Request, name string) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, &contract.UsageError{Err: fmt.Errorf("%s=%q: give true or false", name, v)}
-	}
-	return b, nil
-}
-
-func intQuery(r *http.Request, name string, def int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, &contract.UsageError{Err: fmt.Errorf("%s=%q: give a whole number, 0 or more", name, v)}
-	}
-	return n, nil
+func (s *Server) logs(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	return web.StreamLogs(w, r, svc)
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -350,11 +259,11 @@ func answerOK(w http.ResponseWriter, v any, err error) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, v)
+	return web.WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	return writeJSON(w, http.StatusOK, svc.Asker)
+	return web.WriteJSON(w, http.StatusOK, svc.Asker)
 }
 
 func (s *Server) launch(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
@@ -372,24 +281,24 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, svc *service.Ser
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, contract.LaunchResult{Job: j, Warnings: warnings})
+	return web.WriteJSON(w, http.StatusCreated, contract.LaunchResult{Job: j, Warnings: warnings})
 }
 
 func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	q := r.URL.Query()
-	all, err := boolQuery(r, "all")
+	all, err := web.BoolQuery(r, "all")
 	if err != nil {
 		return err
 	}
-	finished, err := intQuery(r, "finished", 50)
+	finished, err := web.IntQuery(r, "finished", 50)
 	if err != nil {
 		return err
 	}
-	limit, err := intQuery(r, "limit", 0)
+	limit, err := web.IntQuery(r, "limit", 0)
 	if err != nil {
 		return err
 	}
-	before, err := intQuery(r, "before", 0)
+	before, err := web.IntQuery(r, "before", 0)
 	if err != nil {
 		return err
 	}
@@ -423,14 +332,14 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, svc *service.Serv
 		return err
 	}
 	if first {
-		return writeJSON(w, http.StatusOK, []contract.JobView{})
+		return web.WriteJSON(w, http.StatusOK, []contract.JobView{})
 	}
 	_, err = io.WriteString(w, "\n]\n")
 	return err
 }
 
 func (s *Server) show(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	id, err := pathID(r)
+	id, err := web.PathID(r)
 	if err != nil {
 		return err
 	}
@@ -439,7 +348,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request, svc *service.Servi
 }
 
 func (s *Server) cancelOne(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	id, err := pathID(r)
+	id, err := web.PathID(r)
 	if err != nil {
 		return err
 	}
@@ -454,7 +363,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, svc *service.Ser
 	if err := s.readJSON(w, r, &req); err != nil {
 		return err
 	}
-	dry, err := boolQuery(r, "dry_run")
+	dry, err := web.BoolQuery(r, "dry_run")
 	if err != nil {
 		return err
 	}
@@ -467,7 +376,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, svc *service.Ser
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	id, err := pathID(r)
+	id, err := web.PathID(r)
 	if err != nil {
 		return err
 	}
@@ -483,7 +392,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Serv
 		return err
 	}
 	req.RequestedBy = svc.Asker.Name
-	dry, err := boolQuery(r, "dry_run")
+	dry, err := web.BoolQuery(r, "dry_run")
 	if err != nil {
 		return err
 	}
@@ -497,7 +406,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, svc *service.Serv
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, contract.RetryResults{Retries: orEmpty(rs), Warnings: warnings})
+	return web.WriteJSON(w, http.StatusCreated, contract.RetryResults{Retries: orEmpty(rs), Warnings: warnings})
 }
 
 func (s *Server) failures(w http.ResponseWriter, r *http.Request, svc *service.Service) error {

@@ -2,7 +2,11 @@ package contract
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"sortie/schema"
+	"sortie/strategy"
 )
 
 // QuarantineView is one quarantined placement: an item of `sortie
@@ -39,4 +43,14 @@ type AdminError struct {
 
 func (e *AdminError) Error() string {
 	return fmt.Sprintf("only an admin may %s: ask an admin of the server", e.Verb)
+}
+
+// ParsePlacement reads a placement as `sortie quarantine list` writes it:
+// cloud/region/zone.
+func ParsePlacement(s string) (schema.Placement, error) {
+	parts := strings.Split(strings.TrimSpace(s), "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return schema.Placement{}, &UsageError{Err: fmt.Errorf("placement %q: give it as cloud/region/zone, as `sortie quarantine list` shows it", s)}
+	}
+	return strategy.PlacementKey(schema.Placement{Cloud: parts[0], Region: parts[1], Zone: parts[2]}), nil
 }

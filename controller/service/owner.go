@@ -21,6 +21,13 @@ func LocalAsker(getenv func(string) string) *contract.Asker {
 	return &contract.Asker{Name: name, Admin: true}
 }
 
+// As is a copy of s asked by a: a server's, for each request's user.
+func (s *Service) As(a *contract.Asker) *Service {
+	c := *s
+	c.Asker = a
+	return &c
+}
+
 // asker is s.Asker, or a local one.
 func (s *Service) asker() *contract.Asker {
 	if s.Asker != nil {

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"sortie/controller/contract"
 	"sortie/schema"
@@ -22,16 +21,6 @@ func (s *Service) Quarantine(ctx context.Context) ([]contract.QuarantineView, er
 			Jobs: q.Jobs, Weight: q.Weight, Until: q.Until.UTC(), Cause: q.Cause, Reason: q.Reason()})
 	}
 	return out, nil
-}
-
-// ParsePlacement reads a placement as `sortie quarantine list` writes it:
-// cloud/region/zone.
-func ParsePlacement(s string) (schema.Placement, error) {
-	parts := strings.Split(strings.TrimSpace(s), "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return schema.Placement{}, &contract.UsageError{Err: fmt.Errorf("placement %q: give it as cloud/region/zone, as `sortie quarantine list` shows it", s)}
-	}
-	return strategy.PlacementKey(schema.Placement{Cloud: parts[0], Region: parts[1], Zone: parts[2]}), nil
 }
 
 // ClearQuarantine makes the failures on p so far no longer count: it is

@@ -31,7 +31,7 @@ import (
 var migrations embed.FS
 
 // ErrNotFound is returned for a job id that does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound error = storeError{"not found", "not found"}
 
 // ErrTerminal is wrapped by the error when a change would touch a job that
 // has ended: a terminal status never changes.
@@ -98,7 +98,16 @@ const BusyTimeout = 15 * time.Second
 
 // ErrBusy is wrapped by the error of a write that waited BusyTimeout for
 // another process's write lock.
-var ErrBusy = errors.New("the store is busy")
+var ErrBusy error = storeError{"the store is busy", "busy"}
+
+// storeError is ErrNotFound or ErrBusy, which say so by a method to the
+// packages that answer them without importing the store (the API: 404 and
+// 503).
+type storeError struct{ msg, kind string }
+
+func (e storeError) Error() string  { return e.msg }
+func (e storeError) NotFound() bool { return e.kind == "not found" }
+func (e storeError) Busy() bool     { return e.kind == "busy" }
 
 // Open opens (creating if needed) the SQLite database at path and applies
 // pending migrations. now is the clock for timestamps; nil means time.Now.

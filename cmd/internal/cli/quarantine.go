@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/contract"
-	"sortie/controller/service"
 )
 
 // NewCmdQuarantine builds `quarantine [list | clear PLACEMENT]`.
@@ -62,7 +61,7 @@ func NewCmdQuarantine(f *Factory) *cobra.Command {
 			if err := outputFlag(output); err != nil {
 				return err
 			}
-			p, err := service.ParsePlacement(args[0])
+			p, err := contract.ParsePlacement(args[0])
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ func dashboardCmd(h string, out, errw io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, err := dashboard.New(dashboard.Options{Service: svc, Auth: dashboard.OneToken(tok, svc.Asker)})
+			d, err := dashboard.New(dashboard.Options{Service: func(a *contract.Asker) dashboard.Service { return svc.As(a) }, Auth: dashboard.OneToken(tok, svc.Asker)})
 			if err != nil {
 				return err
 			}

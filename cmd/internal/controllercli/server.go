@@ -71,7 +71,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 					srv := api.NewServer(api.Options{Service: svc, Store: st, Uploads: up, Log: log, MaxBody: o.maxBody, MaxUpload: o.maxUpload})
 					// The dashboard at / beside the API at /v1/: the same
 					// users, the same verbs.
-					dash, err := dashboard.New(dashboard.Options{Service: svc, Auth: api.TokenAuth(st), Log: log})
+					dash, err := dashboard.New(dashboard.Options{Service: func(a *contract.Asker) dashboard.Service { return svc.As(a) }, Auth: api.TokenAuth(st), Log: log})
 					if err != nil {
 						return err
 					}

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"sortie/controller/api"
+	"sortie/controller/api/web"
 	"sortie/controller/contract"
 	"sortie/schema"
 )
@@ -63,7 +63,7 @@ func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, s *session) er
 	if err == nil {
 		err = fmt.Errorf("the retry of job %d made no job", id)
 	}
-	status, detail := api.Detail(err)
+	status, detail := web.Detail(err)
 	var ve *schema.ValidationError
 	var ue *contract.UsageError
 	switch {

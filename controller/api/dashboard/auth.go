@@ -12,9 +12,8 @@ import (
 	"net/url"
 	"strings"
 
-	"sortie/controller/api"
+	"sortie/controller/api/web"
 	"sortie/controller/contract"
-	"sortie/controller/service"
 )
 
 // CookieName is the session cookie: the token a user signed in with,
@@ -27,7 +26,7 @@ const CookieName = "sortie_session"
 type session struct {
 	asker *contract.Asker
 	csrf  string
-	svc   *service.Service
+	svc   Service
 }
 
 // OneToken signs in one user with one token: `sortie dashboard`'s local
@@ -92,9 +91,7 @@ func (d *Dashboard) sessionFor(ctx context.Context, token string) (*session, err
 	if err != nil {
 		return nil, err
 	}
-	svc := *d.o.Service
-	svc.Asker = a
-	return &session{asker: a, csrf: csrfToken(token), svc: &svc}, nil
+	return &session{asker: a, csrf: csrfToken(token), svc: d.o.Service(a)}, nil
 }
 
 // refused says whether err refuses a token (401), rather than tells of
@@ -104,7 +101,7 @@ func refused(err error) bool {
 	if errors.As(err, &he) {
 		return he.status == http.StatusUnauthorized
 	}
-	status, _ := api.Detail(err)
+	status, _ := web.Detail(err)
 	return status == http.StatusUnauthorized
 }
 
@@ -247,7 +244,7 @@ func (d *Dashboard) action(h func(w http.ResponseWriter, r *http.Request, s *ses
 		if s == nil {
 			return "", &httpErr{status: http.StatusUnauthorized, msg: "sign in first: this request has no session"}
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, api.DefaultMaxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, web.DefaultMaxBody)
 		given := r.PostFormValue("csrf")
 		if subtle.ConstantTimeCompare([]byte(given), []byte(s.csrf)) != 1 {
 			return s.asker.Name, forbidden("This request did not come from one of this dashboard's pages (its form token is missing or wrong), so nothing was done. Reload the page and try again.")
@@ -290,7 +287,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) (string, erro
 	if err := d.sameOrigin(r); err != nil {
 		return "", err
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, api.DefaultMaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, web.DefaultMaxBody)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	next := localPath(r.PostFormValue("next"))
 	if tok == "" {

@@ -4,9 +4,10 @@
 // signs in with the API's tokens, keeps the session in a cookie, and does
 // everything through the service's verbs, as the CLI and the API do.
 //
-// It must not import sortie/controller, controller/clouds/all or a cloud SDK,
-// and not controller/store itself: the dashboard acts through the service's
-// verbs and speaks the service's types (controller/contract).
+// It must not depend on sortie/controller, controller/store,
+// controller/service, controller/clouds/all or a cloud SDK: the dashboard
+// acts through the service's verbs (Service, filled by the program that
+// serves it) and speaks the service's types (controller/contract).
 package dashboard
 
 import (
@@ -20,9 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sortie/controller/api"
+	"sortie/controller/api/web"
 	"sortie/controller/contract"
-	"sortie/controller/service"
 )
 
 //go:embed templates/*.html
@@ -31,11 +31,21 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
+// Service is the verbs the pages and forms call.
+type Service interface {
+	web.LogReader
+	QueueEach(ctx context.Context, req contract.QueueRequest, fn func(contract.JobView) error) error
+	Failures(ctx context.Context) ([]contract.FailureView, error)
+	Cancel(ctx context.Context, req contract.CancelRequest) ([]int64, error)
+	Retry(ctx context.Context, req contract.RetryRequest) ([]contract.RetryResult, error)
+	ForgetFailure(ctx context.Context, prefix string) (string, error)
+}
+
 // Options are a dashboard's parts.
 type Options struct {
-	// Service carries the verbs; each request uses a copy asked by the
-	// signed-in user.
-	Service *service.Service
+	// Service is the service asked by a signed-in user: each request
+	// calls the verbs as its user.
+	Service func(*contract.Asker) Service
 	// Auth names the user a token signs in: the server's users
 	// (TokenAuth), or the one local user of `sortie dashboard`. An error
 	// refuses the token, its message shown on the sign-in page.
@@ -148,5 +158,5 @@ func Mount(apiHandler http.Handler, d http.Handler) http.Handler {
 // logged runs h, shows its error as a page, and logs the request as the
 // API does.
 func (d *Dashboard) logged(h func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
-	return api.Logged(d.o.Log, d.errorPage, h)
+	return web.Logged(d.o.Log, d.errorPage, h)
 }

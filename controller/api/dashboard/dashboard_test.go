@@ -58,7 +58,8 @@ func newTestDash(t *testing.T, o Options) *testDash {
 		}
 		td.tokens[u.name] = tok
 	}
-	o.Service, o.Auth = svc, api.TokenAuth(svc.Store)
+	o.Service = func(a *contract.Asker) Service { return svc.As(a) }
+	o.Auth = api.TokenAuth(svc.Store)
 	if o.Now == nil {
 		o.Now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"sortie/controller/api"
+	"sortie/controller/api/web"
 	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
 	"sortie/strategy"
@@ -475,12 +475,12 @@ func pathID(r *http.Request) (int64, error) {
 
 // logs is a job's log, the API's stream: newline-delimited JSON.
 func (d *Dashboard) logs(w http.ResponseWriter, r *http.Request, s *session) error {
-	err := api.StreamLogs(w, r, s.svc)
-	if err == nil || api.Answered(w) {
+	err := web.StreamLogs(w, r, s.svc)
+	if err == nil || web.Answered(w) {
 		return err // the stream had begun: its error is only logged
 	}
 	// Before the stream: the API's JSON error, which the page's script reads.
-	return api.WriteError(w, err)
+	return web.WriteError(w, err)
 }
 
 // failureRow is one known failure.
@@ -575,7 +575,7 @@ func (d *Dashboard) errorPage(w http.ResponseWriter, r *http.Request, user strin
 	if errors.As(err, &he) {
 		status = he.status
 	} else {
-		status, _ = api.Detail(err)
+		status, _ = web.Detail(err)
 	}
 	if partOfPage(r) {
 		http.Error(w, msg, status)

@@ -13,6 +13,7 @@ import (
 	"sortie/controller/api"
 	"sortie/controller/api/dashboard"
 	"sortie/controller/clouds"
+	"sortie/controller/contract"
 	"sortie/controller/service"
 )
 
@@ -45,7 +46,7 @@ func RunDashboardQueue(ctx context.Context, o QueueOptions) (*DashboardResult, e
 	if err := svc.Store.AddUser(ctx, "bench", hash, false); err != nil {
 		return nil, err
 	}
-	d, err := dashboard.New(dashboard.Options{Service: svc, Auth: api.TokenAuth(svc.Store)})
+	d, err := dashboard.New(dashboard.Options{Service: func(a *contract.Asker) dashboard.Service { return svc.As(a) }, Auth: api.TokenAuth(svc.Store)})
 	if err != nil {
 		return nil, err
 	}

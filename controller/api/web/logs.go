@@ -1,12 +1,13 @@
-package api
+package web
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"unicode/utf8"
 
 	"sortie/controller/contract"
-	"sortie/controller/service"
 )
 
 // ndjson writes each piece as a LogEvent and flushes it.
@@ -47,8 +48,11 @@ func (n *ndjson) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (s *Server) logs(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	return StreamLogs(w, r, svc)
+// LogReader is what StreamLogs asks: the job, which refuses one the
+// asker may not read, and its logs.
+type LogReader interface {
+	Show(ctx context.Context, id int64) (*contract.JobDetail, error)
+	Logs(ctx context.Context, req contract.LogsRequest, w io.Writer) error
 }
 
 // StreamLogs answers GET /v1/jobs/{id}/logs for svc's asker: a job's logs
@@ -56,28 +60,28 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, svc *service.Servi
 // ends or the client goes (the request's context ends the service's
 // loop). An error before the stream begins is returned unwritten; the
 // dashboard's log view is this same stream.
-func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	id, err := pathID(r)
+func StreamLogs(w http.ResponseWriter, r *http.Request, svc LogReader) error {
+	id, err := PathID(r)
 	if err != nil {
 		return err
 	}
-	task, err := intQuery(r, "task", 0)
+	task, err := IntQuery(r, "task", 0)
 	if err != nil {
 		return err
 	}
-	attempt, err := intQuery(r, "attempt", 0)
+	attempt, err := IntQuery(r, "attempt", 0)
 	if err != nil {
 		return err
 	}
-	follow, err := boolQuery(r, "follow")
+	follow, err := BoolQuery(r, "follow")
 	if err != nil {
 		return err
 	}
-	fromStart, err := boolQuery(r, "from_start")
+	fromStart, err := BoolQuery(r, "from_start")
 	if err != nil {
 		return err
 	}
-	steps, err := boolQuery(r, "steps")
+	steps, err := BoolQuery(r, "steps")
 	if err != nil {
 		return err
 	}
@@ -98,7 +102,7 @@ func StreamLogs(w http.ResponseWriter, r *http.Request, svc *service.Service) er
 	}
 	end := &contract.LogEnd{}
 	if err != nil {
-		_, d := detail(err)
+		_, d := Detail(err)
 		end.Error = &d
 	}
 	return out.send(contract.LogEvent{End: end})
