@@ -113,19 +113,18 @@ func (r Resources) namesPlace() bool {
 func (t *Task) Recovery() JobRecovery {
 	var jr JobRecovery
 	if t.Resources.JobRecovery != nil {
-		jr = *t.Resources.JobRecovery
-		jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
-		if jr.MaxRecoveries != nil {
-			n := *jr.MaxRecoveries
-			jr.MaxRecoveries = &n
-		}
-		if jr.MaxRestartsWithoutProgress != nil {
-			n := *jr.MaxRestartsWithoutProgress
-			jr.MaxRestartsWithoutProgress = &n
-		}
-		jr.Escalate = jr.Escalate.clone()
+		jr = t.Resources.JobRecovery.clone()
 	}
 	jr.Strategy = cmp.Or(jr.Strategy, EagerNextRegion)
+	return jr
+}
+
+// clone is a deep copy of jr.
+func (jr JobRecovery) clone() JobRecovery {
+	jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
+	jr.MaxRecoveries = clonePtr(jr.MaxRecoveries)
+	jr.MaxRestartsWithoutProgress = clonePtr(jr.MaxRestartsWithoutProgress)
+	jr.Escalate = jr.Escalate.clone()
 	return jr
 }
 
@@ -146,31 +145,30 @@ func (t *Task) Clone() *Task {
 	c.Envs = maps.Clone(t.Envs)
 	c.RequiredEnvs = slices.Clone(t.RequiredEnvs)
 	c.Notify = t.Notify.clone()
-	if t.WorkdirRepo != nil {
-		repo := *t.WorkdirRepo
-		c.WorkdirRepo = &repo
-	}
+	c.WorkdirRepo = clonePtr(t.WorkdirRepo)
 	if t.StorageMounts != nil {
 		c.StorageMounts = make(map[string]StorageMount, len(t.StorageMounts))
 		for k, sm := range t.StorageMounts {
-			if sm.Persistent != nil {
-				b := *sm.Persistent
-				sm.Persistent = &b
-			}
+			sm.Persistent = clonePtr(sm.Persistent)
 			c.StorageMounts[k] = sm
 		}
 	}
 	if t.Secrets != nil {
 		c.Secrets = make(map[string]*string, len(t.Secrets))
 		for k, v := range t.Secrets {
-			if v != nil {
-				s := *v
-				v = &s
-			}
-			c.Secrets[k] = v
+			c.Secrets[k] = clonePtr(v)
 		}
 	}
 	return &c
+}
+
+// clonePtr is a copy of *p; nil for nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 func (r Resources) clone() Resources {
@@ -191,17 +189,7 @@ func (r Resources) clone() Resources {
 	c.AnyOf = cloneList(r.AnyOf)
 	c.Ordered = cloneList(r.Ordered)
 	if r.JobRecovery != nil {
-		jr := *r.JobRecovery
-		jr.RecoverOnExitCodes = slices.Clone(jr.RecoverOnExitCodes)
-		if jr.MaxRecoveries != nil {
-			n := *jr.MaxRecoveries
-			jr.MaxRecoveries = &n
-		}
-		if jr.MaxRestartsWithoutProgress != nil {
-			n := *jr.MaxRestartsWithoutProgress
-			jr.MaxRestartsWithoutProgress = &n
-		}
-		jr.Escalate = jr.Escalate.clone()
+		jr := r.JobRecovery.clone()
 		c.JobRecovery = &jr
 	}
 	return c
