@@ -2,6 +2,8 @@ package strategy
 
 import (
 	"fmt"
+
+	"sortie/schema"
 	"strconv"
 	"time"
 )
@@ -58,4 +60,16 @@ func OverBudget(p Policy, s Spend, now time.Time) (reason string, over bool) {
 			Money(spent), budget(p.MaxCost), Money(s.Next), Money(left)), true
 	}
 	return "", false
+}
+
+// OverHourlyCost is the max_hourly_cost rule: a candidate whose node costs
+// perHour dollars an hour is skipped when that is above the candidate's
+// max_hourly_cost (SkyPilot's field: the price of one node). A price not
+// known (known false) is not skipped: no limit can be checked. The reason
+// is recorded with the launch tries.
+func OverHourlyCost(r schema.Resources, perHour float64, known bool) (reason string, over bool) {
+	if r.MaxHourlyCost <= 0 || !known || perHour <= r.MaxHourlyCost {
+		return "", false
+	}
+	return fmt.Sprintf("%s/h per node is above max_hourly_cost %s", Money(perHour), budget(r.MaxHourlyCost)), true
 }

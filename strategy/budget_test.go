@@ -57,3 +57,28 @@ func TestPolicyFromMaxCost(t *testing.T) {
 		t.Errorf("PolicyFrom(max_cost 40).MaxCost = %v", got)
 	}
 }
+
+func TestOverHourlyCost(t *testing.T) {
+	capped := schema.Resources{MaxHourlyCost: 0.2}
+	tests := []struct {
+		name       string
+		r          schema.Resources
+		price      float64
+		known      bool
+		wantReason string
+	}{
+		{"no limit", schema.Resources{}, 99, true, ""},
+		{"under the limit", capped, 0.19, true, ""},
+		{"at the limit", capped, 0.2, true, ""},
+		{"above it", capped, 0.2051, true, "$0.21/h per node is above max_hourly_cost $0.2"},
+		{"no price known is tried", capped, 0, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, over := OverHourlyCost(tt.r, tt.price, tt.known)
+			if reason != tt.wantReason || over != (tt.wantReason != "") {
+				t.Errorf("OverHourlyCost = %q, %v; want %q", reason, over, tt.wantReason)
+			}
+		})
+	}
+}
