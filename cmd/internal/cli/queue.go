@@ -150,14 +150,5 @@ func shortAgo(now, t time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// costText shows dollars as `jobs queue` and `jobs show` do: "$12.40",
-// "~$3.10" for an estimate, "-" when unknown.
-func costText(dollars *float64, estimate bool) string {
-	if dollars == nil {
-		return "-"
-	}
-	if estimate {
-		return "~" + strategy.Money(*dollars)
-	}
-	return strategy.Money(*dollars)
-}
+// costText shows dollars as `jobs queue` and `jobs show` do (contract.Cost).
+func costText(dollars *float64, estimate bool) string { return contract.Cost(dollars, estimate) }
