@@ -121,7 +121,10 @@ type AWSConfig struct {
 	Profile  string   `json:"profile"`
 	Regions  []string `json:"regions"`
 	Endpoint string   `json:"endpoint"` // an EC2-compatible endpoint, for tests
-	SSHUser  string   `json:"ssh_user"`
+	// PricingEndpoint is the Price List Query API's endpoint (a stand-in,
+	// for tests); "" is AWS's, in us-east-1.
+	PricingEndpoint string `json:"pricing_endpoint"`
+	SSHUser         string `json:"ssh_user"`
 	// NodeDir is the directory on instances under which each node's files live.
 	NodeDir string `json:"node_dir"`
 	// LaunchTimeout bounds how long a launch waits for instances to answer SSH.

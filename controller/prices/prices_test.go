@@ -372,3 +372,25 @@ func TestRefreshNow(t *testing.T) {
 		t.Errorf("latest: %+v", got)
 	}
 }
+
+// partial answers a key and fails the rest.
+type partial struct{}
+
+func (partial) Prices(ctx context.Context, keys []price.Key) ([]price.Quote, error) {
+	return []price.Quote{{Key: keys[0], PerHour: 1, Source: "partial", Effective: t0}}, errors.New("the second key: throttled")
+}
+
+// What a cloud answered before it failed is recorded, and the failure
+// reported.
+func TestRefreshRecordsAPartialAnswer(t *testing.T) {
+	st := openStore(t)
+	b := NewBook(st, DefaultIntervals(), func() time.Time { return t0 })
+	r := &Refresher{Book: b, Store: st, Fetchers: map[string]price.Fetcher{"aws": partial{}}, Now: func() time.Time { return t0 }}
+	res := r.Refresh(context.Background(), Which{OnDemand: true, Spot: true, Extra: []price.Key{od, spotA}})
+	if len(res) != 1 || res[0].Quotes != 1 || res[0].Err == nil {
+		t.Errorf("results: %+v", res)
+	}
+	if got := b.Latest(nil); len(got) != 1 || got[0].Source != "partial" {
+		t.Errorf("latest: %+v", got)
+	}
+}

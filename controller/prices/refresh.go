@@ -154,12 +154,12 @@ func (r *Refresher) Refresh(ctx context.Context, w Which) []CloudResult {
 			results = append(results, res)
 			continue
 		}
+		// What a cloud answered is recorded even when it could not
+		// answer every key.
 		qs, err := f.Prices(ctx, ks)
 		if err != nil {
 			res.Err = err
-			log.Warn("read prices; the cached ones are kept", "cloud", c, "keys", len(ks), "err", err)
-			results = append(results, res)
-			continue
+			log.Warn("read prices; the cached ones are kept", "cloud", c, "keys", len(ks), "answered", len(qs), "err", err)
 		}
 		readAt := r.Now()
 		for _, q := range qs {
