@@ -34,6 +34,7 @@ import (
 	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
+	"sortie/provision/price"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -64,6 +65,10 @@ type Controller struct {
 	// Pause, when set, is called at the pause points (pause.go) that
 	// crash tests aim kills at; nil costs nothing.
 	Pause func(point string, job int64, attempt int)
+	// Prices answers the prices sortie last read from the clouds (and
+	// config.yaml), never calling one; nil knows no price. They order the
+	// candidates of resources.placement: cheapest.
+	Prices price.Book
 	// Metrics are what the controller counts; New makes them, with the
 	// store's job counts as the sortie_jobs gauge and its transactions
 	// timed.

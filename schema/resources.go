@@ -16,7 +16,7 @@ func resourceFields(candidate bool) []string {
 	f := []string{"cloud", "infra", "region", "zone", "instance_type", "cpus", "memory",
 		"accelerators", "gpus", "use_spot", "disk_size", "disk_tier", "network_tier", "image_id", "ports", "labels"}
 	if !candidate {
-		f = append(f, "any_of", "ordered", "job_recovery")
+		f = append(f, "any_of", "ordered", "placement", "job_recovery")
 	}
 	return f
 }
@@ -52,6 +52,7 @@ func resourceNotes(candidate bool) map[string]string {
 		notes["any_of"] = "candidates cannot nest; list every candidate directly under resources.any_of or resources.ordered"
 		notes["ordered"] = notes["any_of"]
 		notes["job_recovery"] = "job_recovery applies to the whole task; move it to resources.job_recovery"
+		notes["placement"] = "placement orders every candidate of the task; move it to resources.placement"
 	}
 	return notes
 }
@@ -124,6 +125,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	if hasAnyOf && hasOrdered {
 		d.ps.missing(join(path, "ordered"), "cannot be used with any_of; keep one of them")
 	}
+	r.PlacementOrder = d.placementOrder(join(path, "placement"), m["placement"])
 	r.AnyOf = d.candidates(join(path, "any_of"), m["any_of"], r)
 	r.Ordered = d.candidates(join(path, "ordered"), m["ordered"], r)
 	r.JobRecovery = d.jobRecovery(join(path, "job_recovery"), m["job_recovery"])
@@ -452,6 +454,20 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	jr.ConfirmFailures = d.confirmFailures(join(path, "confirm_failures"), m["confirm_failures"])
 	jr.ConfirmCountsAsRestart = d.boolean(join(path, "confirm_counts_as_restart"), m["confirm_counts_as_restart"])
 	return jr
+}
+
+// placementOrder reads resources.placement: cheapest or written,
+// case-insensitive; written (the default) is stored as "".
+func (d *decoder) placementOrder(path string, v any) string {
+	s := strings.ToLower(strings.TrimSpace(d.str(path, v)))
+	switch s {
+	case "", PlaceWritten:
+		return ""
+	case PlaceCheapest:
+		return PlaceCheapest
+	}
+	d.ps.add(path, v, "is not a placement order; give cheapest (by current price) or written (the order the candidates are written in, the default)")
+	return ""
 }
 
 // maxRecoveries reads job_recovery.max_recoveries: nil (absent) is no limit.

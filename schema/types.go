@@ -98,10 +98,26 @@ type Resources struct {
 	// Labels tag the cluster's VMs: tags on AWS, labels on GCP.
 	Labels map[string]string `json:"labels,omitempty"`
 	// AnyOf and Ordered are candidate placements; each item overrides fields above.
-	AnyOf       []Resources  `json:"any_of,omitempty"`
-	Ordered     []Resources  `json:"ordered,omitempty"`
-	JobRecovery *JobRecovery `json:"job_recovery,omitempty"`
+	AnyOf   []Resources `json:"any_of,omitempty"`
+	Ordered []Resources `json:"ordered,omitempty"`
+	// PlacementOrder is resources.placement: how the candidates are
+	// ordered before the strategy applies. "" (written) keeps the order
+	// the candidates come in; PlaceCheapest orders them by their current
+	// price.
+	PlacementOrder string       `json:"placement,omitempty"`
+	JobRecovery    *JobRecovery `json:"job_recovery,omitempty"`
 }
+
+// The values of resources.placement.
+const (
+	// PlaceWritten tries the candidates in the order they come in (the
+	// file's, then the provider's); the same as leaving placement out.
+	PlaceWritten = "written"
+	// PlaceCheapest tries the cheapest candidate first, by the price
+	// sortie last read for it (spot prices per zone), candidates with no
+	// known price last in their own order.
+	PlaceCheapest = "cheapest"
+)
 
 // Strategy names a placement strategy after a preemption.
 type Strategy string
