@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,4 +59,23 @@ func priceAt(b price.Book, key price.Key, t time.Time) (price.Quote, bool) {
 		return price.Quote{}, false
 	}
 	return h[len(h)-1], true
+}
+
+// avoidPreempted orders the spot candidates in zones that preempted
+// recently last (config.yaml preemptions:), from the history every replica
+// reads from the store. A store that cannot say leaves the order as it
+// is: the history is advice, not a reason to stop launching.
+func (c *Controller) avoidPreempted(ctx context.Context, cands []strategy.Candidate) []strategy.Candidate {
+	halfLife := c.Config.PreemptionHalfLife()
+	spot := slices.ContainsFunc(cands, func(c strategy.Candidate) bool { return c.Resources.UseSpot })
+	if halfLife <= 0 || !spot {
+		return cands
+	}
+	now := c.Now()
+	ps, err := c.Store.Preemptions(ctx, now.Add(-strategy.PreemptionWindow(halfLife)))
+	if err != nil {
+		c.Log.Warn("read the recent preemptions; launching in the strategy's order", "err", err)
+		return cands
+	}
+	return strategy.AvoidPreempted(cands, strategy.PreemptionWeights(ps, now, halfLife))
 }
