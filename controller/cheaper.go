@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"sortie/controller/store"
 	"sortie/provision/price"
 	"sortie/schema"
 	"sortie/strategy"
@@ -78,4 +80,91 @@ func (c *Controller) avoidPreempted(ctx context.Context, cands []strategy.Candid
 		return cands
 	}
 	return strategy.AvoidPreempted(cands, strategy.PreemptionWeights(ps, now, halfLife))
+}
+
+// usesSpot reports whether r asks for spot anywhere: itself or a candidate.
+func usesSpot(r schema.Resources) bool {
+	if r.UseSpot {
+		return true
+	}
+	return slices.ContainsFunc(r.AnyOf, func(c schema.Resources) bool { return c.UseSpot }) ||
+		slices.ContainsFunc(r.Ordered, func(c schema.Resources) bool { return c.UseSpot })
+}
+
+// onDemandFacts fills in what job_recovery.on_demand_after and
+// on_demand_after_cost decide on, for a preempted attempt a ending at end:
+// whether a ran on-demand, the task's spot preemptions before it, and
+// what they cost (nil when a price is not known). It reads the attempts
+// only when the policy switches at all.
+func (c *Controller) onDemandFacts(ctx context.Context, p strategy.Policy, task *schema.Task, a *store.Attempt, end time.Time,
+	counters *strategy.Counters, ended *strategy.Ended) error {
+	ended.OnDemand = a.OnDemand || !usesSpot(task.Resources)
+	if ended.Outcome != strategy.Preempted || ended.OnDemand || (p.OnDemandAfter <= 0 && !p.OnDemandAfterCost) {
+		return nil
+	}
+	all, err := c.Store.Attempts(ctx, a.JobID)
+	if err != nil {
+		return fmt.Errorf("read attempts: %w", err)
+	}
+	var preempted []*store.Attempt
+	for _, b := range all {
+		if b.TaskIdx == a.TaskIdx && b.ID != a.ID && b.Outcome == string(strategy.Preempted) && !b.OnDemand && b.EndedAt != nil {
+			preempted = append(preempted, b)
+		}
+	}
+	counters.Preemptions = len(preempted)
+	if p.OnDemandAfterCost {
+		cur := *a
+		cur.EndedAt = &end
+		ended.Lost = c.lostCost(task, append(preempted, &cur), end)
+	}
+	return nil
+}
+
+// billingMinimum is the least time a cloud bills an instance for.
+func billingMinimum(cloud string) time.Duration {
+	switch strings.ToLower(cloud) {
+	case "aws", "gcp":
+		return time.Minute
+	}
+	return 0
+}
+
+// lostCost is what the preempted spot attempts as cost, at the spot prices
+// of the Book over the time each ran, and what one on-demand run as long
+// as the longest of them would have cost at now's on-demand price in its
+// region. nil when a price is not known.
+func (c *Controller) lostCost(task *schema.Task, as []*store.Attempt, now time.Time) *strategy.LostCost {
+	if c.Prices == nil {
+		return nil
+	}
+	nodes := max(task.NumNodes, 1)
+	var spent price.Amount
+	var longest *store.Attempt
+	for _, b := range as {
+		r := attemptResources(task, b)
+		key := price.Key{Cloud: strings.ToLower(b.Cloud), Region: b.Region, Zone: b.Zone, InstanceType: r.InstanceType, Spot: true}
+		h := c.Prices.History(key, b.StartedAt, *b.EndedAt)
+		if len(h) == 0 {
+			key.Zone = ""
+			if h = c.Prices.History(key, b.StartedAt, *b.EndedAt); len(h) == 0 {
+				return nil
+			}
+		}
+		spent = spent.Add(price.Cost(h, nodes, b.StartedAt, *b.EndedAt, billingMinimum(b.Cloud)))
+		if longest == nil || b.EndedAt.Sub(b.StartedAt) > longest.EndedAt.Sub(longest.StartedAt) {
+			longest = b
+		}
+	}
+	if longest == nil {
+		return nil
+	}
+	r := attemptResources(task, longest)
+	q, ok := priceAt(c.Prices, price.Key{Cloud: strings.ToLower(longest.Cloud), Region: longest.Region, InstanceType: r.InstanceType}, now)
+	if !ok {
+		return nil
+	}
+	billed := max(longest.EndedAt.Sub(longest.StartedAt), billingMinimum(longest.Cloud))
+	return &strategy.LostCost{Spent: spent.Dollars, Longest: billed, OnDemand: q.PerHour * float64(nodes) * billed.Hours(),
+		Estimate: spent.Estimate || q.Stale}
 }

@@ -169,6 +169,8 @@ func TestParseShapes(t *testing.T) {
 			func(p *Pipeline) any { return p.Tasks[0].Resources.PlacementOrder }, PlaceCheapest},
 		{"placement written is the default", "resources: {placement: written}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Resources.PlacementOrder }, ""},
+		{"on_demand_after", "resources: {use_spot: true, job_recovery: {on_demand_after: 3, on_demand_after_cost: true}}\nrun: x",
+			func(p *Pipeline) any { r := p.Tasks[0].Recovery(); return []any{r.OnDemandAfter, r.OnDemandAfterCost} }, []any{3, true}},
 		{"accelerator without count", "resources: {accelerators: T4}\nrun: x",
 			func(p *Pipeline) any { return p.Tasks[0].Resources.Accelerators }, map[string]int{"T4": 1}},
 		{"cpus number", "resources: {cpus: 8}\nrun: x",

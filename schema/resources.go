@@ -414,7 +414,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress", "on_demand_after", "on_demand_after_cost"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -453,6 +453,17 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 		"give how long the task has between SIGTERM and SIGKILL (e.g. \"30s\"), or leave termination_grace out for 30s")
 	jr.ConfirmFailures = d.confirmFailures(join(path, "confirm_failures"), m["confirm_failures"])
 	jr.ConfirmCountsAsRestart = d.boolean(join(path, "confirm_counts_as_restart"), m["confirm_counts_as_restart"])
+	if raw, present := m["on_demand_after"]; present && raw != nil {
+		p := join(path, "on_demand_after")
+		if n, ok := d.integer(p, raw); ok {
+			if n < 1 {
+				d.ps.add(p, raw, "is less than 1; give how many preemptions switch the task to on-demand (e.g. 3), or leave it out to stay on spot")
+			} else {
+				jr.OnDemandAfter = n
+			}
+		}
+	}
+	jr.OnDemandAfterCost = d.boolean(join(path, "on_demand_after_cost"), m["on_demand_after_cost"])
 	return jr
 }
 

@@ -170,6 +170,14 @@ type JobRecovery struct {
 	// to $SORTIE_PROGRESS above every number reported before); the next
 	// one ends the job FAILED as a crash loop. nil means no limit.
 	MaxRestartsWithoutProgress *int `json:"max_restarts_without_progress,omitempty"`
+	// OnDemandAfter switches a spot task to on-demand after this many
+	// preemptions: the recovery from the last of them, and every later
+	// attempt of the task, launch on-demand. Zero means never.
+	OnDemandAfter int `json:"on_demand_after,omitempty"`
+	// OnDemandAfterCost switches a spot task to on-demand at the
+	// preemption after which its preempted attempts have cost more than
+	// on-demand would have for the longest of them.
+	OnDemandAfterCost bool `json:"on_demand_after_cost,omitempty"`
 }
 
 // MaxTerminationGrace is the longest job_recovery.termination_grace: the
