@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // billingMinimum is the shortest time a cloud bills an instance for: a
 // minute on EC2 and Compute Engine (then per second); none elsewhere.
 func billingMinimum(cloud string) time.Duration {
-	switch cloud {
+	switch strings.ToLower(cloud) {
 	case "aws", "gcp":
 		return time.Minute
 	}
@@ -54,10 +55,15 @@ func (c *Controller) priceAt(k price.Key, t time.Time) (price.Quote, bool) {
 	return h[len(h)-1], true
 }
 
-// candidateKey names the price of one node at a candidate placement.
+// candidateKey names the price of one node at a candidate placement: the
+// zone is set only for spot, whose prices clouds may set per zone.
 func candidateKey(cand strategy.Candidate) price.Key {
 	pl := cand.Placement
-	return price.Key{Cloud: pl.Cloud, Region: pl.Region, Zone: pl.Zone, InstanceType: cand.Resources.InstanceType, Spot: cand.Resources.UseSpot}
+	k := price.Key{Cloud: strings.ToLower(pl.Cloud), Region: pl.Region, InstanceType: cand.Resources.InstanceType, Spot: cand.Resources.UseSpot}
+	if k.Spot {
+		k.Zone = pl.Zone
+	}
+	return k
 }
 
 // billingKey names the price an attempt is billed at.

@@ -79,6 +79,11 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 	}
 	ended := strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by,
 		Attempt: a.Attempt, Progress: a.Progress}
+	if p != nil {
+		if err := c.onDemandFacts(ctx, policy, p.Tasks[a.TaskIdx], a, c.Now(), &counters, &ended); err != nil {
+			return err
+		}
+	}
 	d := strategy.Decide(policy, counters, ended, last)
 	var confirmed strategy.Confirmed
 	if p != nil {

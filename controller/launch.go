@@ -81,6 +81,7 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 			preempted = &pl
 		}
 	}
+	cands = c.avoidPreempted(ctx, c.placeCheaper(task, cands, c.Now()))
 	rec := task.Recovery()
 	var tries []strategy.LaunchTry
 	// A confirming run goes elsewhere first; placements set aside go last.

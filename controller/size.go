@@ -11,12 +11,33 @@ import (
 )
 
 // attemptResources are the resources attempt a asks for: the task's, at
-// the size an escalation chose for it, if any.
+// the size an escalation chose for it, if any, and on-demand once a
+// decision switched the task (job_recovery.on_demand_after).
 func attemptResources(task *schema.Task, a *store.Attempt) schema.Resources {
-	if a.Size == nil {
-		return task.Resources
+	r := task.Resources
+	if a.Size != nil {
+		r = strategy.Resize(r, *a.Size)
 	}
-	return strategy.Resize(task.Resources, *a.Size)
+	if a.OnDemand {
+		r = onDemandResources(r)
+	}
+	return r
+}
+
+// onDemandResources is r asking for on-demand capacity everywhere: spot is
+// off for the resources and every candidate of any_of and ordered.
+func onDemandResources(r schema.Resources) schema.Resources {
+	r.UseSpot = false
+	for _, items := range []*[]schema.Resources{&r.AnyOf, &r.Ordered} {
+		if *items == nil {
+			continue
+		}
+		*items = slices.Clone(*items)
+		for i := range *items {
+			(*items)[i].UseSpot = false
+		}
+	}
+	return r
 }
 
 // attemptSize is what a asked for in the dimensions the task's escalation

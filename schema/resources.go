@@ -16,7 +16,7 @@ func resourceFields(candidate bool) []string {
 	f := []string{"cloud", "infra", "region", "zone", "instance_type", "cpus", "memory",
 		"accelerators", "gpus", "use_spot", "disk_size", "disk_tier", "network_tier", "image_id", "ports", "labels", "max_hourly_cost"}
 	if !candidate {
-		f = append(f, "any_of", "ordered", "job_recovery")
+		f = append(f, "any_of", "ordered", "placement", "job_recovery")
 	}
 	return f
 }
@@ -51,6 +51,7 @@ func resourceNotes(candidate bool) map[string]string {
 		notes["any_of"] = "candidates cannot nest; list every candidate directly under resources.any_of or resources.ordered"
 		notes["ordered"] = notes["any_of"]
 		notes["job_recovery"] = "job_recovery applies to the whole task; move it to resources.job_recovery"
+		notes["placement"] = "placement orders every candidate of the task; move it to resources.placement"
 	}
 	return notes
 }
@@ -125,6 +126,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	if hasAnyOf && hasOrdered {
 		d.ps.missing(join(path, "ordered"), "cannot be used with any_of; keep one of them")
 	}
+	r.PlacementOrder = d.placementOrder(join(path, "placement"), m["placement"])
 	r.AnyOf = d.candidates(join(path, "any_of"), m["any_of"], r)
 	r.Ordered = d.candidates(join(path, "ordered"), m["ordered"], r)
 	r.JobRecovery = d.jobRecovery(join(path, "job_recovery"), m["job_recovery"])
@@ -413,7 +415,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress", "max_cost"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress", "max_cost", "on_demand_after", "on_demand_after_cost"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -454,7 +456,32 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 		"give how long the task has between SIGTERM and SIGKILL (e.g. \"30s\"), or leave termination_grace out for 30s")
 	jr.ConfirmFailures = d.confirmFailures(join(path, "confirm_failures"), m["confirm_failures"])
 	jr.ConfirmCountsAsRestart = d.boolean(join(path, "confirm_counts_as_restart"), m["confirm_counts_as_restart"])
+	if raw, present := m["on_demand_after"]; present && raw != nil {
+		p := join(path, "on_demand_after")
+		if n, ok := d.integer(p, raw); ok {
+			if n < 1 {
+				d.ps.add(p, raw, "is less than 1; give how many preemptions switch the task to on-demand (e.g. 3), or leave it out to stay on spot")
+			} else {
+				jr.OnDemandAfter = n
+			}
+		}
+	}
+	jr.OnDemandAfterCost = d.boolean(join(path, "on_demand_after_cost"), m["on_demand_after_cost"])
 	return jr
+}
+
+// placementOrder reads resources.placement: cheapest or written,
+// case-insensitive; written (the default) is stored as "".
+func (d *decoder) placementOrder(path string, v any) string {
+	s := strings.ToLower(strings.TrimSpace(d.str(path, v)))
+	switch s {
+	case "", PlaceWritten:
+		return ""
+	case PlaceCheapest:
+		return PlaceCheapest
+	}
+	d.ps.add(path, v, "is not a placement order; give cheapest (by current price) or written (the order the candidates are written in, the default)")
+	return ""
 }
 
 // maxRecoveries reads job_recovery.max_recoveries: nil (absent) is no limit.

@@ -101,10 +101,26 @@ type Resources struct {
 	// Labels tag the cluster's VMs: tags on AWS, labels on GCP.
 	Labels map[string]string `json:"labels,omitempty"`
 	// AnyOf and Ordered are candidate placements; each item overrides fields above.
-	AnyOf       []Resources  `json:"any_of,omitempty"`
-	Ordered     []Resources  `json:"ordered,omitempty"`
-	JobRecovery *JobRecovery `json:"job_recovery,omitempty"`
+	AnyOf   []Resources `json:"any_of,omitempty"`
+	Ordered []Resources `json:"ordered,omitempty"`
+	// PlacementOrder is resources.placement: how the candidates are
+	// ordered before the strategy applies. "" (written) keeps the order
+	// the candidates come in; PlaceCheapest orders them by their current
+	// price.
+	PlacementOrder string       `json:"placement,omitempty"`
+	JobRecovery    *JobRecovery `json:"job_recovery,omitempty"`
 }
+
+// The values of resources.placement.
+const (
+	// PlaceWritten tries the candidates in the order they come in (the
+	// file's, then the provider's); the same as leaving placement out.
+	PlaceWritten = "written"
+	// PlaceCheapest tries the cheapest candidate first, by the price
+	// sortie last read for it (spot prices per zone), candidates with no
+	// known price last in their own order.
+	PlaceCheapest = "cheapest"
+)
 
 // Strategy names a placement strategy after a preemption.
 type Strategy string
@@ -160,6 +176,14 @@ type JobRecovery struct {
 	// to $SORTIE_PROGRESS above every number reported before); the next
 	// one ends the job FAILED as a crash loop. nil means no limit.
 	MaxRestartsWithoutProgress *int `json:"max_restarts_without_progress,omitempty"`
+	// OnDemandAfter switches a spot task to on-demand after this many
+	// preemptions: the recovery from the last of them, and every later
+	// attempt of the task, launch on-demand. Zero means never.
+	OnDemandAfter int `json:"on_demand_after,omitempty"`
+	// OnDemandAfterCost switches a spot task to on-demand at the
+	// preemption after which its preempted attempts have cost more than
+	// on-demand would have for the longest of them.
+	OnDemandAfterCost bool `json:"on_demand_after_cost,omitempty"`
 }
 
 // MaxTerminationGrace is the longest job_recovery.termination_grace: the

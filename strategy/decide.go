@@ -85,6 +85,12 @@ const (
 	RuleControllerError Rule = "ControllerError"
 	RuleUnknownOutcome  Rule = "UnknownOutcome"
 	RuleCrashLoop       Rule = "CrashLoop"
+	// RuleOnDemandAfter and RuleOnDemandAfterCost recover from a spot
+	// preemption on-demand (Decision.OnDemand), after
+	// job_recovery.on_demand_after preemptions or once they cost more
+	// than on-demand would have (on_demand_after_cost).
+	RuleOnDemandAfter     Rule = "OnDemandAfter"
+	RuleOnDemandAfterCost Rule = "OnDemandAfterCost"
 )
 
 // Reason texts. They are shown to users and matched by scripts, so they only
@@ -142,6 +148,12 @@ type Policy struct {
 	// (see Progress); the next one ends the job FAILED. nil means no
 	// limit.
 	MaxRestartsWithoutProgress *int
+	// OnDemandAfter, when above zero, recovers a spot task on-demand at
+	// its OnDemandAfter-th preemption (see OnDemand).
+	OnDemandAfter int
+	// OnDemandAfterCost recovers a spot task on-demand once its preempted
+	// attempts cost more than on-demand would have (see OnDemand).
+	OnDemandAfterCost bool
 }
 
 // PolicyFrom takes the decision policy out of a task's job_recovery.
@@ -155,6 +167,8 @@ func PolicyFrom(r schema.JobRecovery) Policy {
 		MaxCost:                    max(r.MaxCost, 0),
 		Escalate:                   r.Escalate,
 		MaxRestartsWithoutProgress: nonNegative(r.MaxRestartsWithoutProgress),
+		OnDemandAfter:              max(r.OnDemandAfter, 0),
+		OnDemandAfterCost:          r.OnDemandAfterCost,
 	}
 }
 
@@ -203,6 +217,11 @@ type Counters struct {
 	// Progress is the progress accounting of the task's earlier attempts
 	// (ProgressOf): what max_restarts_without_progress limits.
 	Progress ProgressState
+	// Preemptions counts the task's spot attempts that were preempted
+	// before the one that just ended: what on_demand_after counts. The
+	// controller reads it from the attempts; it is only needed when the
+	// policy switches to on-demand.
+	Preemptions int
 }
 
 // Retries is the back-off step for the wait before the restart or recovery a
@@ -240,6 +259,14 @@ type Ended struct {
 	// Progress is the highest progress the attempt's nodes reported; nil
 	// when none did.
 	Progress *int64
+	// OnDemand says the attempt was launched on-demand: a task already
+	// switched (Decision.OnDemand), or one that never asked for spot. Its
+	// preemptions never switch it again.
+	OnDemand bool
+	// Lost is what the task's preempted spot attempts cost, this one
+	// included, and what on-demand would have: what on_demand_after_cost
+	// compares. nil when a price is not known.
+	Lost *LostCost
 }
 
 // Decision is what to do after an attempt, and why.
@@ -257,6 +284,9 @@ type Decision struct {
 	// Size is the size of the next attempt when Action is Escalate; nil
 	// otherwise (the next attempt asks for what this one did).
 	Size *Size
+	// OnDemand, with Action Recover, launches the next attempt, and every
+	// later one of the task, on-demand instead of spot.
+	OnDemand bool
 }
 
 // Decide applies the recovery rules, first match wins:
@@ -290,6 +320,12 @@ type Decision struct {
 //     and Detail, the error that stopped the controller.
 //  10. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
 //     reason; never recovered.
+//     1b. a Recover from a preemption of a spot attempt (not Ended.OnDemand)
+//     recovers on-demand (Decision.OnDemand) when this preemption is the
+//     OnDemandAfter-th of the task's spot attempts (RuleOnDemandAfter), or,
+//     with OnDemandAfterCost, when Ended.Lost says the preempted attempts
+//     cost more than on-demand would have (RuleOnDemandAfterCost); see
+//     OnDemand. A lost node never switches: it says nothing of spot.
 //  11. over_budget (OverBudget said so): Fail with FAILED and Detail,
 //     OverBudget's reason; never recovered.
 //  12. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart
@@ -314,7 +350,7 @@ func Decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 func decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 	switch e.Outcome {
 	case Preempted:
-		return decideLoss(p, c, RulePreempted, withDetail(fmt.Sprintf(reasonPreempted, where(e.Placement)), e.Detail))
+		return onDemand(p, e, decideLoss(p, c, RulePreempted, withDetail(fmt.Sprintf(reasonPreempted, where(e.Placement)), e.Detail)))
 	case NodeLost:
 		return decideLoss(p, c, RuleNodeLost, withDetail(fmt.Sprintf(reasonNodeLost, where(e.Placement)), e.Detail))
 	case TimedOut:

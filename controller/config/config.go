@@ -41,6 +41,8 @@ type Config struct {
 	Storage    StorageConfig    `json:"storage"`
 	Quarantine QuarantineConfig `json:"quarantine"`
 	Prices     PricesConfig     `json:"prices"`
+	// Preemptions orders spot candidates by the zones' recent preemptions.
+	Preemptions PreemptionsConfig `json:"preemptions"`
 }
 
 // StorageConfig is the storage: section: how tasks' buckets are synced.
@@ -237,6 +239,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		{"SORTIE_MAX_KEEP_ON_FAILURE", "controller.max_keep_on_failure", &c.MaxKeepOnFailure},
 		{"SORTIE_STORAGE_SYNC_INTERVAL", "storage.sync_interval", &cfg.Storage.SyncInterval},
 		{"SORTIE_QUARANTINE_HALF_LIFE", "quarantine.half_life", &cfg.Quarantine.HalfLife},
+		{"SORTIE_PREEMPTIONS_HALF_LIFE", "preemptions.half_life", &cfg.Preemptions.HalfLife},
 	}
 	for _, d := range durations {
 		if v := getenv(d.env); v != "" {
@@ -445,6 +448,9 @@ func (cfg *Config) fillDefaults() {
 		cfg.Quarantine.HalfLife = Duration(strategy.DefaultQuarantineHalfLife)
 	}
 	cfg.Prices.fillDefaults()
+	if cfg.Preemptions.HalfLife <= 0 {
+		cfg.Preemptions.HalfLife = Duration(defaultPreemptionHalfLife)
+	}
 	for i, w := range cfg.Notify.Webhooks {
 		cfg.Notify.Webhooks[i] = w.WithDefaults()
 	}

@@ -86,6 +86,10 @@ type Attempt struct {
 	// Progress is the highest progress the attempt's nodes reported
 	// (RecordProgress); nil while none did.
 	Progress *int64
+	// OnDemand says the attempt launches on-demand whatever its task asks
+	// for: an earlier decision switched the task (strategy.Decision's
+	// OnDemand, job_recovery.on_demand_after).
+	OnDemand bool
 	// Billing is how the attempt's cluster is billed (SetBilling); its
 	// From is nil until a launch was requested.
 	Billing Billing
@@ -158,7 +162,7 @@ const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, z
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
 	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress,
-	billed_from, instance_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate`
+	billed_from, instance_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate, on_demand`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -192,13 +196,15 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	var perHour, cost sql.NullFloat64
 	var costEstimate bool
 	var started string
+	var onDemand int
 	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
 		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress,
-		&billed, &a.Billing.InstanceType, &a.Billing.Spot, &a.Billing.Nodes, &minSeconds, &perHour, &cost, &costEstimate); err != nil {
+		&billed, &a.Billing.InstanceType, &a.Billing.Spot, &a.Billing.Nodes, &minSeconds, &perHour, &cost, &costEstimate, &onDemand); err != nil {
 		return nil, err
 	}
+	a.OnDemand = onDemand != 0
 	a.Billing.From = parseTime(billed)
 	a.Billing.Minimum = time.Duration(minSeconds.Int64) * time.Second
 	if perHour.Valid {
@@ -291,16 +297,19 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			a.Billing.From, a.Billing.Minimum = reuse.EndedAt, 0
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
-		// The attempt asks for the size the last escalation chose.
+		// The attempt asks for the size the last escalation chose, and
+		// on-demand once a decision switched the task.
 		var size sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT size FROM tasks WHERE job_id = ? AND idx = ?`, jobID, task).Scan(&size); err != nil {
+		var onDemand int
+		if err := tx.QueryRowContext(ctx, `SELECT size, on_demand FROM tasks WHERE job_id = ? AND idx = ?`, jobID, task).Scan(&size, &onDemand); err != nil {
 			return err
 		}
+		a.OnDemand = onDemand != 0
 		if a.Size, err = readSize(size); err != nil {
 			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
 		}
-		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey)); err != nil {
+		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key, on_demand)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey), onDemand); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,

@@ -130,9 +130,15 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 		if d.Action == strategy.Escalate && d.Size != nil {
 			size = sizeColumn(d.Size)
 		}
+		// A switch to on-demand holds for the task's later attempts.
+		var onDemand any
+		if d.Action == strategy.Recover && d.OnDemand {
+			onDemand = 1
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, recovery_count = ?, restarts_on_errors = ?,
-			preempted_in = COALESCE(?, preempted_in), launch_round = 0, ended_at = COALESCE(?, ended_at), size = COALESCE(?, size) WHERE job_id = ? AND idx = ?`,
-			n.Task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, size, j.ID, at.Task); err != nil {
+			preempted_in = COALESCE(?, preempted_in), launch_round = 0, ended_at = COALESCE(?, ended_at), size = COALESCE(?, size),
+			on_demand = COALESCE(?, on_demand) WHERE job_id = ? AND idx = ?`,
+			n.Task, d.Counters.RecoveryCount, d.Counters.RestartsOnErrors, preempted, taskEnded, size, onDemand, j.ID, at.Task); err != nil {
 			return err
 		}
 		var jobEnded, next any

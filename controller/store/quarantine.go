@@ -124,3 +124,25 @@ func (s *Store) Quarantined(ctx context.Context, p strategy.QuarantinePolicy) ([
 	}
 	return strategy.Quarantine(p, fs, func(pl schema.Placement) time.Time { return byPlacement[pl] }, now), nil
 }
+
+// Preemptions returns the attempts the cloud took away that ended at or
+// after since, where each ran and when it ended, oldest first: the history
+// strategy.PreemptionWeights decays. Attempts that never got a placement
+// are left out.
+func (s *Store) Preemptions(ctx context.Context, since time.Time) ([]strategy.Preemption, error) {
+	// A second earlier, as PlacementFailures does: stored times sort as
+	// text but for fractions of a second. The outcome is written out so
+	// that the partial index attempts_preemptions (0020) covers the query.
+	return queryAll(ctx, s.db, func(rows *sql.Rows) (strategy.Preemption, error) {
+		var p strategy.Preemption
+		var ended sql.NullString
+		if err := rows.Scan(&p.Placement.Cloud, &p.Placement.Region, &p.Placement.Zone, &ended); err != nil {
+			return p, err
+		}
+		if at := parseTime(ended); at != nil {
+			p.At = *at
+		}
+		return p, nil
+	}, `SELECT cloud, region, zone, ended_at FROM attempts
+		WHERE outcome = 'preempted' AND ended_at >= ? AND cloud <> '' ORDER BY ended_at, id`, fmtTime(since.Add(-time.Second)))
+}
