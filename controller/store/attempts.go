@@ -86,6 +86,20 @@ type Attempt struct {
 	// Progress is the highest progress the attempt's nodes reported
 	// (RecordProgress); nil while none did.
 	Progress *int64
+	// InstanceType is the instance type the attempt asked for ("" when it
+	// asked by CPUs and memory); Host the Kubernetes node all its nodes
+	// ran on ("" elsewhere, or when they ran on several).
+	InstanceType, Host string
+	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended (RecordCheckpoint); nil when none was seen.
+	Checkpoint *Checkpoint
+}
+
+// Checkpoint is an object of a MOUNT_CACHED bucket, as a sign of progress.
+type Checkpoint struct {
+	// Key is where it is: store://bucket/key.
+	Key      string
+	Modified time.Time
 }
 
 // NodeKeySize is the size of an attempt's NodeKey.
@@ -130,7 +144,8 @@ func scanTask(rows *sql.Rows) (*Task, error) {
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
-	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress`
+	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress,
+	instance_type, host, checkpoint, checkpoint_at`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -160,11 +175,13 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	var ids, outcome, codes, ended, size, kept, released sql.NullString
 	var nKind, nSource, nAt, nDeadline, replaced, nodeKey, runAt sql.NullString
 	var progress sql.NullInt64
+	var ckpt, ckptAt sql.NullString
 	var started string
 	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
-		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress); err != nil {
+		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress,
+		&a.InstanceType, &a.Host, &ckpt, &ckptAt); err != nil {
 		return nil, err
 	}
 	var err error
@@ -181,6 +198,9 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	a.RunAt = parseTime(runAt)
 	if progress.Valid {
 		a.Progress = &progress.Int64
+	}
+	if at := parseTime(ckptAt); ckpt.Valid && at != nil {
+		a.Checkpoint = &Checkpoint{Key: ckpt.String, Modified: *at}
 	}
 	if nodeKey.Valid {
 		if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
@@ -245,6 +265,7 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		a.Cluster = clusterName(a.Attempt)
 		if reuse != nil {
 			a.Cluster, a.Cloud, a.Region, a.Zone, a.InstanceIDs = reuse.Cluster, reuse.Cloud, reuse.Region, reuse.Zone, reuse.InstanceIDs
+			a.InstanceType, a.Host = reuse.InstanceType, reuse.Host
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
 		// The attempt asks for the size the last escalation chose.
@@ -255,8 +276,9 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		if a.Size, err = readSize(size); err != nil {
 			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
 		}
-		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey)); err != nil {
+		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key, instance_type, host)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey),
+			a.InstanceType, a.Host); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,
@@ -274,8 +296,23 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 
 // SetPlacement records where an attempt is being launched, before the cloud
 // is asked, so a restarted controller looks for its cluster there.
-func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone string) error {
-	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND `+openSQL, cloud, region, zone, attemptID)
+// instanceType is the instance type it asks for there ("" when the
+// provider picks one by CPUs and memory).
+func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone, instanceType string) error {
+	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ?, instance_type = ?, host = '' WHERE id = ? AND `+openSQL,
+		cloud, region, zone, instanceType, attemptID)
+}
+
+// SetHost records the Kubernetes node every node of a launched attempt
+// runs on (provision.Node.Host), for quarantine.
+func (s *Store) SetHost(ctx context.Context, attemptID int64, host string) error {
+	return s.exec(ctx, `UPDATE attempts SET host = ? WHERE id = ? AND `+openSQL, host, attemptID)
+}
+
+// RecordCheckpoint keeps the newest object of an attempt's MOUNT_CACHED
+// buckets seen when it ended.
+func (s *Store) RecordCheckpoint(ctx context.Context, attemptID int64, c Checkpoint) error {
+	return s.exec(ctx, `UPDATE attempts SET checkpoint = ?, checkpoint_at = ? WHERE id = ?`, c.Key, fmtTime(c.Modified), attemptID)
 }
 
 // MarkLaunched records an attempt's cluster as up (the attempt is
