@@ -89,7 +89,7 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 	if err != nil {
 		return err
 	}
-	order, err = c.setAside(ctx, a, t.LaunchRound, order)
+	order, qs, err := c.setAside(ctx, a, t.LaunchRound, order)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 			}
 		}
 		c.Metrics.LaunchTries.WithLabelValues(pl.Cloud, pl.Region).Inc()
-		cl, err := c.launchAt(ctx, j, a, cand)
+		cl, err := c.launchAt(ctx, j, a, cand, strategy.AvoidHosts(cand, qs))
 		if err == nil {
 			return c.launched(ctx, j, task, a, cl)
 		}
@@ -145,17 +145,19 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 }
 
 // launchAt launches a's cluster at one candidate placement, recording the
-// placement first so that a restarted controller looks for it there.
-func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, cand strategy.Candidate) (*provision.Cluster, error) {
+// placement first so that a restarted controller looks for it there. The
+// provider places the nodes on the avoid hosts last (quarantined
+// Kubernetes nodes).
+func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, cand strategy.Candidate, avoid []string) (*provision.Cluster, error) {
 	pl := cand.Placement
 	prov, err := c.Providers.Provider(ctx, pl.Cloud)
 	if err != nil {
 		return nil, provision.Prechecks(err)
 	}
-	if err := c.Store.SetPlacement(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone); err != nil {
+	if err := c.Store.SetPlacement(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType); err != nil {
 		return nil, fmt.Errorf("record placement %s: %w", pl, err)
 	}
-	a.Cloud, a.Region, a.Zone = pl.Cloud, pl.Region, pl.Zone
+	a.Cloud, a.Region, a.Zone, a.InstanceType, a.Host = pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, ""
 	ctx = c.withStep(ctx, j, a)
 	p, err := c.spec(j)
 	if err != nil {
@@ -187,7 +189,7 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	c.requested(j.ID, a.TaskIdx)
 	buckets, _ := p.Tasks[a.TaskIdx].Buckets("", clouds.Schema())
 	return prov.Launch(pctx, provision.ClusterSpec{
-		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources, Buckets: len(buckets) > 0,
+		Name: a.Cluster, Placement: pl, NumNodes: n, Resources: cand.Resources, Buckets: len(buckets) > 0, AvoidHosts: avoid,
 		Tags: map[string]string{
 			provision.TagManaged: "true", provision.TagCluster: a.Cluster,
 			provision.TagJob: strconv.FormatInt(j.ID, 10), provision.TagTask: strconv.Itoa(a.TaskIdx),
@@ -216,7 +218,31 @@ func (c *jobStep) adopt(ctx context.Context, a *store.Attempt) (bool, error) {
 			return false, prov.Terminate(ctx, a.Cluster)
 		}
 	}
-	return true, c.Store.MarkLaunched(ctx, a.ID, cl.Placement.Cloud, cl.Placement.Region, cl.Placement.Zone, instanceIDs(cl))
+	if err := c.Store.MarkLaunched(ctx, a.ID, cl.Placement.Cloud, cl.Placement.Region, cl.Placement.Zone, instanceIDs(cl)); err != nil {
+		return true, err
+	}
+	return true, c.recordHost(ctx, a, cl)
+}
+
+// recordHost records the one shared machine every node of cl runs on (a
+// Kubernetes node), which quarantine counts a failure against; nothing
+// when the nodes are VMs or on several machines.
+func (c *jobStep) recordHost(ctx context.Context, a *store.Attempt, cl *provision.Cluster) error {
+	host := ""
+	for i, n := range cl.Nodes {
+		if i > 0 && n.Host != host {
+			return nil
+		}
+		host = n.Host
+	}
+	if host == "" || host == a.Host {
+		return nil
+	}
+	if err := c.Store.SetHost(ctx, a.ID, host); err != nil {
+		return fmt.Errorf("record the node %s runs on: %w", a.Cluster, err)
+	}
+	a.Host = host
+	return nil
 }
 
 func (c *jobStep) launched(ctx context.Context, j *store.Job, task *schema.Task, a *store.Attempt, cl *provision.Cluster) error {
@@ -235,6 +261,9 @@ func (c *jobStep) launched(ctx context.Context, j *store.Job, task *schema.Task,
 	}
 	if err := c.Store.MarkLaunched(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, instanceIDs(cl)); err != nil {
 		return fmt.Errorf("record the launched cluster: %w", err)
+	}
+	if err := c.recordHost(ctx, a, cl); err != nil {
+		return err
 	}
 	a.State, a.InstanceIDs = lifecycle.AttemptStarting, instanceIDs(cl)
 	return c.startAttempt(ctx, j, task, a)

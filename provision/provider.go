@@ -34,6 +34,10 @@ type ClusterSpec struct {
 	// Buckets says the task has buckets: its nodes need the cloud's
 	// credentials for them (an instance profile on AWS).
 	Buckets bool
+	// AvoidHosts are machines the provider should place the nodes on
+	// last, when it chooses among shared machines (Kubernetes nodes that
+	// are quarantined); others ignore it.
+	AvoidHosts []string
 }
 
 // NodeState is the cloud's view of one node.
@@ -53,8 +57,12 @@ type Node struct {
 	Rank       int
 	InstanceID string
 	IP         string // address the task's peers use (SORTIE_NODE_IPS)
-	State      NodeState
-	Reason     string // cloud-given reason, e.g. "Server.SpotInstanceTermination"
+	// Host is the shared machine the node runs on, where the provider
+	// places nodes on machines of its own choosing (a pod's Kubernetes
+	// node); "" for a VM, which is its own machine.
+	Host   string
+	State  NodeState
+	Reason string // cloud-given reason, e.g. "Server.SpotInstanceTermination"
 	// LogReadable says the task's log can still be read through the
 	// provider though the node is not running: it is going but still
 	// answers (a pod in its grace period), or the provider read the log

@@ -52,7 +52,15 @@ func (p QuarantinePolicy) Window() time.Duration { return 2 * p.HalfLife }
 // PlacementFailure is one ended attempt that may count against where it ran.
 type PlacementFailure struct {
 	Placement schema.Placement
-	JobID     int64
+	// InstanceType is the instance type the attempt asked for ("" when it
+	// asked by CPUs and memory): the failure also counts against that type
+	// in its zone.
+	InstanceType string
+	// Host is the Kubernetes node every node of the attempt ran on ("" on
+	// VM clouds, and when its pods ran on several nodes): the failure then
+	// counts against that node, not against the namespace.
+	Host  string
+	JobID int64
 	// InputKey is the task's input key ("" when it has none): a setup
 	// failure counts only when another input failed setup there with the
 	// same code.
@@ -69,9 +77,12 @@ type PlacementFailure struct {
 	At    time.Time
 }
 
-// Quarantined is a placement set aside, and why.
+// Quarantined is a placement set aside, and why: a zone, an instance type
+// in a zone, or a Kubernetes node (see QuarantineKey).
 type Quarantined struct {
-	Placement schema.Placement
+	Placement    schema.Placement
+	InstanceType string
+	Host         string
 	// Jobs are the different jobs whose failures count, newest first.
 	Jobs []int64
 	// Weight is the weighted count now.
@@ -83,11 +94,18 @@ type Quarantined struct {
 	Cause string
 }
 
+// Key is what q sets aside.
+func (q Quarantined) Key() QuarantineKey {
+	return QuarantineKey{Placement: q.Placement, InstanceType: q.InstanceType, Host: q.Host}
+}
+
 // Reason is the launch try's text for a placement set aside:
 //
-//	local/local-a set aside until 14:32 UTC: 3 jobs lost their node there
+//	local/local/local-a set aside until 14:32 UTC: 3 jobs lost their node there
+//	m6i.large in aws/us-east-1/us-east-1a set aside until 14:32 UTC: 3 jobs lost their node there
+//	node gpu-7 of kubernetes/prod set aside until 14:32 UTC: 3 jobs lost their node there
 func (q Quarantined) Reason() string {
-	return fmt.Sprintf("%s set aside until %s: %d jobs %s there", q.Placement, q.Until.UTC().Format("15:04 MST"), len(q.Jobs), q.Cause)
+	return fmt.Sprintf("%s set aside until %s: %d jobs %s there", q.Key().describe(), q.Until.UTC().Format("15:04 MST"), len(q.Jobs), q.Cause)
 }
 
 // CountsAgainstPlacement reports whether an attempt's outcome may count
@@ -100,9 +118,10 @@ func CountsAgainstPlacement(o Outcome) bool {
 	return o == NodeLost || o == SetupFailure
 }
 
-// ClearedAt says, for a placement, the last time a user cleared it; failures
-// at or before it do not count.
-type ClearedAt func(schema.Placement) time.Time
+// ClearedAt says, for a key, the last time a user cleared it; failures at
+// or before it do not count. A clear of a zone clears the instance types
+// in it too.
+type ClearedAt func(QuarantineKey) time.Time
 
 // PlacementKey is a placement as quarantine compares them: the cloud's name
 // is case-insensitive.
@@ -111,57 +130,95 @@ func PlacementKey(p schema.Placement) schema.Placement {
 	return p
 }
 
-// Quarantine returns the placements quarantined at now, from the failures
-// seen (any order) and when each placement was last cleared (nil: never).
-// The result is sorted by placement.
+// keys are what f counts against: its Kubernetes node when it has one,
+// else its zone and, when it asked for one, its instance type there.
+func (f PlacementFailure) keys() []QuarantineKey {
+	if f.Host != "" {
+		return []QuarantineKey{QuarantineKey{Placement: f.Placement, Host: f.Host}.Normal()}
+	}
+	ks := []QuarantineKey{{Placement: PlacementKey(f.Placement)}}
+	if f.InstanceType != "" {
+		ks = append(ks, QuarantineKey{Placement: PlacementKey(f.Placement), InstanceType: f.InstanceType})
+	}
+	return ks
+}
+
+// Quarantine returns what is quarantined at now, from the failures seen
+// (any order) and when each key was last cleared (nil: never). Each
+// failure counts against its zone and its instance type there, or, on
+// Kubernetes, against its node (PlacementFailure.keys). A zone whose
+// failing jobs all asked for one instance type sets aside that type
+// there, not the zone; a zone whose jobs asked for several sets aside the
+// zone, and none of its types apart. The result is sorted by key.
 func Quarantine(p QuarantinePolicy, failures []PlacementFailure, cleared ClearedAt, now time.Time) []Quarantined {
 	if p.Threshold <= 0 || p.HalfLife <= 0 {
 		return nil
 	}
 	from := now.Add(-p.Window())
 	type key struct {
-		pl   schema.Placement
+		k    QuarantineKey
 		code int
+	}
+	type counted struct {
+		k QuarantineKey
+		f PlacementFailure
+	}
+	clearedAt := func(k QuarantineKey) time.Time {
+		if cleared == nil {
+			return time.Time{}
+		}
+		at := cleared(k)
+		if z := k.zone(); z != k {
+			if zat := cleared(z); zat.After(at) {
+				at = zat
+			}
+		}
+		return at
 	}
 	// Setup failures count when two different inputs failed with one code.
 	inputs := map[key][]string{}
-	var fs []PlacementFailure
+	var fs []counted
 	for _, f := range failures {
 		if !(f.Flaky || CountsAgainstPlacement(f.Outcome)) || f.At.Before(from) {
 			continue
 		}
-		f.Placement = PlacementKey(f.Placement)
-		if cleared != nil && !f.At.After(cleared(f.Placement)) {
+		if f.Outcome == SetupFailure && !f.Flaky && f.ExitCode == nil {
 			continue
 		}
-		if f.Outcome == SetupFailure && !f.Flaky {
-			if f.ExitCode == nil {
+		for _, k := range f.keys() {
+			if !f.At.After(clearedAt(k)) {
 				continue
 			}
-			k := key{f.Placement, *f.ExitCode}
-			if !slices.Contains(inputs[k], f.InputKey) {
-				inputs[k] = append(inputs[k], f.InputKey)
+			if f.Outcome == SetupFailure && !f.Flaky {
+				kc := key{k, *f.ExitCode}
+				if !slices.Contains(inputs[kc], f.InputKey) {
+					inputs[kc] = append(inputs[kc], f.InputKey)
+				}
 			}
+			fs = append(fs, counted{k, f})
 		}
-		fs = append(fs, f)
 	}
-	// The newest counting failure of each job on each placement.
-	newest := map[schema.Placement]map[int64]PlacementFailure{}
-	for _, f := range fs {
-		if f.Outcome == SetupFailure && !f.Flaky && len(inputs[key{f.Placement, *f.ExitCode}]) < 2 {
+	// The newest counting failure of each job on each key.
+	newest := map[QuarantineKey]map[int64]PlacementFailure{}
+	for _, c := range fs {
+		f := c.f
+		if f.Outcome == SetupFailure && !f.Flaky && len(inputs[key{c.k, *f.ExitCode}]) < 2 {
 			continue
 		}
-		byJob := newest[f.Placement]
+		byJob := newest[c.k]
 		if byJob == nil {
 			byJob = map[int64]PlacementFailure{}
-			newest[f.Placement] = byJob
+			newest[c.k] = byJob
 		}
 		if old, ok := byJob[f.JobID]; !ok || f.At.After(old.At) {
 			byJob[f.JobID] = f
 		}
 	}
 	var out []Quarantined
-	for pl, byJob := range newest {
+	// oneType says the jobs that set a zone aside all asked for one
+	// instance type: that type is to blame there, not the zone.
+	oneType := map[QuarantineKey]bool{}
+	for k, byJob := range newest {
 		if len(byJob) < p.Threshold {
 			continue
 		}
@@ -193,13 +250,33 @@ func Quarantine(p QuarantinePolicy, failures []PlacementFailure, cleared Cleared
 		if !until.After(now) {
 			continue
 		}
-		q := Quarantined{Placement: pl, Weight: weight, Until: until, Cause: cause(jobs)}
+		q := Quarantined{Placement: k.Placement, InstanceType: k.InstanceType, Host: k.Host, Weight: weight, Until: until, Cause: cause(jobs)}
 		for _, f := range jobs {
 			q.Jobs = append(q.Jobs, f.JobID)
 		}
+		if k.Level() == LevelZone {
+			oneType[k] = jobs[0].InstanceType != "" && !slices.ContainsFunc(jobs, func(f PlacementFailure) bool { return f.InstanceType != jobs[0].InstanceType })
+		}
 		out = append(out, q)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Placement.String() < out[j].Placement.String() })
+	// Say each failure once, at the level that explains it: the instance
+	// type in its zone when every job there asked for it, else the zone.
+	zones := map[QuarantineKey]bool{}
+	for _, q := range out {
+		if k := q.Key(); k.Level() == LevelZone && !oneType[k] {
+			zones[k] = true
+		}
+	}
+	out = slices.DeleteFunc(out, func(q Quarantined) bool {
+		switch k := q.Key(); k.Level() {
+		case LevelZone:
+			return oneType[k]
+		case LevelInstanceType:
+			return zones[k.zone()]
+		}
+		return false
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Key().String() < out[j].Key().String() })
 	return out
 }
 
@@ -260,10 +337,12 @@ func cause(jobs []PlacementFailure) string {
 	return "failed (" + strings.Join(parts, ", ") + ")"
 }
 
-// SetAside moves the candidates on a quarantined placement to the end,
-// keeping the order within each part: a quarantined placement is never
-// removed, so when only those are left they are still tried. It also
-// returns the quarantines that moved a candidate, in candidate order. The
+// SetAside moves the candidates on a quarantined zone, or asking for a
+// quarantined instance type in their zone, to the end, keeping the order
+// within each part: a quarantined placement is never removed, so when only
+// those are left they are still tried. It also returns the quarantines
+// that moved a candidate, or that name a Kubernetes node of a candidate's
+// cluster (which AvoidHosts gives the launch), in candidate order. The
 // input is never modified.
 func SetAside(cands []Candidate, qs []Quarantined) ([]Candidate, []Quarantined) {
 	if len(qs) == 0 {
@@ -271,18 +350,47 @@ func SetAside(cands []Candidate, qs []Quarantined) ([]Candidate, []Quarantined) 
 	}
 	var ok, aside []Candidate
 	var why []Quarantined
-	for _, c := range cands {
-		i := slices.IndexFunc(qs, func(q Quarantined) bool { return q.Placement == PlacementKey(c.Placement) })
-		if i < 0 {
-			ok = append(ok, c)
-			continue
+	note := func(q Quarantined) {
+		if !slices.ContainsFunc(why, func(w Quarantined) bool { return w.Key() == q.Key() }) {
+			why = append(why, q)
 		}
-		aside = append(aside, c)
-		if !slices.ContainsFunc(why, func(q Quarantined) bool { return q.Placement == qs[i].Placement }) {
-			why = append(why, qs[i])
+	}
+	for _, c := range cands {
+		zone := QuarantineKey{Placement: PlacementKey(c.Placement)}
+		typ := QuarantineKey{Placement: zone.Placement, InstanceType: c.Resources.InstanceType}
+		moved := false
+		for _, q := range qs {
+			switch k := q.Key(); {
+			case k == zone, typ.InstanceType != "" && k == typ:
+				if !moved {
+					aside = append(aside, c)
+					moved = true
+				}
+				note(q)
+			case k.Level() == LevelNode && k.Placement.Cloud == zone.Placement.Cloud && k.Placement.Region == zone.Placement.Region:
+				note(q)
+			}
+		}
+		if !moved {
+			ok = append(ok, c)
 		}
 	}
 	return append(ok, aside...), why
+}
+
+// AvoidHosts are the Kubernetes nodes quarantined in c's cluster (its
+// cloud and region), sorted: the launch asks the scheduler to place the
+// pods elsewhere when it can, which tries those nodes last.
+func AvoidHosts(c Candidate, qs []Quarantined) []string {
+	var hosts []string
+	pl := PlacementKey(c.Placement)
+	for _, q := range qs {
+		if k := q.Key(); k.Level() == LevelNode && k.Placement.Cloud == pl.Cloud && k.Placement.Region == pl.Region && !slices.Contains(hosts, k.Host) {
+			hosts = append(hosts, k.Host)
+		}
+	}
+	slices.Sort(hosts)
+	return hosts
 }
 
 // ClassSetAside is the class of the launch try recorded for a placement

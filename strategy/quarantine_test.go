@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -102,8 +103,8 @@ func TestQuarantine(t *testing.T) {
 			[]want{{za, []int64{3, 2, 1}, 30 * time.Minute, "failed (1 lost their node, 2 failed flakily)"}}},
 		{"cleared: failures up to the clear do not count", def,
 			[]PlacementFailure{lost(1, za, 2*time.Minute), lost(2, za, time.Minute), lost(3, za, 0)},
-			func(p schema.Placement) time.Time {
-				if p == za {
+			func(k QuarantineKey) time.Time {
+				if k == (QuarantineKey{Placement: za}) {
 					return now.Add(-time.Minute)
 				}
 				return time.Time{}
@@ -207,5 +208,177 @@ func TestSetAside(t *testing.T) {
 				t.Errorf("input modified (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestQuarantineLevels(t *testing.T) {
+	clock := clocktest.New(time.Time{})
+	now := clock.Now()
+	za, zb := pl("aws", "us-east-1", "us-east-1a"), pl("aws", "us-east-1", "us-east-1b")
+	ns := pl("kubernetes", "prod", "ml")
+	lost := func(job int64, p schema.Placement, typ string) PlacementFailure {
+		return PlacementFailure{Placement: p, InstanceType: typ, JobID: job, Outcome: NodeLost, At: now}
+	}
+	onNode := func(job int64, zone, host string) PlacementFailure {
+		return PlacementFailure{Placement: pl("kubernetes", "prod", zone), Host: host, JobID: job, Outcome: NodeLost, At: now}
+	}
+	code := func(c int) *int { return &c }
+	typA := QuarantineKey{Placement: za, InstanceType: "p4d.24xlarge"}
+	typB := QuarantineKey{Placement: zb, InstanceType: "p4d.24xlarge"}
+	node7 := QuarantineKey{Placement: schema.Placement{Cloud: "kubernetes", Region: "prod"}, Host: "gpu-7"}
+	def := DefaultQuarantine()
+	tests := []struct {
+		name     string
+		failures []PlacementFailure
+		cleared  ClearedAt
+		want     []QuarantineKey
+	}{
+		{"three jobs on one type in a zone: that type there, not the zone",
+			[]PlacementFailure{lost(1, za, "p4d.24xlarge"), lost(2, za, "p4d.24xlarge"), lost(3, za, "p4d.24xlarge")}, nil,
+			[]QuarantineKey{typA}},
+		{"three jobs on different types in a zone: the zone, not its types",
+			[]PlacementFailure{lost(1, za, "p4d.24xlarge"), lost(2, za, "p4d.24xlarge"), lost(3, za, "m6i.large"), lost(4, za, "p4d.24xlarge")}, nil,
+			[]QuarantineKey{{Placement: za}}},
+		{"jobs that asked by CPUs (no type) blame the zone",
+			[]PlacementFailure{lost(1, za, ""), lost(2, za, ""), lost(3, za, "")}, nil,
+			[]QuarantineKey{{Placement: za}}},
+		{"one type failing in two zones: each zone's own",
+			[]PlacementFailure{lost(1, za, "p4d.24xlarge"), lost(2, za, "p4d.24xlarge"), lost(3, za, "p4d.24xlarge"),
+				lost(4, zb, "p4d.24xlarge"), lost(5, zb, "p4d.24xlarge"), lost(6, zb, "p4d.24xlarge")}, nil,
+			[]QuarantineKey{typA, typB}},
+		{"a type cleared no longer counts",
+			[]PlacementFailure{lost(1, za, "p4d.24xlarge"), lost(2, za, "p4d.24xlarge"), lost(3, za, "p4d.24xlarge")},
+			func(k QuarantineKey) time.Time {
+				if k == typA {
+					return now
+				}
+				return time.Time{}
+			},
+			// The zone still counts the three jobs, all on the type cleared.
+			nil},
+		{"the type's failures spread over zones: neither zone, nor the type",
+			[]PlacementFailure{lost(1, za, "p4d.24xlarge"), lost(2, zb, "p4d.24xlarge"), lost(3, za, "p4d.24xlarge")}, nil, nil},
+		{"a zone cleared clears its types",
+			[]PlacementFailure{lost(1, za, "p4d.24xlarge"), lost(2, za, "p4d.24xlarge"), lost(3, za, "p4d.24xlarge")},
+			func(k QuarantineKey) time.Time {
+				if k == (QuarantineKey{Placement: za}) {
+					return now
+				}
+				return time.Time{}
+			}, nil},
+		{"three jobs on a Kubernetes node, in any namespaces: the node, not the namespaces",
+			[]PlacementFailure{onNode(1, "ml", "gpu-7"), onNode(2, "team-b", "gpu-7"), onNode(3, "ml", "gpu-7")}, nil,
+			[]QuarantineKey{node7}},
+		{"three jobs on three nodes of one namespace: nothing",
+			[]PlacementFailure{onNode(1, "ml", "gpu-1"), onNode(2, "ml", "gpu-2"), onNode(3, "ml", "gpu-3")}, nil, nil},
+		{"pods on several nodes (no host) count against the namespace",
+			[]PlacementFailure{lost(1, ns, ""), lost(2, ns, ""), lost(3, ns, "")}, nil,
+			[]QuarantineKey{{Placement: ns}}},
+		{"a node cleared no longer counts",
+			[]PlacementFailure{onNode(1, "ml", "gpu-7"), onNode(2, "ml", "gpu-7"), onNode(3, "ml", "gpu-7")},
+			func(k QuarantineKey) time.Time {
+				if k == node7 {
+					return now
+				}
+				return time.Time{}
+			}, nil},
+		{"setup failing alike for different inputs on one type counts against the type; two types lost in a zone, the zone",
+			[]PlacementFailure{
+				{Placement: za, InstanceType: "p4d.24xlarge", JobID: 1, InputKey: "k1", Outcome: SetupFailure, ExitCode: code(7), At: now},
+				{Placement: za, InstanceType: "p4d.24xlarge", JobID: 2, InputKey: "k2", Outcome: SetupFailure, ExitCode: code(7), At: now},
+				{Placement: za, InstanceType: "p4d.24xlarge", JobID: 3, InputKey: "k3", Outcome: SetupFailure, ExitCode: code(7), At: now},
+				lost(4, zb, "p4d.24xlarge"), lost(5, zb, "p4d.24xlarge"), lost(6, zb, "m6i.large")}, nil,
+			[]QuarantineKey{typA, {Placement: zb}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []QuarantineKey
+			for _, q := range Quarantine(def, tt.failures, tt.cleared, now) {
+				got = append(got, q.Key())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Quarantine (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestQuarantineKeyText(t *testing.T) {
+	tests := []struct {
+		text    string
+		key     QuarantineKey
+		level   string
+		reason  string
+		wantErr bool
+	}{
+		{"aws/us-east-1/us-east-1a", QuarantineKey{Placement: pl("aws", "us-east-1", "us-east-1a")}, LevelZone,
+			"aws/us-east-1/us-east-1a set aside", false},
+		{"AWS/us-east-1/us-east-1a/type=p4d.24xlarge", QuarantineKey{Placement: pl("aws", "us-east-1", "us-east-1a"), InstanceType: "p4d.24xlarge"}, LevelInstanceType,
+			"p4d.24xlarge in aws/us-east-1/us-east-1a set aside", false},
+		{"kubernetes/prod/node=gpu-7", QuarantineKey{Placement: schema.Placement{Cloud: "kubernetes", Region: "prod"}, Host: "gpu-7"}, LevelNode,
+			"node gpu-7 of kubernetes/prod set aside", false},
+		{"aws/us-east-1", QuarantineKey{}, "", "", true},
+		{"aws//us-east-1a", QuarantineKey{}, "", "", true},
+		{"aws/us-east-1/us-east-1a/type=", QuarantineKey{}, "", "", true},
+		{"kubernetes/prod/ml/node=gpu-7", QuarantineKey{}, "", "", true},
+		{"kubernetes/prod/node=", QuarantineKey{}, "", "", true},
+		{"aws/us-east-1/us-east-1a/m6i.large", QuarantineKey{}, "", "", true},
+		{"aws/us-east-1/zone=a", QuarantineKey{}, "", "", true},
+	}
+	for _, tt := range tests {
+		k, err := ParseQuarantineKey(tt.text)
+		if tt.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "cloud/region/zone/type=TYPE") {
+				t.Errorf("ParseQuarantineKey(%q) = %+v, %v; want an error saying the forms", tt.text, k, err)
+			}
+			continue
+		}
+		if err != nil || k != tt.key {
+			t.Errorf("ParseQuarantineKey(%q) = %+v, %v; want %+v", tt.text, k, err, tt.key)
+			continue
+		}
+		if k.Level() != tt.level || !strings.EqualFold(k.String(), tt.text) {
+			t.Errorf("%q: level %s, String %q", tt.text, k.Level(), k.String())
+		}
+		q := Quarantined{Placement: k.Placement, InstanceType: k.InstanceType, Host: k.Host, Jobs: []int64{1, 2, 3},
+			Until: time.Date(2026, 1, 2, 14, 32, 0, 0, time.UTC), Cause: "lost their node"}
+		if want := tt.reason + " until 14:32 UTC: 3 jobs lost their node there"; q.Reason() != want {
+			t.Errorf("%q: Reason %q, want %q", tt.text, q.Reason(), want)
+		}
+	}
+}
+
+func TestSetAsideLevels(t *testing.T) {
+	a, b := pl("aws", "r1", "r1-a"), pl("aws", "r1", "r1-b")
+	typed := func(p schema.Placement, typ string) Candidate {
+		return Candidate{Placement: p, Resources: schema.Resources{InstanceType: typ}}
+	}
+	qType := Quarantined{Placement: a, InstanceType: "p4d.24xlarge"}
+	qNode := Quarantined{Placement: schema.Placement{Cloud: "kubernetes", Region: "prod"}, Host: "gpu-7"}
+	qNode2 := Quarantined{Placement: schema.Placement{Cloud: "kubernetes", Region: "prod"}, Host: "gpu-2"}
+	qOther := Quarantined{Placement: schema.Placement{Cloud: "kubernetes", Region: "staging"}, Host: "gpu-1"}
+	cands := []Candidate{typed(a, "p4d.24xlarge"), typed(a, "p5.48xlarge"), typed(b, "p4d.24xlarge")}
+	got, why := SetAside(cands, []Quarantined{qType})
+	want := []Candidate{typed(a, "p5.48xlarge"), typed(b, "p4d.24xlarge"), typed(a, "p4d.24xlarge")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a type set aside in a zone (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Quarantined{qType}, why); diff != "" {
+		t.Errorf("why (-want +got):\n%s", diff)
+	}
+
+	k8s := []Candidate{{Placement: pl("kubernetes", "prod", "ml")}, {Placement: pl("kubernetes", "prod", "team-b")}}
+	got, why = SetAside(k8s, []Quarantined{qNode, qOther, qNode2})
+	if diff := cmp.Diff(k8s, got); diff != "" {
+		t.Errorf("a node set aside moves no namespace (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Quarantined{qNode, qNode2}, why); diff != "" {
+		t.Errorf("why of nodes: the ones of the candidates' cluster (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"gpu-2", "gpu-7"}, AvoidHosts(k8s[1], []Quarantined{qNode, qOther, qNode2, qType})); diff != "" {
+		t.Errorf("AvoidHosts (-want +got):\n%s", diff)
+	}
+	if got := AvoidHosts(cands[0], []Quarantined{qNode}); got != nil {
+		t.Errorf("AvoidHosts of another cloud's candidate = %v, want none", got)
 	}
 }

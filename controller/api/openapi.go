@@ -44,7 +44,9 @@ var answers = map[string]answer{
 	"DELETE /v1/failures/{key}":                     {status: "200", schema: "forgotten"},
 	"GET /v1/quarantine":                            {status: "200", schema: "quarantine", list: true},
 	"DELETE /v1/quarantine/{cloud}/{region}/{zone}": {status: "200", schema: "quarantine_cleared"},
-	"PUT /v1/blobs/{sha256}":                        {status: "201", schema: "blob"},
+	"DELETE /v1/quarantine/{cloud}/{region}/{zone}/type/{instance_type}": {status: "200", schema: "quarantine_cleared"},
+	"DELETE /v1/quarantine/{cloud}/{region}/node/{node}":                 {status: "200", schema: "quarantine_cleared"},
+	"PUT /v1/blobs/{sha256}":                                             {status: "201", schema: "blob"},
 }
 
 func mustDocument() []byte {

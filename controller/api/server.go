@@ -30,6 +30,7 @@ import (
 	"sortie/controller/service"
 	"sortie/controller/store"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // Limits of request bodies: a launch (a task file, its envs and secrets)
@@ -77,6 +78,8 @@ var routes = []string{
 	"DELETE /v1/failures/{key}",
 	"GET /v1/quarantine",
 	"DELETE /v1/quarantine/{cloud}/{region}/{zone}",
+	"DELETE /v1/quarantine/{cloud}/{region}/{zone}/type/{instance_type}",
+	"DELETE /v1/quarantine/{cloud}/{region}/node/{node}",
 	"HEAD /v1/blobs/{sha256}",
 	"PUT /v1/blobs/{sha256}",
 }
@@ -117,10 +120,12 @@ func NewServer(o Options) *Server {
 		"DELETE /v1/failures/{key}":                     s.forget,
 		"GET /v1/quarantine":                            s.quarantine,
 		"DELETE /v1/quarantine/{cloud}/{region}/{zone}": s.clearQuarantine,
-		"HEAD /v1/blobs/{sha256}":                       s.hasBlob,
-		"PUT /v1/blobs/{sha256}":                        s.putBlob,
-		"GET /v1/healthz":                               nil,
-		"GET /v1/openapi.json":                          s.openapi,
+		"DELETE /v1/quarantine/{cloud}/{region}/{zone}/type/{instance_type}": s.clearQuarantine,
+		"DELETE /v1/quarantine/{cloud}/{region}/node/{node}":                 s.clearQuarantine,
+		"HEAD /v1/blobs/{sha256}":                                            s.hasBlob,
+		"PUT /v1/blobs/{sha256}":                                             s.putBlob,
+		"GET /v1/healthz":                                                    nil,
+		"GET /v1/openapi.json":                                               s.openapi,
 	}
 	for _, pattern := range routes {
 		switch pattern {
@@ -430,7 +435,9 @@ func (s *Server) quarantine(w http.ResponseWriter, r *http.Request, svc *service
 }
 
 func (s *Server) clearQuarantine(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
-	c, err := svc.ClearQuarantine(r.Context(), schema.Placement{Cloud: r.PathValue("cloud"), Region: r.PathValue("region"), Zone: r.PathValue("zone")})
+	c, err := svc.ClearQuarantine(r.Context(), strategy.QuarantineKey{
+		Placement:    schema.Placement{Cloud: r.PathValue("cloud"), Region: r.PathValue("region"), Zone: r.PathValue("zone")},
+		InstanceType: r.PathValue("instance_type"), Host: r.PathValue("node")})
 	return answerOK(w, c, err)
 }
 

@@ -2,19 +2,27 @@ package contract
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"sortie/schema"
 	"sortie/strategy"
 )
 
-// QuarantineView is one quarantined placement: an item of `sortie
-// quarantine list -o json` and of GET /v1/quarantine.
+// QuarantineView is one quarantined placement (a zone, an instance type in
+// a zone, or a Kubernetes node): an item of `sortie quarantine list -o
+// json` and of GET /v1/quarantine.
 type QuarantineView struct {
+	// Placement is what `sortie quarantine clear` takes:
+	// cloud/region/zone, cloud/region/zone/type=TYPE or
+	// cloud/region/node=NAME.
+	Placement string `json:"placement"`
+	// Level is zone, instance_type or node.
+	Level  string `json:"level"`
 	Cloud  string `json:"cloud"`
 	Region string `json:"region"`
-	Zone   string `json:"zone"`
+	// Zone is "" for a node, which serves every namespace.
+	Zone         string  `json:"zone"`
+	InstanceType *string `json:"instance_type"`
+	Node         *string `json:"node"`
 	// Jobs are the different jobs whose failures there count, newest first.
 	Jobs []int64 `json:"jobs"`
 	// Weight is the failures' weighted count now.
@@ -27,10 +35,14 @@ type QuarantineView struct {
 
 // QuarantineCleared is what `sortie quarantine clear` did.
 type QuarantineCleared struct {
-	Cloud     string    `json:"cloud"`
-	Region    string    `json:"region"`
-	Zone      string    `json:"zone"`
-	ClearedAt time.Time `json:"cleared_at"`
+	Placement    string    `json:"placement"`
+	Level        string    `json:"level"`
+	Cloud        string    `json:"cloud"`
+	Region       string    `json:"region"`
+	Zone         string    `json:"zone"`
+	InstanceType *string   `json:"instance_type"`
+	Node         *string   `json:"node"`
+	ClearedAt    time.Time `json:"cleared_at"`
 	// WasQuarantined says whether the placement was quarantined before.
 	WasQuarantined bool `json:"was_quarantined"`
 }
@@ -46,11 +58,11 @@ func (e *AdminError) Error() string {
 }
 
 // ParsePlacement reads a placement as `sortie quarantine list` writes it:
-// cloud/region/zone.
-func ParsePlacement(s string) (schema.Placement, error) {
-	parts := strings.Split(strings.TrimSpace(s), "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return schema.Placement{}, &UsageError{Err: fmt.Errorf("placement %q: give it as cloud/region/zone, as `sortie quarantine list` shows it", s)}
+// cloud/region/zone, cloud/region/zone/type=TYPE or cloud/region/node=NAME.
+func ParsePlacement(s string) (strategy.QuarantineKey, error) {
+	k, err := strategy.ParseQuarantineKey(s)
+	if err != nil {
+		return k, &UsageError{Err: err}
 	}
-	return strategy.PlacementKey(schema.Placement{Cloud: parts[0], Region: parts[1], Zone: parts[2]}), nil
+	return k, nil
 }

@@ -137,8 +137,8 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 type QuarantineReader func(ctx context.Context) ([]strategy.Quarantined, error)
 
 var quarantineDesc = prometheus.NewDesc("sortie_quarantined_placements",
-	"Placements quarantined now (1 each): different jobs lost their node or failed setup alike there, so launches try them last (read from the store at each scrape).",
-	[]string{"cloud", "region", "zone"}, nil)
+	"Placements quarantined now (1 each: a zone, an instance type in a zone, or a Kubernetes node): different jobs lost their node or failed setup alike there, so launches try them last (read from the store at each scrape).",
+	[]string{"cloud", "region", "zone", "level", "instance_type", "node"}, nil)
 
 // WatchQuarantine adds the sortie_quarantined_placements gauge, read with
 // read at each scrape.
@@ -159,7 +159,8 @@ func (c *quarantineCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, q := range qs {
-		p := q.Placement
-		ch <- prometheus.MustNewConstMetric(quarantineDesc, prometheus.GaugeValue, 1, p.Cloud, p.Region, p.Zone)
+		k := q.Key()
+		ch <- prometheus.MustNewConstMetric(quarantineDesc, prometheus.GaugeValue, 1,
+			k.Placement.Cloud, k.Placement.Region, k.Placement.Zone, k.Level(), k.InstanceType, k.Host)
 	}
 }

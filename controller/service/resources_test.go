@@ -101,7 +101,7 @@ func TestQueueShowsResourcesAndLocation(t *testing.T) {
 	if got := str(queue().Location); got != "aws/us-east-1a" {
 		t.Errorf("location %s, want the last attempt's aws/us-east-1a", got)
 	}
-	if err := s.Store.SetPlacement(ctx, a.ID, "aws", "us-west-2", ""); err != nil {
+	if err := s.Store.SetPlacement(ctx, a.ID, "aws", "us-west-2", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := str(queue().Location); got != "aws/us-west-2" {

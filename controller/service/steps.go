@@ -85,7 +85,7 @@ func (s *Service) step(ctx context.Context, st *stepper, j *store.Job, as []*sto
 				round := fmt.Sprint(t.Round)
 				if t.Class == strategy.ClassSetAside {
 					// Not tried yet: quarantined, so tried last.
-					st.once(key+"aside:"+where+"#"+round, sentence(fmt.Sprintf("%s: %s; it is tried last", name, t.Message)))
+					st.once(key+"aside:"+where+"#"+round+":"+t.Message, sentence(fmt.Sprintf("%s: %s; it is tried last", name, t.Message)))
 					continue
 				}
 				placed(where, t.Cloud, t.Region, round)

@@ -96,6 +96,21 @@ type Attempt struct {
 	// Cost is what the attempt cost, written when it ended; nil while it
 	// runs, or when no price of it was known.
 	Cost *Cost
+	// InstanceType is the instance type the attempt asked for ("" when it
+	// asked by CPUs and memory; the same as Billing.InstanceType once a
+	// launch was requested); Host the Kubernetes node all its nodes
+	// ran on ("" elsewhere, or when they ran on several).
+	InstanceType, Host string
+	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended (RecordCheckpoint); nil when none was seen.
+	Checkpoint *Checkpoint
+}
+
+// Checkpoint is an object of a MOUNT_CACHED bucket, as a sign of progress.
+type Checkpoint struct {
+	// Key is where it is: store://bucket/key.
+	Key      string
+	Modified time.Time
 }
 
 // Billing is how an attempt's cluster is billed: from when its launch was
@@ -162,7 +177,8 @@ const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, z
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
 	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress,
-	billed_from, instance_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate, on_demand`
+	billed_from, instance_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate, on_demand,
+	host, checkpoint, checkpoint_at`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -195,16 +211,19 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	var billed sql.NullString
 	var perHour, cost sql.NullFloat64
 	var costEstimate bool
+	var ckpt, ckptAt sql.NullString
 	var started string
 	var onDemand int
 	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
 		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress,
-		&billed, &a.Billing.InstanceType, &a.Billing.Spot, &a.Billing.Nodes, &minSeconds, &perHour, &cost, &costEstimate, &onDemand); err != nil {
+		&billed, &a.Billing.InstanceType, &a.Billing.Spot, &a.Billing.Nodes, &minSeconds, &perHour, &cost, &costEstimate, &onDemand,
+		&a.Host, &ckpt, &ckptAt); err != nil {
 		return nil, err
 	}
 	a.OnDemand = onDemand != 0
+	a.InstanceType = a.Billing.InstanceType
 	a.Billing.From = parseTime(billed)
 	a.Billing.Minimum = time.Duration(minSeconds.Int64) * time.Second
 	if perHour.Valid {
@@ -227,6 +246,9 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	a.RunAt = parseTime(runAt)
 	if progress.Valid {
 		a.Progress = &progress.Int64
+	}
+	if at := parseTime(ckptAt); ckpt.Valid && at != nil {
+		a.Checkpoint = &Checkpoint{Key: ckpt.String, Modified: *at}
 	}
 	if nodeKey.Valid {
 		if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
@@ -295,6 +317,7 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			// it ended, and no minimum is charged again.
 			a.Billing = reuse.Billing
 			a.Billing.From, a.Billing.Minimum = reuse.EndedAt, 0
+			a.InstanceType, a.Host = reuse.InstanceType, reuse.Host
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
 		// The attempt asks for the size the last escalation chose, and
@@ -308,8 +331,9 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		if a.Size, err = readSize(size); err != nil {
 			return fmt.Errorf("job %d task %d size: %w", jobID, task, err)
 		}
-		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key, on_demand)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey), onDemand); err != nil {
+		if a.ID, err = insertID(ctx, tx, `INSERT INTO attempts (job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state, started_at, size, node_key, instance_type, host, on_demand)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, jobID, task, a.Attempt, a.Cluster, a.Cloud, a.Region, a.Zone, string(ids), a.State, fmtTime(now), size, hex.EncodeToString(a.NodeKey),
+			a.InstanceType, a.Host, onDemand); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ? AND idx = ?`,
@@ -335,8 +359,23 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 
 // SetPlacement records where an attempt is being launched, before the cloud
 // is asked, so a restarted controller looks for its cluster there.
-func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone string) error {
-	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND `+openSQL, cloud, region, zone, attemptID)
+// instanceType is the instance type it asks for there ("" when the
+// provider picks one by CPUs and memory).
+func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone, instanceType string) error {
+	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ?, instance_type = ?, host = '' WHERE id = ? AND `+openSQL,
+		cloud, region, zone, instanceType, attemptID)
+}
+
+// SetHost records the Kubernetes node every node of a launched attempt
+// runs on (provision.Node.Host), for quarantine.
+func (s *Store) SetHost(ctx context.Context, attemptID int64, host string) error {
+	return s.exec(ctx, `UPDATE attempts SET host = ? WHERE id = ? AND `+openSQL, host, attemptID)
+}
+
+// RecordCheckpoint keeps the newest object of an attempt's MOUNT_CACHED
+// buckets seen when it ended.
+func (s *Store) RecordCheckpoint(ctx context.Context, attemptID int64, c Checkpoint) error {
+	return s.exec(ctx, `UPDATE attempts SET checkpoint = ?, checkpoint_at = ? WHERE id = ?`, c.Key, fmtTime(c.Modified), attemptID)
 }
 
 // SetBilling records how an attempt's cluster will be billed, when its

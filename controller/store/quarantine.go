@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"sortie/schema"
 	"sortie/strategy"
 )
 
@@ -25,14 +24,14 @@ func (s *Store) PlacementFailures(ctx context.Context, since time.Time) ([]strat
 	// A flaky failure counts from when the failed attempt ended, as the
 	// others do; the confirmations are few and reached by their key.
 	from := fmtTime(since.Add(-time.Second))
-	return queryAll(ctx, s.db, scanPlacementFailure, `SELECT a.job_id, a.cloud, a.region, a.zone, a.outcome, a.exit_codes, a.ended_at, t.input_key, 0 AS flaky, a.id
+	return queryAll(ctx, s.db, scanPlacementFailure, `SELECT a.job_id, a.cloud, a.region, a.zone, a.instance_type, a.host, a.outcome, a.exit_codes, a.ended_at, t.input_key, 0 AS flaky, a.id
 		FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.task_idx
 		WHERE a.outcome IN ('node_lost', 'setup_failure') AND a.ended_at >= ? AND a.cloud <> ''
 		UNION ALL
-		SELECT a.job_id, a.cloud, a.region, a.zone, a.outcome, a.exit_codes, a.ended_at, c.input_key, 1 AS flaky, a.id
+		SELECT a.job_id, a.cloud, a.region, a.zone, a.instance_type, a.host, a.outcome, a.exit_codes, a.ended_at, c.input_key, 1 AS flaky, a.id
 		FROM confirmations c JOIN attempts a ON a.job_id = c.job_id AND a.task_idx = c.task_idx AND a.attempt = c.attempt
 		WHERE c.verdict = 'flaky' AND a.ended_at >= ? AND a.cloud <> ''
-		ORDER BY 7, 10`, from, from)
+		ORDER BY 9, 12`, from, from)
 }
 
 func scanPlacementFailure(rows *sql.Rows) (strategy.PlacementFailure, error) {
@@ -40,7 +39,7 @@ func scanPlacementFailure(rows *sql.Rows) (strategy.PlacementFailure, error) {
 	var codes, ended, key sql.NullString
 	var flaky int
 	var id int64
-	if err := rows.Scan(&f.JobID, &f.Placement.Cloud, &f.Placement.Region, &f.Placement.Zone, &f.Outcome, &codes, &ended, &key, &flaky, &id); err != nil {
+	if err := rows.Scan(&f.JobID, &f.Placement.Cloud, &f.Placement.Region, &f.Placement.Zone, &f.InstanceType, &f.Host, &f.Outcome, &codes, &ended, &key, &flaky, &id); err != nil {
 		return f, err
 	}
 	f.Flaky = flaky != 0
@@ -62,46 +61,48 @@ func scanPlacementFailure(rows *sql.Rows) (strategy.PlacementFailure, error) {
 	return f, nil
 }
 
-// QuarantineClear is a user's clear of a placement: failures there up to At
-// no longer count.
+// QuarantineClear is a user's clear of a zone, an instance type in a zone
+// or a Kubernetes node: failures there up to At no longer count.
 type QuarantineClear struct {
-	Placement schema.Placement
-	At        time.Time
-	By        string
+	Key strategy.QuarantineKey
+	At  time.Time
+	By  string
 }
 
-// ClearQuarantine records that by cleared p now: the failures there so far
+// ClearQuarantine records that by cleared k now: the failures there so far
 // no longer count against it. The cloud's name is stored lower-case.
-func (s *Store) ClearQuarantine(ctx context.Context, p schema.Placement, by string) (time.Time, error) {
-	p = strategy.PlacementKey(p)
+func (s *Store) ClearQuarantine(ctx context.Context, k strategy.QuarantineKey, by string) (time.Time, error) {
+	k = k.Normal()
 	now := s.now()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO quarantine_clears (cloud, region, zone, cleared_at, cleared_by) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(cloud, region, zone) DO UPDATE SET cleared_at = excluded.cleared_at, cleared_by = excluded.cleared_by`,
-		p.Cloud, p.Region, p.Zone, fmtTime(now), by)
+	p := k.Placement
+	_, err := s.db.ExecContext(ctx, `INSERT INTO quarantine_clears (cloud, region, zone, instance_type, host, cleared_at, cleared_by) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(cloud, region, zone, instance_type, host) DO UPDATE SET cleared_at = excluded.cleared_at, cleared_by = excluded.cleared_by`,
+		p.Cloud, p.Region, p.Zone, k.InstanceType, k.Host, fmtTime(now), by)
 	if err != nil {
-		return now, fmt.Errorf("clear the quarantine of %s: %w", p, err)
+		return now, fmt.Errorf("clear the quarantine of %s: %w", k, err)
 	}
 	return now, nil
 }
 
-// QuarantineClears returns every placement's last clear.
+// QuarantineClears returns every key's last clear.
 func (s *Store) QuarantineClears(ctx context.Context) ([]QuarantineClear, error) {
 	return queryAll(ctx, s.db, func(rows *sql.Rows) (QuarantineClear, error) {
 		var c QuarantineClear
 		var at sql.NullString
-		if err := rows.Scan(&c.Placement.Cloud, &c.Placement.Region, &c.Placement.Zone, &at, &c.By); err != nil {
+		p := &c.Key.Placement
+		if err := rows.Scan(&p.Cloud, &p.Region, &p.Zone, &c.Key.InstanceType, &c.Key.Host, &at, &c.By); err != nil {
 			return c, err
 		}
 		if t := parseTime(at); t != nil {
 			c.At = *t
 		}
 		return c, nil
-	}, `SELECT cloud, region, zone, cleared_at, cleared_by FROM quarantine_clears ORDER BY cloud, region, zone`)
+	}, `SELECT cloud, region, zone, instance_type, host, cleared_at, cleared_by FROM quarantine_clears ORDER BY cloud, region, zone, instance_type, host`)
 }
 
-// Quarantined returns the placements quarantined under p now, from the
-// failures of the last p.Window() and the users' clears: what every replica
-// on this store computes alike.
+// Quarantined returns what is quarantined under p now, from the failures
+// of the last p.Window() and the users' clears: what every replica on this
+// store computes alike.
 func (s *Store) Quarantined(ctx context.Context, p strategy.QuarantinePolicy) ([]strategy.Quarantined, error) {
 	if p.Threshold <= 0 || p.HalfLife <= 0 {
 		return nil, nil
@@ -118,11 +119,11 @@ func (s *Store) Quarantined(ctx context.Context, p strategy.QuarantinePolicy) ([
 	if err != nil {
 		return nil, fmt.Errorf("read the quarantine clears: %w", err)
 	}
-	byPlacement := map[schema.Placement]time.Time{}
+	byKey := map[strategy.QuarantineKey]time.Time{}
 	for _, c := range clears {
-		byPlacement[c.Placement] = c.At
+		byKey[c.Key] = c.At
 	}
-	return strategy.Quarantine(p, fs, func(pl schema.Placement) time.Time { return byPlacement[pl] }, now), nil
+	return strategy.Quarantine(p, fs, func(k strategy.QuarantineKey) time.Time { return byKey[k] }, now), nil
 }
 
 // Preemptions returns the attempts the cloud took away that ended at or

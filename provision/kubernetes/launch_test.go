@@ -33,6 +33,7 @@ func TestPodsCarryTheRequest(t *testing.T) {
 		ImageID: "docker:python:3.12", Ports: []string{"8080", "9000-9001"}, Labels: map[string]string{"team": "ml"},
 		JobRecovery: &schema.JobRecovery{TerminationGrace: schema.Duration(45 * time.Second)}}
 	s := spec(7301, 2, e.ns[0], r)
+	s.AvoidHosts = []string{"gpu-2", "gpu-7"}
 	c := launch(t, p, s)
 	ctx := testContext(t)
 	parent, err := cp.Client.CoreV1().ConfigMaps(e.ns[0]).Get(ctx, s.Name, metav1.GetOptions{})
@@ -46,6 +47,16 @@ func TestPodsCarryTheRequest(t *testing.T) {
 		}
 		if string(pod.UID) != c.Nodes[rank].InstanceID {
 			t.Errorf("node %d instance id %s, pod uid %s", rank, c.Nodes[rank].InstanceID, pod.UID)
+		}
+		if pod.Spec.NodeName == "" || c.Nodes[rank].Host != pod.Spec.NodeName {
+			t.Errorf("node %d host %q, pod's node %q", rank, c.Nodes[rank].Host, pod.Spec.NodeName)
+		}
+		// Quarantined nodes are the scheduler's last choice, not refused.
+		avoid := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"gpu-2", "gpu-7"}}}}}}}}
+		if diff := cmp.Diff(avoid, pod.Spec.Affinity); diff != "" {
+			t.Errorf("pod %d affinity (-want +got):\n%s", rank, diff)
 		}
 		want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: s.Name, UID: parent.UID}}
 		if diff := cmp.Diff(want, pod.OwnerReferences); diff != "" {
@@ -120,6 +131,9 @@ func TestOnDemandPodsStayOffSpotNodesWithTheDefaultGrace(t *testing.T) {
 	}
 	if len(pod.Spec.NodeSelector) != 0 {
 		t.Errorf("on-demand pod's node selector %v, want none", pod.Spec.NodeSelector)
+	}
+	if pod.Spec.Affinity != nil {
+		t.Errorf("affinity %+v with no node to avoid, want none", pod.Spec.Affinity)
 	}
 	// The apiserver's DefaultTolerationSeconds adds its own (not-ready,
 	// unreachable), which are no spot ones.

@@ -123,6 +123,7 @@ func (p *Provider) podFor(spec provision.ClusterSpec, parent *corev1.ConfigMap, 
 			TerminationGracePeriodSeconds: &grace,
 			NodeSelector:                  selector,
 			Tolerations:                   tolerations,
+			Affinity:                      avoiding(spec.AvoidHosts),
 			Hostname:                      podName(spec.Name, rank),
 			Containers: []corev1.Container{{
 				Name:                     ContainerName,
@@ -198,4 +199,20 @@ func (p *Provider) resources(r schema.Resources) (corev1.ResourceRequirements, m
 		out.Limits = lim
 	}
 	return out, selector, nil
+}
+
+// avoiding asks the scheduler to place a pod on any node but hosts when it
+// can (a preferred, not a required, rule): a quarantined node is tried
+// last, never refused, as quarantined zones are.
+func avoiding(hosts []string) *corev1.Affinity {
+	if len(hosts) == 0 {
+		return nil
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 100,
+			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: slices.Clone(hosts)}}},
+		}},
+	}}
 }

@@ -190,7 +190,7 @@ func nodeOf(rank int, pod *corev1.Pod, teardown bool) provision.Node {
 		}
 		return n
 	}
-	n.InstanceID, n.IP = string(pod.UID), pod.Status.PodIP
+	n.InstanceID, n.IP, n.Host = string(pod.UID), pod.Status.PodIP, pod.Spec.NodeName
 	if c := condition(pod, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
 		n.State, n.Reason = provision.NodePreempted, joinReason(c.Reason, c.Message)
 		if teardown {

@@ -35,7 +35,7 @@ func NewCmdQuarantine(f *Factory) *cobra.Command {
 				for i, j := range q.Jobs {
 					jobs[i] = strconv.FormatInt(j, 10)
 				}
-				t.row(q.Cloud+"/"+q.Region+"/"+q.Zone, q.Until.UTC().Format("15:04 MST")+" ("+until(f.Now(), q.Until)+")",
+				t.row(q.Placement, q.Until.UTC().Format("15:04 MST")+" ("+until(f.Now(), q.Until)+")",
 					strings.Join(jobs, ","), strconv.FormatFloat(q.Weight, 'f', 2, 64), q.Cause)
 			}
 			return t.flush()
@@ -43,7 +43,7 @@ func NewCmdQuarantine(f *Factory) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "quarantine",
-		Short: "List placements set aside: where different jobs lost their node or failed setup alike, which launches try last",
+		Short: "List placements set aside (zones, instance types in a zone, Kubernetes nodes): where different jobs lost their node or failed setup alike, which launches try last",
 		Args:  cobra.NoArgs,
 		RunE:  list,
 	}
@@ -55,7 +55,7 @@ func NewCmdQuarantine(f *Factory) *cobra.Command {
 		RunE:  list,
 	}, &cobra.Command{
 		Use:   "clear PLACEMENT",
-		Short: "Clear a placement's quarantine (cloud/region/zone, as list shows it): the failures there so far no longer count",
+		Short: "Clear a quarantine (cloud/region/zone, cloud/region/zone/type=TYPE or cloud/region/node=NAME, as list shows it): the failures there so far no longer count",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFlag(output); err != nil {
@@ -82,7 +82,7 @@ func NewCmdQuarantine(f *Factory) *cobra.Command {
 }
 
 func clearedText(c *contract.QuarantineCleared) string {
-	where := c.Cloud + "/" + c.Region + "/" + c.Zone
+	where := c.Placement
 	if !c.WasQuarantined {
 		return fmt.Sprintf("%s was not quarantined; failures there so far no longer count.", where)
 	}

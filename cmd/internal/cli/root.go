@@ -25,6 +25,7 @@ import (
 	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // Service is what the verbs need of a controller.
@@ -50,7 +51,7 @@ type Service interface {
 	// Quarantine lists the placements quarantined now; ClearQuarantine
 	// makes the failures on one so far no longer count.
 	Quarantine(ctx context.Context) ([]contract.QuarantineView, error)
-	ClearQuarantine(ctx context.Context, p schema.Placement) (*contract.QuarantineCleared, error)
+	ClearQuarantine(ctx context.Context, k strategy.QuarantineKey) (*contract.QuarantineCleared, error)
 	Close() error
 }
 

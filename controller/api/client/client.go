@@ -23,6 +23,7 @@ import (
 
 	"sortie/controller/contract"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // Client speaks to one server as one user.
@@ -402,9 +403,18 @@ func (c *Client) Quarantine(ctx context.Context) ([]contract.QuarantineView, err
 }
 
 // ClearQuarantine is `sortie quarantine clear PLACEMENT`.
-func (c *Client) ClearQuarantine(ctx context.Context, p schema.Placement) (*contract.QuarantineCleared, error) {
+func (c *Client) ClearQuarantine(ctx context.Context, k strategy.QuarantineKey) (*contract.QuarantineCleared, error) {
 	var out contract.QuarantineCleared
-	path := "/v1/quarantine/" + url.PathEscape(p.Cloud) + "/" + url.PathEscape(p.Region) + "/" + url.PathEscape(p.Zone)
+	p := k.Placement
+	path := "/v1/quarantine/" + url.PathEscape(p.Cloud) + "/" + url.PathEscape(p.Region) + "/"
+	switch k.Level() {
+	case strategy.LevelNode:
+		path += "node/" + url.PathEscape(k.Host)
+	case strategy.LevelInstanceType:
+		path += url.PathEscape(p.Zone) + "/type/" + url.PathEscape(k.InstanceType)
+	default:
+		path += url.PathEscape(p.Zone)
+	}
 	if err := c.call(ctx, "DELETE", path, nil, &out); err != nil {
 		return nil, err
 	}
