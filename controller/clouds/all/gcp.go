@@ -10,8 +10,8 @@ import (
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/gcp"
-	"sortie/provision/price"
 	"sortie/provision/node"
+	"sortie/provision/price"
 )
 
 // GCP is Compute Engine. Credentials are application default credentials.
