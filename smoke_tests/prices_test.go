@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,9 @@ import (
 // stand-in for on-demand, moto's DescribeSpotPriceHistory for spot) into
 // the store, and `sortie prices -o json` shows each with its source; a
 // price list that cannot be reached fails the refresh and keeps the
-// prices read before.
-func TestPricesFromAWS(t *testing.T) {
+// prices read before. Both answers are held to their schemas and to
+// golden files (testdata/contract/prices*.json).
+func TestContractPrices(t *testing.T) {
 	moto := cloudtest.StartMoto(t)
 	fake := pricingfake.New()
 	effective := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -42,14 +44,21 @@ kubernetes:
 	if out := e.must("prices", "-o", "json").stdout; strings.TrimSpace(out) != "[]" {
 		t.Fatalf("prices before any refresh: %s", out)
 	}
-	r := e.must("prices", "refresh", "--cloud", "aws", "--region", "us-east-1", "--type", "m6i.large")
-	if !strings.Contains(r.stdout, "aws: ") || !strings.Contains(r.stdout, "prices read") {
-		t.Errorf("refresh said: %s %s", r.stdout, r.stderr)
-	}
+	refreshed := e.must("prices", "refresh", "--cloud", "aws", "--region", "us-east-1", "--type", "m6i.large", "-o", "json").stdout
 	raw := e.must("prices", "--cloud", "aws", "--type", "m6i.large", "-o", "json").stdout
 	c := newConformer(loadOpenAPI(t), nil)
-	c.conform("prices", "prices", decodeJSON(t, raw), listOf(ref("price")))
+	goldens := map[string]any{
+		"prices-refresh.json": c.conform("prices refresh", "prices refresh", decodeJSON(t, refreshed), ref("prices_refreshed")),
+		"prices.json":         c.conform("prices", "prices", decodeJSON(t, raw), listOf(ref("price"))),
+	}
 	c.report(t)
+	for f, v := range goldens {
+		compareGolden(t, filepath.Join("testdata", "contract", f), v)
+	}
+	if r := e.must("prices", "refresh", "--cloud", "aws", "--region", "us-east-1", "--type", "m6i.large"); !strings.Contains(r.stdout, "aws: ") ||
+		!strings.Contains(r.stdout, "prices read") {
+		t.Errorf("refresh said: %s %s", r.stdout, r.stderr)
+	}
 	var ps []contract.PriceView
 	if err := json.Unmarshal([]byte(raw), &ps); err != nil {
 		t.Fatal(err)
@@ -79,7 +88,7 @@ kubernetes:
 	// The price list is down: the refresh fails, saying why, and the
 	// prices read before are still shown.
 	fake.Fail(100)
-	r = e.run("prices", "refresh")
+	r := e.run("prices", "refresh")
 	if r.code != 1 || !strings.Contains(r.stderr, "pricing GetProducts") || !strings.Contains(r.stderr, "the prices read before are kept") {
 		t.Errorf("refresh while the price list is down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
