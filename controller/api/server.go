@@ -80,6 +80,8 @@ var routes = []string{
 	"DELETE /v1/quarantine/{cloud}/{region}/{zone}",
 	"DELETE /v1/quarantine/{cloud}/{region}/{zone}/type/{instance_type}",
 	"DELETE /v1/quarantine/{cloud}/{region}/node/{node}",
+	"GET /v1/prices",
+	"POST /v1/prices/refresh",
 	"HEAD /v1/blobs/{sha256}",
 	"PUT /v1/blobs/{sha256}",
 }
@@ -122,10 +124,12 @@ func NewServer(o Options) *Server {
 		"DELETE /v1/quarantine/{cloud}/{region}/{zone}": s.clearQuarantine,
 		"DELETE /v1/quarantine/{cloud}/{region}/{zone}/type/{instance_type}": s.clearQuarantine,
 		"DELETE /v1/quarantine/{cloud}/{region}/node/{node}":                 s.clearQuarantine,
-		"HEAD /v1/blobs/{sha256}":                                            s.hasBlob,
-		"PUT /v1/blobs/{sha256}":                                             s.putBlob,
-		"GET /v1/healthz":                                                    nil,
-		"GET /v1/openapi.json":                                               s.openapi,
+		"GET /v1/prices":          s.prices,
+		"POST /v1/prices/refresh": s.refreshPrices,
+		"HEAD /v1/blobs/{sha256}": s.hasBlob,
+		"PUT /v1/blobs/{sha256}":  s.putBlob,
+		"GET /v1/healthz":         nil,
+		"GET /v1/openapi.json":    s.openapi,
 	}
 	for _, pattern := range routes {
 		switch pattern {
@@ -439,6 +443,21 @@ func (s *Server) clearQuarantine(w http.ResponseWriter, r *http.Request, svc *se
 		Placement:    schema.Placement{Cloud: r.PathValue("cloud"), Region: r.PathValue("region"), Zone: r.PathValue("zone")},
 		InstanceType: r.PathValue("instance_type"), Host: r.PathValue("node")})
 	return answerOK(w, c, err)
+}
+
+func (s *Server) prices(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	q := r.URL.Query()
+	ps, err := svc.Prices(r.Context(), contract.PricesRequest{Cloud: q.Get("cloud"), Type: q.Get("type"), Region: q.Get("region")})
+	return answerOK(w, orEmpty(ps), err)
+}
+
+func (s *Server) refreshPrices(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req contract.PricesRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	res, err := svc.RefreshPrices(r.Context(), req)
+	return answerOK(w, res, err)
 }
 
 func orEmpty[T any](v []T) []T {

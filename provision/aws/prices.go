@@ -47,7 +47,6 @@ type Prices struct {
 // NewPrices builds the reader of EC2 prices with cfg's credentials and
 // endpoints (Home need not be set). It calls nothing.
 func NewPrices(ctx context.Context, cfg Config) (*Prices, error) {
-	cfg.Home = "-"
 	cfg = withDefaults(cfg)
 	if cfg.PricingRegion == "" {
 		cfg.PricingRegion = "us-east-1"
