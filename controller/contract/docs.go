@@ -126,6 +126,7 @@ var fieldDocs = map[string]map[string]string{
 		"head_start_ms":   "how many milliseconds before the notice's deadline (when the cloud takes the node, and when sortie would have learned of the preemption without a notice) its replacement was asked for; without a deadline, before the attempt ended; `null` when it was not replaced",
 		"progress":        "the highest progress the attempt's task reported, a whole number it wrote to `$SORTIE_PROGRESS` (see `job_recovery.max_restarts_without_progress`); `null` when it reported none",
 		"price_per_hour":  "one node's price per hour in dollars when the attempt's launch was requested (the zone's spot price for spot); `null` when none was known",
+		"billed_from":     "when the launch of its cluster was requested, where its `cost` is counted from (a restart on the same cluster: the end of the attempt before); `null` before a launch was requested",
 		"cost":            "what the attempt cost in dollars: every node, from its launch request to its end, per second at the prices in effect meanwhile, with the cloud's minimum (a minute on AWS and GCP); a restart on the same cluster from the end of the attempt before; `null` when no price of it is known",
 		"cost_estimate":   "`cost` is an estimate: the attempt still runs (its price at launch times the time so far), or a price was stale or not known for the whole time",
 	},

@@ -230,6 +230,10 @@ type AttemptView struct {
 	// PricePerHour is one node's price per hour, in dollars, when the
 	// attempt's launch was requested; null when none was known.
 	PricePerHour *float64 `json:"price_per_hour"`
+	// BilledFrom is when the launch of the attempt's cluster was
+	// requested, where its cost is counted from; null before a launch
+	// was requested.
+	BilledFrom *time.Time `json:"billed_from"`
 	// Cost is what the attempt cost, in dollars: every node, from its
 	// launch request to its end; null when no price of it is known.
 	// CostEstimate says it is an estimate (it still runs, or a price was

@@ -84,6 +84,7 @@ func viewAttempt(a *store.Attempt, now time.Time) contract.AttemptView {
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
 		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
 		ReplacedAt: utc(a.ReplacedAt), Progress: a.Progress, PricePerHour: a.Billing.PerHour,
+		BilledFrom: utc(a.Billing.From),
 	}
 	v.Cost, v.CostEstimate = attemptCost(a, now)
 	if n := a.Notice; n != nil {
