@@ -232,6 +232,11 @@ type Ended struct {
 	// Progress is the highest progress the attempt's nodes reported; nil
 	// when none did.
 	Progress *int64
+	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended, nil when none was seen; Started is when the
+	// attempt began (see Progress).
+	Checkpoint *Checkpoint
+	Started    time.Time
 }
 
 // Decision is what to do after an attempt, and why.

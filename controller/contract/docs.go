@@ -121,6 +121,11 @@ var fieldDocs = map[string]map[string]string{
 		"verdict":         "what the confirming attempt found: `deterministic` (the same exit codes again) or `flaky`; `null` while it runs, and for other attempts",
 		"head_start_ms":   "how many milliseconds before the notice's deadline (when the cloud takes the node, and when sortie would have learned of the preemption without a notice) its replacement was asked for; without a deadline, before the attempt ended; `null` when it was not replaced",
 		"progress":        "the highest progress the attempt's task reported, a whole number it wrote to `$SORTIE_PROGRESS` (see `job_recovery.max_restarts_without_progress`); `null` when it reported none",
+		"checkpoint":      "the newest object of the task's `MOUNT_CACHED` buckets when the attempt ended (`key`: its `s3://` or `gs://` address, `modified`: its last-modified time); one written during the attempt and newer than any before is progress for `job_recovery.max_restarts_without_progress`; `null` when none was seen",
+	},
+	"checkpoint": {
+		"key":      "its address: `s3://BUCKET/KEY` or `gs://BUCKET/KEY`",
+		"modified": "its last-modified time, as the store gives it",
 	},
 	"notice": {
 		"kind":     "`spot-interruption` (AWS), `rebalance` (AWS's rebalance recommendation, which ends nothing), `preempted` (GCE, and `sortie local preempt --notice`)",

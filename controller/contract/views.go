@@ -216,6 +216,16 @@ type AttemptView struct {
 	// Progress is the highest progress the attempt's task reported (a
 	// number written to $SORTIE_PROGRESS); nil when none.
 	Progress *int64 `json:"progress"`
+	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended; nil when none was seen.
+	Checkpoint *CheckpointView `json:"checkpoint"`
+}
+
+// CheckpointView is an object of a MOUNT_CACHED bucket seen as a task's
+// last saved state.
+type CheckpointView struct {
+	Key      string    `json:"key"`
+	Modified time.Time `json:"modified"`
 }
 
 // NoticeView is a preemption notice.

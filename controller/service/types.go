@@ -82,6 +82,9 @@ func viewAttempt(a *store.Attempt) contract.AttemptView {
 		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
 		ReplacedAt: utc(a.ReplacedAt), Progress: a.Progress,
 	}
+	if c := a.Checkpoint; c != nil {
+		v.Checkpoint = &contract.CheckpointView{Key: c.Key, Modified: c.Modified.UTC()}
+	}
 	if n := a.Notice; n != nil {
 		v.Notice = &contract.NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
 	}

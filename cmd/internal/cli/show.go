@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,6 +124,12 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if progress {
 		headers = slices.Insert(headers, 7, "PROGRESS")
 	}
+	// CHECKPOINT, the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended, likewise.
+	checkpoint := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Checkpoint != nil })
+	if checkpoint {
+		headers = slices.Insert(headers, len(headers)-1, "CHECKPOINT")
+	}
 	section(w, "Attempts", d.Attempts, headers, func(a contract.AttemptView) []string {
 		where := "-"
 		if a.Cloud != nil {
@@ -148,6 +155,13 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 				p = strconv.FormatInt(*a.Progress, 10)
 			}
 			row = slices.Insert(row, 7, p)
+		}
+		if checkpoint {
+			c := "-"
+			if a.Checkpoint != nil {
+				c = path.Base(a.Checkpoint.Key) + " " + a.Checkpoint.Modified.UTC().Format("15:04:05")
+			}
+			row = slices.Insert(row, len(row)-1, c)
 		}
 		return row
 	})

@@ -309,10 +309,14 @@ type attemptRow struct {
 	// Progress is the highest progress the attempt's task reported
 	// ($SORTIE_PROGRESS); "" when none.
 	Progress string
-	Reason   string
-	Action   string
-	Decision string
-	Running  bool
+	// Checkpoint is the newest object of the task's MOUNT_CACHED
+	// buckets when the attempt ended, CheckpointAt its last-modified
+	// time; "" when none was seen.
+	Checkpoint, CheckpointAt string
+	Reason                   string
+	Action                   string
+	Decision                 string
+	Running                  bool
 }
 
 type nodeCode struct {
@@ -410,6 +414,9 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 		}
 		if a.Progress != nil {
 			ar.Progress = strconv.FormatInt(*a.Progress, 10)
+		}
+		if c := a.Checkpoint; c != nil {
+			ar.Checkpoint, ar.CheckpointAt = c.Key, c.Modified.UTC().Format(time.RFC3339)
 		}
 		attempts = append(attempts, ar)
 	}
