@@ -77,8 +77,11 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 			return err
 		}
 	}
+	if p != nil && ranTask(e.outcome) {
+		c.recordCheckpoint(ctx, p.Tasks[a.TaskIdx], a)
+	}
 	ended := strategy.Ended{Outcome: e.outcome, ExitCodes: e.codes, Placement: attemptPlacement(a), Detail: e.detail, Prechecks: e.prechecks, Size: size, By: e.by,
-		Attempt: a.Attempt, Progress: a.Progress}
+		Attempt: a.Attempt, Progress: a.Progress, Checkpoint: a.Checkpoint, Started: a.StartedAt}
 	if p != nil {
 		if err := c.onDemandFacts(ctx, policy, p.Tasks[a.TaskIdx], a, c.Now(), &counters, &ended); err != nil {
 			return err

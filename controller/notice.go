@@ -135,9 +135,10 @@ func (c *jobStep) replace(ctx context.Context, j *store.Job, a *store.Attempt, r
 			return false, err
 		}
 	}
+	c.recordCheckpoint(ctx, p.Tasks[a.TaskIdx], a)
 	d := strategy.Decide(policy, counters,
 		strategy.Ended{Outcome: strategy.Preempted, Placement: attemptPlacement(a), Detail: noticeDetail(rank, a.Notice),
-			Attempt: a.Attempt, Progress: a.Progress},
+			Attempt: a.Attempt, Progress: a.Progress, Checkpoint: a.Checkpoint, Started: a.StartedAt},
 		a.TaskIdx == len(p.Tasks)-1)
 	if d.Action != strategy.Recover || j.CancelRequested {
 		return false, nil

@@ -42,12 +42,12 @@ func (c *Controller) progressState(ctx context.Context, a *store.Attempt) (strat
 		if b.TaskIdx != a.TaskIdx || b.Attempt >= a.Attempt {
 			continue
 		}
+		ap := strategy.AttemptProgress{Attempt: b.Attempt, Progress: b.Progress, Checkpoint: b.Checkpoint, Started: b.StartedAt}
 		switch strategy.Action(b.Action) {
 		case strategy.Recover, strategy.Restart, strategy.Escalate:
-			before = append(before, strategy.AttemptProgress{Attempt: b.Attempt, Progress: b.Progress, Restarted: true})
-		default:
-			before = append(before, strategy.AttemptProgress{Attempt: b.Attempt, Progress: b.Progress})
+			ap.Restarted = true
 		}
+		before = append(before, ap)
 	}
 	return strategy.ProgressOf(before), nil
 }

@@ -122,3 +122,42 @@ run: train
 		}
 	}
 }
+
+// On sim: a job whose first five attempts are preempted (sim.preempt_rate
+// 1, sim.preempt_attempts 5), each reporting more progress than the last
+// (SIM_PROGRESS), succeeds under max_restarts_without_progress: 1, with
+// each attempt's progress shown; without progress the same weather ends
+// it as a crash loop after the limit.
+func TestPreemptedWithProgressOnSim(t *testing.T) {
+	e := newEnv(t)
+	e.config("sim:\n  run_time: 2s\n  preempt_rate: 1\n  preempt_attempts: 5\n")
+	task := func(name, envs string) string {
+		return e.write(name+".yaml", "name: "+name+`
+resources:
+  cloud: sim
+  use_spot: true
+  job_recovery: {max_restarts_without_progress: 1}
+envs: {`+envs+`}
+run: train
+`)
+	}
+	going := e.launch(task("going", `SIM_PROGRESS: "100"`))
+	stuck := e.launch(task("stuck", ""))
+	d := e.waitStatus(going, "SUCCEEDED")
+	if len(d.Attempts) != 6 || d.RecoveryCount != 5 {
+		t.Fatalf("with progress: %d attempts, %d recoveries; want 6 and 5", len(d.Attempts), d.RecoveryCount)
+	}
+	for _, a := range d.Attempts {
+		if want := int64(a.Attempt * 100); a.Progress == nil || *a.Progress != want {
+			t.Errorf("attempt %d: progress %v, want %d", a.Attempt, a.Progress, want)
+		}
+		if a.Attempt <= 5 && deref(a.Outcome) != "preempted" {
+			t.Errorf("attempt %d: outcome %s, want preempted", a.Attempt, deref(a.Outcome))
+		}
+	}
+	d = e.waitStatus(stuck, "FAILED")
+	const want = "crash loop: 1 restart without progress (no progress reported)"
+	if deref(d.FailureReason) != want || len(d.Attempts) != 2 {
+		t.Errorf("without progress: %d attempts, reason %q; want 2 and %q", len(d.Attempts), deref(d.FailureReason), want)
+	}
+}

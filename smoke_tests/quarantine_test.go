@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
@@ -99,5 +100,71 @@ func TestAZoneWhereInputsFailFlakilyIsSetAside(t *testing.T) {
 	if len(d.LaunchTries) != 1 || d.LaunchTries[0].Zone != "sim-east-a" || d.LaunchTries[0].Class != "set_aside" ||
 		!strings.HasSuffix(d.LaunchTries[0].Message, ": 3 jobs failed flakily there") {
 		t.Errorf("the next job's launch tries: %+v, want one saying sim-east-a is set aside", d.LaunchTries)
+	}
+}
+
+// Three jobs that asked for one instance type lose their node on
+// sim-east-a: that type there is quarantined, not the zone. The next job
+// that may use another type launches on it in sim-east-a first, trying the
+// quarantined type last, and says why. When that job loses its node there
+// too, the zone is to blame: it is quarantined instead, and cleared whole.
+func TestAnInstanceTypeThatLosesNodesIsSetAside(t *testing.T) {
+	e := newEnv(t)
+	e.config("sim:\n  run_time: 1h\n  lose_nodes_in: [sim-east-a]\n")
+	for i := range 3 {
+		f := e.write(fmt.Sprintf("lost%d.yaml", i), fmt.Sprintf(
+			"resources: {cloud: sim, zone: sim-east-a, instance_type: big, job_recovery: {strategy: NONE}}\nrun: train --part %d\n", i))
+		d := e.waitStatus(e.launch(f), lifecycle.Failed)
+		if len(d.Attempts) != 1 || deref(d.Attempts[0].Outcome) != "node_lost" {
+			t.Fatalf("attempts %+v, want one that lost its node", d.Attempts)
+		}
+	}
+	var qs []contract.QuarantineView
+	if err := json.Unmarshal([]byte(e.must("quarantine", "-o", "json").stdout), &qs); err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].Placement != "sim/sim-east/sim-east-a/type=big" || qs[0].Level != "instance_type" ||
+		qs[0].InstanceType == nil || *qs[0].InstanceType != "big" || len(qs[0].Jobs) != 3 {
+		t.Fatalf("quarantine: %+v, want big in sim-east-a by 3 jobs", qs)
+	}
+
+	f := e.write("next.yaml", `resources:
+  cloud: sim
+  job_recovery: {strategy: NONE}
+  ordered:
+  - {zone: sim-east-a, instance_type: big}
+  - {zone: sim-east-a, instance_type: small}
+run: train --next
+`)
+	id := e.launch(f)
+	d := e.waitFor(id, time.Minute, "its first attempt placed", func(d contract.JobDetail) bool {
+		return len(d.Attempts) > 0 && d.Attempts[0].Zone != nil
+	})
+	if deref(d.Attempts[0].Zone) != "sim-east-a" {
+		t.Errorf("the next job's attempt %+v, want it in sim-east-a", d.Attempts[0])
+	}
+	if len(d.LaunchTries) != 1 || d.LaunchTries[0].Zone != "sim-east-a" || d.LaunchTries[0].Class != "set_aside" ||
+		!strings.HasPrefix(d.LaunchTries[0].Message, "big in sim/sim-east/sim-east-a set aside until ") {
+		t.Errorf("the next job's launch tries: %+v, want one saying big is set aside in sim-east-a", d.LaunchTries)
+	}
+	// That job, on small, loses its node in sim-east-a too: jobs of two
+	// types fail there now, so the zone is to blame, and the type's
+	// quarantine folds into it.
+	if d := e.waitStatus(id, lifecycle.Failed); deref(d.Attempts[0].Outcome) != "node_lost" {
+		t.Fatalf("the next job's attempt %+v, want it to lose its node", d.Attempts[0])
+	}
+	qs = nil
+	if err := json.Unmarshal([]byte(e.must("quarantine", "-o", "json").stdout), &qs); err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].Placement != "sim/sim-east/sim-east-a" || qs[0].Level != "zone" || len(qs[0].Jobs) != 4 {
+		t.Fatalf("quarantine: %+v, want the zone sim-east-a by 4 jobs", qs)
+	}
+	// A clear of the zone clears its types too.
+	if out := e.must("quarantine", "clear", "sim/sim-east/sim-east-a").stdout; !strings.Contains(out, "Cleared the quarantine of sim/sim-east/sim-east-a:") {
+		t.Errorf("clear said %q", out)
+	}
+	if r := e.must("quarantine"); r.stdout != "" {
+		t.Errorf("after the clear: %+v", r)
 	}
 }

@@ -267,6 +267,11 @@ type Ended struct {
 	// included, and what on-demand would have: what on_demand_after_cost
 	// compares. nil when a price is not known.
 	Lost *LostCost
+	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended, nil when none was seen; Started is when the
+	// attempt began (see Progress).
+	Checkpoint *Checkpoint
+	Started    time.Time
 }
 
 // Decision is what to do after an attempt, and why.

@@ -2,11 +2,13 @@ package strategy
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"sortie/controller/lifecycle"
 	"sortie/schema"
+	"sortie/strategy/clocktest"
 )
 
 func progress(n int64) *int64 { return &n }
@@ -173,6 +175,88 @@ func TestDecideCrashLoop(t *testing.T) {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A checkpoint newer than any counted before, written during the attempt,
+// is progress as a higher number is.
+func TestCheckpointProgress(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	t0 := clock.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ckpt := func(key string, d time.Duration) *Checkpoint { return &Checkpoint{Key: key, Modified: at(d)} }
+	tests := []struct {
+		name     string
+		attempts []AttemptProgress
+		want     ProgressState
+	}{
+		{
+			name: "a newer checkpoint at each restart is progress each time",
+			attempts: []AttemptProgress{
+				{Attempt: 1, Started: at(0), Checkpoint: ckpt("s3://b/ckpt-1", 10*time.Minute), Restarted: true},
+				{Attempt: 2, Started: at(20 * time.Minute), Checkpoint: ckpt("s3://b/ckpt-2", 30*time.Minute), Restarted: true},
+			},
+			want: ProgressState{Checkpoint: *ckpt("s3://b/ckpt-2", 30*time.Minute), CheckpointAttempt: 2},
+		},
+		{
+			name: "the same checkpoint again is none",
+			attempts: []AttemptProgress{
+				{Attempt: 1, Started: at(0), Checkpoint: ckpt("s3://b/ckpt-1", 10*time.Minute), Restarted: true},
+				{Attempt: 2, Started: at(20 * time.Minute), Checkpoint: ckpt("s3://b/ckpt-1", 10*time.Minute), Restarted: true},
+				{Attempt: 3, Started: at(40 * time.Minute), Checkpoint: ckpt("s3://b/ckpt-1", 10*time.Minute), Restarted: true},
+			},
+			want: ProgressState{RestartsWithoutProgress: 2, Checkpoint: *ckpt("s3://b/ckpt-1", 10*time.Minute), CheckpointAttempt: 1},
+		},
+		{
+			name: "an object older than the attempt (there before it) is none",
+			attempts: []AttemptProgress{
+				{Attempt: 1, Started: at(time.Hour), Checkpoint: ckpt("s3://b/data", 0), Restarted: true},
+			},
+			want: ProgressState{RestartsWithoutProgress: 1},
+		},
+		{
+			name: "no bucket seen is none",
+			attempts: []AttemptProgress{
+				{Attempt: 1, Started: at(0), Restarted: true},
+			},
+			want: ProgressState{RestartsWithoutProgress: 1},
+		},
+		{
+			name: "a number or a checkpoint: either is progress",
+			attempts: []AttemptProgress{
+				{Attempt: 1, Started: at(0), Progress: progress(100), Restarted: true},
+				{Attempt: 2, Started: at(20 * time.Minute), Progress: progress(100), Checkpoint: ckpt("gs://b/c", 25*time.Minute), Restarted: true},
+				{Attempt: 3, Started: at(40 * time.Minute), Progress: progress(90), Checkpoint: ckpt("gs://b/c", 25*time.Minute), Restarted: true},
+			},
+			want: ProgressState{RestartsWithoutProgress: 1, Best: 100, BestAttempt: 1, Checkpoint: *ckpt("gs://b/c", 25*time.Minute), CheckpointAttempt: 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ProgressOf(tt.attempts)); diff != "" {
+				t.Errorf("ProgressOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// The crash loop names the last checkpoint when it came after the
+	// last number.
+	s := ProgressOf([]AttemptProgress{
+		{Attempt: 1, Started: at(0), Progress: progress(100), Restarted: true},
+		{Attempt: 2, Started: at(20 * time.Minute), Checkpoint: ckpt("s3://b/ckpt-2", 30*time.Minute), Restarted: true},
+		{Attempt: 3, Started: at(40 * time.Minute), Checkpoint: ckpt("s3://b/ckpt-2", 30*time.Minute), Restarted: true},
+	})
+	clock.Advance(time.Hour)
+	d := Decide(Policy{MaxRestartsOnErrors: 10, MaxRestartsWithoutProgress: limit(1)}, Counters{RestartsOnErrors: 3, Progress: s},
+		Ended{Outcome: UserFailure, ExitCodes: codes(1), Attempt: 4, Started: clock.Now(), Checkpoint: ckpt("s3://b/ckpt-2", 30*time.Minute)}, true)
+	if want := "crash loop: 1 restart without progress (last checkpoint s3://b/ckpt-2 at attempt 2)"; d.Action != Fail || d.Reason != want {
+		t.Errorf("Decide = %s %q, want fail %q", d.Action, d.Reason, want)
+	}
+	// A newer one written in the attempt goes on.
+	d = Decide(Policy{MaxRestartsOnErrors: 10, MaxRestartsWithoutProgress: limit(1)}, Counters{RestartsOnErrors: 3, Progress: s},
+		Ended{Outcome: UserFailure, ExitCodes: codes(1), Attempt: 4, Started: at(50 * time.Minute), Checkpoint: ckpt("s3://b/ckpt-3", 55*time.Minute)}, true)
+	if d.Action != Restart || d.Counters.Progress.CheckpointAttempt != 4 || d.Counters.Progress.RestartsWithoutProgress != 0 {
+		t.Errorf("Decide with a newer checkpoint = %+v, want a restart counting it", d)
 	}
 }
 

@@ -10,7 +10,12 @@
 //	sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
 //	sortie-sync delete -store S -bucket B
 //	sortie-sync region -store S -bucket B
+//	sortie-sync newest -store S -bucket B [-prefix P]
 //	sortie-sync access -store gcs [-project P]
+//
+// newest prints the newest object under the prefix as one JSON line,
+// {"key": K, "modified": RFC 3339}, or nothing when there is none: the
+// controller reads a task's last checkpoint with it.
 //
 // -project names the Google Cloud project GCS buckets are made in (and
 // access asks about); without it, the environment's.
@@ -22,12 +27,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"sortie/provision/bucket"
 	"sortie/provision/node/agent"
@@ -50,6 +57,7 @@ const usage = `usage: sortie-sync down DIR | up DIR
        sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
        sortie-sync delete -store S -bucket B
        sortie-sync region -store S -bucket B
+       sortie-sync newest -store S -bucket B [-prefix P]
        sortie-sync access -store gcs [-project P]`
 
 func run(ctx context.Context, args []string) int {
@@ -73,7 +81,7 @@ func run(ctx context.Context, args []string) int {
 			return 1
 		}
 		return 0
-	case "check", "ensure", "delete", "region", "access":
+	case "check", "ensure", "delete", "region", "newest", "access":
 		return bucketOp(ctx, args[0], args[1:])
 	}
 	fmt.Fprintln(os.Stderr, usage)
@@ -125,6 +133,20 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 	}
 	if op == "region" {
 		return printRegion(ctx, st, *name, fail)
+	}
+	if op == "newest" {
+		o, ok, err := bucket.Newest(ctx, st, *name, *prefix)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			line, _ := json.Marshal(struct {
+				Key      string    `json:"key"`
+				Modified time.Time `json:"modified"`
+			}{o.Key, o.Modified.UTC()})
+			fmt.Println(string(line))
+		}
+		return 0
 	}
 	if op == "delete" {
 		ok, err := st.Exists(ctx, *name)

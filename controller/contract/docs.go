@@ -129,6 +129,11 @@ var fieldDocs = map[string]map[string]string{
 		"billed_from":     "when the launch of its cluster was requested, where its `cost` is counted from (a restart on the same cluster: the end of the attempt before); `null` before a launch was requested",
 		"cost":            "what the attempt cost in dollars: every node, from its launch request to its end, per second at the prices in effect meanwhile, with the cloud's minimum (a minute on AWS and GCP); a restart on the same cluster from the end of the attempt before; `null` when no price of it is known",
 		"cost_estimate":   "`cost` is an estimate: the attempt still runs (its price at launch times the time so far), or a price was stale or not known for the whole time",
+		"checkpoint":      "the newest object of the task's `MOUNT_CACHED` buckets when the attempt ended (`key`: its `s3://` or `gs://` address, `modified`: its last-modified time); one written during the attempt and newer than any before is progress for `job_recovery.max_restarts_without_progress`; `null` when none was seen",
+	},
+	"checkpoint": {
+		"key":      "its address: `s3://BUCKET/KEY` or `gs://BUCKET/KEY`",
+		"modified": "its last-modified time, as the store gives it",
 	},
 	"notice": {
 		"kind":     "`spot-interruption` (AWS), `rebalance` (AWS's rebalance recommendation, which ends nothing), `preempted` (GCE, and `sortie local preempt --notice`)",

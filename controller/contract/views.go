@@ -240,6 +240,16 @@ type AttemptView struct {
 	// stale).
 	Cost         *float64 `json:"cost"`
 	CostEstimate bool     `json:"cost_estimate"`
+	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended; nil when none was seen.
+	Checkpoint *CheckpointView `json:"checkpoint"`
+}
+
+// CheckpointView is an object of a MOUNT_CACHED bucket seen as a task's
+// last saved state.
+type CheckpointView struct {
+	Key      string    `json:"key"`
+	Modified time.Time `json:"modified"`
 }
 
 // NoticeView is a preemption notice.

@@ -87,6 +87,9 @@ func viewAttempt(a *store.Attempt, now time.Time) contract.AttemptView {
 		BilledFrom: utc(a.Billing.From),
 	}
 	v.Cost, v.CostEstimate = attemptCost(a, now)
+	if c := a.Checkpoint; c != nil {
+		v.Checkpoint = &contract.CheckpointView{Key: c.Key, Modified: c.Modified.UTC()}
+	}
 	if n := a.Notice; n != nil {
 		v.Notice = &contract.NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
 	}

@@ -103,14 +103,7 @@ type Attempt struct {
 	InstanceType, Host string
 	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
 	// when the attempt ended (RecordCheckpoint); nil when none was seen.
-	Checkpoint *Checkpoint
-}
-
-// Checkpoint is an object of a MOUNT_CACHED bucket, as a sign of progress.
-type Checkpoint struct {
-	// Key is where it is: store://bucket/key.
-	Key      string
-	Modified time.Time
+	Checkpoint *strategy.Checkpoint
 }
 
 // Billing is how an attempt's cluster is billed: from when its launch was
@@ -248,7 +241,7 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 		a.Progress = &progress.Int64
 	}
 	if at := parseTime(ckptAt); ckpt.Valid && at != nil {
-		a.Checkpoint = &Checkpoint{Key: ckpt.String, Modified: *at}
+		a.Checkpoint = &strategy.Checkpoint{Key: ckpt.String, Modified: *at}
 	}
 	if nodeKey.Valid {
 		if a.NodeKey, err = hex.DecodeString(nodeKey.String); err != nil || len(a.NodeKey) != NodeKeySize {
@@ -374,7 +367,7 @@ func (s *Store) SetHost(ctx context.Context, attemptID int64, host string) error
 
 // RecordCheckpoint keeps the newest object of an attempt's MOUNT_CACHED
 // buckets seen when it ended.
-func (s *Store) RecordCheckpoint(ctx context.Context, attemptID int64, c Checkpoint) error {
+func (s *Store) RecordCheckpoint(ctx context.Context, attemptID int64, c strategy.Checkpoint) error {
 	return s.exec(ctx, `UPDATE attempts SET checkpoint = ?, checkpoint_at = ? WHERE id = ?`, c.Key, fmtTime(c.Modified), attemptID)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +136,12 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if costs {
 		headers = slices.Insert(headers, 5, "COST")
 	}
+	// CHECKPOINT, the newest object of the task's MOUNT_CACHED buckets
+	// when the attempt ended, likewise.
+	checkpoint := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Checkpoint != nil })
+	if checkpoint {
+		headers = slices.Insert(headers, len(headers)-1, "CHECKPOINT")
+	}
 	section(w, "Attempts", d.Attempts, headers, func(a contract.AttemptView) []string {
 		where := "-"
 		if a.Cloud != nil {
@@ -163,6 +170,13 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 		}
 		if costs {
 			row = slices.Insert(row, 5, costText(a.Cost, a.CostEstimate))
+		}
+		if checkpoint {
+			c := "-"
+			if a.Checkpoint != nil {
+				c = path.Base(a.Checkpoint.Key) + " " + a.Checkpoint.Modified.UTC().Format("15:04:05")
+			}
+			row = slices.Insert(row, len(row)-1, c)
 		}
 		return row
 	})

@@ -315,11 +315,15 @@ type attemptRow struct {
 	// ($SORTIE_PROGRESS); "" when none.
 	Progress string
 	// Cost is what the attempt cost, "-" when not known.
-	Cost     string
-	Reason   string
-	Action   string
-	Decision string
-	Running  bool
+	Cost string
+	// Checkpoint is the newest object of the task's MOUNT_CACHED
+	// buckets when the attempt ended, CheckpointAt its last-modified
+	// time; "" when none was seen.
+	Checkpoint, CheckpointAt string
+	Reason                   string
+	Action                   string
+	Decision                 string
+	Running                  bool
 }
 
 type nodeCode struct {
@@ -423,6 +427,9 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 			ar.Progress = strconv.FormatInt(*a.Progress, 10)
 		}
 		ar.Cost = contract.Cost(a.Cost, a.CostEstimate)
+		if c := a.Checkpoint; c != nil {
+			ar.Checkpoint, ar.CheckpointAt = c.Key, c.Modified.UTC().Format(time.RFC3339)
+		}
 		attempts = append(attempts, ar)
 	}
 	if n := len(attempts); n > 0 {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 )
@@ -128,6 +129,12 @@ func (s *Server) Object(bname, name string) ([]byte, bool) {
 func (s *Server) Put(bname, name string, data []byte) {
 	s.fake.CreateObject(fakestorage.Object{Content: bytes.Clone(data), ObjectAttrs: fakestorage.ObjectAttrs{
 		BucketName: bname, Name: name, ContentType: "application/octet-stream"}})
+}
+
+// PutAt is Put with the object's last-modified time.
+func (s *Server) PutAt(bname, name string, data []byte, updated time.Time) {
+	s.fake.CreateObject(fakestorage.Object{Content: bytes.Clone(data), ObjectAttrs: fakestorage.ObjectAttrs{
+		BucketName: bname, Name: name, ContentType: "application/octet-stream", Created: updated, Updated: updated}})
 }
 
 var (
