@@ -31,6 +31,7 @@ import (
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
 	"sortie/controller/metrics"
+	"sortie/controller/prices"
 	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -74,6 +75,12 @@ type Controller struct {
 	// store's job counts as the sortie_jobs gauge and its transactions
 	// timed.
 	Metrics *metrics.Metrics
+	// Prices answer what an attempt costs, from the store's price cache
+	// (never a call to a cloud); PriceRefresher keeps the cache fresh in
+	// the background once the program running the controller starts it
+	// (serve.go). New makes both over the store.
+	Prices         price.Book
+	PriceRefresher *prices.Refresher
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
@@ -135,6 +142,11 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 		wake:    make(chan struct{}, 1),
 	}
 	if st != nil {
+		book := prices.NewBook(st, prices.Intervals{OnDemand: cfg.Prices.OnDemandRefresh.D(), Spot: cfg.Prices.SpotRefresh.D()},
+			func() time.Time { return c.Now() })
+		c.Prices = book
+		c.PriceRefresher = &prices.Refresher{Book: book, Store: st, Now: func() time.Time { return c.Now() }, After: time.After,
+			Log: log.With("part", "prices")}
 		c.Metrics = metrics.New(st)
 		c.Metrics.WatchQuarantine(func(ctx context.Context) ([]strategy.Quarantined, error) {
 			return st.Quarantined(ctx, cfg.QuarantinePolicy())
