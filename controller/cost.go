@@ -29,20 +29,13 @@ func billingMinimum(cloud string) time.Duration {
 	return 0
 }
 
-// history is the prices of k in effect during [from, to]: the zone's when
-// the book has them (spot), else the region's.
+// history is the prices of k in effect during [from, to] (the book
+// falls back from a zone's price to its region's, then to the cloud's).
 func (c *Controller) history(k price.Key, from, to time.Time) []price.Quote {
 	if c.Prices == nil {
 		return nil
 	}
-	if h := c.Prices.History(k, from, to); len(h) > 0 {
-		return h
-	}
-	if k.Zone != "" {
-		k.Zone = ""
-		return c.Prices.History(k, from, to)
-	}
-	return nil
+	return c.Prices.History(k, from, to)
 }
 
 // priceAt is the price of one node of k at t; false when none is known.
@@ -54,23 +47,38 @@ func (c *Controller) priceAt(k price.Key, t time.Time) (price.Quote, bool) {
 	return h[len(h)-1], true
 }
 
-// candidateKey names the price of one node at a candidate placement.
+// candidateKey names the price of one node at a candidate placement: its
+// instance type, or for a cloud priced per resource (no instance type)
+// the shape of what the node asks for; the zone's price for spot (clouds
+// set spot prices per zone), the region's for on-demand.
 func candidateKey(cand strategy.Candidate) price.Key {
-	pl := cand.Placement
-	return price.Key{Cloud: pl.Cloud, Region: pl.Region, Zone: pl.Zone, InstanceType: cand.Resources.InstanceType, Spot: cand.Resources.UseSpot}
+	pl, r := cand.Placement, cand.Resources
+	k := price.Key{Cloud: pl.Cloud, Region: pl.Region, InstanceType: r.InstanceType, Spot: r.UseSpot}
+	if k.InstanceType == "" {
+		k.InstanceType = price.ShapeOf(r)
+	}
+	if k.Spot {
+		k.Zone = pl.Zone
+	}
+	return k
 }
 
-// billingKey names the price an attempt is billed at.
+// billingKey names the price an attempt is billed at, as candidateKey.
 func billingKey(a *store.Attempt) price.Key {
-	return price.Key{Cloud: a.Cloud, Region: a.Region, Zone: a.Zone, InstanceType: a.Billing.InstanceType, Spot: a.Billing.Spot}
+	k := price.Key{Cloud: a.Cloud, Region: a.Region, InstanceType: a.Billing.InstanceType, Spot: a.Billing.Spot}
+	if k.Spot {
+		k.Zone = a.Zone
+	}
+	return k
 }
 
 // billing is how a cluster of nodes launched now at cand is billed.
 func (c *Controller) billing(cand strategy.Candidate, nodes int) store.Billing {
 	now := c.Now()
-	b := store.Billing{From: &now, InstanceType: cand.Resources.InstanceType, Spot: cand.Resources.UseSpot,
+	k := candidateKey(cand)
+	b := store.Billing{From: &now, InstanceType: k.InstanceType, Spot: k.Spot,
 		Nodes: nodes, Minimum: billingMinimum(cand.Placement.Cloud)}
-	if q, ok := c.priceAt(candidateKey(cand), now); ok {
+	if q, ok := c.priceAt(k, now); ok {
 		b.PerHour = &q.PerHour
 	}
 	return b
