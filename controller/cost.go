@@ -47,21 +47,9 @@ func (c *Controller) priceAt(k price.Key, t time.Time) (price.Quote, bool) {
 	return h[len(h)-1], true
 }
 
-// candidateKey names the price of one node at a candidate placement: its
-// instance type, or for a cloud priced per resource (no instance type)
-// the shape of what the node asks for; the zone's price for spot (clouds
-// set spot prices per zone), the region's for on-demand.
-func candidateKey(cand strategy.Candidate) price.Key {
-	pl, r := cand.Placement, cand.Resources
-	k := price.Key{Cloud: pl.Cloud, Region: pl.Region, InstanceType: r.InstanceType, Spot: r.UseSpot}
-	if k.InstanceType == "" {
-		k.InstanceType = price.ShapeOf(r)
-	}
-	if k.Spot {
-		k.Zone = pl.Zone
-	}
-	return k
-}
+// candidateKey names the price of one node at a candidate placement
+// (price.KeyOf).
+func candidateKey(cand strategy.Candidate) price.Key { return price.KeyOf(cand.Placement, cand.Resources) }
 
 // billingKey names the price an attempt is billed at, as candidateKey.
 func billingKey(a *store.Attempt) price.Key {
