@@ -49,7 +49,9 @@ func (c *Controller) priceAt(k price.Key, t time.Time) (price.Quote, bool) {
 
 // candidateKey names the price of one node at a candidate placement
 // (price.KeyOf).
-func candidateKey(cand strategy.Candidate) price.Key { return price.KeyOf(cand.Placement, cand.Resources) }
+func candidateKey(cand strategy.Candidate) price.Key {
+	return price.KeyOf(cand.Placement, cand.Resources)
+}
 
 // billingKey names the price an attempt is billed at, as candidateKey.
 func billingKey(a *store.Attempt) price.Key {

@@ -38,4 +38,3 @@ func TestPlanShowsTheHourlyCost(t *testing.T) {
 		}
 	}
 }
-
