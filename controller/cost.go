@@ -168,6 +168,32 @@ func (c *Controller) overBudgetAt(j *store.Job, task *schema.Task, a *store.Atte
 	return strategy.OverBudget(strategy.Policy{MaxCost: limit}, s, now)
 }
 
+// overBudgetOn says whether a restart on last's cluster, kept for it,
+// would start an attempt that the job's max_cost cannot pay an hour of, at
+// the cluster's price now (its price at launch when none is known now).
+func (c *Controller) overBudgetOn(j *store.Job, last *store.Attempt) (string, bool) {
+	limit := c.maxCost(j)
+	if limit <= 0 || c.Prices == nil {
+		return "", false
+	}
+	now := c.Now()
+	var perHour float64
+	if q, ok := c.priceAt(billingKey(last), now); ok {
+		perHour = q.PerHour
+	} else if last.Billing.PerHour != nil {
+		perHour = *last.Billing.PerHour
+	}
+	s := c.spend(j, nil, now)
+	s.Next = perHour * float64(max(last.Billing.Nodes, 1))
+	return strategy.OverBudget(strategy.Policy{MaxCost: limit}, s, now)
+}
+
+// overBudgetError is nextAttempt's answer when the attempt it would start
+// is over the job's max_cost: the job ends with reason.
+type overBudgetError struct{ reason string }
+
+func (e *overBudgetError) Error() string { return e.reason }
+
 // stopOverBudget ends a job whose max_cost is spent, as a cancel does: the
 // running attempt's nodes are told to stop (SIGTERM, then SIGKILL after
 // the termination grace) and their logs kept, then the end is recorded
