@@ -6,8 +6,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"sortie/controller/prices"
-	"sortie/provision/price"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +13,10 @@ import (
 	"sortie/controller/clouds"
 	"sortie/controller/config"
 	"sortie/controller/contract"
+	"sortie/controller/prices"
+	"sortie/controller/store"
 	"sortie/provision/fit"
+	"sortie/provision/price"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -259,10 +260,23 @@ func formatAccelerators(acc map[string]int) string {
 // store's cache holds (the controller reads them from the clouds), loaded
 // once; nil when they cannot be read.
 func (s *Service) planBook(ctx context.Context) price.Book {
-	if s.Store == nil {
-		return nil
+	st := s.Store
+	if st == nil {
+		// A dry run opens no store to launch, but reads the prices of
+		// one that exists; it never makes one.
+		u := s.Config.StoreURL()
+		if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+			if _, err := os.Stat(strings.TrimPrefix(u, "sqlite:")); err != nil {
+				return nil
+			}
+		}
+		var err error
+		if st, err = store.OpenURL(ctx, u, nil); err != nil {
+			return nil
+		}
+		defer st.Close()
 	}
-	b := prices.NewBook(s.Store, prices.Intervals{OnDemand: s.Config.Prices.OnDemandRefresh.D(), Spot: s.Config.Prices.SpotRefresh.D()}, s.now)
+	b := prices.NewBook(st, prices.Intervals{OnDemand: s.Config.Prices.OnDemandRefresh.D(), Spot: s.Config.Prices.SpotRefresh.D()}, s.now)
 	if err := b.Load(ctx); err != nil {
 		return nil
 	}
