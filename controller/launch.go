@@ -151,11 +151,6 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	if err != nil {
 		return nil, provision.Prechecks(err)
 	}
-	if err := c.Store.SetPlacement(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone); err != nil {
-		return nil, fmt.Errorf("record placement %s: %w", pl, err)
-	}
-	a.Cloud, a.Region, a.Zone = pl.Cloud, pl.Region, pl.Zone
-	ctx = c.withStep(ctx, j, a)
 	p, err := c.spec(j)
 	if err != nil {
 		return nil, err
@@ -163,10 +158,11 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	n := max(p.Tasks[a.TaskIdx].NumNodes, 1)
 	// Billed from the request: the one of the launch that succeeds is kept.
 	b := c.billing(cand, n)
-	if err := c.Store.SetBilling(ctx, a.ID, b); err != nil {
-		return nil, fmt.Errorf("record billing at %s: %w", pl, err)
+	if err := c.Store.SetPlacementBilling(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, b); err != nil {
+		return nil, fmt.Errorf("record placement %s: %w", pl, err)
 	}
-	a.Billing = b
+	a.Cloud, a.Region, a.Zone, a.Billing = pl.Cloud, pl.Region, pl.Zone, b
+	ctx = c.withStep(ctx, j, a)
 	// What the launch waits for is shown on the job while it waits, and
 	// cleared once it is over.
 	var shown atomic.Bool

@@ -330,6 +330,15 @@ func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region
 	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND `+openSQL, cloud, region, zone, attemptID)
 }
 
+// SetPlacementBilling is SetPlacement and SetBilling in one statement: what
+// a launch records before it asks the cloud.
+func (s *Store) SetPlacementBilling(ctx context.Context, attemptID int64, cloud, region, zone string, b Billing) error {
+	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ?,
+		billed_from = ?, instance_type = ?, spot = ?, nodes = ?, min_seconds = ?, price_per_hour = ?
+		WHERE id = ? AND `+openSQL, cloud, region, zone,
+		fmtTimePtr(b.From), b.InstanceType, boolInt(b.Spot), b.Nodes, int64(b.Minimum/time.Second), b.PerHour, attemptID)
+}
+
 // SetBilling records how an attempt's cluster will be billed, when its
 // launch is requested (b.From): the request of the launch that succeeds is
 // the one kept.
@@ -400,11 +409,20 @@ func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region
 			return err
 		}
 		// From now on the job shows what its cluster costs so far.
-		as, err := findAttempts(ctx, tx, `WHERE id = ?`, attemptID)
-		if err != nil || len(as) == 0 || as[0].Billing.From == nil {
+		var from sql.NullString
+		var b Billing
+		var perHour sql.NullFloat64
+		if err := tx.QueryRowContext(ctx, `SELECT billed_from, nodes, price_per_hour FROM attempts WHERE id = ?`, attemptID).
+			Scan(&from, &b.Nodes, &perHour); err != nil {
 			return err
 		}
-		return startBilling(ctx, tx, a.Job, as[0].Billing)
+		if b.From = parseTime(from); b.From == nil {
+			return nil
+		}
+		if perHour.Valid {
+			b.PerHour = &perHour.Float64
+		}
+		return startBilling(ctx, tx, a.Job, b)
 	})
 }
 
