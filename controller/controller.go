@@ -66,19 +66,18 @@ type Controller struct {
 	// Pause, when set, is called at the pause points (pause.go) that
 	// crash tests aim kills at; nil costs nothing.
 	Pause func(point string, job int64, attempt int)
-	// Prices are the prices sortie read before, from the clouds and
-	// config.yaml (never a call to a cloud): what each attempt costs,
-	// max_cost and max_hourly_cost are counted with them (cost.go), and
-	// they order the candidates of resources.placement: cheapest. Nil is
-	// no price known: costs are unknown, and no budget stops a job.
-	Prices price.Book
 	// Metrics are what the controller counts; New makes them, with the
 	// store's job counts as the sortie_jobs gauge and its transactions
 	// timed.
 	Metrics *metrics.Metrics
-	// PriceRefresher keeps the store's cache of prices, which Prices
-	// reads, fresh in the background once the program running the
+	// Prices answer what an attempt costs, from the store's price cache
+	// (never a call to a cloud): each attempt's cost, max_cost and
+	// max_hourly_cost are counted with them (cost.go), and they order the
+	// candidates of resources.placement: cheapest; nil is no price known
+	// (costs unknown, no budget stops a job). PriceRefresher keeps the
+	// cache fresh in the background once the program running the
 	// controller starts it (serve.go). New makes both over the store.
+	Prices         price.Book
 	PriceRefresher *prices.Refresher
 
 	// sched claims jobs for the ticks, runs their steps and follows them

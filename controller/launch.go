@@ -154,11 +154,6 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	if err != nil {
 		return nil, provision.Prechecks(err)
 	}
-	if err := c.Store.SetPlacement(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType); err != nil {
-		return nil, fmt.Errorf("record placement %s: %w", pl, err)
-	}
-	a.Cloud, a.Region, a.Zone, a.InstanceType, a.Host = pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, ""
-	ctx = c.withStep(ctx, j, a)
 	p, err := c.spec(j)
 	if err != nil {
 		return nil, err
@@ -166,10 +161,11 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	n := max(p.Tasks[a.TaskIdx].NumNodes, 1)
 	// Billed from the request: the one of the launch that succeeds is kept.
 	b := c.billing(cand, n)
-	if err := c.Store.SetBilling(ctx, a.ID, b); err != nil {
-		return nil, fmt.Errorf("record billing at %s: %w", pl, err)
+	if err := c.Store.SetPlacementBilling(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, b); err != nil {
+		return nil, fmt.Errorf("record placement %s: %w", pl, err)
 	}
-	a.Billing = b
+	a.Cloud, a.Region, a.Zone, a.InstanceType, a.Host, a.Billing = pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, "", b
+	ctx = c.withStep(ctx, j, a)
 	// What the launch waits for is shown on the job while it waits, and
 	// cleared once it is over.
 	var shown atomic.Bool

@@ -412,7 +412,7 @@ func TestContractConformer(t *testing.T) {
 }
 
 // goodJob is a job as `jobs queue -o json` prints one.
-const goodJob = `{"cancelled_by": null, "current_task": 0, "ended_at": "2025-01-02T03:04:05.5Z", "exit_codes": [0, null],
+const goodJob = `{"cancelled_by": null, "cost": 12.4, "cost_estimate": false, "current_task": 0, "ended_at": "2025-01-02T03:04:05.5Z", "exit_codes": [0, null],
 	"failure_reason": null, "id": 1, "input_key": "abc", "location": "aws/us-east-1a", "name": "spot", "num_tasks": 1, "overrides": null, "owner": "alice",
 	"recovery_count": 1, "requested_by": null, "resources": "1x[A100:8]", "restarts_on_errors": 0, "retried_in": null, "retry_of": null,
 	"retry_reason": null, "root_id": 1, "size": {"cpus": null, "memory": "32+", "accelerators": null},

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -74,9 +75,11 @@ func Cost(dollars *float64, estimate bool) string {
 	if dollars == nil {
 		return "-"
 	}
-	s := fmt.Sprintf("$%.2f", *dollars)
+	// strconv, not fmt: a queue formats one per job.
+	b := make([]byte, 0, 16)
 	if estimate {
-		return "~" + s
+		b = append(b, '~')
 	}
-	return s
+	b = append(b, '$')
+	return string(strconv.AppendFloat(b, *dollars, 'f', 2, 64))
 }

@@ -97,8 +97,7 @@ type Attempt struct {
 	// runs, or when no price of it was known.
 	Cost *Cost
 	// InstanceType is the instance type the attempt asked for ("" when it
-	// asked by CPUs and memory; the same as Billing.InstanceType once a
-	// launch was requested); Host the Kubernetes node all its nodes
+	// asked by CPUs and memory); Host the Kubernetes node all its nodes
 	// ran on ("" elsewhere, or when they ran on several).
 	InstanceType, Host string
 	// Checkpoint is the newest object of the task's MOUNT_CACHED buckets
@@ -170,8 +169,8 @@ const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, z
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
 	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress,
-	billed_from, instance_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate, on_demand,
-	host, checkpoint, checkpoint_at`
+	billed_from, billed_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate, on_demand,
+	instance_type, host, checkpoint, checkpoint_at`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -212,11 +211,10 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
 		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress,
 		&billed, &a.Billing.InstanceType, &a.Billing.Spot, &a.Billing.Nodes, &minSeconds, &perHour, &cost, &costEstimate, &onDemand,
-		&a.Host, &ckpt, &ckptAt); err != nil {
+		&a.InstanceType, &a.Host, &ckpt, &ckptAt); err != nil {
 		return nil, err
 	}
 	a.OnDemand = onDemand != 0
-	a.InstanceType = a.Billing.InstanceType
 	a.Billing.From = parseTime(billed)
 	a.Billing.Minimum = time.Duration(minSeconds.Int64) * time.Second
 	if perHour.Valid {
@@ -371,6 +369,16 @@ func (s *Store) RecordCheckpoint(ctx context.Context, attemptID int64, c strateg
 	return s.exec(ctx, `UPDATE attempts SET checkpoint = ?, checkpoint_at = ? WHERE id = ?`, c.Key, fmtTime(c.Modified), attemptID)
 }
 
+// SetPlacementBilling is SetPlacement and SetBilling in one statement: what
+// a launch records before it asks the cloud.
+func (s *Store) SetPlacementBilling(ctx context.Context, attemptID int64, cloud, region, zone, instanceType string, b Billing) error {
+	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ?,
+		instance_type = ?, host = '',
+		billed_from = ?, billed_type = ?, spot = ?, nodes = ?, min_seconds = ?, price_per_hour = ?
+		WHERE id = ? AND `+openSQL, cloud, region, zone, instanceType,
+		fmtTimePtr(b.From), b.InstanceType, boolInt(b.Spot), b.Nodes, int64(b.Minimum/time.Second), b.PerHour, attemptID)
+}
+
 // SetBilling records how an attempt's cluster will be billed, when its
 // launch is requested (b.From): the request of the launch that succeeds is
 // the one kept.
@@ -379,7 +387,7 @@ func (s *Store) SetBilling(ctx context.Context, attemptID int64, b Billing) erro
 }
 
 func writeBilling(ctx context.Context, tx *dbTx, attemptID int64, b Billing) error {
-	_, err := tx.ExecContext(ctx, `UPDATE attempts SET billed_from = ?, instance_type = ?, spot = ?, nodes = ?, min_seconds = ?, price_per_hour = ?
+	_, err := tx.ExecContext(ctx, `UPDATE attempts SET billed_from = ?, billed_type = ?, spot = ?, nodes = ?, min_seconds = ?, price_per_hour = ?
 		WHERE id = ? AND `+openSQL, fmtTimePtr(b.From), b.InstanceType, boolInt(b.Spot), b.Nodes, int64(b.Minimum/time.Second), b.PerHour, attemptID)
 	return err
 }
@@ -441,11 +449,20 @@ func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region
 			return err
 		}
 		// From now on the job shows what its cluster costs so far.
-		as, err := findAttempts(ctx, tx, `WHERE id = ?`, attemptID)
-		if err != nil || len(as) == 0 || as[0].Billing.From == nil {
+		var from sql.NullString
+		var b Billing
+		var perHour sql.NullFloat64
+		if err := tx.QueryRowContext(ctx, `SELECT billed_from, nodes, price_per_hour FROM attempts WHERE id = ?`, attemptID).
+			Scan(&from, &b.Nodes, &perHour); err != nil {
 			return err
 		}
-		return startBilling(ctx, tx, a.Job, as[0].Billing)
+		if b.From = parseTime(from); b.From == nil {
+			return nil
+		}
+		if perHour.Valid {
+			b.PerHour = &perHour.Float64
+		}
+		return startBilling(ctx, tx, a.Job, b)
 	})
 }
 

@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,cancel,notice,storage,replicas", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,cancel,notice,storage,replicas,cost", "which groups to run, comma-separated")
 	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
 	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
 	fs.StringVar(&o.replicasStore, "replicas-store", "sqlite", "the replicas group's store: sqlite (the home's state.db) or postgres (a PostgreSQL server the bench starts, a database per run)")
@@ -93,12 +93,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas, "cost": b.cost}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, cancel, notice, storage, replicas)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, cancel, notice, storage, replicas, cost)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -205,8 +205,13 @@ func (b *bench) sim(ctx context.Context) error {
 // failure verdict on when allOn, and checks that every job succeeded with
 // the recoveries the seed implies.
 func (b *bench) simRun(ctx context.Context, name string, allOn bool) (*suite.SimResult, error) {
+	return b.simRunWith(ctx, name, suite.SimOptions{AllOn: allOn})
+}
+
+// simRunWith is simRun with o's AllOn and Prices.
+func (b *bench) simRunWith(ctx context.Context, name string, o suite.SimOptions) (*suite.SimResult, error) {
 	r, err := suite.RunSim(ctx, suite.SimOptions{Bin: b.o.bin, Home: b.home(name), Jobs: b.o.simJobs, RunTime: b.o.runTime,
-		ExitShare: b.o.exitShare, PreemptShare: b.o.preemptShare, Seed: 1, AllOn: allOn, Timeout: b.o.simTimeout, Progress: b.log})
+		ExitShare: b.o.exitShare, PreemptShare: b.o.preemptShare, Seed: 1, AllOn: o.AllOn, Prices: o.Prices, Timeout: b.o.simTimeout, Progress: b.log})
 	if err != nil {
 		return nil, err
 	}
@@ -300,6 +305,48 @@ func (b *bench) queue(ctx context.Context) error {
 	b.figure(n+"_ratio", float64(r.Status)/float64(floor), 1, "x")
 	b.figure("queue_default_"+count(o.Jobs)+"_ms", suite.Ms(r.Default), 0, "ms")
 	b.figure("queue_default_"+count(o.Jobs)+"_ratio", float64(r.Default)/float64(floor), 1, "x")
+	return nil
+}
+
+// cost measures what counting costs: the default queue view over a store
+// of queueJobs jobs with the COST column against the same jobs with no
+// cost known (cost_queue_*), and the sim's decision p99 with prices and a
+// max_cost on against the plain run (sim_decision_p99_ms_prices_*), each
+// pair in the same run.
+func (b *bench) cost(ctx context.Context) error {
+	o := suite.QueueOptions{Bin: b.o.bin, Home: b.home("cost-queue"), Jobs: b.o.queueJobs, Running: b.o.queueRunning, Runs: b.o.queueRuns,
+		Progress: b.log, Costs: true}
+	if err := suite.BuildQueueStore(ctx, o); err != nil {
+		return err
+	}
+	plain := o
+	plain.Home, plain.Costs = b.home("cost-queue-plain"), false
+	if err := suite.BuildQueueStore(ctx, plain); err != nil {
+		return err
+	}
+	q, err := suite.RunCostQueue(ctx, o, o.Home, plain.Home)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "cost: queue with costs, runs %v; without, runs %v\n", q.WithRuns, q.WithoutRuns)
+	n := "cost_queue_" + count(o.Jobs)
+	b.figure(n+"_ms", suite.Ms(q.With), 0, "ms")
+	b.figure(n+"_plain_ms", suite.Ms(q.Without), 0, "ms")
+	b.figure(n+"_ratio", float64(q.With)/float64(q.Without), 2, "x")
+	off, err := b.simRunWith(ctx, "cost-sim-off", suite.SimOptions{})
+	if err != nil {
+		return err
+	}
+	on, err := b.simRunWith(ctx, "cost-sim-on", suite.SimOptions{Prices: true})
+	if err != nil {
+		return err
+	}
+	p99Off, p99On := suite.Percentile(off.Decisions, 99), suite.Percentile(on.Decisions, 99)
+	b.figure("sim_decision_p99_ms_prices_off", suite.Ms(p99Off), 1, "ms")
+	b.figure("sim_decision_p99_ms_prices_on", suite.Ms(p99On), 1, "ms")
+	if p99Off > 0 {
+		b.figure("sim_decision_prices_ratio", float64(p99On)/float64(p99Off), 2, "x")
+	}
 	return nil
 }
 

@@ -1,15 +1,16 @@
 -- What attempts and jobs cost.
 --
 -- attempts: how the attempt's cluster is billed, written when its launch
--- is requested (billed_from: the request; instance_type, spot and nodes:
--- what it asked for; min_seconds: the cloud's minimum billed time per
+-- is requested (billed_from: the request; billed_type, spot and nodes:
+-- what it is priced as: its instance type, or its shape where a cloud
+-- prices per resource; min_seconds: the cloud's minimum billed time per
 -- instance, 0 on a cluster reused from the attempt before;
 -- price_per_hour: one node's price at launch, null when no price was
 -- known), and what it cost, written in the transaction that ends it (cost:
 -- null when no price was known; cost_estimate: 1 when a price was stale or
 -- not known for the whole time).
 ALTER TABLE attempts ADD COLUMN billed_from TEXT;
-ALTER TABLE attempts ADD COLUMN instance_type TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN billed_type TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN spot INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN nodes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN min_seconds INTEGER NOT NULL DEFAULT 0;

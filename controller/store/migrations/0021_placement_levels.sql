@@ -1,13 +1,13 @@
 -- What a failure counts against, finer than a zone, and the checkpoints
 -- that show a task's progress.
 --
--- attempts.instance_type (added by 0019): the instance type the attempt
--- asked for, '' when it asked by CPUs and memory. attempts.host: the
--- Kubernetes node every node of the attempt ran on, '' on VM clouds and
--- when its pods ran on several nodes. Quarantine counts a failure against
--- the type in its zone, or against the node (strategy.QuarantineKey).
--- Attempts stored before these migrations have neither and count against
--- their zone only.
+-- attempts.instance_type: the instance type the attempt asked for, ''
+-- when it asked by CPUs and memory. attempts.host: the Kubernetes node
+-- every node of the attempt ran on, '' on VM clouds and when its pods ran
+-- on several nodes. Quarantine counts a failure against the type in its
+-- zone, or against the node (strategy.QuarantineKey). Attempts stored
+-- before this migration have neither and count against their zone only.
+ALTER TABLE attempts ADD COLUMN instance_type TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN host TEXT NOT NULL DEFAULT '';
 
 -- attempts.checkpoint, checkpoint_at: the newest object of the task's

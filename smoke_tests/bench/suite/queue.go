@@ -25,6 +25,10 @@ type QueueOptions struct {
 	Running  int // how many of them are RUNNING; the rest have ended
 	Runs     int // timed runs of each view; the median is reported
 	Progress io.Writer
+	// Costs gives every job a cost, as the controller stores them: the
+	// ended jobs' sums, and the running ones' price per hour since their
+	// start.
+	Costs bool
 }
 
 // QueueResult is the median time of each view and what they printed.
@@ -138,6 +142,18 @@ func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 			fmt.Fprintf(o.Progress, "queue: %d/%d jobs stored\n", id, o.Jobs)
 		}
 	}
+	if o.Costs {
+		for _, q := range []string{
+			`UPDATE attempts SET billed_from = started_at, nodes = 1, price_per_hour = 0.42`,
+			`UPDATE attempts SET cost = (job_id % 1000) * 0.0137 WHERE ended_at IS NOT NULL`,
+			`UPDATE jobs SET cost = (id % 1000) * 0.0137, cost_estimate = (id % 3 = 0) WHERE ended_at IS NOT NULL`,
+			`UPDATE jobs SET cost_rate = 0.42, cost_since = started_at WHERE ended_at IS NULL`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("costs: %w", err)
+			}
+		}
+	}
 	return tx.Commit()
 }
 
@@ -176,5 +192,49 @@ func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 		r.DefaultRuns = append(r.DefaultRuns, d)
 	}
 	r.Status, r.Default = Median(r.StatusRuns), Median(r.DefaultRuns)
+	return r, nil
+}
+
+// CostQueueResult is the default queue view timed on a store whose jobs
+// have costs (the COST column shown) and on the same store without them.
+type CostQueueResult struct {
+	With, Without         time.Duration
+	WithRuns, WithoutRuns []time.Duration
+}
+
+// RunCostQueue times the default `jobs queue` on the store at priced
+// (built with Costs) and at plain (the same jobs, no cost known), one
+// beside the other o.Runs times, after an untimed run of each that checks
+// that the first shows the COST column and the second does not.
+func RunCostQueue(ctx context.Context, o QueueOptions, priced, plain string) (*CostQueueResult, error) {
+	run := func(home string) (time.Duration, string, error) {
+		return runCLI(ctx, o.Bin, Environ(home), "", "jobs", "queue")
+	}
+	_, out, err := run(priced)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(out, "COST") || !strings.Contains(out, "~$") {
+		return nil, fmt.Errorf("the queue of a store with costs shows none:\n%.2000s", out)
+	}
+	if _, out, err = run(plain); err != nil {
+		return nil, err
+	}
+	if strings.Contains(out, "COST") {
+		return nil, fmt.Errorf("the queue of a store without costs shows a COST column")
+	}
+	r := &CostQueueResult{}
+	for i := 0; i < o.Runs; i++ {
+		d, _, err := run(priced)
+		if err != nil {
+			return nil, err
+		}
+		r.WithRuns = append(r.WithRuns, d)
+		if d, _, err = run(plain); err != nil {
+			return nil, err
+		}
+		r.WithoutRuns = append(r.WithoutRuns, d)
+	}
+	r.With, r.Without = Median(r.WithRuns), Median(r.WithoutRuns)
 	return r, nil
 }

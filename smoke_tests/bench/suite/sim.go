@@ -27,6 +27,10 @@ type SimOptions struct {
 	// (confirm_failures: 1, max_restarts_without_progress: 3) beside the
 	// quarantine, which is on by default; the jobs end as without them.
 	AllOn bool
+	// Prices gives the sim a price (config.yaml sim.prices, read into
+	// the controller's price cache) and the task a max_cost it never
+	// reaches: every attempt is priced and every step weighs the budget.
+	Prices bool
 	// PollInterval is the controller's; zero keeps its default.
 	PollInterval time.Duration
 	// Timeout bounds the wait for every job to end.
@@ -77,6 +81,17 @@ resources:
 run: python train.py
 `
 
+// simTaskPriced is simTask with a budget it never reaches.
+const simTaskPriced = `name: bench
+resources:
+  cloud: sim
+  job_recovery:
+    strategy: EAGER_NEXT_REGION
+    recover_on_exit_codes: [29]
+    max_cost: 1000000
+run: python train.py
+`
+
 // simConfig is the controller's config.yaml for a sim run. Restart
 // back-off is 1ms, so that the decision latency is the controller's own
 // and not the wait a user configures.
@@ -84,6 +99,10 @@ func (o SimOptions) simConfig() string {
 	poll := ""
 	if o.PollInterval > 0 {
 		poll = fmt.Sprintf("  poll_interval: %s\n", o.PollInterval)
+	}
+	prices := ""
+	if o.Prices {
+		prices = "  prices: {node_hour: 0.5}\n"
 	}
 	return fmt.Sprintf(`controller:
 %s  restart_backoff_initial: 1ms
@@ -95,7 +114,7 @@ sim:
   preempt_attempts: 1
   seed: %d
   decision_log: sim/decisions.log
-`, poll, o.RunTime, o.ExitShare, o.PreemptShare, o.Seed)
+%s`, poll, o.RunTime, o.ExitShare, o.PreemptShare, o.Seed, prices)
 }
 
 // SimConfig is the sim provider's configuration the run gives the
@@ -111,6 +130,9 @@ func RunSim(ctx context.Context, o SimOptions) (*SimResult, error) {
 	task := simTask
 	if o.AllOn {
 		task = simTaskAllOn
+	}
+	if o.Prices {
+		task = simTaskPriced
 	}
 	h, err := openHome(ctx, o.Bin, o.Home, o.simConfig(), task)
 	if err != nil {
