@@ -64,7 +64,7 @@ func TestPriceOfFallsBackToTheRegion(t *testing.T) {
 		want  float64
 		known bool
 	}{{true, 0.2, true}, {false, 0.9, true}} {
-		cand := candAt("GCP", "r", "r-a", "n2", tt.spot)
+		cand := candAt("gcp", "r", "r-a", "n2", tt.spot)
 		got, known := c.priceOf(time.Time{})(cand)
 		if got != tt.want || known != tt.known {
 			t.Errorf("spot %v: price %v %v, want %v %v", tt.spot, got, known, tt.want, tt.known)

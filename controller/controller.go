@@ -65,9 +65,11 @@ type Controller struct {
 	// Pause, when set, is called at the pause points (pause.go) that
 	// crash tests aim kills at; nil costs nothing.
 	Pause func(point string, job int64, attempt int)
-	// Prices answers the prices sortie last read from the clouds (and
-	// config.yaml), never calling one; nil knows no price. They order the
-	// candidates of resources.placement: cheapest.
+	// Prices are the prices sortie read before (never a call to a
+	// cloud): what each attempt costs, max_cost and max_hourly_cost are
+	// counted with them (cost.go). Nil is no price known: costs are
+	// unknown, and no budget stops a job. They also order the candidates
+	// of resources.placement: cheapest.
 	Prices price.Book
 	// Metrics are what the controller counts; New makes them, with the
 	// store's job counts as the sortie_jobs gauge and its transactions
@@ -85,7 +87,9 @@ type Controller struct {
 	// limits holds each job's max_duration per task ([]time.Duration, zero
 	// for none), read from its spec once; dropped when the job ends.
 	limits sync.Map
-	wake   chan struct{}
+	// budgets holds each job's max_cost per task (cost.go).
+	budgets budgets
+	wake    chan struct{}
 	// aborts holds, for each job whose launch or start is under way, what
 	// stops it: a cancel requested meanwhile stops it at once.
 	aborts abortSet

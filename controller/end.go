@@ -109,7 +109,8 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 		facts.KeptUntil = &kept.Until
 	}
 	c.pause(PauseEnding, j.ID, a.Attempt)
-	if err := c.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.outcome, ExitCodes: e.codes, Reason: e.reason}, d, facts); err != nil {
+	cost := c.attemptCost(a, c.Now())
+	if err := c.Store.EndAttempt(ctx, a, store.Observed{Outcome: e.outcome, ExitCodes: e.codes, Reason: e.reason, Cost: cost}, d, facts); err != nil {
 		if errors.Is(err, store.ErrAttemptEnded) || errors.Is(err, store.ErrTerminal) {
 			return nil // ended meanwhile: whoever ended it tears down
 		}
@@ -118,6 +119,7 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 	c.logger(ctx).Info("attempt ended", "outcome", e.outcome,
 		"exit_codes", strategy.FormatExitCodes(e.codes), "decision", d.Action, "reason", d.Reason)
 	c.counted(j.ID, a.TaskIdx, e, d, t.RecoveryCount)
+	c.countCost(j, a, cost)
 	// What follows a recorded end is done even by a controller that is
 	// stopping: a graceful stop leaves no attempt ended with its task
 	// still running or its cluster up.
@@ -143,6 +145,7 @@ func (c *jobStep) finish(ctx context.Context, j *store.Job, a *store.Attempt, p 
 		c.deleteBuckets(actx, j, pp)
 		c.cleanupSecrets(j.ID)
 		c.limits.Delete(j.ID)
+		c.budgets.m.Delete(j.ID)
 		c.forgetSeen(j.ID, j.NumTasks)
 	}
 	if next == nil {
@@ -210,6 +213,7 @@ func (c *jobStep) finishJob(ctx context.Context, j *store.Job, e ended) error {
 	c.terminate(actx, last)
 	c.cleanupSecrets(j.ID)
 	c.limits.Delete(j.ID)
+	c.budgets.m.Delete(j.ID)
 	return nil
 }
 

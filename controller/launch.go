@@ -95,6 +95,20 @@ func (c *jobStep) launchAttempt(ctx context.Context, j *store.Job, p *schema.Pip
 	}
 	for _, cand := range order {
 		pl := cand.Placement
+		if q, known := c.priceAt(candidateKey(cand), c.Now()); known {
+			if why, over := strategy.OverHourlyCost(cand.Resources, q.PerHour, known); over {
+				// Skipped, not tried: the reason is shown with the tries.
+				tries = append(tries, strategy.LaunchTry{Placement: pl, Class: strategy.ClassOverHourlyCost, Message: why})
+				if err := c.Store.RecordLaunchTry(ctx, store.LaunchTry{JobID: j.ID, TaskIdx: a.TaskIdx, Attempt: a.Attempt, Round: t.LaunchRound,
+					Cloud: pl.Cloud, Region: pl.Region, Zone: pl.Zone, Class: strategy.ClassOverHourlyCost, Message: why}); err != nil {
+					return err
+				}
+				continue
+			}
+			if why, over := c.overBudgetAt(j, task, a, q.PerHour); over {
+				return c.stopOverBudget(ctx, j, a, why)
+			}
+		}
 		c.Metrics.LaunchTries.WithLabelValues(pl.Cloud, pl.Region).Inc()
 		cl, err := c.launchAt(ctx, j, a, cand)
 		if err == nil {
@@ -148,6 +162,12 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 		return nil, err
 	}
 	n := max(p.Tasks[a.TaskIdx].NumNodes, 1)
+	// Billed from the request: the one of the launch that succeeds is kept.
+	b := c.billing(cand, n)
+	if err := c.Store.SetBilling(ctx, a.ID, b); err != nil {
+		return nil, fmt.Errorf("record billing at %s: %w", pl, err)
+	}
+	a.Billing = b
 	// What the launch waits for is shown on the job while it waits, and
 	// cleared once it is over.
 	var shown atomic.Bool
@@ -216,7 +236,7 @@ func (c *jobStep) launched(ctx context.Context, j *store.Job, task *schema.Task,
 	if err := c.Store.MarkLaunched(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, instanceIDs(cl)); err != nil {
 		return fmt.Errorf("record the launched cluster: %w", err)
 	}
-	a.State = lifecycle.AttemptStarting
+	a.State, a.InstanceIDs = lifecycle.AttemptStarting, instanceIDs(cl)
 	return c.startAttempt(ctx, j, task, a)
 }
 

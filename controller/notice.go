@@ -254,12 +254,14 @@ func (c *jobStep) drain(ctx context.Context, a *store.Attempt) error {
 		return nil
 	}
 	w := c.wrapUp(ctx, j, a, true)
-	if err := c.Store.EndReplaced(ctx, a, store.Observed{Outcome: strategy.Preempted, ExitCodes: w.codes, Reason: reason}); err != nil {
+	cost := c.attemptCost(a, c.Now())
+	if err := c.Store.EndReplaced(ctx, a, store.Observed{Outcome: strategy.Preempted, ExitCodes: w.codes, Reason: reason, Cost: cost}); err != nil {
 		if errors.Is(err, store.ErrAttemptEnded) {
 			return nil
 		}
 		return fmt.Errorf("record the end of %s: %w", attemptName(a), err)
 	}
+	c.countCost(j, a, cost)
 	c.Log.Info("replaced attempt ended", "job", j.ID, "attempt", a.Attempt, "reason", reason)
 	actx, cancel := afterEnd(ctx)
 	defer cancel()

@@ -74,6 +74,9 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 	if reason, over := c.overTime(j); over {
 		return wrapf(c.timeOut(ctx, j, a, reason), "end at max_duration")
 	}
+	if reason, over := c.overBudget(j, a); over {
+		return wrapf(c.stopOverBudget(ctx, j, a, reason), "end at max_cost")
+	}
 	if a != nil && a.Cloud != "" {
 		if err := c.brokenState(ctx, a.Cloud); err != nil {
 			return c.failController(ctx, j, a, err)

@@ -49,6 +49,33 @@ func (d *decoder) diskSize(path string, v any) int {
 	return 0
 }
 
+// dollars reads a sum of money in dollars: a number above zero (a "$"
+// before it is allowed); zero when absent.
+func (d *decoder) dollars(path string, v any, fix string) float64 {
+	var text string
+	switch v := v.(type) {
+	case nil:
+		return 0
+	case json.Number:
+		text = v.String()
+	case string:
+		text = strings.TrimPrefix(strings.TrimSpace(v), "$")
+	default:
+		d.ps.add(path, v, "is %s; %s", typeName(v), fix)
+		return 0
+	}
+	n, err := strconv.ParseFloat(text, 64)
+	switch {
+	case err != nil || math.IsNaN(n) || math.IsInf(n, 0):
+		d.ps.add(path, v, "is not a number of dollars; %s", fix)
+	case n <= 0:
+		d.ps.add(path, v, "is not above zero; %s", fix)
+	default:
+		return n
+	}
+	return 0
+}
+
 func diskTiers() []string    { return []string{"low", "medium", "high", "ultra", "best"} }
 func networkTiers() []string { return []string{"standard", "best"} }
 

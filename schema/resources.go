@@ -14,7 +14,7 @@ import (
 
 func resourceFields(candidate bool) []string {
 	f := []string{"cloud", "infra", "region", "zone", "instance_type", "cpus", "memory",
-		"accelerators", "gpus", "use_spot", "disk_size", "disk_tier", "network_tier", "image_id", "ports", "labels"}
+		"accelerators", "gpus", "use_spot", "disk_size", "disk_tier", "network_tier", "image_id", "ports", "labels", "max_hourly_cost"}
 	if !candidate {
 		f = append(f, "any_of", "ordered", "placement", "job_recovery")
 	}
@@ -29,7 +29,6 @@ func ignoredResourceFields() map[string]string {
 		"autostop":                   "ignored: a managed job's cluster is torn down when the job ends",
 		"priority":                   "ignored: sortie starts jobs in the order they are launched",
 		"priority_class":             "ignored: sortie starts jobs in the order they are launched",
-		"max_hourly_cost":            "ignored: sortie does not price instances; pin instance_type to bound the cost",
 		"local_disk":                 "ignored: sortie does not choose instances by their local disks; pin instance_type instead",
 		"ephemeral_storage":          "ignored: SkyPilot's older setting for a Kubernetes pod's scratch disk; use disk_size for the node's disk",
 		"_cluster_config_overrides":  internal,
@@ -108,6 +107,8 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	}
 	r.UseSpot = d.boolean(join(path, "use_spot"), m["use_spot"])
 	r.DiskSize = d.diskSize(join(path, "disk_size"), m["disk_size"])
+	r.MaxHourlyCost = d.dollars(join(path, "max_hourly_cost"), m["max_hourly_cost"],
+		"give the most one node may cost per hour in dollars, e.g. 2.5, or leave max_hourly_cost out for no limit")
 	r.DiskTier = d.tier(join(path, "disk_tier"), m["disk_tier"], diskTiers())
 	r.NetworkTier = d.tier(join(path, "network_tier"), m["network_tier"], networkTiers())
 	r.Ports = d.ports(join(path, "ports"), m["ports"])
@@ -414,7 +415,7 @@ func strategies() []string {
 }
 
 // jobRecoveryFields are the keys of a job_recovery mapping.
-var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress", "on_demand_after", "on_demand_after_cost"}
+var jobRecoveryFields = []string{"strategy", "max_restarts_on_errors", "recover_on_exit_codes", "max_recoveries", "max_duration", "escalate", "keep_on_failure", "termination_grace", "confirm_failures", "confirm_counts_as_restart", "max_restarts_without_progress", "max_cost", "on_demand_after", "on_demand_after_cost"}
 
 func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	switch v := v.(type) {
@@ -446,6 +447,8 @@ func (d *decoder) jobRecovery(path string, v any) *JobRecovery {
 	jr.MaxRecoveries = d.maxRecoveries(join(path, "max_recoveries"), m["max_recoveries"])
 	jr.MaxRestartsWithoutProgress = d.maxRestartsWithoutProgress(join(path, "max_restarts_without_progress"), m["max_restarts_without_progress"])
 	jr.MaxDuration = d.maxDuration(join(path, "max_duration"), m["max_duration"])
+	jr.MaxCost = d.dollars(join(path, "max_cost"), m["max_cost"],
+		"give the most the job may cost in dollars through every recovery, e.g. 40, or leave max_cost out for no limit")
 	jr.Escalate = d.escalate(join(path, "escalate"), m["escalate"])
 	jr.KeepOnFailure = d.positiveDuration(join(path, "keep_on_failure"), m["keep_on_failure"], 0,
 		"give how long to keep the failed cluster (e.g. \"30m\"), or leave keep_on_failure out to tear it down at once")

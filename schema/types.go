@@ -85,6 +85,9 @@ type Resources struct {
 	Accelerators map[string]int `json:"accelerators,omitempty"`
 	UseSpot      bool           `json:"use_spot,omitempty"`
 	DiskSize     int            `json:"disk_size,omitempty"`
+	// MaxHourlyCost skips candidates whose node costs more per hour, in
+	// dollars (SkyPilot's field); zero means no limit.
+	MaxHourlyCost float64 `json:"max_hourly_cost,omitempty"`
 	// ImageID is the image to boot; "docker:IMAGE" instead runs the task's
 	// setup and run inside that container image on the node.
 	ImageID string `json:"image_id,omitempty"`
@@ -146,6 +149,9 @@ type JobRecovery struct {
 	// submission through every recovery, restart and back-off; zero means
 	// none.
 	MaxDuration Duration `json:"max_duration,omitempty"`
+	// MaxCost is the most the job may cost, in dollars, through every
+	// recovery and restart; zero means no limit.
+	MaxCost float64 `json:"max_cost,omitempty"`
 	// Escalate restarts the task on a bigger instance after a failure
 	// with one of its exit codes; nil means never.
 	Escalate *Escalate `json:"escalate,omitempty"`

@@ -37,6 +37,9 @@ const (
 	ControllerError Outcome = "controller_error"
 	// TimedOut: the job's max_duration ran out; sortie stopped the attempt.
 	TimedOut Outcome = "timed_out"
+	// BudgetSpent: the job's max_cost was spent, or too little of it was
+	// left for the next attempt (OverBudget); sortie stopped the attempt.
+	BudgetSpent Outcome = "over_budget"
 )
 
 // Action is what the controller does next.
@@ -68,6 +71,7 @@ const (
 	RuleNoRecovery      Rule = "NoRecovery"
 	RuleNoRecoveryLeft  Rule = "NoRecoveryLeft"
 	RuleMaxDuration     Rule = "MaxDuration"
+	RuleMaxCost         Rule = "MaxCost"
 	RuleExitCodeMatched Rule = "ExitCodeMatched"
 	RuleRestartOnError  Rule = "RestartOnError"
 	RuleNoRestartsLeft  Rule = "NoRestartsLeft"
@@ -133,6 +137,9 @@ type Policy struct {
 	// MaxDuration is the job's wall-clock limit, counted from its
 	// submission (see OverTime). Zero means none.
 	MaxDuration time.Duration
+	// MaxCost is the most the job may cost in dollars, through every
+	// attempt (see OverBudget). Zero means no limit.
+	MaxCost float64
 	// Escalate, when set, restarts the task on a bigger instance after a
 	// failure with one of its exit codes, as a restart on error.
 	Escalate *schema.Escalate
@@ -157,6 +164,7 @@ func PolicyFrom(r schema.JobRecovery) Policy {
 		NoRecovery:                 r.Strategy == schema.NoRecovery,
 		MaxRecoveries:              max(deref(r.MaxRecoveries), 0),
 		MaxDuration:                max(r.MaxDuration.D(), 0),
+		MaxCost:                    max(r.MaxCost, 0),
 		Escalate:                   r.Escalate,
 		MaxRestartsWithoutProgress: nonNegative(r.MaxRestartsWithoutProgress),
 		OnDemandAfter:              max(r.OnDemandAfter, 0),
@@ -286,6 +294,13 @@ type Decision struct {
 //  1. preempted or node_lost: Recover on a new cluster; RecoveryCount+1
 //     and LossRecoveries+1. With NoRecovery, or once LossRecoveries has
 //     reached MaxRecoveries, Fail with FAILED instead.
+//     1b. a Recover from a preemption of a spot attempt (not
+//     Ended.OnDemand) recovers on-demand (Decision.OnDemand) when this
+//     preemption is the OnDemandAfter-th of the task's spot attempts
+//     (RuleOnDemandAfter), or, with OnDemandAfterCost, when Ended.Lost
+//     says the preempted attempts cost more than on-demand would have
+//     (RuleOnDemandAfterCost); see onDemand. A lost node never switches:
+//     it says nothing of spot.
 //  2. user or setup failure where any node's known exit code is listed in
 //     Escalate.OnExitCodes: RestartsOnErrors+1; Escalate to the size Grow
 //     gives while RestartsOnErrors <= MaxRestartsOnErrors, else Fail with
@@ -312,13 +327,9 @@ type Decision struct {
 //     and Detail, the error that stopped the controller.
 //  10. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
 //     reason; never recovered.
-//     1b. a Recover from a preemption of a spot attempt (not Ended.OnDemand)
-//     recovers on-demand (Decision.OnDemand) when this preemption is the
-//     OnDemandAfter-th of the task's spot attempts (RuleOnDemandAfter), or,
-//     with OnDemandAfterCost, when Ended.Lost says the preempted attempts
-//     cost more than on-demand would have (RuleOnDemandAfterCost); see
-//     OnDemand. A lost node never switches: it says nothing of spot.
-//  11. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart
+//  11. over_budget (OverBudget said so): Fail with FAILED and Detail,
+//     OverBudget's reason; never recovered.
+//  12. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart
 //     or Escalate from rules 1 to 4 after an attempt that made no progress
 //     (see Progress) is one more restart without progress; past the limit
 //     it becomes Fail with FAILED, "crash loop: N restarts without
@@ -346,6 +357,9 @@ func decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 	case TimedOut:
 		return Decision{Action: Fail, Counters: c, Status: lifecycle.Failed, Rule: RuleMaxDuration,
 			Reason: cmp.Or(e.Detail, "max_duration exceeded")}
+	case BudgetSpent:
+		return Decision{Action: Fail, Counters: c, Status: lifecycle.Failed, Rule: RuleMaxCost,
+			Reason: cmp.Or(e.Detail, "max_cost spent")}
 	case UserFailure, SetupFailure:
 		return decideFailure(p, c, e)
 	case Succeeded:

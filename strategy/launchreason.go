@@ -16,6 +16,9 @@ const (
 	ClassCapacity  = "capacity"  // no capacity or quota there; the next candidate is tried
 	ClassPrechecks = "prechecks" // no retry can fix it; the job ends FAILED_PRECHECKS
 	ClassTransient = "transient" // anything else; tried again next round
+	// ClassOverHourlyCost: the placement's price is above the task's
+	// max_hourly_cost (OverHourlyCost); it was not launched.
+	ClassOverHourlyCost = "over_max_hourly_cost"
 )
 
 // LaunchTry is one failed launch try, kept to build FAILED_NO_RESOURCE
@@ -111,6 +114,8 @@ func classPhrase(class string) string {
 		return "cannot launch"
 	case ClassTransient:
 		return "transient error"
+	case ClassOverHourlyCost:
+		return "over max_hourly_cost"
 	}
 	return "launch failed"
 }

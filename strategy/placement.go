@@ -164,6 +164,7 @@ func merge(base, item schema.Resources) schema.Resources {
 	}
 	m.UseSpot = m.UseSpot || item.UseSpot
 	m.DiskSize = cmp.Or(item.DiskSize, m.DiskSize)
+	m.MaxHourlyCost = cmp.Or(item.MaxHourlyCost, m.MaxHourlyCost)
 	m.ImageID = cmp.Or(item.ImageID, m.ImageID)
 	if item.Ports != nil {
 		m.Ports = item.Ports

@@ -42,6 +42,7 @@ type Metrics struct {
 	LaunchFailures  *prometheus.CounterVec // cloud, region, class
 	APICalls        *prometheus.CounterVec // cloud, call
 	APIErrors       *prometheus.CounterVec // cloud, call
+	CostDollars     *prometheus.CounterVec // owner, cloud
 	TickDuration    prometheus.Histogram
 	StoreTx         prometheus.Histogram
 }
@@ -65,7 +66,9 @@ func New(jobs JobCounter) *Metrics {
 	m := &Metrics{
 		Registry: reg,
 		AttemptsEnded: counter("sortie_attempts_ended_total",
-			"Attempts ended, by outcome (succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error, timed_out).", "outcome"),
+			"Attempts ended, by outcome (succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error, timed_out, over_budget).", "outcome"),
+		CostDollars: counter("sortie_cost_dollars_total",
+			"What ended attempts cost, in dollars, by the job's owner and the attempt's cloud: every node's price times the time it was billed (no storage, egress or taxes).", "owner", "cloud"),
 		Decisions: counter("sortie_decisions_total",
 			"Decisions taken when an attempt or a job ended, by the rule that made them.", "rule"),
 		Recoveries: counter("sortie_recoveries_total",

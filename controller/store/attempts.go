@@ -90,6 +90,33 @@ type Attempt struct {
 	// for: an earlier decision switched the task (strategy.Decision's
 	// OnDemand, job_recovery.on_demand_after).
 	OnDemand bool
+	// Billing is how the attempt's cluster is billed (SetBilling); its
+	// From is nil until a launch was requested.
+	Billing Billing
+	// Cost is what the attempt cost, written when it ended; nil while it
+	// runs, or when no price of it was known.
+	Cost *Cost
+}
+
+// Billing is how an attempt's cluster is billed: from when its launch was
+// requested, for which instance type, spot or not, how many nodes, with
+// which minimum billed time per instance, at what price per node-hour at
+// launch (nil when no price was known).
+type Billing struct {
+	From         *time.Time
+	InstanceType string
+	Spot         bool
+	Nodes        int
+	Minimum      time.Duration
+	PerHour      *float64
+}
+
+// Cost is a sum of money in dollars, and whether it is an estimate (a
+// price was stale or not known for the whole time, or the time is not
+// over).
+type Cost struct {
+	Dollars  float64
+	Estimate bool
 }
 
 // NodeKeySize is the size of an attempt's NodeKey.
@@ -134,7 +161,8 @@ func scanTask(rows *sql.Rows) (*Task, error) {
 const attemptColumns = `id, job_id, task_idx, attempt, cluster, cloud, region, zone, instance_ids, state,
 	outcome, exit_codes, reason, action, decision, unreachable, started_at, ended_at, size,
 	kept_until, release_requested, released_at, released_reason,
-	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress, on_demand`
+	notice_kind, notice_source, notice_at, notice_deadline, replaced_at, node_key, run_at, progress,
+	billed_from, instance_type, spot, nodes, min_seconds, price_per_hour, cost, cost_estimate, on_demand`
 
 // Attempts returns a job's attempts, task by task, in order.
 func (s *Store) Attempts(ctx context.Context, jobID int64) ([]*Attempt, error) {
@@ -163,16 +191,28 @@ func scanAttempt(rows *sql.Rows) (*Attempt, error) {
 	var a Attempt
 	var ids, outcome, codes, ended, size, kept, released sql.NullString
 	var nKind, nSource, nAt, nDeadline, replaced, nodeKey, runAt sql.NullString
-	var progress sql.NullInt64
+	var progress, minSeconds sql.NullInt64
+	var billed sql.NullString
+	var perHour, cost sql.NullFloat64
+	var costEstimate bool
 	var started string
 	var onDemand int
 	if err := rows.Scan(&a.ID, &a.JobID, &a.TaskIdx, &a.Attempt, &a.Cluster, &a.Cloud, &a.Region, &a.Zone,
 		&ids, &a.State, &outcome, &codes, &a.Reason, &a.Action, &a.Decision, &a.Unreachable, &started, &ended, &size,
 		&kept, &a.ReleaseRequested, &released, &a.ReleasedReason,
-		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress, &onDemand); err != nil {
+		&nKind, &nSource, &nAt, &nDeadline, &replaced, &nodeKey, &runAt, &progress,
+		&billed, &a.Billing.InstanceType, &a.Billing.Spot, &a.Billing.Nodes, &minSeconds, &perHour, &cost, &costEstimate, &onDemand); err != nil {
 		return nil, err
 	}
 	a.OnDemand = onDemand != 0
+	a.Billing.From = parseTime(billed)
+	a.Billing.Minimum = time.Duration(minSeconds.Int64) * time.Second
+	if perHour.Valid {
+		a.Billing.PerHour = &perHour.Float64
+	}
+	if cost.Valid {
+		a.Cost = &Cost{Dollars: cost.Float64, Estimate: costEstimate}
+	}
 	var err error
 	if a.Size, err = readSize(size); err != nil {
 		return nil, fmt.Errorf("attempt %d size: %w", a.ID, err)
@@ -251,6 +291,10 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 		a.Cluster = clusterName(a.Attempt)
 		if reuse != nil {
 			a.Cluster, a.Cloud, a.Region, a.Zone, a.InstanceIDs = reuse.Cluster, reuse.Cloud, reuse.Region, reuse.Zone, reuse.InstanceIDs
+			// The reused cluster has been billed since the attempt before
+			// it ended, and no minimum is charged again.
+			a.Billing = reuse.Billing
+			a.Billing.From, a.Billing.Minimum = reuse.EndedAt, 0
 		}
 		ids, _ := json.Marshal(a.InstanceIDs)
 		// The attempt asks for the size the last escalation chose, and
@@ -272,6 +316,14 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 			c.Task, fmtTime(now), jobID, task); err != nil {
 			return err
 		}
+		if reuse != nil && a.Billing.From != nil {
+			if err := writeBilling(ctx, tx, a.ID, a.Billing); err != nil {
+				return err
+			}
+			if err := startBilling(ctx, tx, jobID, a.Billing); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = '', next_action_at = NULL WHERE id = ?`, c.Job, jobID); err != nil {
 			return err
 		}
@@ -285,6 +337,55 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 // is asked, so a restarted controller looks for its cluster there.
 func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone string) error {
 	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ? WHERE id = ? AND `+openSQL, cloud, region, zone, attemptID)
+}
+
+// SetBilling records how an attempt's cluster will be billed, when its
+// launch is requested (b.From): the request of the launch that succeeds is
+// the one kept.
+func (s *Store) SetBilling(ctx context.Context, attemptID int64, b Billing) error {
+	return s.tx(ctx, func(tx *dbTx) error { return writeBilling(ctx, tx, attemptID, b) })
+}
+
+func writeBilling(ctx context.Context, tx *dbTx, attemptID int64, b Billing) error {
+	_, err := tx.ExecContext(ctx, `UPDATE attempts SET billed_from = ?, instance_type = ?, spot = ?, nodes = ?, min_seconds = ?, price_per_hour = ?
+		WHERE id = ? AND `+openSQL, fmtTimePtr(b.From), b.InstanceType, boolInt(b.Spot), b.Nodes, int64(b.Minimum/time.Second), b.PerHour, attemptID)
+	return err
+}
+
+// startBilling shows on the job that one of its attempts' clusters is up
+// and billed from b.From, at b.PerHour per node (unknown when nil).
+func startBilling(ctx context.Context, tx *dbTx, jobID int64, b Billing) error {
+	var rate any
+	if b.PerHour != nil {
+		rate = *b.PerHour * float64(max(b.Nodes, 1))
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE jobs SET cost_rate = ?, cost_since = ? WHERE id = ?`, rate, fmtTimePtr(b.From), jobID)
+	return err
+}
+
+// addCost adds what an ended attempt cost to its job's sum, in the
+// transaction that ends it. A nil cost (no price known) of an attempt
+// that had instances makes the job's sum an estimate; stop clears the
+// billing shown on the job (the attempt was its running one).
+func addCost(ctx context.Context, tx *dbTx, jobID, attemptID int64, c *Cost, billed, stop bool) error {
+	if c != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET cost = ?, cost_estimate = ? WHERE id = ?`, c.Dollars, boolInt(c.Estimate), attemptID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cost = COALESCE(cost, 0) + ?, cost_estimate = CASE WHEN ? = 1 THEN 1 ELSE cost_estimate END WHERE id = ?`,
+			c.Dollars, boolInt(c.Estimate), jobID); err != nil {
+			return err
+		}
+	} else if billed {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET cost_estimate = 1 WHERE id = ?`, jobID); err != nil {
+			return err
+		}
+	}
+	if stop {
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET cost_rate = NULL, cost_since = NULL WHERE id = ?`, jobID)
+		return err
+	}
+	return nil
 }
 
 // MarkLaunched records an attempt's cluster as up (the attempt is
@@ -303,9 +404,16 @@ func (s *Store) MarkLaunched(ctx context.Context, attemptID int64, cloud, region
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ?`,
-			c.Attempt, cloud, region, zone, string(ids), attemptID)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE attempts SET state = ?, cloud = ?, region = ?, zone = ?, instance_ids = ? WHERE id = ?`,
+			c.Attempt, cloud, region, zone, string(ids), attemptID); err != nil {
+			return err
+		}
+		// From now on the job shows what its cluster costs so far.
+		as, err := findAttempts(ctx, tx, `WHERE id = ?`, attemptID)
+		if err != nil || len(as) == 0 || as[0].Billing.From == nil {
+			return err
+		}
+		return startBilling(ctx, tx, a.Job, as[0].Billing)
 	})
 }
 

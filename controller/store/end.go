@@ -19,6 +19,9 @@ type Observed struct {
 	ExitCodes []*int
 	// Reason says why the attempt ended.
 	Reason string
+	// Cost is what the attempt cost, from its billing to its end; nil when
+	// no price of it is known.
+	Cost *Cost
 }
 
 // Facts are what only the controller knows about an ending, besides what
@@ -110,6 +113,9 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, outcome = ?, exit_codes = ?, reason = ?, action = ?, decision = ?, ended_at = ?,
 			kept_until = ? WHERE id = ?`, lifecycle.AttemptEnded, o.Outcome, string(codes), o.Reason, d.Action, d.Reason, fmtTime(now), kept, a.ID); err != nil {
+			return err
+		}
+		if err := addCost(ctx, tx, j.ID, a.ID, o.Cost, len(a.InstanceIDs) > 0, true); err != nil {
 			return err
 		}
 		var taskEnded, preempted any

@@ -56,6 +56,41 @@ type Job struct {
 	// Placement is where the job's newest placed attempt runs or ran;
 	// nil before any attempt was placed.
 	Placement *Placement
+	// Cost is what the job's ended attempts cost, nil while no price of
+	// any is known; CostEstimate says it is an estimate (a stale price, or
+	// an attempt whose price was not known).
+	Cost         *float64
+	CostEstimate bool
+	// CostRate is what the cluster of the job's running attempt costs per
+	// hour, every node (nil when its price is not known), billed since
+	// CostSince; CostSince is nil when no cluster of the job is up.
+	CostRate  *float64
+	CostSince *time.Time
+}
+
+// CostAt is what the job has cost up to now: its ended attempts' costs,
+// and its running attempt's price per hour times the time since its launch
+// was requested, which makes it an estimate. It is nil while no price of
+// any of them is known.
+func (j *Job) CostAt(now time.Time) *Cost {
+	var c *Cost
+	if j.Cost != nil {
+		c = &Cost{Dollars: *j.Cost, Estimate: j.CostEstimate}
+	}
+	if j.CostSince == nil {
+		return c
+	}
+	if c == nil {
+		if j.CostRate == nil {
+			return nil
+		}
+		c = &Cost{}
+	}
+	c.Estimate = true
+	if j.CostRate != nil && now.After(*j.CostSince) {
+		c.Dollars += *j.CostRate * now.Sub(*j.CostSince).Hours()
+	}
+	return c
 }
 
 // Placement is where an attempt runs: its cloud, region and zone.
@@ -92,7 +127,7 @@ const (
 	columnsAfterSpec  = `, base_dir, current_task, num_tasks,
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
-	submitted_at, started_at, ended_at, owner, cancelled_by,
+	submitted_at, started_at, ended_at, owner, cancelled_by, cost, cost_estimate, cost_rate, cost_since,
 	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size,
 	(SELECT resources FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS resources,
 	(SELECT cloud || '/' || region || '/' || zone FROM attempts
@@ -371,14 +406,24 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 	var j Job
 	var failure, inputKey, exitCodes, overrides, next, started, ended, size, resources, placement sql.NullString
 	var retriedIn, retryOf, root sql.NullInt64
+	var cost, costRate sql.NullFloat64
+	var costSince sql.NullString
 	var submitted string
 	var spec string
 	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
-		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &size, &resources, &placement); err != nil {
+		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &cost, &j.CostEstimate, &costRate, &costSince,
+		&size, &resources, &placement); err != nil {
 		return nil, err
 	}
+	if cost.Valid {
+		j.Cost = &cost.Float64
+	}
+	if costRate.Valid {
+		j.CostRate = &costRate.Float64
+	}
+	j.CostSince = parseTime(costSince)
 	j.Spec = []byte(spec)
 	// A size that cannot be read is left out of listings; the controller
 	// reads the attempt's own and stops there.

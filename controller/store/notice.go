@@ -107,7 +107,8 @@ func (s *Store) EndReplaced(ctx context.Context, a *Attempt, o Observed) error {
 		if k, _ := res.RowsAffected(); k == 0 {
 			return fmt.Errorf("attempt %d was not replaced; EndAttempt ends it: %w", a.ID, ErrAttemptEnded)
 		}
-		return nil
+		// The job's running attempt is another one now: its billing stays.
+		return addCost(ctx, tx, a.JobID, a.ID, o.Cost, len(a.InstanceIDs) > 0, false)
 	})
 }
 
