@@ -42,6 +42,8 @@ type Config struct {
 	Quarantine QuarantineConfig `json:"quarantine"`
 	// Preemptions orders spot candidates by the zones' recent preemptions.
 	Preemptions PreemptionsConfig `json:"preemptions"`
+	// Budgets are the users' monthly budgets by default.
+	Budgets BudgetsConfig `json:"budgets"`
 }
 
 // StorageConfig is the storage: section: how tasks' buckets are synced.
@@ -275,6 +277,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.simLoseProblems(lines)...)
+		e.Problems = append(e.Problems, cfg.budgetProblems(lines)...)
 		// YAML reads an unquoted on or off as a boolean.
 		switch cfg.Local.Sandbox {
 		case "true":
