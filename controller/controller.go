@@ -102,6 +102,9 @@ type Controller struct {
 	// storageSeen holds, per attempt and node, the bucket syncs last
 	// recorded, so that an unchanged report is not written again.
 	storageSeen sync.Map
+	// ownerSpend holds, per owner, whether their monthly budget was
+	// spent when last read (userbudget.go).
+	ownerSpend sync.Map
 	// lease, when set (AsReplica), makes the controller a replica that
 	// drives only the jobs whose lease it holds (lease.go).
 	lease *leaseSet

@@ -2,24 +2,10 @@ package service
 
 import (
 	"context"
-	"fmt"
 
 	"sortie/controller/contract"
 	"sortie/controller/store"
 )
-
-// MonthlyBudget is owner's monthly budget in dollars: their own (`sortie
-// server users budget`), else config.yaml's budgets.monthly; nil is none.
-func MonthlyBudget(ctx context.Context, st *store.Store, defaultBudget *float64, owner string) (*float64, error) {
-	b, ok, err := st.UserBudget(ctx, owner)
-	if err != nil {
-		return nil, fmt.Errorf("read %s's budget: %w", owner, err)
-	}
-	if ok {
-		return b.Monthly, nil
-	}
-	return defaultBudget, nil
-}
 
 // checkBudget refuses a launch (or a retry, which launches a job too) by
 // owner once what their jobs cost this calendar month (UTC) has reached
@@ -28,7 +14,7 @@ func (s *Service) checkBudget(ctx context.Context, owner string) error {
 	if owner == "" {
 		return nil
 	}
-	limit, err := MonthlyBudget(ctx, s.Store, s.Config.Budgets.Monthly, owner)
+	limit, err := s.Store.MonthlyBudget(ctx, owner, s.Config.Budgets.Monthly)
 	if err != nil || limit == nil {
 		return err
 	}

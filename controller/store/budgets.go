@@ -76,6 +76,20 @@ func (s *Store) UserBudget(ctx context.Context, name string) (b Budget, ok bool,
 	return bs[0], true, nil
 }
 
+// MonthlyBudget is owner's monthly budget in dollars: their own (`sortie
+// server users budget`), else def (config.yaml's budgets.monthly); nil is
+// none.
+func (s *Store) MonthlyBudget(ctx context.Context, owner string, def *float64) (*float64, error) {
+	b, ok, err := s.UserBudget(ctx, owner)
+	if err != nil {
+		return nil, fmt.Errorf("read %s's budget: %w", owner, err)
+	}
+	if ok {
+		return b.Monthly, nil
+	}
+	return def, nil
+}
+
 func scanBudget(rows *sql.Rows) (Budget, error) {
 	var b Budget
 	var monthly sql.NullFloat64
