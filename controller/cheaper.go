@@ -22,16 +22,13 @@ func (c *Controller) placeCheaper(task *schema.Task, cands []strategy.Candidate,
 	return strategy.Cheapest(cands, c.priceOf(now))
 }
 
-// priceOf prices a candidate per node-hour at now from the Book: a spot
-// candidate by its zone's spot price, or its region's where the cloud sets
-// spot prices per region; an on-demand one by its region's price.
+// priceOf prices a candidate per node-hour at now from the Book
+// (candidateKey): a spot candidate by its zone's spot price (the Book falls
+// back to the region's where the cloud sets spot prices per region), an
+// on-demand one by its region's price.
 func (c *Controller) priceOf(now time.Time) strategy.PriceOf {
 	return func(cand strategy.Candidate) (float64, bool) {
-		key := candidateKey(cand)
-		if !key.Spot {
-			key.Zone = "" // on-demand prices hold in the whole region
-		}
-		q, ok := c.priceAt(key, now)
+		q, ok := c.priceAt(candidateKey(cand), now)
 		return q.PerHour, ok
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"sortie/controller/config"
 	"sortie/controller/lifecycle"
 	"sortie/controller/metrics"
+	"sortie/controller/prices"
 	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -65,16 +66,19 @@ type Controller struct {
 	// Pause, when set, is called at the pause points (pause.go) that
 	// crash tests aim kills at; nil costs nothing.
 	Pause func(point string, job int64, attempt int)
-	// Prices are the prices sortie read before (never a call to a
-	// cloud): what each attempt costs, max_cost and max_hourly_cost are
-	// counted with them (cost.go). Nil is no price known: costs are
-	// unknown, and no budget stops a job. They also order the candidates
-	// of resources.placement: cheapest.
-	Prices price.Book
 	// Metrics are what the controller counts; New makes them, with the
 	// store's job counts as the sortie_jobs gauge and its transactions
 	// timed.
 	Metrics *metrics.Metrics
+	// Prices answer what an attempt costs, from the store's price cache
+	// (never a call to a cloud): each attempt's cost, max_cost and
+	// max_hourly_cost are counted with them (cost.go); nil is no price
+	// known (costs unknown, no budget stops a job); they also order the
+	// candidates of resources.placement: cheapest. PriceRefresher keeps the cache fresh in
+	// the background once the program running the controller starts it
+	// (serve.go). New makes both over the store.
+	Prices         price.Book
+	PriceRefresher *prices.Refresher
 
 	// sched claims jobs for the ticks, runs their steps and follows them
 	// up; its clock is Now, its sleep a real timer unless a test sets one.
@@ -139,6 +143,11 @@ func New(st *store.Store, cfg config.Config, provs Providers, log *slog.Logger) 
 		wake:    make(chan struct{}, 1),
 	}
 	if st != nil {
+		book := prices.NewBook(st, prices.Intervals{OnDemand: cfg.Prices.OnDemandRefresh.D(), Spot: cfg.Prices.SpotRefresh.D()},
+			func() time.Time { return c.Now() })
+		c.Prices = book
+		c.PriceRefresher = &prices.Refresher{Book: book, Store: st, Now: func() time.Time { return c.Now() }, After: time.After,
+			Log: log.With("part", "prices")}
 		c.Metrics = metrics.New(st)
 		c.Metrics.WatchQuarantine(func(ctx context.Context) ([]strategy.Quarantined, error) {
 			return st.Quarantined(ctx, cfg.QuarantinePolicy())

@@ -29,20 +29,13 @@ func billingMinimum(cloud string) time.Duration {
 	return 0
 }
 
-// history is the prices of k in effect during [from, to]: the zone's when
-// the book has them (spot), else the region's.
+// history is the prices of k in effect during [from, to] (the book
+// falls back from a zone's price to its region's, then to the cloud's).
 func (c *Controller) history(k price.Key, from, to time.Time) []price.Quote {
 	if c.Prices == nil {
 		return nil
 	}
-	if h := c.Prices.History(k, from, to); len(h) > 0 {
-		return h
-	}
-	if k.Zone != "" {
-		k.Zone = ""
-		return c.Prices.History(k, from, to)
-	}
-	return nil
+	return c.Prices.History(k, from, to)
 }
 
 // priceAt is the price of one node of k at t; false when none is known.
@@ -54,23 +47,28 @@ func (c *Controller) priceAt(k price.Key, t time.Time) (price.Quote, bool) {
 	return h[len(h)-1], true
 }
 
-// candidateKey names the price of one node at a candidate placement.
+// candidateKey names the price of one node at a candidate placement
+// (price.KeyOf).
 func candidateKey(cand strategy.Candidate) price.Key {
-	pl := cand.Placement
-	return price.Key{Cloud: pl.Cloud, Region: pl.Region, Zone: pl.Zone, InstanceType: cand.Resources.InstanceType, Spot: cand.Resources.UseSpot}
+	return price.KeyOf(cand.Placement, cand.Resources)
 }
 
-// billingKey names the price an attempt is billed at.
+// billingKey names the price an attempt is billed at, as candidateKey.
 func billingKey(a *store.Attempt) price.Key {
-	return price.Key{Cloud: a.Cloud, Region: a.Region, Zone: a.Zone, InstanceType: a.Billing.InstanceType, Spot: a.Billing.Spot}
+	k := price.Key{Cloud: a.Cloud, Region: a.Region, InstanceType: a.Billing.InstanceType, Spot: a.Billing.Spot}
+	if k.Spot {
+		k.Zone = a.Zone
+	}
+	return k
 }
 
 // billing is how a cluster of nodes launched now at cand is billed.
 func (c *Controller) billing(cand strategy.Candidate, nodes int) store.Billing {
 	now := c.Now()
-	b := store.Billing{From: &now, InstanceType: cand.Resources.InstanceType, Spot: cand.Resources.UseSpot,
+	k := candidateKey(cand)
+	b := store.Billing{From: &now, InstanceType: k.InstanceType, Spot: k.Spot,
 		Nodes: nodes, Minimum: billingMinimum(cand.Placement.Cloud)}
-	if q, ok := c.priceAt(candidateKey(cand), now); ok {
+	if q, ok := c.priceAt(k, now); ok {
 		b.PerHour = &q.PerHour
 	}
 	return b
@@ -169,6 +167,32 @@ func (c *Controller) overBudgetAt(j *store.Job, task *schema.Task, a *store.Atte
 	s.Next = perHour * float64(max(task.NumNodes, 1))
 	return strategy.OverBudget(strategy.Policy{MaxCost: limit}, s, now)
 }
+
+// overBudgetOn says whether a restart on last's cluster, kept for it,
+// would start an attempt that the job's max_cost cannot pay an hour of, at
+// the cluster's price now (its price at launch when none is known now).
+func (c *Controller) overBudgetOn(j *store.Job, last *store.Attempt) (string, bool) {
+	limit := c.maxCost(j)
+	if limit <= 0 || c.Prices == nil {
+		return "", false
+	}
+	now := c.Now()
+	var perHour float64
+	if q, ok := c.priceAt(billingKey(last), now); ok {
+		perHour = q.PerHour
+	} else if last.Billing.PerHour != nil {
+		perHour = *last.Billing.PerHour
+	}
+	s := c.spend(j, nil, now)
+	s.Next = perHour * float64(max(last.Billing.Nodes, 1))
+	return strategy.OverBudget(strategy.Policy{MaxCost: limit}, s, now)
+}
+
+// overBudgetError is nextAttempt's answer when the attempt it would start
+// is over the job's max_cost: the job ends with reason.
+type overBudgetError struct{ reason string }
+
+func (e *overBudgetError) Error() string { return e.reason }
 
 // stopOverBudget ends a job whose max_cost is spent, as a cancel does: the
 // running attempt's nodes are told to stop (SIGTERM, then SIGKILL after

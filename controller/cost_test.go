@@ -258,3 +258,32 @@ type localPlaced struct{ *fakeCloud }
 func (localPlaced) Placements(context.Context, schema.Resources) ([]schema.Placement, error) {
 	return []schema.Placement{{Cloud: "local", Region: "local", Zone: "local-a"}}, nil
 }
+
+// A restart on the kept cluster is not started when what is left of
+// max_cost would not pay an hour of it: the job ends FAILED, and the
+// cluster is torn down.
+func TestMaxCostBeforeARestartOnTheSameCluster(t *testing.T) {
+	ctx := context.Background()
+	clk := &testClock{t: t0}
+	k := price.Key{Cloud: "local", Region: "local"}
+	c := pricedLocalController(t, clk, testBook{k: {quote(k, 3.6, t0.Add(-time.Hour))}})
+	id := createJob(t, c, "resources: {cloud: local, job_recovery: {max_cost: 3.7, max_restarts_on_errors: 2}}\nrun: exit 1\n")
+	untilRunning(t, c, id)
+	clk.Set(t0.Add(10 * time.Minute))
+	a1 := untilAttemptEnded(t, c, id, 1)
+	if a1.Action != string(strategy.Restart) {
+		t.Fatalf("first attempt: %s, want a restart", a1.Action)
+	}
+	j, _ := step(t, c, id)
+	want := "spent $0.60 of max_cost $3.7; the next attempt would cost $3.60/h, more than the $3.10 left"
+	if j.Status != lifecycle.Failed || j.FailureReason != want {
+		t.Fatalf("job %s (%q), want FAILED (%s)", j.Status, j.FailureReason, want)
+	}
+	if as, _ := c.Store.Attempts(ctx, id); len(as) != 1 {
+		t.Fatalf("%d attempts, want the first only", len(as))
+	}
+	prov, _ := c.Providers.Provider(ctx, "local")
+	if cls, _ := prov.List(ctx); len(cls) != 0 {
+		t.Errorf("clusters left: %v", cls)
+	}
+}

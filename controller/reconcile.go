@@ -100,6 +100,9 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 	}
 	if a == nil {
 		if a, err = c.nextAttempt(ctx, j); err != nil {
+			if ob := (*overBudgetError)(nil); errors.As(err, &ob) {
+				return wrapf(c.stopOverBudget(ctx, j, nil, ob.reason), "end at max_cost")
+			}
 			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) || errors.Is(err, store.ErrCancelRequested) {
 				return nil // the job moved on since it was read; the next look sees it as it is
 			}
@@ -174,6 +177,11 @@ func (c *jobStep) nextAttempt(ctx context.Context, j *store.Job) (*store.Attempt
 	if last != nil {
 		status = lifecycle.Recovering
 		if last.Action == string(strategy.Restart) && c.reusable(ctx, last) {
+			if why, over := c.overBudgetOn(j, last); over {
+				// A restart on the kept cluster is an attempt the
+				// budget must pay an hour of too.
+				return nil, &overBudgetError{reason: why}
+			}
 			// A controller killed between recording the end and stopping
 			// the nodes left the last task running: stop it before the
 			// next one starts beside it.

@@ -157,6 +157,10 @@ func run(ctx context.Context, h string, cfg config.Config, st *store.Store, log 
 		n.Run(nctx)
 	}()
 	defer func() { stopNotifier(); <-notified }()
+	// Prices are read beside the loop too: a cloud's pricing API that
+	// is slow or down holds up nothing but the refresh.
+	stopPrices := StartPrices(ctx, c, cfg, cls)
+	defer stopPrices()
 	args := []any{"home", h, "store", store.Redact(cfg.StoreURL()), "pid", os.Getpid(), "poll_interval", cfg.Controller.PollInterval.D()}
 	if c.lease != nil {
 		args = append(args, "replica", c.lease.opts.Name, "lease_ttl", c.lease.opts.TTL)
@@ -219,6 +223,27 @@ func ServeMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(
 		srv.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+// StartPrices starts c's PriceRefresher with the fetchers of the clouds
+// cls, until the returned stop is called (or ctx ends).
+func StartPrices(ctx context.Context, c *Controller, cfg config.Config, cls []clouds.Cloud) (stop func()) {
+	r := c.PriceRefresher
+	if r == nil {
+		return func() {}
+	}
+	fs, errs := clouds.PriceFetchers(ctx, cfg, cls)
+	for name, err := range errs {
+		c.Log.Warn("no prices will be read from "+name, "err", err)
+	}
+	r.Fetchers, r.Fixed = fs, clouds.FixedPriceKeys(cls)
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(pctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // NewNotifier sends the notifications of st's jobs to the webhooks of

@@ -56,6 +56,8 @@ var importRules = []importRule{
 		"the registry without the SDKs is what the CLI links"},
 	{"controller/clouds/all", []string{"sortie/controller"},
 		"the whole registry maps config onto providers; the loop imports it, not the other way"},
+	{"controller/prices", []string{"sortie/controller", "sortie/controller/service", "sortie/controller/clouds/...", "github.com/aws/...", "cloud.google.com/...", "k8s.io/..."},
+		"the CLI reads the price cache through it; the clouds' fetchers are handed to it"},
 	{"controller/daemon", []string{"sortie/controller", "sortie/provision/...", "github.com/aws/...", "net/http"},
 		"starting and finding the controller process is linked by the CLI"},
 	{"controller/profiling", []string{"sortie/..."},

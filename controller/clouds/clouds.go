@@ -33,6 +33,7 @@ import (
 	"sortie/provision"
 	"sortie/provision/local"
 	"sortie/provision/node/notice"
+	"sortie/provision/price"
 	"sortie/schema"
 )
 
@@ -83,6 +84,11 @@ type Cloud struct {
 	// configuration alone: no state, no credentials, nothing to close.
 	// Nil for a cloud whose provider must be asked.
 	Placements func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error)
+	// Prices builds what reads the cloud's prices: its API's on-demand
+	// and spot prices, or config.yaml's per resource (PricedInConfig).
+	// Nil for a cloud sortie reads no prices of.
+	Prices         func(ctx context.Context, cfg config.Config) (price.Fetcher, error)
+	PricedInConfig bool
 }
 
 // Check says whether one cloud is usable, and why not: an item of
@@ -156,9 +162,11 @@ func Schema() schema.Clouds {
 // Local is this machine: each node a directory and a process group.
 func Local() Cloud {
 	return Cloud{
-		Name:       "local",
-		Notice:     func(config.Config) (string, string) { return notice.SourceLocal, "" },
-		StorageEnv: localStorageEnv,
+		Name:           "local",
+		Prices:         configPrices("local", func(cfg config.Config) config.ResourcePrices { return cfg.Local.Prices }),
+		PricedInConfig: true,
+		Notice:         func(config.Config) (string, string) { return notice.SourceLocal, "" },
+		StorageEnv:     localStorageEnv,
 		Open: func(_ context.Context, cfg config.Config, _ *slog.Logger) (provision.Provider, error) {
 			return LocalProvider(cfg), nil
 		},

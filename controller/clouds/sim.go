@@ -15,17 +15,20 @@ import (
 // Sim is the cloud of hollow nodes, for scale and chaos tests of the
 // controller.
 func Sim() Cloud {
-	return Cloud{Name: "sim", Task: schema.Cloud{Hidden: true}, Open: func(_ context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
-		c := SimConfig(cfg)
-		c.Log = log
-		if cfg.Sim.Shared {
-			return sim.OpenShared(SimSharedDir(cfg.Home), c)
-		}
-		return sim.Open(SimStatePath(cfg.Home), c)
-	}, Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
-		// A provider that is never launched on reads and saves no state.
-		return sim.New(SimConfig(cfg)).Placements(ctx, r)
-	}}
+	return Cloud{Name: "sim", Task: schema.Cloud{Hidden: true},
+		Prices:         configPrices("sim", func(cfg config.Config) config.ResourcePrices { return cfg.Sim.Prices }),
+		PricedInConfig: true,
+		Open: func(_ context.Context, cfg config.Config, log *slog.Logger) (provision.Provider, error) {
+			c := SimConfig(cfg)
+			c.Log = log
+			if cfg.Sim.Shared {
+				return sim.OpenShared(SimSharedDir(cfg.Home), c)
+			}
+			return sim.Open(SimStatePath(cfg.Home), c)
+		}, Placements: func(ctx context.Context, cfg config.Config, r schema.Resources) ([]schema.Placement, error) {
+			// A provider that is never launched on reads and saves no state.
+			return sim.New(SimConfig(cfg)).Placements(ctx, r)
+		}}
 }
 
 // SimConfig maps the sim: section onto the sim provider's configuration.

@@ -53,6 +53,8 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"kubernetes.launch_timeout", cfg.Kubernetes.LaunchTimeout, time.Second, 24 * time.Hour, "10m"},
 		{"quarantine.half_life", cfg.Quarantine.HalfLife, time.Minute, 7 * 24 * time.Hour, "30m"},
 		{"preemptions.half_life", cfg.Preemptions.HalfLife, time.Minute, 7 * 24 * time.Hour, "1h"},
+		{"prices.on_demand_refresh", cfg.Prices.OnDemandRefresh, time.Minute, 30 * 24 * time.Hour, "24h"},
+		{"prices.spot_refresh", cfg.Prices.SpotRefresh, 10 * time.Second, 24 * time.Hour, "5m"},
 		{"sim.boot_delay", s.BootDelay, 0, 24 * time.Hour, "0"},
 		{"sim.run_time", s.RunTime, time.Millisecond, 24 * time.Hour, "10s"},
 	}

@@ -44,6 +44,7 @@ type Config struct {
 	Preemptions PreemptionsConfig `json:"preemptions"`
 	// Budgets are the users' monthly budgets by default.
 	Budgets BudgetsConfig `json:"budgets"`
+	Prices  PricesConfig  `json:"prices"`
 }
 
 // StorageConfig is the storage: section: how tasks' buckets are synced.
@@ -99,6 +100,8 @@ type ControllerConfig struct {
 // LocalConfig is the local: section.
 type LocalConfig struct {
 	Regions []LocalRegion `json:"regions"`
+	// Prices are what a local node costs (zero by default).
+	Prices ResourcePrices `json:"prices"`
 	// Sandbox is whether local tasks run in a sandbox (bubblewrap): "on"
 	// (only sandboxed; a task that cannot be is refused), "off" (on this
 	// machine as whoever runs sortie: a single user's own home only), or
@@ -122,7 +125,10 @@ type AWSConfig struct {
 	Profile  string   `json:"profile"`
 	Regions  []string `json:"regions"`
 	Endpoint string   `json:"endpoint"` // an EC2-compatible endpoint, for tests
-	SSHUser  string   `json:"ssh_user"`
+	// PricingEndpoint is the Price List Query API's endpoint (a stand-in,
+	// for tests); "" is AWS's, in us-east-1.
+	PricingEndpoint string `json:"pricing_endpoint"`
+	SSHUser         string `json:"ssh_user"`
 	// NodeDir is the directory on instances under which each node's files live.
 	NodeDir string `json:"node_dir"`
 	// LaunchTimeout bounds how long a launch waits for instances to answer SSH.
@@ -278,6 +284,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.simLoseProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.budgetProblems(lines)...)
+		e.Problems = append(e.Problems, cfg.pricesProblems(lines)...)
 		// YAML reads an unquoted on or off as a boolean.
 		switch cfg.Local.Sandbox {
 		case "true":
@@ -446,6 +453,7 @@ func (cfg *Config) fillDefaults() {
 	if cfg.Preemptions.HalfLife <= 0 {
 		cfg.Preemptions.HalfLife = Duration(defaultPreemptionHalfLife)
 	}
+	cfg.Prices.fillDefaults()
 	for i, w := range cfg.Notify.Webhooks {
 		cfg.Notify.Webhooks[i] = w.WithDefaults()
 	}
@@ -498,6 +506,9 @@ type SimConfig struct {
 	LoseNodesIn []string `json:"lose_nodes_in"`
 	// Seed makes the random choices repeat from run to run.
 	Seed uint64 `json:"seed"`
+	// Prices are what a hollow node costs (zero by default), for tests
+	// and benchmarks of costs.
+	Prices ResourcePrices `json:"prices"`
 	// SaveEvery bounds how often the sim's state is saved under
 	// $SORTIE_HOME/sim (default 5s): encoding many clusters costs the
 	// controller's process CPU each time, which a real cloud does not. 0

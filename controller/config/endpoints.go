@@ -14,6 +14,7 @@ func (cfg *Config) badEndpoints(lines map[string]int) []schema.Problem {
 	for _, e := range []struct{ key, v, def string }{
 		{"aws.imds_endpoint", cfg.AWS.IMDSEndpoint, "EC2's own, http://169.254.169.254"},
 		{"gcp.metadata_endpoint", cfg.GCP.MetadataEndpoint, "GCE's own, http://metadata.google.internal"},
+		{"aws.pricing_endpoint", cfg.AWS.PricingEndpoint, "AWS's own Price List Query API"},
 	} {
 		if e.v == "" {
 			continue

@@ -35,6 +35,9 @@ type KubernetesConfig struct {
 	// AcceleratorLabel is the node label naming a node's GPU model
 	// (default skypilot.co/accelerator).
 	AcceleratorLabel string `json:"accelerator_label"`
+	// Prices are what a pod's node costs (zero by default), so that a
+	// team can charge its own cluster's GPUs.
+	Prices ResourcePrices `json:"prices"`
 }
 
 // KubernetesToleration is one of kubernetes.spot_tolerations, as a pod

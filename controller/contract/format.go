@@ -67,3 +67,16 @@ func orUnset(s string) string {
 	}
 	return s
 }
+
+// Cost shows dollars the one way sortie's tables and pages do: "$12.40",
+// "~$3.10" for an estimate, "-" when not known.
+func Cost(dollars *float64, estimate bool) string {
+	if dollars == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("$%.2f", *dollars)
+	if estimate {
+		return "~" + s
+	}
+	return s
+}

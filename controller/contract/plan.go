@@ -77,6 +77,12 @@ type PlacementPlan struct {
 	DiskTier     *string `json:"disk_tier"`
 	NetworkTier  *string `json:"network_tier"`
 	ImageID      *string `json:"image_id"`
+	// PricePerHour is one node's price per hour there in dollars, and
+	// HourlyCost the placement's (every node): what an attempt there is
+	// expected to cost an hour, from the prices sortie read before; null
+	// when none is known.
+	PricePerHour *float64 `json:"price_per_hour"`
+	HourlyCost   *float64 `json:"hourly_cost"`
 }
 
 // RepoPlan is a git repository at a ref ("" is the remote's default branch).

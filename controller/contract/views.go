@@ -54,6 +54,12 @@ type JobView struct {
 	// cloud and zone (or region when it has no zone): "aws/us-east-1a";
 	// null before any attempt was placed.
 	Location *string `json:"location"`
+	// Cost is what the job has cost in dollars, every attempt of every
+	// task summed; null while no price of any is known.
+	Cost *float64 `json:"cost"`
+	// CostEstimate says Cost is an estimate: an attempt still runs, or a
+	// price was stale or not known for one of them.
+	CostEstimate bool `json:"cost_estimate"`
 }
 
 // SizeView is a size an escalation chose: each dimension it grows, as
@@ -92,6 +98,11 @@ type JobDetail struct {
 	// Flaky counts the job's inputs' flaky verdicts; nil when they were
 	// never found flaky.
 	Flaky *FlakyCount `json:"flaky"`
+	// ChainCost is what every job of the retry chain has cost (Chain's
+	// costs summed); null while none is known. ChainCostEstimate says it
+	// is an estimate.
+	ChainCost         *float64 `json:"chain_cost"`
+	ChainCostEstimate bool     `json:"chain_cost_estimate"`
 }
 
 // StorageView is what one node's syncs of one bucket did in an attempt.
@@ -216,6 +227,15 @@ type AttemptView struct {
 	// Progress is the highest progress the attempt's task reported (a
 	// number written to $SORTIE_PROGRESS); nil when none.
 	Progress *int64 `json:"progress"`
+	// PricePerHour is one node's price per hour, in dollars, when the
+	// attempt's launch was requested; null when none was known.
+	PricePerHour *float64 `json:"price_per_hour"`
+	// Cost is what the attempt cost, in dollars: every node, from its
+	// launch request to its end; null when no price of it is known.
+	// CostEstimate says it is an estimate (it still runs, or a price was
+	// stale).
+	Cost         *float64 `json:"cost"`
+	CostEstimate bool     `json:"cost_estimate"`
 }
 
 // NoticeView is a preemption notice.

@@ -94,7 +94,7 @@ func (s *Service) Logs(ctx context.Context, req contract.LogsRequest, w io.Write
 		if shown < len(as) {
 			a := as[shown]
 			if cur.fresh && req.Banner != nil {
-				req.Banner(viewAttempt(a))
+				req.Banner(viewAttempt(a, s.now()))
 			}
 			cur.fresh = false
 			done, err := s.emit(ctx, a, cur, w)

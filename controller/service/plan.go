@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"sortie/controller/prices"
+	"sortie/provision/price"
 	"strconv"
 	"strings"
 	"time"
@@ -168,6 +170,8 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.
 		return nil, nil, err
 	}
 	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
+	book := s.planBook(ctx)
+	now := s.now()
 	out := make([]contract.PlacementPlan, 0, len(cands))
 	for _, c := range cands {
 		r := c.Resources
@@ -185,6 +189,13 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.
 		// is asked.
 		if c.Placement.Cloud != "" && clouds.Lookup(c.Placement.Cloud).Remote && r.InstanceType == "" && r.CPUs == "" && r.Memory == "" && len(r.Accelerators) == 0 {
 			pp.CPUs, pp.Memory = strPtr(fit.DefaultCPUs), strPtr(fit.DefaultMemory)
+		}
+		if book != nil {
+			if h := book.History(price.KeyOf(c.Placement, r), now, now); len(h) > 0 {
+				one := h[len(h)-1].PerHour
+				all := one * float64(max(t.NumNodes, 1))
+				pp.PricePerHour, pp.HourlyCost = &one, &all
+			}
 		}
 		out = append(out, pp)
 	}
@@ -242,4 +253,18 @@ func formatAccelerators(acc map[string]int) string {
 		parts[i] = n + ":" + strconv.Itoa(acc[n])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// planBook is the book of prices a plan is priced with: the prices the
+// store's cache holds (the controller reads them from the clouds), loaded
+// once; nil when they cannot be read.
+func (s *Service) planBook(ctx context.Context) price.Book {
+	if s.Store == nil {
+		return nil
+	}
+	b := prices.NewBook(s.Store, prices.Intervals{OnDemand: s.Config.Prices.OnDemandRefresh.D(), Spot: s.Config.Prices.SpotRefresh.D()}, s.now)
+	if err := b.Load(ctx); err != nil {
+		return nil
+	}
+	return b
 }

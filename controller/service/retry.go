@@ -56,7 +56,7 @@ func (s *Service) RetryTargets(ctx context.Context, req contract.RetryRequest) (
 		if req.FromFailedTask && !failedInATask(j.Status) {
 			return nil, &contract.UsageError{Err: fmt.Errorf("job %d ended %s: no task of it failed, so --from-failed-task has no task to start at; retry it without --from-failed-task to run it all again", j.ID, j.Status)}
 		}
-		out = append(out, viewJob(j))
+		out = append(out, viewJob(j, s.now()))
 	}
 	return out, nil
 }
@@ -159,7 +159,7 @@ func (s *Service) Retry(ctx context.Context, req contract.RetryRequest) ([]contr
 		if n := len(pl.links); n > 0 {
 			from = &n
 		}
-		results = append(results, contract.RetryResult{Original: viewJob(orig), Retry: v, Override: ovs, FromTask: from})
+		results = append(results, contract.RetryResult{Original: viewJob(orig, s.now()), Retry: v, Override: ovs, FromTask: from})
 	}
 	return results, nil
 }

@@ -208,7 +208,7 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	if err != nil {
 		return nil, fmt.Errorf("read job %d back: %w", id, err)
 	}
-	v := viewJob(got)
+	v := viewJob(got, s.now())
 	return &v, nil
 }
 
@@ -241,6 +241,7 @@ func (s *Service) QueueEach(ctx context.Context, req contract.QueueRequest, fn f
 	}
 	f := store.JobFilter{Statuses: req.Statuses, NameGlob: req.NameGlob, Owner: req.Owner, BeforeID: req.Before, Limit: req.Limit}
 	left := req.Limit
+	now := s.now()
 	each := func(j *store.Job) error {
 		if req.Limit > 0 {
 			if left == 0 {
@@ -248,7 +249,7 @@ func (s *Service) QueueEach(ctx context.Context, req contract.QueueRequest, fn f
 			}
 			left--
 		}
-		return fn(viewJob(j))
+		return fn(viewJob(j, now))
 	}
 	err := s.queueEach(ctx, req, f, each)
 	if errors.Is(err, errPageFull) {
@@ -307,7 +308,7 @@ func (s *Service) Show(ctx context.Context, id int64) (*contract.JobDetail, erro
 	if err != nil {
 		return nil, err
 	}
-	d := &contract.JobDetail{JobView: viewJob(j), Tasks: []contract.TaskView{}, Attempts: []contract.AttemptView{}, LaunchTries: []contract.LaunchTryView{}, Chain: []contract.JobView{},
+	d := &contract.JobDetail{JobView: viewJob(j, s.now()), Tasks: []contract.TaskView{}, Attempts: []contract.AttemptView{}, LaunchTries: []contract.LaunchTryView{}, Chain: []contract.JobView{},
 		Notifications: []contract.NotificationView{}, Storage: []contract.StorageView{}}
 	tasks, err := s.Store.Tasks(ctx, id)
 	if err != nil {
@@ -330,8 +331,9 @@ func (s *Service) Show(ctx context.Context, id int64) (*contract.JobDetail, erro
 	if err != nil {
 		return nil, fmt.Errorf("job %d: attempts: %w", id, err)
 	}
+	now := s.now()
 	for _, a := range as {
-		d.Attempts = append(d.Attempts, viewAttempt(a))
+		d.Attempts = append(d.Attempts, viewAttempt(a, now))
 	}
 	tries, err := s.Store.LaunchTries(ctx, id)
 	if err != nil {
@@ -352,7 +354,16 @@ func (s *Service) Show(ctx context.Context, id int64) (*contract.JobDetail, erro
 		return nil, fmt.Errorf("job %d: retry chain: %w", id, err)
 	}
 	for _, c := range chain {
-		d.Chain = append(d.Chain, viewJob(c))
+		v := viewJob(c, now)
+		d.Chain = append(d.Chain, v)
+		if v.Cost != nil {
+			sum := *v.Cost
+			if d.ChainCost != nil {
+				sum += *d.ChainCost
+			}
+			d.ChainCost = &sum
+		}
+		d.ChainCostEstimate = d.ChainCostEstimate || v.CostEstimate
 	}
 	ds, err := s.Store.Deliveries(ctx, id)
 	if err != nil {
@@ -450,7 +461,7 @@ func (s *Service) CancelTargets(ctx context.Context, req contract.CancelRequest)
 	}
 	out := make([]contract.JobView, len(jobs))
 	for i, j := range jobs {
-		out[i] = viewJob(j)
+		out[i] = viewJob(j, s.now())
 	}
 	return out, nil
 }
@@ -533,4 +544,12 @@ func viewLink(r *store.TaskRef) *contract.TaskRef {
 		return nil
 	}
 	return &contract.TaskRef{Job: r.Job, Task: r.Task}
+}
+
+// now is the service's clock: Now, or the real one.
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

@@ -43,7 +43,7 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func viewJob(j *store.Job) contract.JobView {
+func viewJob(j *store.Job, now time.Time) contract.JobView {
 	numTasks := j.NumTasks
 	v := contract.JobView{
 		ID: j.ID, Name: j.Name, Status: j.Status, StatusReason: strPtr(j.StatusReason),
@@ -55,6 +55,9 @@ func viewJob(j *store.Job) contract.JobView {
 		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
 		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
 		Size: viewSize(j.Size), Resources: viewResources(j.Resources, j.Size), Location: location(j.Placement),
+	}
+	if c := j.CostAt(now); c != nil {
+		v.Cost, v.CostEstimate = &c.Dollars, c.Estimate
 	}
 	if len(j.Overrides) > 0 {
 		_ = json.Unmarshal(j.Overrides, &v.Overrides)
@@ -73,15 +76,16 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-func viewAttempt(a *store.Attempt) contract.AttemptView {
+func viewAttempt(a *store.Attempt, now time.Time) contract.AttemptView {
 	v := contract.AttemptView{
 		Task: a.TaskIdx, Attempt: a.Attempt, State: a.State, Outcome: strPtr(a.Outcome), ExitCodes: a.ExitCodes,
 		Cluster: a.Cluster, Cloud: strPtr(a.Cloud), Region: strPtr(a.Region), Zone: strPtr(a.Zone),
 		InstanceIDs: a.InstanceIDs, Reason: strPtr(a.Reason), Action: strPtr(a.Action), Decision: strPtr(a.Decision),
 		StartedAt: a.StartedAt.UTC(), EndedAt: utc(a.EndedAt), Size: viewSize(a.Size),
 		KeptUntil: utc(a.KeptUntil), ReleasedAt: utc(a.ReleasedAt), ReleasedReason: strPtr(a.ReleasedReason),
-		ReplacedAt: utc(a.ReplacedAt), Progress: a.Progress,
+		ReplacedAt: utc(a.ReplacedAt), Progress: a.Progress, PricePerHour: a.Billing.PerHour,
 	}
+	v.Cost, v.CostEstimate = attemptCost(a, now)
 	if n := a.Notice; n != nil {
 		v.Notice = &contract.NoticeView{Kind: n.Kind, Source: n.Source, At: n.At.UTC(), Deadline: utc(n.Deadline)}
 	}
@@ -99,4 +103,22 @@ func viewAttempt(a *store.Attempt) contract.AttemptView {
 		v.HeadStartMS = &head
 	}
 	return v
+}
+
+// attemptCost is what a cost: its stored cost once it ended; while its
+// cluster is up, its price at launch times its nodes and the time since
+// its launch was requested, an estimate.
+func attemptCost(a *store.Attempt, now time.Time) (*float64, bool) {
+	if a.EndedAt != nil {
+		if a.Cost == nil {
+			return nil, false
+		}
+		return &a.Cost.Dollars, a.Cost.Estimate
+	}
+	b := a.Billing
+	if len(a.InstanceIDs) == 0 || b.From == nil || b.PerHour == nil {
+		return nil, false
+	}
+	d := *b.PerHour * float64(max(b.Nodes, 1)) * max(now.Sub(*b.From), 0).Hours()
+	return &d, true
 }

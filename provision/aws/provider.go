@@ -57,6 +57,14 @@ type Config struct {
 	// write them; empty means sortie's own (NodeProfileName), created the
 	// first time a task with buckets launches.
 	InstanceProfile string
+	// PricingEndpoint overrides the Price List Query API's endpoint URL
+	// (a stand-in, for tests); empty means the SDK's in PricingRegion
+	// (which honours AWS_ENDPOINT_URL_PRICING).
+	PricingEndpoint string
+	// PricingRegion is where the Price List Query API is asked (it is
+	// served in us-east-1, eu-central-1 and ap-south-1); empty means
+	// us-east-1.
+	PricingRegion string
 	// IAMEndpoint overrides the IAM endpoint URL; empty means the SDK's
 	// (which honours AWS_ENDPOINT_URL_IAM).
 	IAMEndpoint string

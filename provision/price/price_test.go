@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"sortie/schema"
 )
 
 func TestCost(t *testing.T) {
@@ -37,5 +39,21 @@ func TestCost(t *testing.T) {
 	stale[0].Stale = true
 	if got := Cost(stale, 1, t0, t0.Add(time.Hour), 0); !got.Estimate {
 		t.Errorf("a stale price: got %+v, want an estimate", got)
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	pl := schema.Placement{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a"}
+	if got, want := KeyOf(pl, schema.Resources{InstanceType: "m6i.large", UseSpot: true}),
+		(Key{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "m6i.large", Spot: true}); got != want {
+		t.Errorf("spot: %+v, want %+v", got, want)
+	}
+	if got, want := KeyOf(pl, schema.Resources{InstanceType: "m6i.large"}),
+		(Key{Cloud: "aws", Region: "us-east-1", InstanceType: "m6i.large"}); got != want {
+		t.Errorf("on-demand: %+v, want the region's %+v", got, want)
+	}
+	local := schema.Placement{Cloud: "local", Region: "local", Zone: "local-a"}
+	if got, want := KeyOf(local, schema.Resources{CPUs: "4+"}), (Key{Cloud: "local", Region: "local", InstanceType: "cpus=4"}); got != want {
+		t.Errorf("per resource: %+v, want %+v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,14 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 			fmt.Fprintf(w, "  Placements:  none a launch from here could try%s\n", why)
 		} else {
 			fmt.Fprintln(w, "  Placements, in the order a first launch tries them:")
-			tb := newTable(w, "    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY")
+			// COST/HOUR, what an attempt there is expected to cost an
+			// hour, is shown when a price of some placement is known.
+			priced := slices.ContainsFunc(t.Placements, func(pl contract.PlacementPlan) bool { return pl.HourlyCost != nil })
+			headers := []string{"    #", "WHERE", "REQUEST", "SPOT", "RESOLVED BY"}
+			if priced {
+				headers = append(headers, "COST/HOUR")
+			}
+			tb := newTable(w, headers...)
 			for i, pl := range t.Placements {
 				where := strings.Join(nonEmpty(pl.Cloud, deref(pl.Region), deref(pl.Zone)), "/")
 				if pl.Region == nil {
@@ -49,7 +57,11 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 				if pl.UseSpot {
 					spot = "yes"
 				}
-				tb.row("    "+strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy)
+				row := []string{"    " + strconv.Itoa(i+1), where, describeRequest(pl), spot, pl.ResolvedBy}
+				if priced {
+					row = append(row, costText(pl.HourlyCost, false))
+				}
+				tb.row(row...)
 				byController = byController || pl.ResolvedBy == "controller"
 			}
 			if err := tb.flush(); err != nil {

@@ -76,19 +76,21 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 }
 
 // printQueue writes the queue as a table. OWNER is there when the jobs
-// shown have more than one owner, TASK when one of them is a pipeline and
-// RETRY OF when one is a retry, so that a queue keeps to 120 columns.
+// shown have more than one owner, TASK when one of them is a pipeline,
+// COST when the cost of one is known and RETRY OF when one is a retry, so
+// that a queue keeps to 120 columns.
 func printQueue(f *Factory, jobs []contract.JobView) error {
 	if len(jobs) == 0 {
 		fmt.Fprintln(f.Err, "No jobs.")
 		return nil
 	}
 	owners := map[string]bool{}
-	pipelines, retries := false, false
+	pipelines, retries, costs := false, false, false
 	for _, j := range jobs {
 		owners[orDash(j.Owner)] = true
 		pipelines = pipelines || j.NumTasks > 1
 		retries = retries || j.RetryOf != nil
+		costs = costs || j.Cost != nil
 	}
 	showOwner := len(owners) > 1
 	headers := []string{"ID", "NAME"}
@@ -98,7 +100,11 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 	if pipelines {
 		headers = append(headers, "TASK")
 	}
-	headers = append(headers, "RESOURCES", "LOCATION", "SUBMITTED", "DURATION", "#RECOV", "STATUS", "EXIT")
+	headers = append(headers, "RESOURCES", "LOCATION", "SUBMITTED", "DURATION")
+	if costs {
+		headers = append(headers, "COST")
+	}
+	headers = append(headers, "#RECOV", "STATUS", "EXIT")
 	if retries {
 		headers = append(headers, "RETRY OF")
 	}
@@ -116,8 +122,11 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 			}
 			row = append(row, task)
 		}
-		row = append(row, orDash(j.Resources), orDash(j.Location), shortAgo(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now),
-			strconv.Itoa(j.RecoveryCount), string(j.Status), strategy.FormatExitCodes(j.ExitCodes))
+		row = append(row, orDash(j.Resources), orDash(j.Location), shortAgo(now, j.SubmittedAt), duration(j.StartedAt, j.EndedAt, now))
+		if costs {
+			row = append(row, costText(j.Cost, j.CostEstimate))
+		}
+		row = append(row, strconv.Itoa(j.RecoveryCount), string(j.Status), strategy.FormatExitCodes(j.ExitCodes))
 		if retries {
 			row = append(row, idOrDash(j.RetryOf))
 		}
@@ -140,3 +149,6 @@ func shortAgo(now, t time.Time) string {
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
+
+// costText shows dollars as `jobs queue` and `jobs show` do (contract.Cost).
+func costText(dollars *float64, estimate bool) string { return contract.Cost(dollars, estimate) }

@@ -83,6 +83,13 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	fmt.Fprintf(w, "Submitted:     %s (%s)\n", d.SubmittedAt.Local().Format("2006-01-02 15:04:05"), ago(now, d.SubmittedAt))
 	fmt.Fprintf(w, "Duration:      %s\n", duration(d.StartedAt, d.EndedAt, now))
 	fmt.Fprintf(w, "Recoveries:    %d   Failures: %s   Exit codes: %s\n", d.RecoveryCount, failures(d), strategy.FormatExitCodes(d.ExitCodes))
+	if d.Cost != nil || d.ChainCost != nil {
+		line := costText(d.Cost, d.CostEstimate)
+		if len(d.Chain) > 1 {
+			line += fmt.Sprintf("   Retry chain: %s", costText(d.ChainCost, d.ChainCostEstimate))
+		}
+		fmt.Fprintf(w, "Cost:          %s\n", line)
+	}
 	if d.InputKey != nil {
 		fmt.Fprintf(w, "Input key:     %s\n", *d.InputKey)
 	}
@@ -123,6 +130,11 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if progress {
 		headers = slices.Insert(headers, 7, "PROGRESS")
 	}
+	// COST is shown when the cost of some attempt is known.
+	costs := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Cost != nil })
+	if costs {
+		headers = slices.Insert(headers, 5, "COST")
+	}
 	section(w, "Attempts", d.Attempts, headers, func(a contract.AttemptView) []string {
 		where := "-"
 		if a.Cloud != nil {
@@ -148,6 +160,9 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 				p = strconv.FormatInt(*a.Progress, 10)
 			}
 			row = slices.Insert(row, 7, p)
+		}
+		if costs {
+			row = slices.Insert(row, 5, costText(a.Cost, a.CostEstimate))
 		}
 		return row
 	})

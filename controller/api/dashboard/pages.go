@@ -134,6 +134,7 @@ type queueRow struct {
 	Submitted  string
 	At         string
 	Duration   string
+	Cost       string
 	Recoveries int
 	Status     statusView
 	ExitCodes  string
@@ -150,7 +151,7 @@ func row(v *contract.JobView, now time.Time) queueRow {
 		owner = "-"
 	}
 	return queueRow{ID: v.ID, Name: v.Name, Owner: owner, Task: task, Resources: orDash(v.Resources), Location: orDash(v.Location), Submitted: ago(now, v.SubmittedAt), At: stamp(v.SubmittedAt),
-		Duration: contract.Elapsed(v.StartedAt, v.EndedAt, now), Recoveries: v.RecoveryCount, Status: jobStatus(v),
+		Duration: contract.Elapsed(v.StartedAt, v.EndedAt, now), Cost: contract.Cost(v.Cost, v.CostEstimate), Recoveries: v.RecoveryCount, Status: jobStatus(v),
 		ExitCodes: strategy.FormatExitCodes(v.ExitCodes), RetryOf: v.RetryOf}
 }
 
@@ -256,16 +257,20 @@ func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request, s *session) er
 // jobView is a job's page.
 type jobView struct {
 	base
-	J          *contract.JobDetail
-	Status     statusView
-	Owner      string
-	Resources  string
-	Location   string
-	Submitted  string
-	At         string
-	Duration   string
-	ExitCodes  string
-	Failures   string
+	J         *contract.JobDetail
+	Status    statusView
+	Owner     string
+	Resources string
+	Location  string
+	Submitted string
+	At        string
+	Duration  string
+	ExitCodes string
+	Failures  string
+	// Cost is what the job cost; ChainCost what its retry chain did, ""
+	// when it is no retry and was not retried.
+	Cost       string
+	ChainCost  string
 	Terminal   bool
 	MayAct     bool
 	Cancelable bool
@@ -309,6 +314,8 @@ type attemptRow struct {
 	// Progress is the highest progress the attempt's task reported
 	// ($SORTIE_PROGRESS); "" when none.
 	Progress string
+	// Cost is what the attempt cost, "-" when not known.
+	Cost     string
 	Reason   string
 	Action   string
 	Decision string
@@ -366,6 +373,10 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 	if v.Owner == "" {
 		v.Owner = "-"
 	}
+	v.Cost = contract.Cost(dt.Cost, dt.CostEstimate)
+	if len(dt.Chain) > 1 {
+		v.ChainCost = contract.Cost(dt.ChainCost, dt.ChainCostEstimate)
+	}
 	// What the server would refuse is not offered: only the owner or an
 	// admin may cancel or retry.
 	v.MayAct = s.asker.Admin || (dt.Owner != nil && *dt.Owner == s.asker.Name)
@@ -411,6 +422,7 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 		if a.Progress != nil {
 			ar.Progress = strconv.FormatInt(*a.Progress, 10)
 		}
+		ar.Cost = contract.Cost(a.Cost, a.CostEstimate)
 		attempts = append(attempts, ar)
 	}
 	if n := len(attempts); n > 0 {

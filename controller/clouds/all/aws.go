@@ -9,6 +9,7 @@ import (
 	"sortie/controller/config"
 	"sortie/provision"
 	"sortie/provision/aws"
+	"sortie/provision/price"
 )
 
 // AWS is EC2. Credentials come from the standard chain (environment,
@@ -30,6 +31,11 @@ func AWS() clouds.Cloud {
 		return clouds.NewCheck(r.Problems, err,
 			[2]string{"credentials", r.CredentialSource}, [2]string{"regions", strings.Join(r.Regions, ", ")},
 			[2]string{"buckets", r.Buckets}, [2]string{"instance profile", r.InstanceProfile})
+	}
+	cloud.Prices = func(ctx context.Context, cfg config.Config) (price.Fetcher, error) {
+		c := AWSConfig(cfg)
+		c.PricingEndpoint = cfg.AWS.PricingEndpoint
+		return aws.NewPrices(ctx, c)
 	}
 	return cloud
 }

@@ -1,0 +1,40 @@
+package service
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sortie/controller/contract"
+	"sortie/controller/store"
+)
+
+// The dry run shows what an attempt at each placement is expected to cost
+// an hour, every node, from the prices the store's cache holds; null where
+// none is known.
+func TestPlanShowsTheHourlyCost(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	now := time.Now()
+	if err := s.Store.PutPrices(ctx, []store.Price{{Cloud: "local", Region: "local", InstanceType: "cpus=2", PerHour: 0.5,
+		Source: "config.yaml local.prices", Effective: now.Add(-time.Hour), ReadAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	root := project(t, map[string]string{"p.yaml": "num_nodes: 3\nresources: {cloud: local, cpus: 2}\nrun: 'true'\n---\n" +
+		"resources: {cloud: local, cpus: 8}\nrun: 'true'\n"})
+	plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range plan.Tasks[0].Placements {
+		if pl.PricePerHour == nil || *pl.PricePerHour != 0.5 || pl.HourlyCost == nil || *pl.HourlyCost != 1.5 {
+			t.Errorf("task 0 at %s/%v: price %v, hourly %v; want $0.50 a node, $1.50 for 3", pl.Cloud, deref(pl.Zone), pl.PricePerHour, pl.HourlyCost)
+		}
+	}
+	for _, pl := range plan.Tasks[1].Placements {
+		if pl.PricePerHour != nil || pl.HourlyCost != nil {
+			t.Errorf("task 1 (no price known): price %v, hourly %v; want null", pl.PricePerHour, pl.HourlyCost)
+		}
+	}
+}
