@@ -38,3 +38,28 @@ func TestPlanShowsTheHourlyCost(t *testing.T) {
 		}
 	}
 }
+
+// The dry run of a task with placement: cheapest lists its placements in
+// the order the controller tries them: the cheapest spot zone first.
+func TestPlanOrdersCheapestFirst(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	now := time.Now()
+	spot := func(zone string, p float64) store.Price {
+		return store.Price{Cloud: "local", Region: "local", Zone: zone, InstanceType: "cpus=2", Spot: true, PerHour: p,
+			Source: "config.yaml local.prices", Effective: now.Add(-time.Hour), ReadAt: now}
+	}
+	if err := s.Store.PutPrices(ctx, []store.Price{spot("local-a", 0.3), spot("local-b", 0.1)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ placement, first string }{{"cheapest", "local-b"}, {"written", "local-a"}} {
+		root := project(t, map[string]string{"p.yaml": "resources: {cloud: local, cpus: 2, use_spot: true, placement: " + tc.placement + "}\nrun: 'true'\n"})
+		plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pls := plan.Tasks[0].Placements; len(pls) != 2 || deref(pls[0].Zone) != tc.first {
+			t.Errorf("placement %s: first placement %+v, want %s", tc.placement, pls, tc.first)
+		}
+	}
+}
