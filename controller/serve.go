@@ -232,11 +232,7 @@ func StartPrices(ctx context.Context, c *Controller, cfg config.Config, cls []cl
 	if r == nil {
 		return func() {}
 	}
-	fs, errs := clouds.PriceFetchers(ctx, cfg, cls)
-	for name, err := range errs {
-		c.Log.Warn("no prices will be read from "+name, "err", err)
-	}
-	r.Fetchers, r.Fixed = fs, clouds.FixedPriceKeys(cls)
+	r.Fetchers, r.Fixed = clouds.PriceFetchers(cfg, cls), clouds.FixedPriceKeys(cls)
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -29,6 +29,7 @@ var backend = cli.Backend{
 			return nil, err
 		}
 		svc.CheckClouds, svc.RemoteLogs, svc.RemoteShell = p.CheckClouds, p.RemoteLogs, p.RemoteShell
+		svc.RefreshPricesHook = p.RefreshPrices
 		return svc, nil
 	},
 	Plan: func(ctx context.Context, home string, req contract.LaunchRequest) (*contract.Plan, error) {

@@ -45,6 +45,8 @@ var answers = map[string]answer{
 	"GET /v1/quarantine":                            {status: "200", schema: "quarantine", list: true},
 	"DELETE /v1/quarantine/{cloud}/{region}/{zone}": {status: "200", schema: "quarantine_cleared"},
 	"PUT /v1/blobs/{sha256}":                        {status: "201", schema: "blob"},
+	"GET /v1/prices":                                {status: "200", schema: "price", list: true},
+	"POST /v1/prices/refresh":                       {status: "200", schema: "prices_refreshed"},
 }
 
 func mustDocument() []byte {

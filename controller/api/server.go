@@ -78,6 +78,8 @@ var routes = []string{
 	"DELETE /v1/failures/{key}",
 	"GET /v1/quarantine",
 	"DELETE /v1/quarantine/{cloud}/{region}/{zone}",
+	"GET /v1/prices",
+	"POST /v1/prices/refresh",
 	"HEAD /v1/blobs/{sha256}",
 	"PUT /v1/blobs/{sha256}",
 }
@@ -118,6 +120,8 @@ func NewServer(o Options) *Server {
 		"DELETE /v1/failures/{key}":                     s.forget,
 		"GET /v1/quarantine":                            s.quarantine,
 		"DELETE /v1/quarantine/{cloud}/{region}/{zone}": s.clearQuarantine,
+		"GET /v1/prices":                                s.prices,
+		"POST /v1/prices/refresh":                       s.refreshPrices,
 		"HEAD /v1/blobs/{sha256}":                       s.hasBlob,
 		"PUT /v1/blobs/{sha256}":                        s.putBlob,
 		"GET /v1/healthz":                               nil,
@@ -523,6 +527,21 @@ func (s *Server) quarantine(w http.ResponseWriter, r *http.Request, svc *service
 func (s *Server) clearQuarantine(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
 	c, err := svc.ClearQuarantine(r.Context(), schema.Placement{Cloud: r.PathValue("cloud"), Region: r.PathValue("region"), Zone: r.PathValue("zone")})
 	return answerOK(w, c, err)
+}
+
+func (s *Server) prices(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	q := r.URL.Query()
+	ps, err := svc.Prices(r.Context(), contract.PricesRequest{Cloud: q.Get("cloud"), Type: q.Get("type"), Region: q.Get("region")})
+	return answerOK(w, orEmpty(ps), err)
+}
+
+func (s *Server) refreshPrices(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req contract.PricesRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	res, err := svc.RefreshPrices(r.Context(), req)
+	return answerOK(w, res, err)
 }
 
 func orEmpty[T any](v []T) []T {

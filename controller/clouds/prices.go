@@ -2,6 +2,7 @@ package clouds
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"sortie/controller/config"
@@ -63,22 +64,40 @@ func configPrices(cloud string, of func(config.Config) config.ResourcePrices) fu
 }
 
 // PriceFetchers are the fetchers of the clouds of cls that have one, by
-// name; a cloud whose fetcher cannot be built is left out, its error in
-// errs.
-func PriceFetchers(ctx context.Context, cfg config.Config, cls []Cloud) (map[string]price.Fetcher, map[string]error) {
-	fs, errs := map[string]price.Fetcher{}, map[string]error{}
+// name. Each is built when it is first asked for prices, not before: a
+// cloud with no credentials here costs nothing until a job asks for its
+// prices, and then its error says why.
+func PriceFetchers(cfg config.Config, cls []Cloud) map[string]price.Fetcher {
+	fs := map[string]price.Fetcher{}
 	for _, c := range cls {
-		if c.Prices == nil {
-			continue
+		if c.Prices != nil {
+			fs[c.Name] = &lazyFetcher{build: func(ctx context.Context) (price.Fetcher, error) { return c.Prices(ctx, cfg) }}
 		}
-		f, err := c.Prices(ctx, cfg)
-		if err != nil {
-			errs[c.Name] = err
-			continue
-		}
-		fs[c.Name] = f
 	}
-	return fs, errs
+	return fs
+}
+
+// lazyFetcher builds its fetcher at its first use, and again after a
+// failed build.
+type lazyFetcher struct {
+	build func(context.Context) (price.Fetcher, error)
+	mu    sync.Mutex
+	f     price.Fetcher
+}
+
+func (l *lazyFetcher) Prices(ctx context.Context, keys []price.Key) ([]price.Quote, error) {
+	l.mu.Lock()
+	f := l.f
+	if f == nil {
+		var err error
+		if f, err = l.build(ctx); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		l.f = f
+	}
+	l.mu.Unlock()
+	return f.Prices(ctx, keys)
 }
 
 // FixedPriceKeys are the keys read at every refresh whether or not a job

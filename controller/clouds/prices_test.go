@@ -2,6 +2,7 @@ package clouds
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
@@ -13,9 +14,9 @@ func TestConfigPrices(t *testing.T) {
 	cfg := config.Config{}
 	cfg.Kubernetes.Prices = config.ResourcePrices{NodeHour: 0.1, CPUHour: 0.03, MemoryGBHour: 0.004,
 		AcceleratorHour: map[string]float64{"A100": 2.5}, Spot: &config.ResourcePrices{AcceleratorHour: map[string]float64{"A100": 1}}}
-	fs, errs := PriceFetchers(context.Background(), cfg, Known())
-	if len(errs) != 0 || fs["kubernetes"] == nil || fs["local"] == nil || fs["sim"] == nil {
-		t.Fatalf("fetchers %v, errors %v", fs, errs)
+	fs := PriceFetchers(cfg, Known())
+	if fs["kubernetes"] == nil || fs["local"] == nil || fs["sim"] == nil {
+		t.Fatalf("fetchers %v", fs)
 	}
 	shape := price.Shape(4, 16, map[string]int{"A100": 2, "T4": 1})
 	keys := []price.Key{
@@ -55,5 +56,33 @@ func TestConfigPrices(t *testing.T) {
 	}
 	if ks := FixedPriceKeys(Known()); len(ks) != 6 {
 		t.Errorf("fixed keys: %v, want the node price of local, sim and kubernetes, spot and not", ks)
+	}
+}
+
+// A cloud's fetcher is built at its first use, and built again after a
+// build that failed (credentials added since).
+func TestPriceFetchersAreBuiltWhenFirstAsked(t *testing.T) {
+	builds := 0
+	c := Cloud{Name: "aws", Prices: func(context.Context, config.Config) (price.Fetcher, error) {
+		builds++
+		if builds == 1 {
+			return nil, errors.New("no AWS credentials")
+		}
+		return ConfigPrices{Cloud: "aws", Key: "test"}, nil
+	}}
+	f := PriceFetchers(config.Config{}, []Cloud{c})["aws"]
+	if builds != 0 {
+		t.Fatalf("built %d times before use", builds)
+	}
+	if _, err := f.Prices(context.Background(), []price.Key{{Cloud: "aws"}}); err == nil || err.Error() != "no AWS credentials" {
+		t.Errorf("first use: %v", err)
+	}
+	for range 2 {
+		if qs, err := f.Prices(context.Background(), []price.Key{{Cloud: "aws"}}); err != nil || len(qs) != 1 {
+			t.Errorf("after: %v %v", qs, err)
+		}
+	}
+	if builds != 2 {
+		t.Errorf("built %d times, want 2", builds)
 	}
 }

@@ -153,7 +153,10 @@ type GCPConfig struct {
 	Project  string   `json:"project"`
 	Regions  []string `json:"regions"`
 	Endpoint string   `json:"endpoint"` // a Compute Engine API stand-in, for tests
-	SSHUser  string   `json:"ssh_user"`
+	// BillingEndpoint is the Cloud Billing Catalog API's endpoint (a
+	// stand-in, for tests); "" is Google's.
+	BillingEndpoint string `json:"billing_endpoint"`
+	SSHUser         string `json:"ssh_user"`
 	// NodeDir is the directory on VMs under which each node's files live.
 	NodeDir string `json:"node_dir"`
 	// TerminationAction is what a spot VM does when preempted: DELETE or STOP.

@@ -15,6 +15,7 @@ func (cfg *Config) badEndpoints(lines map[string]int) []schema.Problem {
 		{"aws.imds_endpoint", cfg.AWS.IMDSEndpoint, "EC2's own, http://169.254.169.254"},
 		{"gcp.metadata_endpoint", cfg.GCP.MetadataEndpoint, "GCE's own, http://metadata.google.internal"},
 		{"aws.pricing_endpoint", cfg.AWS.PricingEndpoint, "AWS's own Price List Query API"},
+		{"gcp.billing_endpoint", cfg.GCP.BillingEndpoint, "Google's own Cloud Billing Catalog API"},
 	} {
 		if e.v == "" {
 			continue

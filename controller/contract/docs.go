@@ -291,6 +291,28 @@ var fieldDocs = map[string]map[string]string{
 		"cleared_at":      "when: failures there up to then no longer count",
 		"was_quarantined": "whether it was quarantined before the clear",
 	},
+	"price": {
+		"cloud":         "the cloud",
+		"region":        "the region; empty for a price config.yaml sets for every region",
+		"zone":          "the zone; empty for a price that holds in the whole region (on-demand prices, GCP's spot prices)",
+		"instance_type": "the instance type; for local, sim and kubernetes the node's shape (`cpus=4,memory=16,A100=1`), empty for the node price alone",
+		"spot":          "whether it is the spot price",
+		"per_hour":      "what one node costs an hour",
+		"currency":      "the currency of per_hour: `USD`",
+		"source":        "where it was read: `aws pricing GetProducts`, `ec2 DescribeSpotPriceHistory`, `gcp billing catalog services/6F81-5844-456A/skus`, or the config.yaml key (`config.yaml kubernetes.prices`)",
+		"effective_at":  "when the price took effect (a spot price's change; 1970-01-01 for config.yaml's, which hold for all time)",
+		"read_at":       "when sortie read it; null for a price computed now from config.yaml",
+		"stale":         "the price was read longer ago than its refresh interval (`prices.spot_refresh`, `prices.on_demand_refresh`) because its cloud could not be reached: a cost counted with it is an estimate",
+	},
+	"prices_refreshed": {
+		"clouds": "each cloud asked, in name order",
+	},
+	"prices_refreshed_cloud": {
+		"cloud":  "the cloud",
+		"asked":  "how many prices it was asked for",
+		"quotes": "how many it answered",
+		"error":  "why its prices could not all be read (those read before are kept); null when none",
+	},
 	"forgotten": {
 		"key":   "the key of the known failure forgotten; absent when all were",
 		"count": "how many known failures were forgotten",

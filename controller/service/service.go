@@ -54,6 +54,10 @@ type Service struct {
 	// RemoteShell runs `jobs ssh` on a cloud that is not in Clouds; nil
 	// refuses such a job.
 	RemoteShell func(ctx context.Context, req contract.ShellRequest) (int, error)
+	// RefreshPricesHook reads prices from the clouds now (`sortie prices
+	// refresh`): the controller program's refresher, or in the CLI a run
+	// of it; nil refuses.
+	RefreshPricesHook func(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error)
 	// Asker is who asks: the owner of what they launch, and whom the owner
 	// check lets cancel, retry or forget what. Nil acts on every job and
 	// records no name.

@@ -66,6 +66,10 @@ type Config struct {
 	// Endpoint overrides the API's base URL (an emulator or a fake); when
 	// set, requests carry no credentials.
 	Endpoint string
+	// BillingEndpoint overrides the Cloud Billing Catalog API's base URL
+	// (a stand-in, for tests); when set, its requests carry no
+	// credentials.
+	BillingEndpoint string
 	// SSHUser is the account the VMs create for sortie's key (through the
 	// ssh-keys metadata); empty means "sortie".
 	SSHUser string

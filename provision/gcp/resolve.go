@@ -40,21 +40,34 @@ func (p *Provider) catalog(ctx context.Context) (map[string]string, map[string][
 	if zones != nil && types != nil {
 		return zones, types, nil
 	}
-	zs, err := p.api.Zones(ctx, p.cfg.Project)
+	zones, types, err := loadCatalog(ctx, p.api, p.cfg.Project)
 	if err != nil {
-		return nil, nil, classify(fmt.Errorf("list zones of project %s: %w", p.cfg.Project, err))
+		return nil, nil, err
 	}
-	zones = map[string]string{}
+	p.mu.Lock()
+	p.zones, p.types = zones, types
+	p.mu.Unlock()
+	return zones, types, nil
+}
+
+// loadCatalog reads the project's zones that are up (zone -> region) and
+// the machine types each offers.
+func loadCatalog(ctx context.Context, api computeAPI, project string) (map[string]string, map[string][]machineType, error) {
+	zs, err := api.Zones(ctx, project)
+	if err != nil {
+		return nil, nil, classify(fmt.Errorf("list zones of project %s: %w", project, err))
+	}
+	zones := map[string]string{}
 	for _, z := range zs {
 		if z.GetStatus() == "UP" {
 			zones[z.GetName()] = lastSegment(z.GetRegion())
 		}
 	}
-	mts, err := p.api.MachineTypes(ctx, p.cfg.Project)
+	mts, err := api.MachineTypes(ctx, project)
 	if err != nil {
-		return nil, nil, classify(fmt.Errorf("list machine types of project %s: %w", p.cfg.Project, err))
+		return nil, nil, classify(fmt.Errorf("list machine types of project %s: %w", project, err))
 	}
-	types = map[string][]machineType{}
+	types := map[string][]machineType{}
 	for zone, list := range mts {
 		for _, mt := range list {
 			if mt.GetDeprecated().GetState() != "" {
@@ -68,9 +81,6 @@ func (p *Provider) catalog(ctx context.Context) (map[string]string, map[string][
 			types[zone] = append(types[zone], t)
 		}
 	}
-	p.mu.Lock()
-	p.zones, p.types = zones, types
-	p.mu.Unlock()
 	return zones, types, nil
 }
 

@@ -99,6 +99,22 @@ func checkClouds(f *Factory) func(ctx context.Context) ([]clouds.Check, error) {
 	}
 }
 
+// refreshPrices asks the controller program, which links the clouds'
+// SDKs, to read prices from the clouds now.
+func refreshPrices(f *Factory) func(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error) {
+	return func(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error) {
+		out, err := controllerProgram(ctx, f, "prices-refresh", "--cloud", req.Cloud, "--type", req.Type, "--region", req.Region)
+		if err != nil {
+			return nil, err
+		}
+		var r contract.PricesRefreshed
+		if err := json.Unmarshal(out, &r); err != nil {
+			return nil, fmt.Errorf("read %s prices-refresh: %w", daemon.Binary, err)
+		}
+		return &r, nil
+	}
+}
+
 // remoteLogs asks the controller program for a running attempt's node logs
 // on a cloud this binary does not link.
 func remoteLogs(f *Factory) func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error) {

@@ -51,6 +51,10 @@ type Service interface {
 	// makes the failures on one so far no longer count.
 	Quarantine(ctx context.Context) ([]contract.QuarantineView, error)
 	ClearQuarantine(ctx context.Context, p schema.Placement) (*contract.QuarantineCleared, error)
+	// Prices lists the prices sortie charges; RefreshPrices reads them
+	// from the clouds now.
+	Prices(ctx context.Context, req contract.PricesRequest) ([]contract.PriceView, error)
+	RefreshPrices(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error)
 	Close() error
 }
 
@@ -111,9 +115,10 @@ type Backend struct {
 // SDK: which clouds are usable, a running attempt's node logs, and a
 // shell on a kept node.
 type Programs struct {
-	CheckClouds func(ctx context.Context) ([]clouds.Check, error)
-	RemoteLogs  func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error)
-	RemoteShell func(ctx context.Context, req contract.ShellRequest) (int, error)
+	CheckClouds   func(ctx context.Context) ([]clouds.Check, error)
+	RemoteLogs    func(ctx context.Context, job int64, task, attempt int, offsets []int64) ([][]byte, error)
+	RemoteShell   func(ctx context.Context, req contract.ShellRequest) (int, error)
+	RefreshPrices func(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error)
 }
 
 func (f *Factory) lookupEnv(k string) (string, bool) {
@@ -147,7 +152,7 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 func Main(args []string, in io.Reader, out, errw io.Writer, b Backend) int {
 	f := &Factory{In: in, Out: out, Err: errw, Getenv: os.Getenv, LookupEnv: os.LookupEnv, Now: time.Now, Sources: b.Sources}
 	f.Local = func(ctx context.Context) (LocalService, error) {
-		return b.Open(ctx, f.Home(), Programs{CheckClouds: checkClouds(f), RemoteLogs: remoteLogs(f), RemoteShell: remoteShell(f)})
+		return b.Open(ctx, f.Home(), Programs{CheckClouds: checkClouds(f), RemoteLogs: remoteLogs(f), RemoteShell: remoteShell(f), RefreshPrices: refreshPrices(f)})
 	}
 	// With SORTIE_API_URL (or a `sortie login`), every jobs verb goes
 	// through that server; without, through this machine's home.
@@ -246,7 +251,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f), NewCmdShow(f, nil), NewCmdLogs(f), NewCmdCancel(f, nil),
 		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
-	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdQuarantine(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
+	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdQuarantine(f), NewCmdPrices(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
 	for _, c := range root.Commands() {
 		markArgs(c)
 	}

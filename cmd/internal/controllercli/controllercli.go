@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,7 @@ import (
 	"sortie/controller/contract"
 	"sortie/controller/home"
 	"sortie/controller/lifecycle"
+	"sortie/controller/prices"
 	"sortie/controller/service"
 )
 
@@ -55,7 +57,7 @@ func Main(args []string, out, errw io.Writer) int {
 			}
 			return json.NewEncoder(out).Encode(clouds.NewSet(cfg, all.Clouds()).Check(cmd.Context()))
 		},
-	}, nodeLogs(h, out), nodeShell(h, out, errw), serverCmd(h, out, errw), dashboardCmd(h, out, errw))
+	}, nodeLogs(h, out), pricesRefresh(h, out), nodeShell(h, out, errw), serverCmd(h, out, errw), dashboardCmd(h, out, errw))
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errw)
@@ -123,5 +125,37 @@ func nodeLogs(h string, out io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&offsets, "offsets", "", "comma-separated byte offset of each node's log, by rank")
+	return cmd
+}
+
+// pricesRefresh is `sortie prices refresh` of this home: it reads the
+// prices from the clouds into the store and prints what each cloud
+// answered, as JSON (contract.PricesRefreshed). A controller running here
+// reads them from the store at its next refresh.
+func pricesRefresh(h string, out io.Writer) *cobra.Command {
+	var req contract.PricesRequest
+	cmd := &cobra.Command{
+		Use:   "prices-refresh",
+		Short: "Read prices from the clouds now into the store, and print what each answered as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, st, err := controller.OpenHome(cmd.Context(), h)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cls := all.Clouds()
+			book := prices.NewBook(st, prices.Intervals{OnDemand: cfg.Prices.OnDemandRefresh.D(), Spot: cfg.Prices.SpotRefresh.D()}, nil)
+			if err := book.Load(cmd.Context()); err != nil {
+				return err
+			}
+			r := &prices.Refresher{Book: book, Store: st, Fetchers: clouds.PriceFetchers(cfg, cls), Fixed: clouds.FixedPriceKeys(cls),
+				Now: time.Now, After: time.After}
+			return json.NewEncoder(out).Encode(service.RefreshedView(r.Refresh(cmd.Context(), service.PriceRefresh(req))))
+		},
+	}
+	cmd.Flags().StringVar(&req.Cloud, "cloud", "", "only this cloud")
+	cmd.Flags().StringVar(&req.Type, "type", "", "only this instance type")
+	cmd.Flags().StringVar(&req.Region, "region", "", "only this region")
 	return cmd
 }

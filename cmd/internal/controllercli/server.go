@@ -68,6 +68,12 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 					// open a second one.
 					base.Store.Close()
 					base.Store = st
+					// A refresh asked of the API runs in the
+					// controller's own refresher, whose Book the
+					// controller reads.
+					base.RefreshPricesHook = func(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error) {
+						return service.RefreshedView(c.PriceRefresher.Refresh(ctx, service.PriceRefresh(req))), nil
+					}
 					up := &api.Uploads{Dir: home.Uploads(h)}
 					svc := api.ForServer(base, up, c.Wake)
 					srv := api.NewServer(api.Options{Service: svc, Store: st, Uploads: up, Log: log, MaxBody: o.maxBody, MaxUpload: o.maxUpload})

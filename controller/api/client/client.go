@@ -417,5 +417,30 @@ func (c *Client) ClearQuarantine(ctx context.Context, p schema.Placement) (*cont
 	return &out, nil
 }
 
+// Prices is `sortie prices`.
+func (c *Client) Prices(ctx context.Context, req contract.PricesRequest) ([]contract.PriceView, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"cloud": req.Cloud, "type": req.Type, "region": req.Region} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	path := "/v1/prices"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out []contract.PriceView
+	return out, c.call(ctx, "GET", path, nil, &out)
+}
+
+// RefreshPrices is `sortie prices refresh`.
+func (c *Client) RefreshPrices(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error) {
+	var out contract.PricesRefreshed
+	if err := c.call(ctx, "POST", "/v1/prices/refresh", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Close does nothing: a client holds no connection of its own.
 func (c *Client) Close() error { return nil }

@@ -11,6 +11,7 @@ import (
 	"sortie/provision"
 	"sortie/provision/gcp"
 	"sortie/provision/node"
+	"sortie/provision/price"
 )
 
 // GCP is Compute Engine. Credentials are application default credentials.
@@ -26,6 +27,11 @@ func GCP() clouds.Cloud {
 		return clouds.NewCheck(r.Problems, err, [2]string{"credentials", r.CredentialSource},
 			[2]string{"project", r.Project}, [2]string{"regions", strings.Join(r.Regions, ", ")},
 			[2]string{"buckets", gcsAccess(ctx, r.Project)})
+	}
+	cloud.Prices = func(ctx context.Context, cfg config.Config) (price.Fetcher, error) {
+		c := GCPConfig(cfg)
+		c.BillingEndpoint = cfg.GCP.BillingEndpoint
+		return gcp.NewPrices(ctx, c)
 	}
 	return cloud
 }
