@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"sortie/controller/store"
@@ -23,8 +22,10 @@ func (c *Controller) placeCheaper(task *schema.Task, cands []strategy.Candidate,
 	return strategy.Cheapest(cands, c.priceOf(now))
 }
 
-// priceOf prices a candidate per node-hour at now from the Book (priceAt:
-// the zone's price, else the region's).
+// priceOf prices a candidate per node-hour at now from the Book
+// (candidateKey): a spot candidate by its zone's spot price (the Book falls
+// back to the region's where the cloud sets spot prices per region), an
+// on-demand one by its region's price.
 func (c *Controller) priceOf(now time.Time) strategy.PriceOf {
 	return func(cand strategy.Candidate) (float64, bool) {
 		q, ok := c.priceAt(candidateKey(cand), now)
@@ -68,6 +69,9 @@ func usesSpot(r schema.Resources) bool {
 func (c *Controller) onDemandFacts(ctx context.Context, p strategy.Policy, task *schema.Task, a *store.Attempt, end time.Time,
 	counters *strategy.Counters, ended *strategy.Ended) error {
 	ended.OnDemand = a.OnDemand || !usesSpot(task.Resources)
+	if a.Billing.From != nil {
+		ended.OnDemand = !a.Billing.Spot // what the launch that succeeded asked for
+	}
 	if ended.Outcome != strategy.Preempted || ended.OnDemand || (p.OnDemandAfter <= 0 && !p.OnDemandAfterCost) {
 		return nil
 	}
@@ -83,45 +87,45 @@ func (c *Controller) onDemandFacts(ctx context.Context, p strategy.Policy, task 
 	}
 	counters.Preemptions = len(preempted)
 	if p.OnDemandAfterCost {
-		cur := *a
-		cur.EndedAt = &end
-		ended.Lost = c.lostCost(task, append(preempted, &cur), end)
+		ended.Lost = c.lostCost(append(preempted, a), end)
 	}
 	return nil
 }
 
-// lostCost is what the preempted spot attempts as cost, at the spot prices
-// of the Book over the time each ran, and what one on-demand run as long
-// as the longest of them would have cost at now's on-demand price in its
-// region. nil when a price is not known.
-func (c *Controller) lostCost(task *schema.Task, as []*store.Attempt, now time.Time) *strategy.LostCost {
-	if c.Prices == nil {
-		return nil
-	}
-	nodes := max(task.NumNodes, 1)
+// lostCost is what the preempted spot attempts as cost (as stored when
+// each ended; the last, still ending at end, priced now), and what one
+// on-demand run as long as the longest of them would have cost at the
+// on-demand price of its region at end. nil when a price is not known.
+func (c *Controller) lostCost(as []*store.Attempt, end time.Time) *strategy.LostCost {
 	var spent price.Amount
-	var longest *store.Attempt
-	for _, b := range as {
-		r := attemptResources(task, b)
-		key := price.Key{Cloud: strings.ToLower(b.Cloud), Region: b.Region, Zone: b.Zone, InstanceType: r.InstanceType, Spot: true}
-		h := c.history(key, b.StartedAt, *b.EndedAt)
-		if len(h) == 0 {
+	var longest time.Duration
+	var at *store.Attempt
+	for i, b := range as {
+		cost := b.Cost
+		if i == len(as)-1 {
+			cost = c.attemptCost(b, end)
+		}
+		if cost == nil || b.Billing.From == nil {
 			return nil
 		}
-		spent = spent.Add(price.Cost(h, nodes, b.StartedAt, *b.EndedAt, billingMinimum(b.Cloud)))
-		if longest == nil || b.EndedAt.Sub(b.StartedAt) > longest.EndedAt.Sub(longest.StartedAt) {
-			longest = b
+		spent = spent.Add(price.Amount{Dollars: cost.Dollars, Estimate: cost.Estimate})
+		stop := end
+		if b.EndedAt != nil && i < len(as)-1 {
+			stop = *b.EndedAt
+		}
+		if d := max(stop.Sub(*b.Billing.From), b.Billing.Minimum); at == nil || d > longest {
+			at, longest = b, d
 		}
 	}
-	if longest == nil {
+	if at == nil {
 		return nil
 	}
-	r := attemptResources(task, longest)
-	q, ok := c.priceAt(price.Key{Cloud: strings.ToLower(longest.Cloud), Region: longest.Region, InstanceType: r.InstanceType}, now)
+	key := billingKey(at)
+	key.Zone, key.Spot = "", false
+	q, ok := c.priceAt(key, end)
 	if !ok {
 		return nil
 	}
-	billed := max(longest.EndedAt.Sub(longest.StartedAt), billingMinimum(longest.Cloud))
-	return &strategy.LostCost{Spent: spent.Dollars, Longest: billed, OnDemand: q.PerHour * float64(nodes) * billed.Hours(),
+	return &strategy.LostCost{Spent: spent.Dollars, Longest: longest, OnDemand: q.PerHour * float64(max(at.Billing.Nodes, 1)) * longest.Hours(),
 		Estimate: spent.Estimate || q.Stale}
 }

@@ -52,22 +52,20 @@ func TestPlacementWrittenKeepsTheOrder(t *testing.T) {
 	}
 }
 
-// A zone with no spot price of its own is priced by its region's, and a
-// zone with no price at all goes last.
-func TestPriceOfFallsBackToTheRegion(t *testing.T) {
+// A spot candidate is priced by its zone's spot price, an on-demand one by
+// its region's price; a candidate with no price is not priced.
+func TestPriceOfAsksTheZoneForSpot(t *testing.T) {
 	c := &Controller{Prices: bookOf{
-		{Cloud: "gcp", Region: "r", InstanceType: "n2", Spot: true}: 0.2,
-		{Cloud: "gcp", Region: "r", InstanceType: "n2"}:             0.9,
+		{Cloud: "gcp", Region: "r", Zone: "r-a", InstanceType: "n2", Spot: true}: 0.2,
+		{Cloud: "gcp", Region: "r", InstanceType: "n2"}:                          0.9,
 	}}
 	for _, tt := range []struct {
-		spot  bool
-		want  float64
-		known bool
-	}{{true, 0.2, true}, {false, 0.9, true}} {
-		cand := candAt("GCP", "r", "r-a", "n2", tt.spot)
-		got, known := c.priceOf(time.Time{})(cand)
-		if got != tt.want || known != tt.known {
-			t.Errorf("spot %v: price %v %v, want %v %v", tt.spot, got, known, tt.want, tt.known)
+		spot bool
+		want float64
+	}{{true, 0.2}, {false, 0.9}} {
+		got, known := c.priceOf(time.Time{})(candAt("gcp", "r", "r-a", "n2", tt.spot))
+		if got != tt.want || !known {
+			t.Errorf("spot %v: price %v %v, want %v", tt.spot, got, known, tt.want)
 		}
 	}
 	if _, known := c.priceOf(time.Time{})(candAt("gcp", "other", "o-a", "n2", true)); known {

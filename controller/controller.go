@@ -72,11 +72,11 @@ type Controller struct {
 	Metrics *metrics.Metrics
 	// Prices answer what an attempt costs, from the store's price cache
 	// (never a call to a cloud): each attempt's cost, max_cost and
-	// max_hourly_cost are counted with them (cost.go), and they order the
-	// candidates of resources.placement: cheapest; nil is no price known
-	// (costs unknown, no budget stops a job). PriceRefresher keeps the
-	// cache fresh in the background once the program running the
-	// controller starts it (serve.go). New makes both over the store.
+	// max_hourly_cost are counted with them (cost.go); nil is no price
+	// known (costs unknown, no budget stops a job); they also order the
+	// candidates of resources.placement: cheapest. PriceRefresher keeps the cache fresh in
+	// the background once the program running the controller starts it
+	// (serve.go). New makes both over the store.
 	Prices         price.Book
 	PriceRefresher *prices.Refresher
 
@@ -106,6 +106,9 @@ type Controller struct {
 	// storageSeen holds, per attempt and node, the bucket syncs last
 	// recorded, so that an unchanged report is not written again.
 	storageSeen sync.Map
+	// ownerSpend holds, per owner, whether their monthly budget was
+	// spent when last read (userbudget.go).
+	ownerSpend sync.Map
 	// lease, when set (AsReplica), makes the controller a replica that
 	// drives only the jobs whose lease it holds (lease.go).
 	lease *leaseSet

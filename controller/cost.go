@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"sortie/controller/clouds"
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/provision/price"
@@ -20,14 +21,10 @@ import (
 // transaction that ends it, so a listing only adds stored sums. Nil Prices
 // is no price known: every cost is unknown.
 
-// billingMinimum is the shortest time a cloud bills an instance for: a
-// minute on EC2 and Compute Engine (then per second); none elsewhere.
+// billingMinimum is the shortest time a cloud bills an instance for, as
+// the registry says.
 func billingMinimum(cloud string) time.Duration {
-	switch strings.ToLower(cloud) {
-	case "aws", "gcp":
-		return time.Minute
-	}
-	return 0
+	return clouds.Lookup(strings.ToLower(cloud)).BillingMinimum
 }
 
 // history is the prices of k in effect during [from, to] (the book

@@ -77,6 +77,9 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 	if reason, over := c.overBudget(j, a); over {
 		return wrapf(c.stopOverBudget(ctx, j, a, reason), "end at max_cost")
 	}
+	if reason, over := c.ownerOverBudget(ctx, j.Owner); over {
+		return wrapf(c.stopOverBudget(ctx, j, a, reason), "end at the owner's monthly budget")
+	}
 	if a != nil && a.Cloud != "" {
 		if err := c.brokenState(ctx, a.Cloud); err != nil {
 			return c.failController(ctx, j, a, err)

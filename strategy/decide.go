@@ -299,6 +299,13 @@ type Decision struct {
 //  1. preempted or node_lost: Recover on a new cluster; RecoveryCount+1
 //     and LossRecoveries+1. With NoRecovery, or once LossRecoveries has
 //     reached MaxRecoveries, Fail with FAILED instead.
+//     1b. a Recover from a preemption of a spot attempt (not
+//     Ended.OnDemand) recovers on-demand (Decision.OnDemand) when this
+//     preemption is the OnDemandAfter-th of the task's spot attempts
+//     (RuleOnDemandAfter), or, with OnDemandAfterCost, when Ended.Lost
+//     says the preempted attempts cost more than on-demand would have
+//     (RuleOnDemandAfterCost); see onDemand. A lost node never switches:
+//     it says nothing of spot.
 //  2. user or setup failure where any node's known exit code is listed in
 //     Escalate.OnExitCodes: RestartsOnErrors+1; Escalate to the size Grow
 //     gives while RestartsOnErrors <= MaxRestartsOnErrors, else Fail with
@@ -325,12 +332,6 @@ type Decision struct {
 //     and Detail, the error that stopped the controller.
 //  10. timed_out (OverTime said so): Fail with FAILED and Detail, OverTime's
 //     reason; never recovered.
-//     1b. a Recover from a preemption of a spot attempt (not Ended.OnDemand)
-//     recovers on-demand (Decision.OnDemand) when this preemption is the
-//     OnDemandAfter-th of the task's spot attempts (RuleOnDemandAfter), or,
-//     with OnDemandAfterCost, when Ended.Lost says the preempted attempts
-//     cost more than on-demand would have (RuleOnDemandAfterCost); see
-//     OnDemand. A lost node never switches: it says nothing of spot.
 //  11. over_budget (OverBudget said so): Fail with FAILED and Detail,
 //     OverBudget's reason; never recovered.
 //  12. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/ini.v1"
 
@@ -17,10 +18,11 @@ import (
 // AWS is EC2's facts; controller/clouds/all opens its provider.
 func AWS() Cloud {
 	return Cloud{
-		Name:   "aws",
-		Task:   schema.Cloud{Place: awsPlace, Store: schema.StoreS3},
-		Remote: true,
-		Notice: func(cfg config.Config) (string, string) { return notice.SourceAWS, cfg.AWS.IMDSEndpoint },
+		Name:           "aws",
+		BillingMinimum: time.Minute,
+		Task:           schema.Cloud{Place: awsPlace, Store: schema.StoreS3},
+		Remote:         true,
+		Notice:         func(cfg config.Config) (string, string) { return notice.SourceAWS, cfg.AWS.IMDSEndpoint },
 		StorageEnv: func(cfg config.Config, getenv func(string) string, region string) map[string]string {
 			return awsStorageEnv(getenv, region, cfg.AWS.IMDSEndpoint)
 		},

@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"sortie/controller/config"
 	"sortie/provision"
@@ -89,6 +90,10 @@ type Cloud struct {
 	// Nil for a cloud sortie reads no prices of.
 	Prices         func(ctx context.Context, cfg config.Config) (price.Fetcher, error)
 	PricedInConfig bool
+	// BillingMinimum is the shortest time the cloud bills an instance
+	// for (a minute on EC2 and Compute Engine, then per second); zero
+	// bills by the second from the first.
+	BillingMinimum time.Duration
 }
 
 // Check says whether one cloud is usable, and why not: an item of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"sortie/controller/config"
 	"sortie/provision/gcp/adc"
@@ -15,14 +16,15 @@ import (
 // Its nodes' sync program takes the instance's service account.
 func GCP() Cloud {
 	return Cloud{
-		Name:        "gcp",
-		Task:        schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS},
-		Remote:      true,
-		Notice:      func(cfg config.Config) (string, string) { return notice.SourceGCE, cfg.GCP.MetadataEndpoint },
-		Enabled:     gcpCredentials,
-		Regions:     func(cfg config.Config) []string { return cfg.GCP.Regions },
-		BucketNear:  gcsNear,
-		BucketBills: "Google",
+		Name:           "gcp",
+		BillingMinimum: time.Minute,
+		Task:           schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS},
+		Remote:         true,
+		Notice:         func(cfg config.Config) (string, string) { return notice.SourceGCE, cfg.GCP.MetadataEndpoint },
+		Enabled:        gcpCredentials,
+		Regions:        func(cfg config.Config) []string { return cfg.GCP.Regions },
+		BucketNear:     gcsNear,
+		BucketBills:    "Google",
 	}
 }
 

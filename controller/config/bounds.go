@@ -52,9 +52,9 @@ func (cfg *Config) ranges() ([]durationRange, []numberRange) {
 		{"kubernetes.provision_timeout", cfg.Kubernetes.ProvisionTimeout, time.Second, 24 * time.Hour, "10s"},
 		{"kubernetes.launch_timeout", cfg.Kubernetes.LaunchTimeout, time.Second, 24 * time.Hour, "10m"},
 		{"quarantine.half_life", cfg.Quarantine.HalfLife, time.Minute, 7 * 24 * time.Hour, "30m"},
+		{"preemptions.half_life", cfg.Preemptions.HalfLife, time.Minute, 7 * 24 * time.Hour, "1h"},
 		{"prices.on_demand_refresh", cfg.Prices.OnDemandRefresh, time.Minute, 30 * 24 * time.Hour, "24h"},
 		{"prices.spot_refresh", cfg.Prices.SpotRefresh, 10 * time.Second, 24 * time.Hour, "5m"},
-		{"preemptions.half_life", cfg.Preemptions.HalfLife, time.Minute, 7 * 24 * time.Hour, "1h"},
 		{"sim.boot_delay", s.BootDelay, 0, 24 * time.Hour, "0"},
 		{"sim.run_time", s.RunTime, time.Millisecond, 24 * time.Hour, "10s"},
 	}

@@ -40,9 +40,11 @@ type Config struct {
 	Notify     NotifyConfig     `json:"notify"`
 	Storage    StorageConfig    `json:"storage"`
 	Quarantine QuarantineConfig `json:"quarantine"`
-	Prices     PricesConfig     `json:"prices"`
 	// Preemptions orders spot candidates by the zones' recent preemptions.
 	Preemptions PreemptionsConfig `json:"preemptions"`
+	// Budgets are the users' monthly budgets by default.
+	Budgets BudgetsConfig `json:"budgets"`
+	Prices  PricesConfig  `json:"prices"`
 }
 
 // StorageConfig is the storage: section: how tasks' buckets are synced.
@@ -284,6 +286,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		e.Problems = append(append(cfg.outOfRange(lines, fromEnv), cfg.notifyProblems(lines)...), cfg.badEndpoints(lines)...)
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.simLoseProblems(lines)...)
+		e.Problems = append(e.Problems, cfg.budgetProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.pricesProblems(lines)...)
 		// YAML reads an unquoted on or off as a boolean.
 		switch cfg.Local.Sandbox {
@@ -450,10 +453,10 @@ func (cfg *Config) fillDefaults() {
 	if cfg.Quarantine.HalfLife <= 0 {
 		cfg.Quarantine.HalfLife = Duration(strategy.DefaultQuarantineHalfLife)
 	}
-	cfg.Prices.fillDefaults()
 	if cfg.Preemptions.HalfLife <= 0 {
 		cfg.Preemptions.HalfLife = Duration(defaultPreemptionHalfLife)
 	}
+	cfg.Prices.fillDefaults()
 	for i, w := range cfg.Notify.Webhooks {
 		cfg.Notify.Webhooks[i] = w.WithDefaults()
 	}

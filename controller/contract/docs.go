@@ -355,6 +355,14 @@ var fieldDocs = map[string]map[string]string{
 		"verb":     "what `forbidden` refused; the reason of a `conflict`",
 		"failure":  "the known failure that refused a launch (`known_failure`)",
 		"limit":    "the size limit in bytes a `too_large` request passed",
+		"budget":   "the monthly budget that refused a launch (`budget_spent`); its user is also in `owner`",
+	},
+	"budget_detail": {
+		"user":     "the user whose budget is spent: the job's would-be owner",
+		"spent":    "dollars their jobs cost this calendar month (UTC): the attempts that ended in it, and the running ones so far",
+		"budget":   "their monthly budget in dollars: their own (`sortie server users budget`), else config.yaml's `budgets.monthly`",
+		"estimate": "true when a price in `spent` was stale or not known, or an attempt still runs",
+		"month":    "the month counted, `2026-12`",
 	},
 	"problem": {
 		"path":    "the field, e.g. `resources.job_recovery.recover_on_exit_codes[1]`, prefixed with `tasks[N].` in a file of several tasks; empty for the file as a whole",

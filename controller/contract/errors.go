@@ -114,3 +114,26 @@ var (
 // ErrBusy is a write that waited too long for another's lock on the
 // store: the server answers busy (503), and the request may be sent again.
 var ErrBusy = errors.New("the store is busy")
+
+// BudgetError refuses a launch whose owner has spent their monthly budget:
+// exit status 4.
+type BudgetError struct {
+	// User is the owner whose budget is spent.
+	User string
+	// Spent is what their jobs cost this calendar month (UTC), Budget
+	// their monthly budget, in dollars; Estimate says a price in Spent was
+	// stale or not known, or an attempt still runs.
+	Spent, Budget float64
+	Estimate      bool
+	// Month is the month counted, "2026-12".
+	Month string
+}
+
+func (e *BudgetError) Error() string {
+	approx := ""
+	if e.Estimate {
+		approx = "~"
+	}
+	return fmt.Sprintf("%s has spent %s$%.2f of their monthly budget of $%.2f (%s, UTC); no job of theirs launches until the month ends "+
+		"or an admin raises it (`sortie server users budget %s DOLLARS`).", e.User, approx, e.Spent, e.Budget, e.Month, e.User)
+}

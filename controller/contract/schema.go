@@ -68,6 +68,7 @@ var Objects = []Object{
 	{"log_end", typeOf[LogEnd](), "The end of a log stream."},
 	{"error_detail", typeOf[ErrorDetail](), "What went wrong: a code a program can test, the message a person reads, and what the code needs besides."},
 	{"problem", typeOf[schema.Problem](), "One problem of a task."},
+	{"budget_detail", typeOf[BudgetDetail](), "The monthly budget that refused a launch (`budget_spent`)."},
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }

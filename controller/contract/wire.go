@@ -32,6 +32,18 @@ type ErrorDetail struct {
 	Failure *FailureView `json:"failure,omitempty"`
 	// Limit is the size limit in bytes a too_large request passed.
 	Limit int64 `json:"limit,omitempty"`
+	// Budget is the monthly budget a budget_spent launch ran into.
+	Budget *BudgetDetail `json:"budget,omitempty"`
+}
+
+// BudgetDetail is the budget_spent error's figures: whose budget, what
+// they spent this month and what their budget is, in dollars.
+type BudgetDetail struct {
+	User     string  `json:"user"`
+	Spent    float64 `json:"spent"`
+	Budget   float64 `json:"budget"`
+	Estimate bool    `json:"estimate"`
+	Month    string  `json:"month"`
 }
 
 // Error codes, and the errors of the service each stands for.
@@ -42,6 +54,7 @@ const (
 	CodeForbidden    = "forbidden"     // 403
 	CodeNotFound     = "not_found"     // 404
 	CodeKnownFailure = "known_failure" // 409
+	CodeBudgetSpent  = "budget_spent"  // 402: the owner's monthly budget is spent
 	CodeConflict     = "conflict"      // 409: the state of the job refuses it
 	CodeTooLarge     = "too_large"     // 413
 	CodeBusy         = "busy"          // 503

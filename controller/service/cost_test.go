@@ -2,12 +2,10 @@ package service
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"sortie/controller/clouds"
 	"sortie/controller/contract"
 	"sortie/controller/store"
 )
@@ -41,37 +39,27 @@ func TestPlanShowsTheHourlyCost(t *testing.T) {
 	}
 }
 
-// The dry run a CLI makes opens no store to launch, yet shows the prices
-// of the home's store when there is one.
-func TestPlanReadsThePricesOfTheHomesStore(t *testing.T) {
+// The dry run of a task with placement: cheapest lists its placements in
+// the order the controller tries them: the cheapest spot zone first.
+func TestPlanOrdersCheapestFirst(t *testing.T) {
 	ctx := context.Background()
 	s := testService(t)
 	now := time.Now()
-	if err := s.Store.PutPrices(ctx, []store.Price{{Cloud: "local", Region: "local", InstanceType: "cpus=2", PerHour: 0.5,
-		Source: "config.yaml local.prices", Effective: now.Add(-time.Hour), ReadAt: now}}); err != nil {
+	spot := func(zone string, p float64) store.Price {
+		return store.Price{Cloud: "local", Region: "local", Zone: zone, InstanceType: "cpus=2", Spot: true, PerHour: p,
+			Source: "config.yaml local.prices", Effective: now.Add(-time.Hour), ReadAt: now}
+	}
+	if err := s.Store.PutPrices(ctx, []store.Price{spot("local-a", 0.3), spot("local-b", 0.1)}); err != nil {
 		t.Fatal(err)
 	}
-	planner, err := OpenConfig(s.Home, clouds.Light())
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := project(t, map[string]string{"p.yaml": "resources: {cloud: local, cpus: 2}\nrun: 'true'\n"})
-	plan, err := planner.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pl := plan.Tasks[0].Placements[0]; pl.HourlyCost == nil || *pl.HourlyCost != 0.5 {
-		t.Errorf("hourly cost %v, want $0.50", pl.HourlyCost)
-	}
-	none := filepath.Join(t.TempDir(), "none")
-	empty, err := OpenConfig(none, clouds.Light())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := empty.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(none); !os.IsNotExist(err) {
-		t.Errorf("a dry run without a home made one: %v", err)
+	for _, tc := range []struct{ placement, first string }{{"cheapest", "local-b"}, {"written", "local-a"}} {
+		root := project(t, map[string]string{"p.yaml": "resources: {cloud: local, cpus: 2, use_spot: true, placement: " + tc.placement + "}\nrun: 'true'\n"})
+		plan, err := s.Plan(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pls := plan.Tasks[0].Placements; len(pls) != 2 || deref(pls[0].Zone) != tc.first {
+			t.Errorf("placement %s: first placement %+v, want %s", tc.placement, pls, tc.first)
+		}
 	}
 }

@@ -170,9 +170,19 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.
 	if err != nil {
 		return nil, nil, err
 	}
-	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
 	book := s.planBook(ctx)
 	now := s.now()
+	if t.Resources.PlacementOrder == schema.PlaceCheapest && book != nil {
+		// As the controller orders them (resources.placement: cheapest).
+		cands = strategy.Cheapest(cands, func(c strategy.Candidate) (float64, bool) {
+			h := book.History(price.KeyOf(c.Placement, c.Resources), now, now)
+			if len(h) == 0 {
+				return 0, false
+			}
+			return h[len(h)-1].PerHour, true
+		})
+	}
+	cands = strategy.Order(t.Recovery().Strategy, cands, nil, 0)
 	out := make([]contract.PlacementPlan, 0, len(cands))
 	for _, c := range cands {
 		r := c.Resources

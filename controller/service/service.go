@@ -167,6 +167,9 @@ type submission struct {
 
 // submit stores a validated pipeline as a new job.
 func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission) (*contract.JobView, error) {
+	if err := s.checkBudget(ctx, sub.owner); err != nil {
+		return nil, err
+	}
 	key, secrets := sub.key, sub.secrets
 	if key != "" && !sub.retryFailed && sub.retry == nil {
 		f, err := s.Store.KnownFailure(ctx, key)

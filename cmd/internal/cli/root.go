@@ -139,6 +139,9 @@ const (
 	ExitFailed       = 1
 	ExitUsage        = 2
 	ExitKnownFailure = 3
+	// ExitBudgetSpent: the launch was refused because its owner's monthly
+	// budget is spent (a team server's `server users budget`).
+	ExitBudgetSpent = 4
 )
 
 // exitError carries an exit status without a message of its own.
@@ -206,6 +209,7 @@ func exitCode(err error) int {
 	var ve *schema.ValidationError
 	var ue *contract.UsageError
 	var kf *contract.KnownFailureError
+	var be *contract.BudgetError
 	var fe *flagError
 	var ce *config.Error
 	switch {
@@ -213,6 +217,8 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.As(err, &kf):
 		return ExitKnownFailure
+	case errors.As(err, &be):
+		return ExitBudgetSpent
 	case errors.As(err, &ve), errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &ce):
 		return ExitUsage
 	}

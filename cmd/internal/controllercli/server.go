@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -144,7 +146,7 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 		}
 		return store.OpenURL(ctx, u, nil)
 	}
-	users := &cobra.Command{Use: "users", Short: "Add, list and revoke the users of the server"}
+	users := &cobra.Command{Use: "users", Short: "Add, list and revoke the users of the server, and set their monthly budgets"}
 	var admin bool
 	var dashURL string
 	add := &cobra.Command{
@@ -203,16 +205,85 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg, err := config.Load(h, os.Getenv)
+			if err != nil {
+				return err
+			}
+			own, err := st.Budgets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			spent, err := st.Spent(cmd.Context(), "", store.MonthStart(now), now)
+			if err != nil {
+				return err
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tREVOKED")
+			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tREVOKED\tBUDGET\tSPENT\tLEFT")
 			for _, u := range us {
 				revoked := "-"
 				if u.RevokedAt != nil {
 					revoked = u.RevokedAt.UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%t\t%s\t%s\n", u.Name, u.Admin, u.CreatedAt.UTC().Format(time.RFC3339), revoked)
+				budget, left := budgetColumns(own, cfg.Budgets.Monthly, u.Name, spent[u.Name])
+				fmt.Fprintf(tw, "%s\t%t\t%s\t%s\t%s\t%s\t%s\n", u.Name, u.Admin, u.CreatedAt.UTC().Format(time.RFC3339), revoked,
+					budget, showDollars(spent[u.Name]), left)
 			}
 			return tw.Flush()
+		},
+	}
+	budget := &cobra.Command{
+		Use:   "budget NAME DOLLARS|none|default",
+		Short: "Set a user's monthly budget: a launch of theirs is refused once their jobs cost that much this month (UTC)",
+		Long: "Set what a user's jobs may cost in a calendar month (UTC), in dollars. Once they have, their launches and retries are refused\n" +
+			"(exit status 4) and their running jobs finish or are stopped as config.yaml's budgets.when_spent says.\n" +
+			"`none` gives them no budget whatever config.yaml's budgets.monthly says; `default` gives them that default again.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, value := args[0], strings.TrimPrefix(strings.TrimSpace(args[1]), "$")
+			var monthly *float64
+			clear := false
+			switch strings.ToLower(value) {
+			case "none":
+			case "default":
+				clear = true
+			default:
+				v, err := strconv.ParseFloat(value, 64)
+				if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+					return &contract.UsageError{Err: fmt.Errorf("budget %q: give the dollars %s may spend a month (0 or more, e.g. 500), none (no budget) or default (config.yaml's budgets.monthly)", args[1], name)}
+				}
+				monthly = &v
+			}
+			st, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			by := os.Getenv("USER")
+			if clear {
+				err = st.ClearBudget(cmd.Context(), name)
+			} else {
+				err = st.SetBudget(cmd.Context(), name, monthly, by)
+			}
+			if err != nil {
+				return &contract.UsageError{Err: fmt.Errorf("%w (see `sortie server users list`)", err)}
+			}
+			cfg, err := config.Load(h, os.Getenv)
+			if err != nil {
+				return err
+			}
+			own, err := st.Budgets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			spent, err := st.Spent(cmd.Context(), name, store.MonthStart(now), now)
+			if err != nil {
+				return err
+			}
+			b, left := budgetColumns(own, cfg.Budgets.Monthly, name, spent[name])
+			fmt.Fprintf(out, "%s's monthly budget: %s; spent %s this month (UTC), %s left\n", name, b, showDollars(spent[name]), left)
+			return nil
 		},
 	}
 	revoke := &cobra.Command{
@@ -232,6 +303,30 @@ func usersCmd(h string, out, errw io.Writer, storePath *string) *cobra.Command {
 			return nil
 		},
 	}
-	users.AddCommand(add, list, revoke)
+	users.AddCommand(add, list, revoke, budget)
 	return users
+}
+
+// budgetColumns are a user's BUDGET and LEFT as `users list` shows them:
+// "$500.00" (their own), "$100.00 (default)" (config.yaml's), "none";
+// what is left of it after spent, "-" without a budget.
+func budgetColumns(own map[string]store.Budget, def *float64, name string, spent store.Cost) (budget, left string) {
+	limit, suffix := def, " (default)"
+	if b, ok := own[name]; ok {
+		limit, suffix = b.Monthly, ""
+	}
+	if limit == nil {
+		return "none", "-"
+	}
+	rest := store.Cost{Dollars: max(*limit-spent.Dollars, 0), Estimate: spent.Estimate}
+	return fmt.Sprintf("$%.2f", *limit) + suffix, showDollars(rest)
+}
+
+// showDollars writes an amount, "~" first when it is an estimate.
+func showDollars(c store.Cost) string {
+	s := fmt.Sprintf("$%.2f", c.Dollars)
+	if c.Estimate {
+		s = "~" + s
+	}
+	return s
 }

@@ -80,6 +80,12 @@ func Error(status int, d contract.ErrorDetail) error {
 			}
 		}
 		return &remoteError{msg: d.Message, err: &contract.KnownFailureError{Failure: f}}
+	case contract.CodeBudgetSpent:
+		be := &contract.BudgetError{User: d.Owner}
+		if b := d.Budget; b != nil {
+			be = &contract.BudgetError{User: b.User, Spent: b.Spent, Budget: b.Budget, Estimate: b.Estimate, Month: b.Month}
+		}
+		return &remoteError{msg: d.Message, err: be}
 	case contract.CodeForbidden:
 		if d.Job == 0 && d.Verb != "" {
 			return &remoteError{msg: d.Message, err: &contract.AdminError{Verb: d.Verb}}

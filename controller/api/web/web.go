@@ -33,6 +33,7 @@ func Detail(err error) (int, contract.ErrorDetail) {
 	var ve *schema.ValidationError
 	var ue *contract.UsageError
 	var kf *contract.KnownFailureError
+	var be *contract.BudgetError
 	var fe *contract.ForbiddenError
 	var ae *contract.AdminError
 	var ce *config.Error
@@ -51,6 +52,10 @@ func Detail(err error) (int, contract.ErrorDetail) {
 			d.Owner = *f.Owner
 		}
 		return http.StatusConflict, d
+	case errors.As(err, &be):
+		d.Code, d.Owner = contract.CodeBudgetSpent, be.User
+		d.Budget = &contract.BudgetDetail{User: be.User, Spent: be.Spent, Budget: be.Budget, Estimate: be.Estimate, Month: be.Month}
+		return http.StatusPaymentRequired, d
 	case errors.As(err, &fe):
 		d.Code, d.Job, d.Owner, d.Verb = contract.CodeForbidden, fe.Job, fe.Owner, fe.Verb
 		return http.StatusForbidden, d
