@@ -41,6 +41,32 @@ func TestQueueCostColumn(t *testing.T) {
 	if strings.Contains(out.String(), "COST") {
 		t.Errorf("a COST column with no cost known:\n%s", out)
 	}
+	// Jobs on prices left at zero (local's default) cost nothing worth a
+	// column.
+	f, out, _ = testFactory()
+	if err := printQueue(f, []contract.JobView{{ID: 4, Name: "d", Status: "SUCCEEDED", NumTasks: 1, SubmittedAt: now, Cost: dollars(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "COST") {
+		t.Errorf("a COST column for jobs that cost $0:\n%s", out)
+	}
+}
+
+// `jobs show` of a job that cost nothing (local, prices at zero) has no
+// Cost line and no COST column.
+func TestShowNoCostAtZero(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	zero := 0.0
+	d := &contract.JobDetail{JobView: contract.JobView{ID: 2, Name: "train", Status: "SUCCEEDED", NumTasks: 1, SubmittedAt: now, Cost: &zero},
+		Attempts: []contract.AttemptView{{Task: 0, Attempt: 1, State: "ended", StartedAt: now, Cost: &zero}},
+	}
+	f, out, _ := testFactory()
+	if err := printShow(f, d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "Cost:") || strings.Contains(out.String(), "COST") {
+		t.Errorf("show gives a cost of $0:\n%s", out)
+	}
 }
 
 // `jobs show` gives each attempt's cost, the job's, and the retry chain's.

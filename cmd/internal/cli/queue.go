@@ -77,7 +77,8 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 
 // printQueue writes the queue as a table. OWNER is there when the jobs
 // shown have more than one owner, TASK when one of them is a pipeline,
-// COST when the cost of one is known and RETRY OF when one is a retry, so
+// COST when one has cost something (a run on prices left at zero, the
+// local default, shows none) and RETRY OF when one is a retry, so
 // that a queue keeps to 120 columns.
 func printQueue(f *Factory, jobs []contract.JobView) error {
 	if len(jobs) == 0 {
@@ -90,7 +91,7 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 		owners[orDash(j.Owner)] = true
 		pipelines = pipelines || j.NumTasks > 1
 		retries = retries || j.RetryOf != nil
-		costs = costs || j.Cost != nil
+		costs = costs || spent(j.Cost)
 	}
 	showOwner := len(owners) > 1
 	headers := []string{"ID", "NAME"}
@@ -152,3 +153,7 @@ func shortAgo(now, t time.Time) string {
 
 // costText shows dollars as `jobs queue` and `jobs show` do (contract.Cost).
 func costText(dollars *float64, estimate bool) string { return contract.Cost(dollars, estimate) }
+
+// spent says a cost is known and above zero: what makes a COST column or
+// line worth its room.
+func spent(dollars *float64) bool { return dollars != nil && *dollars > 0 }

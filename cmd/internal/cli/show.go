@@ -84,7 +84,7 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	fmt.Fprintf(w, "Submitted:     %s (%s)\n", d.SubmittedAt.Local().Format("2006-01-02 15:04:05"), ago(now, d.SubmittedAt))
 	fmt.Fprintf(w, "Duration:      %s\n", duration(d.StartedAt, d.EndedAt, now))
 	fmt.Fprintf(w, "Recoveries:    %d   Failures: %s   Exit codes: %s\n", d.RecoveryCount, failures(d), strategy.FormatExitCodes(d.ExitCodes))
-	if d.Cost != nil || d.ChainCost != nil {
+	if spent(d.Cost) || spent(d.ChainCost) {
 		line := costText(d.Cost, d.CostEstimate)
 		if len(d.Chain) > 1 {
 			line += fmt.Sprintf("   Retry chain: %s", costText(d.ChainCost, d.ChainCostEstimate))
@@ -131,8 +131,8 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if progress {
 		headers = slices.Insert(headers, 7, "PROGRESS")
 	}
-	// COST is shown when the cost of some attempt is known.
-	costs := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return a.Cost != nil })
+	// COST is shown when some attempt has cost something.
+	costs := slices.ContainsFunc(d.Attempts, func(a contract.AttemptView) bool { return spent(a.Cost) })
 	if costs {
 		headers = slices.Insert(headers, 5, "COST")
 	}
