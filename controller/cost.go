@@ -17,7 +17,7 @@ import (
 // What a job costs (cost.go): the controller prices each attempt from
 // Controller.Prices, a book of prices read before, never a call to a cloud.
 // When an attempt's launch is requested it records how the attempt will be
-// billed (SetBilling); when the attempt ends, what it cost goes into the
+// billed (SetPlacement); when the attempt ends, what it cost goes into the
 // transaction that ends it, so a listing only adds stored sums. Nil Prices
 // is no price known: every cost is unknown.
 

@@ -161,7 +161,7 @@ func (c *jobStep) launchAt(ctx context.Context, j *store.Job, a *store.Attempt, 
 	n := max(p.Tasks[a.TaskIdx].NumNodes, 1)
 	// Billed from the request: the one of the launch that succeeds is kept.
 	b := c.billing(cand, n)
-	if err := c.Store.SetPlacementBilling(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, b); err != nil {
+	if err := c.Store.SetPlacement(ctx, a.ID, pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, b); err != nil {
 		return nil, fmt.Errorf("record placement %s: %w", pl, err)
 	}
 	a.Cloud, a.Region, a.Zone, a.InstanceType, a.Host, a.Billing = pl.Cloud, pl.Region, pl.Zone, cand.Resources.InstanceType, "", b

@@ -142,7 +142,7 @@ func loseNodeOn(t *testing.T, st *store.Store, instanceType, host string, n int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetPlacement(ctx, a.ID, "local", "r", "r-a", instanceType); err != nil {
+	if err := st.SetPlacement(ctx, a.ID, "local", "r", "r-a", instanceType, store.Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.MarkLaunched(ctx, a.ID, "local", "r", "r-a", []string{"n0"}); err != nil {

@@ -28,7 +28,7 @@ func spend(t *testing.T, st *store.Store, owner string, dollars float64) {
 		t.Fatal(err)
 	}
 	from := time.Now().Add(-time.Minute)
-	if err := st.SetBilling(ctx, a.ID, store.Billing{From: &from, Nodes: 1}); err != nil {
+	if err := st.SetPlacement(ctx, a.ID, "", "", "", "", store.Billing{From: &from, Nodes: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.MarkLaunched(ctx, a.ID, "local", "local", "local-a", []string{"n0"}); err != nil {

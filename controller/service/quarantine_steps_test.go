@@ -33,7 +33,7 @@ func TestFollowSaysAPlacementSetAside(t *testing.T) {
 		Class: strategy.ClassSetAside, Message: "sim/sim-east/sim-east-a set aside until 14:32 UTC: 3 jobs lost their node there"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-b", ""); err != nil {
+	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-b", "", store.Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

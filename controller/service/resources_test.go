@@ -10,6 +10,7 @@ import (
 
 	"sortie/controller/contract"
 	"sortie/controller/lifecycle"
+	"sortie/controller/store"
 	"sortie/schema"
 	"sortie/strategy"
 )
@@ -101,7 +102,7 @@ func TestQueueShowsResourcesAndLocation(t *testing.T) {
 	if got := str(queue().Location); got != "aws/us-east-1a" {
 		t.Errorf("location %s, want the last attempt's aws/us-east-1a", got)
 	}
-	if err := s.Store.SetPlacement(ctx, a.ID, "aws", "us-west-2", "", ""); err != nil {
+	if err := s.Store.SetPlacement(ctx, a.ID, "aws", "us-west-2", "", "", store.Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := str(queue().Location); got != "aws/us-west-2" {

@@ -62,7 +62,7 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-a", ""); err != nil {
+	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-a", "", store.Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	look("Attempt 1: placement chosen: sim/sim-east/sim-east-a, on-demand.",
@@ -71,7 +71,7 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 		Class: "capacity", Message: "no capacity in sim-east-a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-b", ""); err != nil {
+	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-b", "", store.Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	look("Attempt 1: the launch in sim/sim-east/sim-east-a failed (capacity): no capacity in sim-east-a.",
@@ -90,7 +90,7 @@ func TestFollowSaysEachStepFromTheStore(t *testing.T) {
 	look("Attempt 1: the launch in sim/sim-east/sim-east-b failed (capacity): no capacity in sim-east-b.",
 		"Attempt 1: no placement has capacity; the next round of launch tries is in 30s.")
 	clock.Advance(30 * time.Second)
-	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-a", ""); err != nil {
+	if err := s.Store.SetPlacement(ctx, a.ID, "sim", "sim-east", "sim-east-a", "", store.Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	look("Attempt 1: placement chosen: sim/sim-east/sim-east-a, on-demand.",

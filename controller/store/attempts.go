@@ -90,7 +90,7 @@ type Attempt struct {
 	// for: an earlier decision switched the task (strategy.Decision's
 	// OnDemand, job_recovery.on_demand_after).
 	OnDemand bool
-	// Billing is how the attempt's cluster is billed (SetBilling); its
+	// Billing is how the attempt's cluster is billed (SetPlacement); its
 	// From is nil until a launch was requested.
 	Billing Billing
 	// Cost is what the attempt cost, written when it ended; nil while it
@@ -348,15 +348,6 @@ func (s *Store) NewAttempt(ctx context.Context, jobID int64, task int, clusterNa
 	return out, err
 }
 
-// SetPlacement records where an attempt is being launched, before the cloud
-// is asked, so a restarted controller looks for its cluster there.
-// instanceType is the instance type it asks for there ("" when the
-// provider picks one by CPUs and memory).
-func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone, instanceType string) error {
-	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ?, instance_type = ?, host = '' WHERE id = ? AND `+openSQL,
-		cloud, region, zone, instanceType, attemptID)
-}
-
 // SetHost records the Kubernetes node every node of a launched attempt
 // runs on (provision.Node.Host), for quarantine.
 func (s *Store) SetHost(ctx context.Context, attemptID int64, host string) error {
@@ -369,21 +360,17 @@ func (s *Store) RecordCheckpoint(ctx context.Context, attemptID int64, c strateg
 	return s.exec(ctx, `UPDATE attempts SET checkpoint = ?, checkpoint_at = ? WHERE id = ?`, c.Key, fmtTime(c.Modified), attemptID)
 }
 
-// SetPlacementBilling is SetPlacement and SetBilling in one statement: what
-// a launch records before it asks the cloud.
-func (s *Store) SetPlacementBilling(ctx context.Context, attemptID int64, cloud, region, zone, instanceType string, b Billing) error {
+// SetPlacement records where an attempt is being launched and how its
+// cluster will be billed, before the cloud is asked, so that a restarted
+// controller looks for its cluster there and the request of the launch
+// that succeeds is the one billed. instanceType is the instance type it
+// asks for there ("" when the provider picks one by CPUs and memory).
+func (s *Store) SetPlacement(ctx context.Context, attemptID int64, cloud, region, zone, instanceType string, b Billing) error {
 	return s.exec(ctx, `UPDATE attempts SET cloud = ?, region = ?, zone = ?,
 		instance_type = ?, host = '',
 		billed_from = ?, billed_type = ?, spot = ?, nodes = ?, min_seconds = ?, price_per_hour = ?
 		WHERE id = ? AND `+openSQL, cloud, region, zone, instanceType,
 		fmtTimePtr(b.From), b.InstanceType, boolInt(b.Spot), b.Nodes, int64(b.Minimum/time.Second), b.PerHour, attemptID)
-}
-
-// SetBilling records how an attempt's cluster will be billed, when its
-// launch is requested (b.From): the request of the launch that succeeds is
-// the one kept.
-func (s *Store) SetBilling(ctx context.Context, attemptID int64, b Billing) error {
-	return s.tx(ctx, func(tx *dbTx) error { return writeBilling(ctx, tx, attemptID, b) })
 }
 
 func writeBilling(ctx context.Context, tx *dbTx, attemptID int64, b Billing) error {

@@ -68,7 +68,7 @@ func testSpent(t *testing.T, b backend) {
 		}
 		from := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 		rate := 2.0
-		if err := s.SetBilling(ctx, a.ID, Billing{From: &from, Nodes: 1, PerHour: &rate}); err != nil {
+		if err := s.SetPlacement(ctx, a.ID, "", "", "", "", Billing{From: &from, Nodes: 1, PerHour: &rate}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.MarkLaunched(ctx, a.ID, "aws", "r", "z", []string{"i-1"}); err != nil {

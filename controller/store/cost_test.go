@@ -33,7 +33,7 @@ func testCostsAddUpThroughRecoveries(t *testing.T, b backend) {
 	from := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	price := 0.5
 	bill := Billing{From: &from, InstanceType: "m6i.large", Spot: true, Nodes: 2, Minimum: time.Minute, PerHour: &price}
-	if err := s.SetBilling(ctx, a1.ID, bill); err != nil {
+	if err := s.SetPlacement(ctx, a1.ID, "", "", "", "", bill); err != nil {
 		t.Fatal(err)
 	}
 	j, _ = s.Job(ctx, id)

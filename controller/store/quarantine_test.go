@@ -33,7 +33,7 @@ func failOn(t *testing.T, s *Store, region, zone, instanceType, host, input stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetPlacement(ctx, a.ID, "local", region, zone, instanceType); err != nil {
+	if err := s.SetPlacement(ctx, a.ID, "local", region, zone, instanceType, Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkLaunched(ctx, a.ID, "local", region, zone, []string{"n0"}); err != nil {
@@ -220,7 +220,7 @@ func testQuarantinedLevels(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetPlacement(ctx, a.ID, "local", "prod", "ml", "big"); err != nil {
+	if err := s.SetPlacement(ctx, a.ID, "local", "prod", "ml", "big", Billing{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkLaunched(ctx, a.ID, "local", "prod", "ml", []string{"n0"}); err != nil {

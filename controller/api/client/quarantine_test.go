@@ -35,7 +35,7 @@ func loseNodesOn(t *testing.T, st *store.Store, zone, instanceType, host string,
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.SetPlacement(ctx, a.ID, "sim", "sim-east", zone, instanceType); err != nil {
+		if err := st.SetPlacement(ctx, a.ID, "sim", "sim-east", zone, instanceType, store.Billing{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.MarkLaunched(ctx, a.ID, "sim", "sim-east", zone, []string{"n0"}); err != nil {
