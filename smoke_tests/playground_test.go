@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// The README's "Try AWS without an account", as a user follows it: make
+// provision/aws/README.md's "Try it without an account", as a user follows it: make
 // aws-playground's program starts moto, the fault proxy and an sshd and
 // prints the lines to paste; a spot job launched with them runs on an
 // instance, the playground's control port takes the instance away, the job
