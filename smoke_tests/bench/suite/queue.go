@@ -161,6 +161,7 @@ func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 // `jobs queue` on the store at home, each o.Runs times after one untimed
 // run that also checks what they print.
 func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
+	defer stopRevived(o.Bin, o.Home)
 	r := &QueueResult{}
 	run := func(args ...string) (time.Duration, string, error) {
 		return runCLI(ctx, o.Bin, Environ(o.Home), "", args...)
@@ -207,6 +208,8 @@ type CostQueueResult struct {
 // beside the other o.Runs times, after an untimed run of each that checks
 // that the first shows the COST column and the second does not.
 func RunCostQueue(ctx context.Context, o QueueOptions, priced, plain string) (*CostQueueResult, error) {
+	defer stopRevived(o.Bin, priced)
+	defer stopRevived(o.Bin, plain)
 	run := func(home string) (time.Duration, string, error) {
 		return runCLI(ctx, o.Bin, Environ(home), "", "jobs", "queue")
 	}
@@ -237,4 +240,14 @@ func RunCostQueue(ctx context.Context, o QueueOptions, priced, plain string) (*C
 	}
 	r.With, r.Without = Median(r.WithRuns), Median(r.WithoutRuns)
 	return r, nil
+}
+
+// stopRevived stops the controller that `jobs queue` started in home: the
+// store's RUNNING jobs make the first queue of a home with no controller
+// start one (as it would for a user whose controller died), and the bench
+// must not leave it behind.
+func stopRevived(bin, home string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, _ = runCLI(ctx, bin, Environ(home), "", "controller", "stop")
 }
