@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sortie/smoke_tests/bench/suite"
+	"sortie/smoke_tests/chaos/storm"
 )
 
 // The benchmark suite, run small so that it cannot rot: every group runs
@@ -93,9 +94,15 @@ func TestBenchQueueAndLaunch(t *testing.T) {
 	if err := suite.BuildQueueStore(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { killLeftovers(t, q.Home) })
 	r, err := suite.RunQueue(ctx, q)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The store's RUNNING jobs make the first queue start the home's
+	// controller; the run stops it again.
+	if left := storm.ProcessesUnder(q.Home); len(left) > 0 {
+		t.Errorf("the queue run left processes behind in its home: %v", left)
 	}
 	if r.StatusJobs != q.Running {
 		t.Errorf("--status RUNNING printed %d jobs, want %d", r.StatusJobs, q.Running)
