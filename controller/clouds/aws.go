@@ -23,6 +23,7 @@ func AWS() Cloud {
 		BillingMinimum: time.Minute,
 		Task:           schema.Cloud{Place: awsPlace, Store: schema.StoreS3, ImageTags: imagetag.Names(imagetag.AWS())},
 		Remote:         true,
+		ImageTag:       func(image string) (string, bool) { return imagetag.Describe(imagetag.AWS(), image) },
 		Notice:         func(cfg config.Config) (string, string) { return notice.SourceAWS, cfg.AWS.IMDSEndpoint },
 		StorageEnv: func(cfg config.Config, getenv func(string) string, region string) map[string]string {
 			return awsStorageEnv(getenv, region, cfg.AWS.IMDSEndpoint)

@@ -21,6 +21,7 @@ func GCP() Cloud {
 		BillingMinimum: time.Minute,
 		Task:           schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS, ImageTags: imagetag.Names(imagetag.GCP())},
 		Remote:         true,
+		ImageTag:       func(image string) (string, bool) { return imagetag.Describe(imagetag.GCP(), image) },
 		Notice:         func(cfg config.Config) (string, string) { return notice.SourceGCE, cfg.GCP.MetadataEndpoint },
 		Enabled:        gcpCredentials,
 		Regions:        func(cfg config.Config) []string { return cfg.GCP.Regions },

@@ -55,7 +55,13 @@ func (a AWSImage) NameFor(arch string) string {
 
 // Describe says what the plan prints of the lookup.
 func (a AWSImage) Describe() string {
-	return fmt.Sprintf("the newest image of account %s named %s", a.Owner, a.NameFor("x86_64"))
+	s := fmt.Sprintf("the newest image of account %s named %s", a.Owner, a.NameFor("x86_64"))
+	if strings.Contains(a.Name, "{arch}") {
+		s += " (arm64 for an arm64 instance)"
+	} else {
+		s += " (x86_64 only)"
+	}
+	return s
 }
 
 // GCPImage is how Compute Engine finds a tag's image: the family's newest
@@ -108,6 +114,20 @@ func GCP() map[string]GCPImage {
 		"gpu-debian-10":   {Project: "deeplearning-platform-release", Family: "common-cu113-debian-10"},
 		"gpu-debian-11":   {Project: "deeplearning-platform-release", Family: "common-cu121-debian-11-py310"},
 	}
+}
+
+// Describe says how a cloud whose table is table resolves image at
+// launch, and whether image is a tag the table holds.
+func Describe[V interface{ Describe() string }](table map[string]V, image string) (string, bool) {
+	tag, ok := Parse(image)
+	if !ok {
+		return "", false
+	}
+	look, ok := table[tag]
+	if !ok {
+		return "", false
+	}
+	return look.Describe(), true
 }
 
 // Names lists a table's tags, each with the prefix, in order.
