@@ -148,8 +148,8 @@ func (c *Controller) missingInputs(j *store.Job, task *schema.Task, secrets map[
 		}
 	}
 	for dst, sm := range task.StorageMounts {
-		if sm.Source != "" && !strings.Contains(sm.Source, "://") {
-			paths["file_mounts."+dst+".source"] = sm.Source
+		for _, ls := range sm.LocalSources() {
+			paths["file_mounts."+dst+"."+ls.Field] = ls.Path
 		}
 	}
 	for field, p := range paths {

@@ -88,12 +88,18 @@ func (c *Controller) prepareBuckets(ctx context.Context, j *store.Job, a *store.
 			// A new bucket is made in the project the gcp section names.
 			args = append(args, "-project", c.Config.GCP.Project)
 		}
-		if m.Source != "" {
-			src := m.Source
+		abs := func(src string) string {
 			if !filepath.IsAbs(src) {
 				src = filepath.Join(j.BaseDir, src)
 			}
-			args = append(args, "-source", src)
+			return src
+		}
+		if m.Source != "" {
+			args = append(args, "-source", abs(m.Source))
+		}
+		for _, src := range m.Sources {
+			// Several sources: each under its base name, as SkyPilot uploads them.
+			args = append(args, "-each", abs(src))
 		}
 		code, msg, err := node.RunSync(ctx, args...)
 		switch {

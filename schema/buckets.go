@@ -38,6 +38,9 @@ type BucketMount struct {
 	Mode string
 	// Source is a local path uploaded to the bucket at launch; "" when none.
 	Source string
+	// Sources are the local paths of a list source, each uploaded under
+	// its base name; nil unless the file gives a list.
+	Sources []string
 	// Persistent false deletes the bucket when the job ends.
 	Persistent bool
 	// Create says the bucket is created when it does not exist (a storage
@@ -173,7 +176,7 @@ func (t *Task) Buckets(prefix string, clouds Clouds) ([]BucketMount, []Problem) 
 			}
 			b.Store, b.Bucket, b.Prefix, b.Create = store, bucket, pfx, false
 		} else {
-			b.Source = sm.Source
+			b.Source, b.Sources = sm.Source, sm.Sources
 			if b.Bucket == "" {
 				ps.missing(join(field, "name"), "is missing; a local source is uploaded to a bucket of this name, so give one")
 				continue

@@ -30,6 +30,10 @@ type Cloud struct {
 	// without store: uses on the cloud, as SkyPilot picks the cloud's own;
 	// "" for none.
 	Store string
+	// ImageTags are the SkyPilot image tags (skypilot:gpu-ubuntu-2004)
+	// the cloud resolves to images of its own at launch, in order; an
+	// image_id of another tag is refused on the cloud.
+	ImageTags []string
 }
 
 // Clouds are the clouds task files may name, in the order messages list
@@ -87,6 +91,23 @@ func (cs Clouds) Lookup(name string) (Cloud, bool) {
 		}
 	}
 	return Cloud{}, false
+}
+
+// imageTagClouds lists the clouds that resolve tag, and every tag some
+// cloud resolves.
+func (cs Clouds) imageTagClouds(tag string) (clouds, known []string) {
+	for _, c := range cs {
+		if slices.Contains(c.ImageTags, tag) {
+			clouds = append(clouds, c.Name)
+		}
+		for _, t := range c.ImageTags {
+			if !slices.Contains(known, t) {
+				known = append(known, t)
+			}
+		}
+	}
+	slices.Sort(known)
+	return clouds, known
 }
 
 // storeNames lists the clouds whose storage mounts have a store of their

@@ -16,7 +16,9 @@ func testClouds() Clouds {
 	return Clouds{
 		{Name: "local"},
 		{Name: "sim", Hidden: true},
-		{Name: "aws", Store: StoreS3, Place: func(name string) (string, bool) {
+		{Name: "aws", Store: StoreS3, ImageTags: []string{"skypilot:cpu-debian-10", "skypilot:cpu-debian-11",
+			"skypilot:cpu-ubuntu-1804", "skypilot:cpu-ubuntu-2004", "skypilot:cpu-ubuntu-2204",
+			"skypilot:gpu-ubuntu-1804", "skypilot:gpu-ubuntu-2004", "skypilot:gpu-ubuntu-2204"}, Place: func(name string) (string, bool) {
 			if !awsPlace.MatchString(name) {
 				return "", false
 			}
@@ -25,7 +27,9 @@ func testClouds() Clouds {
 			}
 			return "", true
 		}},
-		{Name: "gcp", Store: StoreGCS, Place: func(name string) (string, bool) {
+		{Name: "gcp", Store: StoreGCS, ImageTags: []string{"skypilot:cpu-debian-10", "skypilot:cpu-debian-11",
+			"skypilot:cpu-ubuntu-1804", "skypilot:cpu-ubuntu-2004", "skypilot:cpu-ubuntu-2204",
+			"skypilot:gpu-debian-10", "skypilot:gpu-debian-11", "skypilot:gpu-ubuntu-2004", "skypilot:gpu-ubuntu-2204"}, Place: func(name string) (string, bool) {
 			if !gcpPlace.MatchString(name) {
 				return "", false
 			}

@@ -150,6 +150,7 @@ func (t *Task) Clone() *Task {
 		c.StorageMounts = make(map[string]StorageMount, len(t.StorageMounts))
 		for k, sm := range t.StorageMounts {
 			sm.Persistent = clonePtr(sm.Persistent)
+			sm.Sources = slices.Clone(sm.Sources)
 			c.StorageMounts[k] = sm
 		}
 	}

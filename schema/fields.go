@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -222,15 +223,88 @@ func (d *decoder) imageID(path string, v any) images {
 	return out
 }
 
-// imageTag refuses SkyPilot's own image tags (skypilot:gpu-ubuntu-2004),
-// which name images from SkyPilot's catalog that sortie cannot look up;
-// sent to the cloud as they are, they would fail every launch.
+// imageTag checks a SkyPilot image tag (skypilot:gpu-ubuntu-2004): one
+// that no cloud resolves is refused, naming the tags that are known. Which
+// cloud the tag is used on is checked once the resources are read
+// (checkImageTags).
 func (d *decoder) imageTag(path, img string) string {
-	if strings.HasPrefix(strings.TrimSpace(img), "skypilot:") {
-		d.ps.add(path, img, "is a SkyPilot image tag, which names an image from SkyPilot's catalog that sortie cannot look up; give the cloud's image id (ami-... on AWS, projects/.../images/... on GCP), docker:IMAGE, or remove image_id to boot sortie's default image")
+	tag := strings.TrimSpace(img)
+	if !strings.HasPrefix(tag, imageTagPrefix) {
+		return img
+	}
+	if clouds, known := d.clouds.imageTagClouds(tag); len(clouds) == 0 {
+		if len(known) == 0 {
+			d.ps.add(path, img, "is a SkyPilot image tag, and no cloud sortie provides here resolves one; give the cloud's image id, docker:IMAGE, or remove image_id")
+		} else {
+			d.ps.add(path, img, "is not a SkyPilot image tag sortie knows; the known tags are %s; use one of those, the cloud's image id, or remove image_id",
+				strings.Join(known, ", "))
+		}
 		return ""
 	}
-	return img
+	return tag
+}
+
+// imageTagPrefix starts SkyPilot's image tags.
+const imageTagPrefix = "skypilot:"
+
+// checkImageTags refuses a SkyPilot image tag on a cloud that does not
+// resolve it, naming the tag, the cloud and the tags the cloud knows: the
+// resources' images on their cloud and on each candidate's that takes them,
+// a candidate's own image on its cloud. Where no cloud is named, the
+// provider the launch picks resolves the tag, or says it cannot. Called
+// before candidates are expanded, while a candidate's image is its own.
+func (d *decoder) checkImageTags(path string, r Resources, base images) {
+	seen := map[string]bool{}
+	check := func(p, img, cloud string) {
+		key := p + " " + img + " " + cloud
+		if !strings.HasPrefix(img, imageTagPrefix) || cloud == "" || seen[key] {
+			return
+		}
+		seen[key] = true
+		c, ok := d.clouds.Lookup(cloud)
+		if !ok || slices.Contains(c.ImageTags, img) {
+			return
+		}
+		if len(c.ImageTags) == 0 {
+			clouds, _ := d.clouds.imageTagClouds(img)
+			d.ps.add(p, img, "is a SkyPilot image tag, which %s does not resolve (tags resolve on %s); give %s an image of its own, or remove image_id",
+				c.Name, strings.Join(clouds, " and "), c.Name)
+			return
+		}
+		d.ps.add(p, img, "is a SkyPilot image tag with no image on %s; %s knows %s; use one of those, the cloud's image id, or remove image_id",
+			c.Name, c.Name, strings.Join(c.ImageTags, ", "))
+	}
+	type use struct{ path, img string }
+	var own []use
+	if base.perRegion == nil {
+		own = append(own, use{join(path, "image_id"), base.one})
+	} else {
+		for _, region := range sortedKeys(base.perRegion) {
+			own = append(own, use{join(join(path, "image_id"), region), base.perRegion[region]})
+		}
+	}
+	var clouds []string
+	if r.Cloud != "" {
+		clouds = append(clouds, r.Cloud)
+	}
+	for _, group := range []struct {
+		field string
+		items []Resources
+	}{{"any_of", r.AnyOf}, {"ordered", r.Ordered}} {
+		for i, it := range group.items {
+			switch {
+			case it.ImageID != "":
+				check(index(join(path, group.field), i)+".image_id", it.ImageID, cmp.Or(it.Cloud, r.Cloud))
+			case it.Cloud != "":
+				clouds = append(clouds, it.Cloud)
+			}
+		}
+	}
+	for _, u := range own {
+		for _, c := range clouds {
+			check(u.path, u.img, c)
+		}
+	}
 }
 
 // pick returns the image for region. Without a region, a mapping of one

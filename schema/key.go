@@ -64,13 +64,15 @@ func InputKey(t *Task, baseDir string) (string, error) {
 	// counts, as a file mount's does; the bucket's own changing content
 	// never does.
 	for _, dst := range sortedKeys(t.StorageMounts) {
-		src := t.StorageMounts[dst].Source
-		if src == "" || isURL(src) {
-			continue
-		}
-		fmt.Fprintf(h, "\nstorage source %s\n", strconv.Quote(dst))
-		if err := hashSource(h, localPath(baseDir, src)); err != nil {
-			return "", fmt.Errorf("hash file_mounts %s source %s: %w", dst, src, err)
+		for i, src := range t.StorageMounts[dst].LocalSources() {
+			if i == 0 {
+				fmt.Fprintf(h, "\nstorage source %s\n", strconv.Quote(dst))
+			} else {
+				fmt.Fprintf(h, "\nstorage source %s %d\n", strconv.Quote(dst), i)
+			}
+			if err := hashSource(h, localPath(baseDir, src.Path)); err != nil {
+				return "", fmt.Errorf("hash file_mounts %s source %s: %w", dst, src.Path, err)
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -134,11 +134,11 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 	sm.Name = d.fill(join(path, "name"), d.str(join(path, "name"), m["name"]), vars)
 	switch src := m["source"].(type) {
 	case []any:
-		d.ps.add(join(path, "source"), src, "is a list; sortie uploads one source per bucket, give one path or URL")
+		sm.Sources = d.sourceList(join(path, "source"), src, vars)
 	default:
 		sm.Source = d.fill(join(path, "source"), d.str(join(path, "source"), src), vars)
 	}
-	if sm.Name == "" && sm.Source == "" {
+	if sm.Name == "" && sm.Source == "" && len(sm.Sources) == 0 {
 		// name: ${BUCKET} with envs.BUCKET "" is a name left for --env.
 		name, _ := m["name"].(string)
 		source, _ := m["source"].(string)
@@ -175,3 +175,54 @@ func (d *decoder) storageMount(path string, v map[string]any, vars fillVars) (St
 
 // hasDotDot says whether a remote path has a ".." element.
 func hasDotDot(p string) bool { return slices.Contains(strings.Split(p, "/"), "..") }
+
+// sourceList reads source given as a list: local paths, each uploaded
+// into the bucket under its base name (a file as bucket/NAME, a directory
+// as bucket/NAME/...), as SkyPilot uploads several sources. Two with one
+// base name would write over each other, and a bucket URL cannot be one
+// of several sources: both are refused.
+func (d *decoder) sourceList(path string, items []any, vars fillVars) []string {
+	if len(items) == 0 {
+		d.ps.add(path, items, "is an empty list; give one or more local paths to upload, or leave source out")
+		return nil
+	}
+	var out []string
+	names := map[string]string{}
+	for i, item := range items {
+		p := index(path, i)
+		s, ok := item.(string)
+		if !ok {
+			d.ps.add(p, item, "is %s; give a local path", typeName(item))
+			continue
+		}
+		s = d.fill(p, s, vars)
+		switch base := sourceBase(s); {
+		case strings.TrimSpace(s) == "":
+			d.ps.add(p, s, "is empty; give a local path")
+			continue
+		case isURL(s):
+			d.ps.add(p, s, "is a bucket URL; several sources are local paths uploaded into one bucket, so give the URL as the mount's only source")
+			continue
+		case base == "" || base == "." || base == ".." || base == "~":
+			d.ps.add(p, s, "has no base name to upload it under; name the file or directory itself")
+			continue
+		case names[base] != "":
+			d.ps.add(p, s, "has the base name %s, as %s does; each source is uploaded under its base name, so they would overwrite each other", base, names[base])
+			continue
+		default:
+			names[base] = s
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// sourceBase is the name a source of a list is uploaded under: its last
+// path element.
+func sourceBase(s string) string {
+	s = strings.TrimRight(strings.TrimSpace(s), "/")
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}

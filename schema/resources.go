@@ -130,6 +130,7 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	r.AnyOf = d.candidates(join(path, "any_of"), m["any_of"], r)
 	r.Ordered = d.candidates(join(path, "ordered"), m["ordered"], r)
 	r.JobRecovery = d.jobRecovery(join(path, "job_recovery"), m["job_recovery"])
+	d.checkImageTags(path, r, images)
 	if len(accs.choices) > 1 {
 		d.expandAccelerators(path, accPath, &r, accs)
 	}

@@ -64,6 +64,11 @@ type StorageMount struct {
 	// uploaded to it or read from.
 	Name   string `json:"name,omitempty"`
 	Source string `json:"source,omitempty"`
+	// Sources is source given as a list of local paths (SkyPilot's
+	// several sources for one bucket): each is uploaded under its base
+	// name. Source is "" then. In JSON both are "source", as the file
+	// writes them.
+	Sources []string `json:"-"`
 	// Store is s3 or gcs; Mode is COPY, MOUNT or MOUNT_CACHED.
 	Store string `json:"store,omitempty"`
 	Mode  string `json:"mode,omitempty"`
@@ -238,4 +243,76 @@ func (p Placement) String() string {
 		s += "/" + p.Zone
 	}
 	return s
+}
+
+// LocalSource is one local path a storage mount uploads at launch, and
+// its field under the mount: "source", or "source[i]" of a list.
+type LocalSource struct {
+	Field, Path string
+}
+
+// LocalSources are the local paths the mount uploads: its source when it
+// is a local path, else each of its sources; none for a bucket URL.
+func (sm StorageMount) LocalSources() []LocalSource {
+	if len(sm.Sources) > 0 {
+		out := make([]LocalSource, len(sm.Sources))
+		for i, s := range sm.Sources {
+			out[i] = LocalSource{Field: index("source", i), Path: s}
+		}
+		return out
+	}
+	if sm.Source == "" || isURL(sm.Source) {
+		return nil
+	}
+	return []LocalSource{{Field: "source", Path: sm.Source}}
+}
+
+// MapSources returns sm with each local source replaced by f(field, path).
+func (sm StorageMount) MapSources(f func(field, path string) string) StorageMount {
+	if len(sm.Sources) > 0 {
+		out := make([]string, len(sm.Sources))
+		for i, s := range sm.Sources {
+			out[i] = f(index("source", i), s)
+		}
+		sm.Sources = out
+		return sm
+	}
+	if sm.Source != "" && !isURL(sm.Source) {
+		sm.Source = f("source", sm.Source)
+	}
+	return sm
+}
+
+// storageMountJSON is StorageMount without its methods, for its own.
+type storageMountJSON StorageMount
+
+// MarshalJSON writes several sources as the file does: source as a list.
+func (sm StorageMount) MarshalJSON() ([]byte, error) {
+	if len(sm.Sources) == 0 {
+		return json.Marshal(storageMountJSON(sm))
+	}
+	return json.Marshal(struct {
+		storageMountJSON
+		Source []string `json:"source"`
+	}{storageMountJSON(sm), sm.Sources})
+}
+
+// UnmarshalJSON reads source as one path or URL, or a list of paths.
+func (sm *StorageMount) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		storageMountJSON
+		Source json.RawMessage `json:"source"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*sm = StorageMount(raw.storageMountJSON)
+	switch src := strings.TrimSpace(string(raw.Source)); {
+	case src == "" || src == "null":
+	case strings.HasPrefix(src, "["):
+		return json.Unmarshal(raw.Source, &sm.Sources)
+	default:
+		return json.Unmarshal(raw.Source, &sm.Source)
+	}
+	return nil
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // skypilotTask is a SkyPilot-style task file: a required env, a secret,
-// ports, a SkyServe section, and a relative workdir and mount that mean
-// the directory the command runs in.
+// ports, a SkyServe section, a relative workdir and mount that mean the
+// directory the command runs in, and a SkyPilot image tag, which the plan
+// says the cloud resolves at launch.
 const skypilotTask = `
 name: finetune
 workdir: code
@@ -26,7 +27,7 @@ resources:
   ports: [8080, "10000-10010"]
   any_of:
     - {zone: local-b}
-    - {cloud: aws, region: us-east-1, instance_type: m6i.large, use_spot: true}
+    - {cloud: aws, region: us-east-1, instance_type: m6i.large, use_spot: true, image_id: "skypilot:gpu-ubuntu-2004"}
   job_recovery: {max_restarts_on_errors: 1, recover_on_exit_codes: [29]}
 service:
   readiness_probe: /health
@@ -51,7 +52,8 @@ func TestDryRunPrintsThePlanAndStoresNothing(t *testing.T) {
 	}
 	for _, want := range []string{"Plan for job finetune", "local/local/local-b", "aws/us-east-1", "m6i.large",
 		"8080, 10000-10010", filepath.Join(e.dir, "code"), "/data/shard.csv ← " + filepath.Join(e.dir, "data/shard.csv"),
-		"HF_TOKEN, MODEL", "WANDB_KEY", "resolved by the controller"} {
+		"HF_TOKEN, MODEL", "WANDB_KEY", "resolved by the controller",
+		"image skypilot:gpu-ubuntu-2004 on aws: resolved at launch: the newest image of account 898082745236 named Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 20.04) *"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, r.stdout)
 		}
@@ -77,6 +79,8 @@ func TestDryRunPrintsThePlanAndStoresNothing(t *testing.T) {
 		"tasks.0.placements.0.resolved_by":   "sortie",
 		"tasks.0.placements.1.resolved_by":   "controller",
 		"tasks.0.placements.1.instance_type": "m6i.large",
+		"tasks.0.placements.0.image_lookup":  nil,
+		"tasks.0.placements.1.image_lookup":  "resolved at launch: the newest image of account 898082745236 named Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 20.04) * (x86_64 only)",
 		"tasks.0.workdir":                    filepath.Join(e.dir, "code"),
 	} {
 		if got := dig(decodeJSON(t, j.stdout), path); got != want {
@@ -176,7 +180,7 @@ func TestEnvFileFillsRequiredEnvsAndRelativePathsAreFromTheWorkingDirectory(t *t
 	e.write("data/shard.csv", "a,b\n")
 	e.write(".env", "# tokens\nexport HF_TOKEN='from-env-file'\nMODEL=\"large\" # wins over the file\n")
 	local := strings.Replace(skypilotTask, "service:\n  readiness_probe: /health\n", "", 1)
-	local = strings.Replace(local, "    - {cloud: aws, region: us-east-1, instance_type: m6i.large, use_spot: true}\n", "", 1)
+	local = strings.Replace(local, "    - {cloud: aws, region: us-east-1, instance_type: m6i.large, use_spot: true, image_id: \"skypilot:gpu-ubuntu-2004\"}\n", "", 1)
 	e.write("examples/finetune.yaml", local)
 
 	// A required env still missing refuses the launch, naming the flag.

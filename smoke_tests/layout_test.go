@@ -90,6 +90,8 @@ var importRules = []importRule{
 	{"provision/sshrun", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
 	{"provision/vm", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
 	{"provision/fit", []string{"sortie/controller/..."}, "a provider's part knows nothing of jobs"},
+	{"provision/imagetag", []string{"sortie/...", "github.com/...", "cloud.google.com/...", "google.golang.org/...", "k8s.io/..."},
+		"the image tags are data the CLI links, and each provider asks its own cloud"},
 	{"provision/price", []string{"sortie/controller/...", "sortie/strategy", "github.com/aws/...", "cloud.google.com/..."},
 		"the words for money link no SDK and know nothing of jobs"},
 }

@@ -256,3 +256,62 @@ func bucketWarnings(t *testing.T, e *env, file string) (far, all []string, r res
 	}
 	return far, plan.Warnings, r
 }
+
+// SkyPilot's several local sources for one bucket, run for real on local
+// with moto's S3: each source is uploaded into the bucket under its base
+// name before the task starts (a file as NAME, a directory as NAME/...),
+// "~" being the launching user's home, and the node sees them there.
+func TestSeveralSourcesForOneBucket(t *testing.T) {
+	home := t.TempDir()
+	m := cloudtest.StartMoto(t)
+	st := s3Store(t, m.URL)
+	e := newEnv(t, "AWS_ENDPOINT_URL_S3="+m.URL, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
+		"AWS_REGION=us-east-1", "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull, "AWS_CONFIG_FILE="+os.DevNull, "HOME="+home)
+	for path, body := range map[string]string{"mydir/myfile.txt": "my file\n", "datasets/a.csv": "a,1\n", "datasets/sub/b.csv": "b,2\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, path), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const several = `file_mounts:
+  data:
+    name: several-sources
+    store: s3
+    source: [~/mydir/myfile.txt, ~/datasets]
+    mode: COPY
+run: cat data/myfile.txt data/datasets/a.csv data/datasets/sub/b.csv
+`
+	task := e.write("several.yaml", several)
+	d := e.run("jobs", "launch", "--dry-run", task)
+	if d.code != 0 {
+		t.Fatalf("dry run: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	id := e.launch(task)
+	e.waitStatus(id, "SUCCEEDED")
+	if logs := e.must("jobs", "logs", strconv.FormatInt(id, 10)).stdout; !strings.Contains(logs, "my file\na,1\nb,2\n") {
+		t.Errorf("the task did not read both sources from the bucket:\n%s", logs)
+	}
+	objs, err := st.List(context.Background(), "several-sources", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, bucket.MarkerPrefix) {
+			keys = append(keys, o.Key)
+		}
+	}
+	sort.Strings(keys)
+	if want := "datasets/a.csv datasets/sub/b.csv myfile.txt"; strings.Join(keys, " ") != want {
+		t.Errorf("the bucket holds %v, want %s", keys, want)
+	}
+
+	// A source that is not there is refused before anything is stored,
+	// naming its place in the list.
+	r := e.run("jobs", "launch", "-d", e.write("missing.yaml", strings.Replace(several, "~/datasets]", "~/datasets, ~/nothing-here]", 1)))
+	if r.code != 2 || !strings.Contains(r.stderr, "file_mounts.data.source[2]") {
+		t.Errorf("a missing source: exit %d\n%s", r.code, r.stderr)
+	}
+}

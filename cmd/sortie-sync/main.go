@@ -7,7 +7,7 @@
 //
 //	sortie-sync down DIR | up DIR
 //	sortie-sync check  -store S -bucket B [-create]
-//	sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
+//	sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH | -each PATH...]
 //	sortie-sync delete -store S -bucket B
 //	sortie-sync region -store S -bucket B
 //	sortie-sync newest -store S -bucket B [-prefix P]
@@ -54,7 +54,7 @@ func main() {
 
 const usage = `usage: sortie-sync down DIR | up DIR
        sortie-sync check  -store S -bucket B [-create]
-       sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH]
+       sortie-sync ensure -store S -bucket B [-prefix P] [-create [-region R]] [-source PATH | -each PATH...]
        sortie-sync delete -store S -bucket B
        sortie-sync region -store S -bucket B
        sortie-sync newest -store S -bucket B [-prefix P]
@@ -95,6 +95,11 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 	prefix := fs.String("prefix", "", "the objects' prefix")
 	create := fs.Bool("create", false, "a missing bucket is created (check: may be)")
 	source := fs.String("source", "", "a local path uploaded under the prefix, content-addressed")
+	var each []string
+	fs.Func("each", "a local path uploaded under its base name below the prefix, content-addressed (repeatable: several sources)", func(s string) error {
+		each = append(each, s)
+		return nil
+	})
 	region := fs.String("region", "", "where a missing bucket is created (a store with regions); default the store's")
 	project := fs.String("project", "", "gcs: the Google Cloud project buckets are made in")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *store == "" || (*name == "") != (op == "access") {
@@ -198,6 +203,14 @@ func bucketOp(ctx context.Context, op string, args []string) int {
 		} else {
 			fmt.Printf("source %s: the bucket holds it already\n", *source)
 		}
+	}
+	if len(each) > 0 {
+		m := bucket.Mount{Store: st, Bucket: *name, Prefix: *prefix}
+		up, res, err := m.UploadEach(ctx, each)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("uploaded %d of %d sources: %d files, %d bytes\n", up, len(each), res.Files, res.Bytes)
 	}
 	return 0
 }

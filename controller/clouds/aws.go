@@ -11,6 +11,7 @@ import (
 	"gopkg.in/ini.v1"
 
 	"sortie/controller/config"
+	"sortie/provision/imagetag"
 	"sortie/provision/node/notice"
 	"sortie/schema"
 )
@@ -20,8 +21,9 @@ func AWS() Cloud {
 	return Cloud{
 		Name:           "aws",
 		BillingMinimum: time.Minute,
-		Task:           schema.Cloud{Place: awsPlace, Store: schema.StoreS3},
+		Task:           schema.Cloud{Place: awsPlace, Store: schema.StoreS3, ImageTags: imagetag.Names(imagetag.AWS())},
 		Remote:         true,
+		ImageTag:       func(image string) (string, bool) { return imagetag.Describe(imagetag.AWS(), image) },
 		Notice:         func(cfg config.Config) (string, string) { return notice.SourceAWS, cfg.AWS.IMDSEndpoint },
 		StorageEnv: func(cfg config.Config, getenv func(string) string, region string) map[string]string {
 			return awsStorageEnv(getenv, region, cfg.AWS.IMDSEndpoint)

@@ -67,6 +67,10 @@ type Cloud struct {
 	// Nil for a cloud without a store.
 	BucketNear  func(location, region string) bool
 	BucketBills string
+	// ImageTag says how the cloud resolves a SkyPilot image tag (image is
+	// "skypilot:TAG") at launch, for a plan to show, and whether it
+	// resolves that tag; nil for a cloud that resolves none.
+	ImageTag func(image string) (string, bool)
 	// Open builds the cloud's provider from the configuration; the
 	// provider logs to log (the controller's, with the cloud's name), or,
 	// about one attempt's cluster, to the step's (provision.Logger).

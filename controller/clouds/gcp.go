@@ -8,6 +8,7 @@ import (
 
 	"sortie/controller/config"
 	"sortie/provision/gcp/adc"
+	"sortie/provision/imagetag"
 	"sortie/provision/node/notice"
 	"sortie/schema"
 )
@@ -18,8 +19,9 @@ func GCP() Cloud {
 	return Cloud{
 		Name:           "gcp",
 		BillingMinimum: time.Minute,
-		Task:           schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS},
+		Task:           schema.Cloud{Place: gcpPlace, Store: schema.StoreGCS, ImageTags: imagetag.Names(imagetag.GCP())},
 		Remote:         true,
+		ImageTag:       func(image string) (string, bool) { return imagetag.Describe(imagetag.GCP(), image) },
 		Notice:         func(cfg config.Config) (string, string) { return notice.SourceGCE, cfg.GCP.MetadataEndpoint },
 		Enabled:        gcpCredentials,
 		Regions:        func(cfg config.Config) []string { return cfg.GCP.Regions },

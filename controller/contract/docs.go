@@ -200,6 +200,7 @@ var fieldDocs = map[string]map[string]string{
 		"disk_tier":      "as asked",
 		"network_tier":   "as asked",
 		"image_id":       "as asked",
+		"image_lookup":   "for a SkyPilot image tag (`skypilot:gpu-ubuntu-2004`), the cloud's image it is resolved to at launch, as the cloud is asked for it (`resolved at launch: the newest image of family ubuntu-2004-lts in project ubuntu-os-cloud`); the controller's log names the image it became. `null` for any other image",
 		"price_per_hour": "one node's price per hour there, in dollars, from the prices sortie read before (`sortie prices`); `null` when none is known",
 		"hourly_cost":    "what an attempt there is expected to cost an hour, every node, in dollars (`job_recovery.max_cost` stops a job before an attempt it cannot pay an hour of); `null` when no price is known",
 	},

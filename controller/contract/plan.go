@@ -77,6 +77,10 @@ type PlacementPlan struct {
 	DiskTier     *string `json:"disk_tier"`
 	NetworkTier  *string `json:"network_tier"`
 	ImageID      *string `json:"image_id"`
+	// ImageLookup is, for a SkyPilot image tag (image_id
+	// "skypilot:gpu-ubuntu-2004"), how the cloud is asked at launch for
+	// the image the tag becomes; null for any other image_id.
+	ImageLookup *string `json:"image_lookup"`
 	// PricePerHour is one node's price per hour there in dollars, and
 	// HourlyCost the placement's (every node): what an attempt there is
 	// expected to cost an hour, from the prices sortie read before; null

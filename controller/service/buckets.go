@@ -26,23 +26,27 @@ const (
 func storageSourceProblems(p *schema.Pipeline, i int, t *schema.Task, base string, relHint func(string) string) []schema.Problem {
 	var probs []schema.Problem
 	for _, dst := range sortedKeys(t.StorageMounts) {
-		src := t.StorageMounts[dst].Source
-		if src == "" || strings.Contains(src, "://") {
-			continue
-		}
-		abs := localPath(base, src)
-		info, err := os.Stat(abs)
-		path := taskPath(p, i, "file_mounts."+dst+".source")
-		switch {
-		case err != nil:
-			probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
-				Message: fmt.Sprintf("cannot be read: %s%s", statReason(abs, err), relHint(src))})
-		case !info.Mode().IsRegular() && !info.IsDir():
-			probs = append(probs, schema.Problem{Path: path, Value: strconv.Quote(src),
-				Message: fmt.Sprintf("%s is %s; sortie uploads regular files and directories only", abs, schema.FileKind(info.Mode()))})
+		for _, ls := range t.StorageMounts[dst].LocalSources() {
+			probs = append(probs, localSourceProblems(taskPath(p, i, "file_mounts."+dst+"."+ls.Field), ls.Path, base, relHint)...)
 		}
 	}
 	return probs
+}
+
+// localSourceProblems says why src, a storage mount's local source at
+// path, cannot be uploaded, if it cannot.
+func localSourceProblems(path, src, base string, relHint func(string) string) []schema.Problem {
+	abs := localPath(base, src)
+	info, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return []schema.Problem{{Path: path, Value: strconv.Quote(src),
+			Message: fmt.Sprintf("cannot be read: %s%s", statReason(abs, err), relHint(src))}}
+	case !info.Mode().IsRegular() && !info.IsDir():
+		return []schema.Problem{{Path: path, Value: strconv.Quote(src),
+			Message: fmt.Sprintf("%s is %s; sortie uploads regular files and directories only", abs, schema.FileKind(info.Mode()))}}
+	}
+	return nil
 }
 
 // bucketProblems asks each store, through the sync program and with the

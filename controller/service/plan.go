@@ -193,6 +193,11 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.
 		if resolved[c.Placement] {
 			pp.ResolvedBy = "sortie"
 		}
+		if tag := clouds.Lookup(c.Placement.Cloud).ImageTag; tag != nil {
+			if how, ok := tag(r.ImageID); ok {
+				pp.ImageLookup = strPtr("resolved at launch: " + how)
+			}
+		}
 		if r.DiskSize > 0 {
 			pp.DiskSize = &r.DiskSize
 		}

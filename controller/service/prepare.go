@@ -238,6 +238,9 @@ func expandHome(t *schema.Task) {
 	for dst, src := range t.FileMounts {
 		t.FileMounts[dst] = expand(src)
 	}
+	for dst, sm := range t.StorageMounts {
+		t.StorageMounts[dst] = sm.MapSources(func(_, src string) string { return expand(src) })
+	}
 }
 
 // localPath is where a workdir or file_mounts source of a task launched

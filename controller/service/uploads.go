@@ -74,12 +74,9 @@ func (s *Service) uploadedInputs(p *schema.Pipeline, inputs map[string]contract.
 			t.FileMounts[dst] = resolve(i, "file_mounts."+dst, src, false)
 		}
 		for _, dst := range sortedKeys(t.StorageMounts) {
-			sm := t.StorageMounts[dst]
-			if sm.Source == "" || strings.Contains(sm.Source, "://") {
-				continue
-			}
-			sm.Source = resolve(i, "file_mounts."+dst+".source", sm.Source, false)
-			t.StorageMounts[dst] = sm
+			t.StorageMounts[dst] = t.StorageMounts[dst].MapSources(func(field, src string) string {
+				return resolve(i, "file_mounts."+dst+"."+field, src, false)
+			})
 		}
 	}
 	return probs
@@ -113,8 +110,8 @@ func storedUploadProblems(p *schema.Pipeline, h string) []schema.Problem {
 			}
 		}
 		for _, dst := range sortedKeys(t.StorageMounts) {
-			if src := t.StorageMounts[dst].Source; src != "" && !strings.Contains(src, "://") {
-				check(i, "file_mounts."+dst+".source", src)
+			for _, ls := range t.StorageMounts[dst].LocalSources() {
+				check(i, "file_mounts."+dst+"."+ls.Field, ls.Path)
 			}
 		}
 	}
@@ -169,8 +166,8 @@ func LocalSources(req contract.LaunchRequest) (map[string]string, error) {
 			}
 		}
 		for _, sm := range t.StorageMounts {
-			if sm.Source != "" && !strings.Contains(sm.Source, "://") {
-				out[sm.Source] = localPath(base, sm.Source)
+			for _, ls := range sm.LocalSources() {
+				out[ls.Path] = localPath(base, ls.Path)
 			}
 		}
 	}

@@ -38,6 +38,7 @@ type cache struct {
 	offerings map[string][]string                 // region/type -> zones
 	zones     map[string][]string                 // region -> available zones
 	images    map[string]types.Image              // region/image id or region/arch -> image
+	tags      map[string]resolvedTag              // region/tag/arch -> the image a SkyPilot tag resolved to
 	keyPairs  map[string]bool                     // region -> ensured
 	groups    map[string]string                   // region -> security group id
 	vpcs      map[string]string                   // region -> default VPC id
@@ -47,7 +48,7 @@ type cache struct {
 func newCache() cache {
 	return cache{
 		types: map[string][]types.InstanceTypeInfo{}, offerings: map[string][]string{},
-		zones: map[string][]string{}, images: map[string]types.Image{},
+		zones: map[string][]string{}, images: map[string]types.Image{}, tags: map[string]resolvedTag{},
 		keyPairs: map[string]bool{}, groups: map[string]string{}, vpcs: map[string]string{}, addrs: map[string]string{},
 	}
 }

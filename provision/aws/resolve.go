@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -13,6 +14,7 @@ import (
 
 	"sortie/provision"
 	"sortie/provision/fit"
+	"sortie/provision/imagetag"
 	"sortie/schema"
 )
 
@@ -272,6 +274,9 @@ func (p *Provider) image(ctx context.Context, region string, r schema.Resources,
 		// task runs in the container there (see node.Container).
 		r.ImageID = ""
 	}
+	if tag, ok := imagetag.Parse(r.ImageID); ok {
+		return p.taggedImage(ctx, region, r.ImageID, tag, arch)
+	}
 	key := region + "/" + r.ImageID
 	if r.ImageID == "" {
 		key = region + "/" + string(arch)
@@ -314,20 +319,72 @@ func (p *Provider) image(ctx context.Context, region string, r schema.Resources,
 	return img, nil
 }
 
+// tagLifetime is how long the image a tag resolved to is used before the
+// cloud is asked again: publishers add images every few weeks, so a
+// controller that runs for months moves to the newer ones.
+const tagLifetime = 6 * time.Hour
+
+// resolvedTag is an image a SkyPilot tag resolved to, and when.
+type resolvedTag struct {
+	img types.Image
+	at  time.Time
+}
+
+// taggedImage resolves the SkyPilot image tag of image (skypilot:TAG) in
+// region for arch: the newest available image of the tag's publisher whose
+// name matches the tag's pattern (imagetag.AWS), cached per region, tag
+// and architecture for tagLifetime. A tag EC2 has no image for, or no
+// image found, is a prechecks error: no placement can fix it.
+func (p *Provider) taggedImage(ctx context.Context, region, image, tag string, arch types.ArchitectureType) (types.Image, error) {
+	look, ok := imagetag.AWS()[tag]
+	if !ok {
+		return types.Image{}, provision.Prechecks(fmt.Errorf("resources.image_id: %w", imagetag.Unknown(image, CloudName, imagetag.Names(imagetag.AWS()))))
+	}
+	key := region + "/" + tag + "/" + string(arch)
+	now := p.cfg.Now()
+	if got, ok := lookup(&p.cache, p.cache.tags, key); ok && now.Sub(got.at) < tagLifetime {
+		return got.img, nil
+	}
+	name := look.NameFor(string(arch))
+	out, err := p.client(region).DescribeImages(ctx, &ec2.DescribeImagesInput{
+		Owners: []string{look.Owner},
+		Filters: []types.Filter{
+			{Name: awssdk.String("name"), Values: []string{name}},
+			{Name: awssdk.String("architecture"), Values: []string{string(arch)}},
+			{Name: awssdk.String("state"), Values: []string{"available"}},
+		},
+	})
+	if err != nil {
+		return types.Image{}, classify(fmt.Errorf("resources.image_id: look up %s (%s) in %s: %w", image, look.Describe(), region, err))
+	}
+	if len(out.Images) == 0 {
+		return types.Image{}, provision.Prechecks(fmt.Errorf("resources.image_id: %s: account %s publishes no %s image named %s in %s; give an image id (ami-...) instead",
+			image, look.Owner, arch, name, region))
+	}
+	img := newestImage(out.Images)
+	store(&p.cache, p.cache.tags, key, resolvedTag{img: img, at: now})
+	p.logger(ctx).Info("image tag resolved", "image_id", image, "region", region, "image", awssdk.ToString(img.ImageId),
+		"name", awssdk.ToString(img.Name), "created", awssdk.ToString(img.CreationDate))
+	return img, nil
+}
+
+// newestImage is the image created last, by CreationDate, then name.
+func newestImage(imgs []types.Image) types.Image {
+	return slices.MaxFunc(imgs, func(a, b types.Image) int {
+		if c := strings.Compare(awssdk.ToString(a.CreationDate), awssdk.ToString(b.CreationDate)); c != 0 {
+			return c
+		}
+		return strings.Compare(awssdk.ToString(a.Name), awssdk.ToString(b.Name))
+	})
+}
+
 // preferredUbuntu picks the newest image of the most recent LTS release it
 // knows, else the newest image of any release.
 func preferredUbuntu(images []types.Image) (types.Image, bool) {
 	if len(images) == 0 {
 		return types.Image{}, false
 	}
-	newest := func(imgs []types.Image) types.Image {
-		return slices.MaxFunc(imgs, func(a, b types.Image) int {
-			if c := strings.Compare(awssdk.ToString(a.CreationDate), awssdk.ToString(b.CreationDate)); c != 0 {
-				return c
-			}
-			return strings.Compare(awssdk.ToString(a.Name), awssdk.ToString(b.Name))
-		})
-	}
+	newest := newestImage
 	for _, lts := range []string{"-noble-24.04-", "-jammy-22.04-"} {
 		var match []types.Image
 		for _, img := range images {

@@ -85,3 +85,52 @@ func TestS3OnMoto(t *testing.T) {
 		t.Fatalf("List of a missing bucket: %v", err)
 	}
 }
+
+// Several local sources for one bucket, on moto's S3: each is uploaded
+// under its base name (a file as NAME, a directory's files under NAME/),
+// as SkyPilot uploads a list of sources, and an unchanged source moves
+// nothing the second time.
+func TestUploadEachOnMoto(t *testing.T) {
+	ctx := context.Background()
+	s := newMotoS3(t)
+	createTwice(t, s, "several")
+	home := t.TempDir()
+	write(t, home+"/mydir/myfile.txt", "one file")
+	write(t, home+"/datasets/train/a.csv", "a,b")
+	write(t, home+"/datasets/test.csv", "c,d")
+	m := Mount{Store: s, Bucket: "several", Prefix: ""}
+	up, res, err := m.UploadEach(ctx, []string{home + "/mydir/myfile.txt", home + "/datasets/"})
+	if err != nil || up != 2 || res.Files != 3 {
+		t.Fatalf("UploadEach = %d, %+v, %v; want 2 sources, 3 files", up, res, err)
+	}
+	objs, err := s.List(ctx, "several", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, MarkerPrefix) && !strings.Contains(o.Key, "/"+MarkerPrefix) {
+			keys = append(keys, o.Key)
+		}
+	}
+	if want := []string{"datasets/test.csv", "datasets/train/a.csv", "myfile.txt"}; strings.Join(keys, " ") != strings.Join(want, " ") {
+		t.Errorf("the bucket holds %v, want %v", keys, want)
+	}
+	dst := t.TempDir()
+	if _, err := (Mount{Store: s, Bucket: "several", Dir: dst}).Down(ctx, Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst + "/datasets/train/a.csv"); string(b) != "a,b" {
+		t.Errorf("the node reads datasets/train/a.csv as %q", b)
+	}
+	if up, res, err := m.UploadEach(ctx, []string{home + "/mydir/myfile.txt", home + "/datasets"}); err != nil || up != 0 || res.Files != 0 {
+		t.Errorf("unchanged sources again = %d, %+v, %v; want nothing moved", up, res, err)
+	}
+	write(t, home+"/datasets/test.csv", "changed")
+	if up, _, err := m.UploadEach(ctx, []string{home + "/mydir/myfile.txt", home + "/datasets"}); err != nil || up != 1 {
+		t.Errorf("one changed source = %d, %v; want it alone uploaded", up, err)
+	}
+	if _, _, err := m.UploadEach(ctx, []string{home + "/missing"}); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("a missing source: %v", err)
+	}
+}

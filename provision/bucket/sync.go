@@ -345,9 +345,20 @@ func SourceMarker(prefix, hash string) string {
 // holds the marker of this content, nothing moves (uploaded is false).
 // The marker is written last, so an upload cut short is done again.
 func (m Mount) UploadSource(ctx context.Context, src string) (uploaded bool, res Result, err error) {
+	return m.uploadSource(ctx, src, "")
+}
+
+// uploadSource is UploadSource with a directory's files put under
+// PREFIX+under ("" or "NAME/"). The marker stays at the mount's prefix,
+// where a sync down skips it, and names under too.
+func (m Mount) uploadSource(ctx context.Context, src, under string) (uploaded bool, res Result, err error) {
 	hash, err := SourceHash(src)
 	if err != nil {
 		return false, Result{}, fmt.Errorf("read source %s: %w", src, err)
+	}
+	if under != "" {
+		sum := sha256.Sum256([]byte(under + "\n" + hash))
+		hash = hex.EncodeToString(sum[:])
 	}
 	marker := SourceMarker(m.Prefix, hash)
 	objs, err := m.Store.List(ctx, m.Bucket, marker)
@@ -365,6 +376,7 @@ func (m Mount) UploadSource(ctx context.Context, src string) (uploaded bool, res
 	}
 	up := m
 	up.Dir = root
+	up.Prefix = m.Prefix + under
 	if only != "" {
 		fi, err := os.Stat(src)
 		if err != nil {
@@ -386,4 +398,32 @@ func (m Mount) UploadSource(ctx context.Context, src string) (uploaded bool, res
 		return false, res, err
 	}
 	return true, res, nil
+}
+
+// UploadEach uploads each of srcs, local files and directories, under its
+// base name below the mount's prefix, as SkyPilot uploads a list of
+// sources into one bucket: a file as PREFIX+NAME, a directory's files
+// under PREFIX+NAME/. Each is content-addressed as UploadSource is;
+// uploaded counts those that moved.
+func (m Mount) UploadEach(ctx context.Context, srcs []string) (uploaded int, res Result, err error) {
+	for _, src := range srcs {
+		fi, err := os.Stat(src)
+		if err != nil {
+			return uploaded, res, fmt.Errorf("read source %s: %w", src, err)
+		}
+		under := ""
+		if fi.IsDir() {
+			under = filepath.Base(filepath.Clean(src)) + "/"
+		}
+		up, r, err := m.uploadSource(ctx, src, under)
+		res.Files += r.Files
+		res.Bytes += r.Bytes
+		if err != nil {
+			return uploaded, res, err
+		}
+		if up {
+			uploaded++
+		}
+	}
+	return uploaded, res, nil
 }

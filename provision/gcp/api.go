@@ -34,6 +34,9 @@ type computeAPI interface {
 	// Firewalls lists the project's firewall rules that pass filter.
 	Firewalls(ctx context.Context, project, filter string) ([]*computepb.Firewall, error)
 	GetGlobalOperation(ctx context.Context, project, name string) (*computepb.Operation, error)
+	// ImageFromFamily is the newest image of family in project that is
+	// not deprecated (images.getFromFamily).
+	ImageFromFamily(ctx context.Context, project, family string) (*computepb.Image, error)
 	Close() error
 }
 
@@ -45,6 +48,7 @@ type clients struct {
 	zones        *compute.ZonesClient
 	machineTypes *compute.MachineTypesClient
 	firewalls    *compute.FirewallsClient
+	images       *compute.ImagesClient
 	opened       []io.Closer // those made so far, for Close
 }
 
@@ -59,6 +63,7 @@ func newClients(ctx context.Context, opts ...option.ClientOption) (*clients, err
 	c.zones = open(ctx, c, &err, compute.NewZonesRESTClient, opts)
 	c.machineTypes = open(ctx, c, &err, compute.NewMachineTypesRESTClient, opts)
 	c.firewalls = open(ctx, c, &err, compute.NewFirewallsRESTClient, opts)
+	c.images = open(ctx, c, &err, compute.NewImagesRESTClient, opts)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -185,4 +190,8 @@ func (c *clients) Firewalls(ctx context.Context, project, filter string) ([]*com
 
 func (c *clients) GetGlobalOperation(ctx context.Context, project, name string) (*computepb.Operation, error) {
 	return c.globalOps.Get(ctx, &computepb.GetGlobalOperationRequest{Project: project, Operation: name})
+}
+
+func (c *clients) ImageFromFamily(ctx context.Context, project, family string) (*computepb.Image, error) {
+	return c.images.GetFromFamily(ctx, &computepb.GetFromFamilyImageRequest{Project: project, Family: family})
 }

@@ -83,4 +83,9 @@ func (c counted) GetGlobalOperation(ctx context.Context, project, name string) (
 	return count(c, "GetGlobalOperation", v, err)
 }
 
+func (c counted) ImageFromFamily(ctx context.Context, project, family string) (*computepb.Image, error) {
+	v, err := c.api.ImageFromFamily(ctx, project, family)
+	return count(c, "ImageFromFamily", v, err)
+}
+
 func (c counted) Close() error { return c.api.Close() }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"sortie/provision"
+	"sortie/provision/imagetag"
 	"sortie/provision/vm"
 )
 
@@ -79,6 +80,9 @@ func (p *Provider) Launch(ctx context.Context, spec provision.ClusterSpec) (*pro
 		return nil, provision.Prechecks(fmt.Errorf("%s: zone %s does not offer %s; pick another zone or machine type", where, zone, describeRequest(spec.Resources)))
 	}
 
+	if spec.Resources.ImageID, err = p.taggedImage(ctx, spec.Resources.ImageID); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	// What the machine type cannot have is refused before anything is made.
 	if _, err := p.instanceFor(spec, zone, mt, 0); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -180,6 +184,9 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 		return nil, err
 	}
 	image := r.ImageID
+	if _, tagged := imagetag.Parse(image); tagged {
+		return nil, fmt.Errorf("resources.image_id: %s was not resolved before the launch", image)
+	}
 	switch {
 	case image == "" || strings.HasPrefix(image, "docker:"):
 		// docker:IMAGE is a container image: the VM boots the default
@@ -248,6 +255,55 @@ func (p *Provider) instanceFor(spec provision.ClusterSpec, zone string, mt machi
 		// The cluster's name targets its firewall rule (resources.ports).
 		Tags: &computepb.Tags{Items: []string{"sortie", spec.Name}},
 	}, nil
+}
+
+// tagLifetime is how long the image a tag resolved to is used before the
+// family is asked again: families gain an image every few weeks, so a
+// controller that runs for months moves to the newer ones.
+const tagLifetime = 6 * time.Hour
+
+// resolvedTag is the image a SkyPilot tag resolved to, and when.
+type resolvedTag struct {
+	image string
+	at    time.Time
+}
+
+// taggedImage returns image, or when it is a SkyPilot image tag
+// (skypilot:TAG) the image the tag resolves to: the newest image of the
+// tag's family in its public project (imagetag.GCP), as
+// projects/P/global/images/NAME, cached for tagLifetime (images are
+// global). A tag GCP has no family for, or a family the cloud does not
+// know, is a prechecks error naming both.
+func (p *Provider) taggedImage(ctx context.Context, image string) (string, error) {
+	tag, ok := imagetag.Parse(image)
+	if !ok {
+		return image, nil
+	}
+	look, ok := imagetag.GCP()[tag]
+	if !ok {
+		return "", provision.Prechecks(fmt.Errorf("resources.image_id: %w", imagetag.Unknown(image, CloudName, imagetag.Names(imagetag.GCP()))))
+	}
+	now := p.cfg.Now()
+	p.mu.Lock()
+	got, cached := p.tags[tag]
+	p.mu.Unlock()
+	if cached && now.Sub(got.at) < tagLifetime {
+		return got.image, nil
+	}
+	img, err := p.api.ImageFromFamily(ctx, look.Project, look.Family)
+	switch {
+	case isNotFound(err):
+		return "", provision.Prechecks(fmt.Errorf("resources.image_id: %s: project %s has no image family %s (%v); give an image (projects/.../global/images/...) instead",
+			image, look.Project, look.Family, err))
+	case err != nil:
+		return "", classify(fmt.Errorf("resources.image_id: look up %s (%s): %w", image, look.Describe(), err))
+	}
+	resolved := "projects/" + look.Project + "/global/images/" + img.GetName()
+	p.mu.Lock()
+	p.tags[tag] = resolvedTag{image: resolved, at: now}
+	p.mu.Unlock()
+	p.logger(ctx).Info("image tag resolved", "image_id", image, "image", resolved, "family", look.Family)
+	return resolved, nil
 }
 
 // insert asks for one VM. Its request id is deterministic, so a retry of a

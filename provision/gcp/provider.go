@@ -134,6 +134,7 @@ type Provider struct {
 	types    map[string][]machineType // zone -> offered types, once loaded
 	addrs    map[string]string        // instance id -> SSH address
 	deleting map[string]bool          // instance ids sortie asked to delete
+	tags     map[string]resolvedTag   // SkyPilot image tag -> the image it resolved to
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -193,9 +194,9 @@ func newProvider(cfg Config, api computeAPI) (*Provider, error) {
 		ssh:      access,
 		log:      cfg.Logger,
 		addrs:    map[string]string{},
-		deleting: map[string]bool{},
-		vms:      &vm.Shared[[]*computepb.Instance]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
-		ops:      &vm.Shared[*evidence]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
+		deleting: map[string]bool{}, tags: map[string]resolvedTag{},
+		vms: &vm.Shared[[]*computepb.Instance]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
+		ops: &vm.Shared[*evidence]{MaxAge: cfg.StatusMaxAge, Now: cfg.Now},
 	}, nil
 }
 

@@ -67,6 +67,15 @@ func printPlan(w io.Writer, p *contract.Plan) error {
 			if err := tb.flush(); err != nil {
 				return err
 			}
+			// What each SkyPilot image tag becomes, once per tag and cloud.
+			var said []string
+			for _, pl := range t.Placements {
+				if pl.ImageLookup == nil || slices.Contains(said, pl.Cloud+" "+deref(pl.ImageID)) {
+					continue
+				}
+				said = append(said, pl.Cloud+" "+deref(pl.ImageID))
+				fmt.Fprintf(w, "    image %s on %s: %s\n", printable(deref(pl.ImageID)), pl.Cloud, printable(*pl.ImageLookup))
+			}
 		}
 		fmt.Fprintf(w, "  Ports:       %s\n", listOrNone(t.Ports))
 		workdir := ptrOrNone(t.Workdir)

@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +38,11 @@ type Options struct {
 	MachineTypes []MachineType
 	// Images are the boot images inserts may name; default DefaultImages.
 	Images []string
+	// Families maps an image family ("projects/P/global/images/family/F")
+	// to the name of its newest image in P, which images.getFromFamily
+	// returns and inserts may name as projects/P/global/images/NAME. A
+	// family path in Images alone answers with the family's own name.
+	Families map[string]string
 	// ExternalIP is every instance's natIP; default 127.0.0.1, so that SSH
 	// through a proxy command lands on this machine.
 	ExternalIP string
@@ -56,21 +62,25 @@ type Server struct {
 	zones    []string          // sorted
 	types    []MachineType
 	images   map[string]bool
+	families map[string]string // family path -> its newest image's path
 	natIP    string
 	pageSize int
 	now      func() time.Time
 
 	mu        sync.Mutex
-	instances map[string]*computepb.Instance  // "zone/name"
-	firewalls map[string]*computepb.Firewall  // name
-	ops       map[string]*computepb.Operation // "zone/opname" or "global/opname"
-	opOrder   []string
-	byRequest map[string]string // requestId -> "zone/opname"
-	pending   []pendingOp
-	insertErr map[string]opError      // zone -> error of every insert there
-	httpErr   map[string][]*httpError // per call from now; nil passes
-	calls     map[string]int
-	seq       uint64
+	instances map[string]*computepb.Instance // "zone/name"
+	// bootImages are the images the instances' boot disks were made from,
+	// which the API does not echo back ("zone/name" -> image path).
+	bootImages map[string]string
+	firewalls  map[string]*computepb.Firewall  // name
+	ops        map[string]*computepb.Operation // "zone/opname" or "global/opname"
+	opOrder    []string
+	byRequest  map[string]string // requestId -> "zone/opname"
+	pending    []pendingOp
+	insertErr  map[string]opError      // zone -> error of every insert there
+	httpErr    map[string][]*httpError // per call from now; nil passes
+	calls      map[string]int
+	seq        uint64
 }
 
 // pendingOp is an operation and what happens when it finishes.
@@ -121,7 +131,7 @@ func newServer(o Options) *Server {
 	s := &Server{
 		project: o.Project, regions: map[string]string{}, types: slices.Clone(o.MachineTypes),
 		images: map[string]bool{}, natIP: o.ExternalIP, pageSize: o.PageSize, now: o.Now,
-		instances: map[string]*computepb.Instance{}, ops: map[string]*computepb.Operation{},
+		instances: map[string]*computepb.Instance{}, bootImages: map[string]string{}, ops: map[string]*computepb.Operation{},
 		firewalls: map[string]*computepb.Firewall{},
 		byRequest: map[string]string{}, insertErr: map[string]opError{},
 		httpErr: map[string][]*httpError{}, calls: map[string]int{},
@@ -135,6 +145,13 @@ func newServer(o Options) *Server {
 	sort.Strings(s.zones)
 	for _, img := range o.Images {
 		s.images[img] = true
+	}
+	s.families = map[string]string{}
+	for fam, name := range o.Families {
+		project, _, _ := strings.Cut(strings.TrimPrefix(fam, "projects/"), "/")
+		path := "projects/" + project + "/global/images/" + name
+		s.families[fam] = path
+		s.images[path] = true
 	}
 	return s
 }
@@ -196,6 +213,15 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// BootImage is the image the boot disk of the instance name in zone was
+// made from, as a path from the API root ("projects/P/global/images/N");
+// "" when no such instance was inserted. The API itself does not say it.
+func (s *Server) BootImage(zone, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bootImages[zone+"/"+name]
 }
 
 // AllCalls is a copy of every method's count.

@@ -175,6 +175,10 @@ func (s *Server) dispatch(method, project string, p []string, r *http.Request) (
 		return op, nil
 	case "images.getFromFamily", "images.get":
 		path := "projects/" + project + "/" + strings.Join(p, "/")
+		if img, ok := s.families[path]; ok {
+			return &computepb.Image{Name: proto.String(img[strings.LastIndex(img, "/")+1:]), Family: proto.String(p[len(p)-1]),
+				SelfLink: proto.String(apiRoot + img), Status: proto.String("READY"), Kind: proto.String("compute#image")}, nil
+		}
 		if !s.images[path] {
 			return nil, notFound(path)
 		}

@@ -56,6 +56,9 @@ func (s *Server) insert(zone string, body []byte, requestID string) (proto.Messa
 		}
 	}
 	for i, d := range in.Disks {
+		if d.GetBoot() {
+			s.bootImages[key] = imagePath(s.project, d.GetInitializeParams().GetSourceImage())
+		}
 		d.Index = proto.Int32(int32(i))
 		d.Source = proto.String(s.link("zones/%s/disks/%s", zone, in.GetName()))
 		d.InitializeParams = nil // the API does not echo them back
@@ -100,10 +103,7 @@ func (s *Server) validate(zone string, in *computepb.Instance) *apiError {
 		if img == "" {
 			continue
 		}
-		path := relative(img)
-		if strings.HasPrefix(path, "global/") {
-			path = "projects/" + s.project + "/" + path
-		}
+		path := imagePath(s.project, img)
 		if !s.images[path] {
 			return notFound(path)
 		}
@@ -159,4 +159,14 @@ func (s *Server) delete(zone, name, requestID string) (proto.Message, *apiError)
 		}
 	})
 	return proto.CloneOf(op), nil
+}
+
+// imagePath is a source image as a path from the API root
+// ("projects/P/global/images/..."), its project project when it names none.
+func imagePath(project, img string) string {
+	path := relative(img)
+	if strings.HasPrefix(path, "global/") {
+		path = "projects/" + project + "/" + path
+	}
+	return path
 }

@@ -44,12 +44,20 @@ type Moto struct {
 // would let the AWS backend go untested without anyone noticing.
 func StartMoto(t TB) *Moto {
 	t.Helper()
+	return StartMotoWith(t)
+}
+
+// StartMotoWith is StartMoto with more of moto's settings in its
+// environment, e.g. MOTO_AMIS_PATH=FILE to serve the images FILE lists
+// (a JSON list in moto's own format) in place of its default ones.
+func StartMotoWith(t TB, env ...string) *Moto {
+	t.Helper()
 	SkipShort(t, "the moto EC2 emulator")
 	if out, err := exec.Command("python3", "-c", "import moto").CombinedOutput(); err != nil {
 		t.Fatalf("the AWS tests need the moto EC2 emulator: python3 -c 'import moto' failed (%v: %s); install it with: pip install 'moto[server]'",
 			err, strings.TrimSpace(string(out)))
 	}
-	endpoint, stop, err := RunMoto(context.Background(), filepath.Join(t.TempDir(), "moto.log"))
+	endpoint, stop, err := runMoto(context.Background(), filepath.Join(t.TempDir(), "moto.log"), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +68,10 @@ func StartMoto(t TB) *Moto {
 // RunMoto runs moto_server on a free port of 127.0.0.1, its output in
 // logPath, until stop; it returns once moto answers.
 func RunMoto(ctx context.Context, logPath string) (endpoint string, stop func(), err error) {
+	return runMoto(ctx, logPath, nil)
+}
+
+func runMoto(ctx context.Context, logPath string, env []string) (endpoint string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -82,6 +94,7 @@ func RunMoto(ctx context.Context, logPath string) (endpoint string, stop func(),
 	// moto must not pick up the developer's real AWS settings.
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_CONFIG_FILE=/dev/null")
+	cmd.Env = append(cmd.Env, env...)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return "", nil, fmt.Errorf("start moto_server (pip install 'moto[server]'): %w", err)
