@@ -296,6 +296,11 @@ func (c *Controller) Tick(ctx context.Context) error { return c.tick(ctx, tickSc
 func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	defer metrics.Since(c.Metrics.TickDuration, time.Now())
 	epoch := c.sched.Read()
+	if scope.shards <= 1 || scope.shard == 0 {
+		// Before the jobs are read: a job admitted now starts in this
+		// tick.
+		c.admit(ctx)
+	}
 	jobs, open, err := c.readShard(ctx, scope)
 	if err != nil {
 		return err

@@ -98,6 +98,9 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 	if err != nil {
 		return c.failController(ctx, j, a, err)
 	}
+	if a == nil && c.waitsForAdmission(j) {
+		return nil // waiting for room under the limits (admit.go)
+	}
 	if a == nil {
 		if a, err = c.nextAttempt(ctx, j); err != nil {
 			if ob := (*overBudgetError)(nil); errors.As(err, &ob) {

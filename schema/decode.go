@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 // per field and a complete list of problems.
 
 func taskFields() []string {
-	return []string{"name", "resources", "num_nodes", "workdir", "file_mounts", "envs", "secrets", "setup", "run", "notify"}
+	return []string{"name", "resources", "num_nodes", "workdir", "file_mounts", "envs", "secrets", "setup", "run", "notify", "priority"}
 }
 
 // ignoredTaskFields are SkyPilot task fields that mean nothing to a
@@ -180,7 +181,17 @@ func (d *decoder) task(path string, raw any) *Task {
 	}
 	t := &Task{}
 	t.Name = d.str(join(path, "name"), m["name"])
-	t.Resources = d.resources(join(path, "resources"), m["resources"], false)
+	resRaw := m["resources"]
+	if rm, ok := resRaw.(map[string]any); ok {
+		if v, present := rm["priority"]; present {
+			// SkyPilot's place for it: read as the top-level one is.
+			rm = maps.Clone(rm)
+			delete(rm, "priority")
+			resRaw = rm
+			t.Priority = d.priority(join(path, "resources.priority"), v)
+		}
+	}
+	t.Resources = d.resources(join(path, "resources"), resRaw, false)
 	if v, present := m["num_nodes"]; present {
 		p := join(path, "num_nodes")
 		if n, ok := d.integer(p, v); ok {
@@ -203,6 +214,16 @@ func (d *decoder) task(path string, raw any) *Task {
 	if v, present := m["notify"]; present {
 		t.Notify = d.notify(join(path, "notify"), v)
 	}
+	if v, present := m["priority"]; present {
+		p := join(path, "priority")
+		top := d.priority(p, v)
+		switch {
+		case t.Priority != nil && top != nil && *top != *t.Priority:
+			d.ps.add(p, v, "differs from resources.priority, %d; give the priority once", *t.Priority)
+		case top != nil:
+			t.Priority = top
+		}
+	}
 	if v, present := m["config"]; present {
 		d.config(join(path, "config"), v)
 	}
@@ -210,6 +231,23 @@ func (d *decoder) task(path string, raw any) *Task {
 		d.experimental(join(path, "experimental"), v)
 	}
 	return t
+}
+
+// priority reads a job's priority, 0 to 1000; nil for none (null) or a
+// bad one, recorded.
+func (d *decoder) priority(path string, v any) *int {
+	if v == nil {
+		return nil
+	}
+	n, ok := d.integer(path, v)
+	if !ok {
+		return nil
+	}
+	if n < MinPriority || n > MaxPriority {
+		d.ps.add(path, v, "is not a priority; use a whole number from %d (lowest) to %d (highest); the default is %d", MinPriority, MaxPriority, DefaultPriority)
+		return nil
+	}
+	return &n
 }
 
 // config warns about each key of SkyPilot's per-task config, none of

@@ -146,6 +146,7 @@ func (t *Task) Clone() *Task {
 	c.RequiredEnvs = slices.Clone(t.RequiredEnvs)
 	c.Notify = t.Notify.clone()
 	c.WorkdirRepo = clonePtr(t.WorkdirRepo)
+	c.Priority = clonePtr(t.Priority)
 	if t.StorageMounts != nil {
 		c.StorageMounts = make(map[string]StorageMount, len(t.StorageMounts))
 		for k, sm := range t.StorageMounts {

@@ -105,7 +105,8 @@ func canonicalSpec(t *Task) ([]byte, error) {
 	// The clouds' defaults are filled (see InputKey); the rest name no cloud.
 	c.ApplyDefaults(nil)
 	c.Name = ""
-	c.Notify = nil // where events go changes nothing the task runs
+	c.Notify = nil   // where events go changes nothing the task runs
+	c.Priority = nil // nor does when it starts
 	for k := range c.Secrets {
 		c.Secrets[k] = nil
 	}

@@ -91,6 +91,7 @@ name: train
 		"defaults written out":  strings.Replace(keyTask, "run:", "num_nodes: 1\nrun:", 1),
 		"cloud default written": strings.Replace(keyTask, "cpus: 2+", "cpus: 2+\n  cloud: local", 1),
 		"webhook added":         strings.Replace(keyTask, "name: train", "name: train\nnotify: {webhooks: [{url: https://h.example.com/x}]}", 1),
+		"priority given":        strings.Replace(keyTask, "name: train", "name: train\npriority: 900", 1),
 	}
 	for name, y := range same {
 		if k := key(t, y, dir); k != base {

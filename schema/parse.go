@@ -108,6 +108,7 @@ func (rp rawPipeline) decode() (*Pipeline, error) {
 		}
 		p.Tasks = append(p.Tasks, d.task(path, withEnv(raw, rp.env)))
 	}
+	samePriority(ps, p.Tasks)
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
@@ -116,6 +117,24 @@ func (rp rawPipeline) decode() (*Pipeline, error) {
 	}
 	p.ApplyDefaults(rp.clouds)
 	return p, nil
+}
+
+// samePriority refuses a pipeline whose tasks name different priorities:
+// a job waits in the queue as one, with one priority.
+func samePriority(ps *problems, tasks []*Task) {
+	first := -1
+	for i, t := range tasks {
+		if t == nil || t.Priority == nil {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		if want := *tasks[first].Priority; *t.Priority != want {
+			ps.add(index("tasks", i)+".priority", *t.Priority, "differs from tasks[%d].priority, %d; a job waits with one priority: give it once, or the same on every task", first, want)
+		}
+	}
 }
 
 // withEnv returns a task document with env set in its envs, leaving raw

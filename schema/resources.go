@@ -27,8 +27,8 @@ func ignoredResourceFields() map[string]string {
 	internal := "ignored: SkyPilot sets it for itself"
 	return map[string]string{
 		"autostop":                   "ignored: a managed job's cluster is torn down when the job ends",
-		"priority":                   "ignored: sortie starts jobs in the order they are launched",
-		"priority_class":             "ignored: sortie starts jobs in the order they are launched",
+		"priority":                   "ignored in a candidate: a job has one priority; give it at the top of the task or under resources",
+		"priority_class":             "ignored: a Kubernetes PriorityClass; sortie orders waiting jobs by priority (0-1000)",
 		"local_disk":                 "ignored: sortie does not choose instances by their local disks; pin instance_type instead",
 		"ephemeral_storage":          "ignored: SkyPilot's older setting for a Kubernetes pod's scratch disk; use disk_size for the node's disk",
 		"_cluster_config_overrides":  internal,

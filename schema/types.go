@@ -20,6 +20,25 @@ type Pipeline struct {
 	Warnings []string `json:"-"`
 }
 
+// The bounds of a job's priority.
+// DefaultPriority, in the middle as SkyPilot's, leaves room both ways.
+const (
+	MinPriority     = 0
+	MaxPriority     = 1000
+	DefaultPriority = 500
+)
+
+// Priority is the job's priority: the one its tasks name (parsing refuses
+// tasks that name different ones), else DefaultPriority.
+func (p *Pipeline) Priority() int {
+	for _, t := range p.Tasks {
+		if t.Priority != nil {
+			return *t.Priority
+		}
+	}
+	return DefaultPriority
+}
+
 // Task is one document of a task file. Field names and shapes follow SkyPilot's
 // task YAML for the subset sortie supports.
 type Task struct {
@@ -49,6 +68,11 @@ type Task struct {
 	// current one; nil means config.yaml's default webhooks. It is not
 	// part of the input key: it changes nothing the task runs.
 	Notify *Notify `json:"notify,omitempty"`
+	// Priority orders the job among waiting jobs, 0 to 1000, higher
+	// first (SkyPilot's priority, at the top of the task or under
+	// resources); nil is DefaultPriority. A job has one priority:
+	// Pipeline.Priority. It is not part of the input key.
+	Priority *int `json:"priority,omitempty"`
 }
 
 // GitRepo is a git repository at a ref (a branch, tag or commit; empty

@@ -417,4 +417,5 @@ const goodJob = `{"cancelled_by": null, "cost": 12.4, "cost_estimate": false, "c
 	"recovery_count": 1, "requested_by": null, "resources": "1x[A100:8]", "restarts_on_errors": 0, "retried_in": null, "retry_of": null,
 	"retry_reason": null, "root_id": 1, "size": {"cpus": null, "memory": "32+", "accelerators": null},
 	"started_at": "2025-01-02T03:04:00Z", "status": "SUCCEEDED", "status_reason": null,
-	"submitted_at": "2025-01-02T03:03:59Z", "trigger": "user", "cost": 1.25, "cost_estimate": false}`
+	"submitted_at": "2025-01-02T03:03:59Z", "trigger": "user", "cost": 1.25, "cost_estimate": false,
+	"priority": 500, "wait_reason": null, "queue_place": null}`

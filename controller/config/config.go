@@ -45,6 +45,10 @@ type Config struct {
 	// Budgets are the users' monthly budgets by default.
 	Budgets BudgetsConfig `json:"budgets"`
 	Prices  PricesConfig  `json:"prices"`
+	// Limits are what running jobs may hold; FairShare orders the jobs
+	// waiting for them.
+	Limits    LimitsConfig    `json:"limits"`
+	FairShare FairShareConfig `json:"fair_share"`
 }
 
 // StorageConfig is the storage: section: how tasks' buckets are synced.
@@ -287,6 +291,7 @@ func Load(home string, getenv func(string) string) (Config, error) {
 		e.Problems = append(e.Problems, cfg.kubernetesProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.simLoseProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.budgetProblems(lines)...)
+		e.Problems = append(e.Problems, cfg.limitsProblems(lines)...)
 		e.Problems = append(e.Problems, cfg.pricesProblems(lines)...)
 		// YAML reads an unquoted on or off as a boolean.
 		switch cfg.Local.Sandbox {

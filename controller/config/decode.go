@@ -163,7 +163,7 @@ func (d *decoder) walk(v any, rv reflect.Value, key string) {
 		out := reflect.MakeMap(t)
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			path := key + "." + k
-			if _, ok := scalarText(m[k]); !ok && m[k] != nil {
+			if _, ok := scalarText(m[k]); !ok && m[k] != nil && !nested(t.Elem()) {
 				d.addf(path, "%s is not a string", shown(m[k]))
 				continue
 			}
@@ -236,6 +236,12 @@ func (d *decoder) walk(v any, rv reflect.Value, key string) {
 	default:
 		d.addf(key, "cannot be read (a %s)", t)
 	}
+}
+
+// nested says whether a map's values are mappings themselves (each
+// user's limits), not scalars.
+func nested(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
 }
 
 // fieldByTag finds the field of struct type t whose json tag is name.

@@ -32,6 +32,9 @@ var fieldDocs = map[string]map[string]string{
 		"location":           "where the job's newest placed attempt runs or ran: cloud and zone, or region when it has no zone (`\"aws/us-east-1a\"`); `null` before any attempt was placed",
 		"cost":               "what the job has cost in dollars: every attempt of every task, each its nodes' price times the time from its launch request to its end (no storage, egress or taxes); `null` while no price of any attempt is known",
 		"cost_estimate":      "`cost` is an estimate: an attempt still runs (counted at its price at launch), or a price was stale or not known for one of them",
+		"priority":           "the job's priority among waiting jobs, 0-1000, higher first: the task's `priority`, `--priority`, or 500",
+		"wait_reason":        "why a `PENDING` job waits under the server's limits (`\"waiting: alice holds 16 of 16 A100 (user limit)\"`, `\"waiting: the server's 64 A100 are in use; 3 jobs ahead of this one\"`); `null` once it may start, and when no limits are set",
+		"queue_place":        "the waiting job's place among the jobs waiting under the limits, from 1 (next); `null` when `wait_reason` is",
 	},
 	"size": {
 		"cpus":         "`\"8\"` or `\"8+\"`; `null` when the escalation does not grow CPUs",

@@ -56,6 +56,8 @@ type LaunchRequest struct {
 	Ports        []string `json:"ports,omitempty"`
 	NumNodes     *int     `json:"num_nodes,omitempty"`
 	UseSpot      *bool    `json:"use_spot,omitempty"`
+	// Priority replaces the task's priority (--priority), 0-1000.
+	Priority *int `json:"priority,omitempty"`
 	// Workdir replaces every task's workdir (--workdir).
 	Workdir     string `json:"workdir,omitempty"`
 	RetryFailed bool   `json:"retry_failed,omitempty"`

@@ -60,6 +60,14 @@ type JobView struct {
 	// CostEstimate says Cost is an estimate: an attempt still runs, or a
 	// price was stale or not known for one of them.
 	CostEstimate bool `json:"cost_estimate"`
+	// Priority orders the job among waiting jobs, 0-1000, higher first.
+	Priority int `json:"priority"`
+	// WaitReason says why a PENDING job waits under the server's limits
+	// ("waiting: alice holds 16 of 16 A100 (user limit)"); QueuePlace is
+	// its place among the waiting jobs, from 1. Both null once it may
+	// start, and when no limits are set.
+	WaitReason *string `json:"wait_reason"`
+	QueuePlace *int    `json:"queue_place"`
 }
 
 // SizeView is a size an escalation chose: each dimension it grows, as

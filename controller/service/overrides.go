@@ -110,6 +110,24 @@ func setsField(r schema.Resources, o override) bool {
 // validated like the task file; a bad one is a usage error naming the
 // flag, and nothing is stored.
 func applyLaunchOverrides(p *schema.Pipeline, req contract.LaunchRequest) (*schema.Pipeline, error) {
+	p, err := applyResourceOverrides(p, req)
+	if err != nil || req.Priority == nil {
+		return p, err
+	}
+	// --priority replaces the file's on every task: a job has one.
+	n := *req.Priority
+	if n < schema.MinPriority || n > schema.MaxPriority {
+		return nil, &contract.UsageError{Err: fmt.Errorf("--priority: %d is not a priority; use a whole number from %d (lowest) to %d (highest); the default is %d",
+			n, schema.MinPriority, schema.MaxPriority, schema.DefaultPriority)}
+	}
+	for _, t := range p.Tasks {
+		t.Priority = &n
+	}
+	return p, nil
+}
+
+// applyResourceOverrides is applyLaunchOverrides but for --priority.
+func applyResourceOverrides(p *schema.Pipeline, req contract.LaunchRequest) (*schema.Pipeline, error) {
 	ovs, err := launchOverrides(req)
 	if err != nil || len(ovs) == 0 {
 		return p, err

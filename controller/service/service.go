@@ -27,6 +27,7 @@ import (
 	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/schema"
+	"sortie/strategy"
 )
 
 // Service carries out the verbs over the local store and controller. A
@@ -184,8 +185,13 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	if err != nil {
 		return nil, fmt.Errorf("store the spec: %w", err)
 	}
+	ask := strategy.AskOf(p)
+	if why := s.Config.Limits.Strategy().Exceeded(sub.owner, ask); why != "" {
+		return nil, &contract.UsageError{Err: fmt.Errorf("the job %s (limits in config.yaml): it could never start; ask for less, or have an admin raise the limit", why)}
+	}
 	j := &store.Job{Name: sub.name, Spec: stored, BaseDir: sub.baseDir, InputKey: key,
-		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides, Owner: sub.owner}
+		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides, Owner: sub.owner,
+		Priority: p.Priority(), Ask: store.FormatAsk(ask)}
 	if sub.retry != nil {
 		j.RetryOf, j.Trigger = &sub.retry.ID, "manual"
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"sortie/controller/contract"
+	"sortie/controller/lifecycle"
 	"sortie/controller/store"
 	"sortie/strategy"
 )
@@ -55,6 +56,11 @@ func viewJob(j *store.Job, now time.Time) contract.JobView {
 		InputKey: strPtr(j.InputKey), FailureReason: strPtr(j.FailureReason),
 		SubmittedAt: j.SubmittedAt.UTC(), StartedAt: utc(j.StartedAt), EndedAt: utc(j.EndedAt),
 		Size: viewSize(j.Size), Resources: viewResources(j.Resources, j.Size), Location: location(j.Placement),
+		Priority: j.Priority,
+	}
+	if j.Status == lifecycle.Pending && j.AdmittedAt == nil && j.WaitReason != "" {
+		place := j.WaitPlace
+		v.WaitReason, v.QueuePlace = &j.WaitReason, &place
 	}
 	if c := j.CostAt(now); c != nil {
 		v.Cost, v.CostEstimate = &c.Dollars, c.Estimate

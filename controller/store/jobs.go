@@ -66,6 +66,19 @@ type Job struct {
 	// CostSince; CostSince is nil when no cluster of the job is up.
 	CostRate  *float64
 	CostSince *time.Time
+	// Priority orders the job among waiting jobs, 0-1000, higher first.
+	Priority int
+	// Ask is what the job holds while it runs, as admission counts it
+	// (FormatAsk); "" for a job stored before asks were kept.
+	Ask string
+	// AdmittedAt is when admission let the job start; nil while it waits
+	// under config.yaml's limits, and for a job started without them.
+	AdmittedAt *time.Time
+	// WaitReason and WaitPlace are why a waiting job waits and its place
+	// among the waiting jobs (from 1), as admission last found; "" and 0
+	// once admitted.
+	WaitReason string
+	WaitPlace  int
 }
 
 // CostAt is what the job has cost up to now: its ended attempts' costs,
@@ -128,6 +141,7 @@ const (
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
 	submitted_at, started_at, ended_at, owner, cancelled_by, cost, cost_estimate, cost_rate, cost_since,
+	priority, ask, admitted_at, wait_reason, wait_place,
 	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size,
 	(SELECT resources FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS resources,
 	(SELECT cloud || '/' || region || '/' || zone FROM attempts
@@ -176,11 +190,11 @@ func (s *Store) CreateJobWith(ctx context.Context, j *Job, tasks []NewTask, prep
 		status, taskStatus := lifecycle.NewJob(links)
 		var err error
 		id, err = insertID(ctx, tx, `INSERT INTO jobs (name, status, spec, base_dir, num_tasks, input_key,
-			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at, owner, notify)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			retry_of, root_id, trigger, requested_by, retry_reason, overrides, submitted_at, owner, notify, priority, ask)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.Name, status, string(j.Spec), j.BaseDir, len(tasks), nullStr(j.InputKey),
 			j.RetryOf, root, trigger, j.RequestedBy, j.RetryReason, nullBytes(j.Overrides), fmtTime(now), j.Owner,
-			boolInt(NamesNotify(j.Spec)))
+			boolInt(NamesNotify(j.Spec)), j.Priority, j.Ask)
 		if err != nil {
 			return err
 		}
@@ -407,13 +421,15 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 	var failure, inputKey, exitCodes, overrides, next, started, ended, size, resources, placement sql.NullString
 	var retriedIn, retryOf, root sql.NullInt64
 	var cost, costRate sql.NullFloat64
-	var costSince sql.NullString
+	var costSince, admitted sql.NullString
+	var waitPlace sql.NullInt64
 	var submitted string
 	var spec string
 	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
 		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &cost, &j.CostEstimate, &costRate, &costSince,
+		&j.Priority, &j.Ask, &admitted, &j.WaitReason, &waitPlace,
 		&size, &resources, &placement); err != nil {
 		return nil, err
 	}
@@ -424,6 +440,8 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 		j.CostRate = &costRate.Float64
 	}
 	j.CostSince = parseTime(costSince)
+	j.AdmittedAt = parseTime(admitted)
+	j.WaitPlace = int(waitPlace.Int64)
 	j.Spec = []byte(spec)
 	// A size that cannot be read is left out of listings; the controller
 	// reads the attempt's own and stops there.

@@ -40,6 +40,8 @@ type LaunchOptions struct {
 	Workdir     string
 	NumNodes    int
 	NumNodesSet bool
+	Priority    int
+	PrioritySet bool
 	UseSpot     bool
 	UseSpotSet  bool
 	RetryFailed bool
@@ -72,6 +74,7 @@ func NewCmdLaunch(f *Factory, runF func(context.Context, *LaunchOptions) error) 
 				opts.UseSpot = !noSpot
 			}
 			opts.NumNodesSet = fl.Changed("num-nodes")
+			opts.PrioritySet = fl.Changed("priority")
 			if err := outputFlag(opts.Output); err != nil {
 				return err
 			}
@@ -105,6 +108,7 @@ func NewCmdLaunch(f *Factory, runF func(context.Context, *LaunchOptions) error) 
 	fl.StringArrayVar(&opts.Ports, "ports", nil, "override resources.ports: a port or range LOW-HIGH (repeatable)")
 	fl.StringVar(&opts.Workdir, "workdir", "", "override workdir: the directory uploaded to every node")
 	fl.IntVar(&opts.NumNodes, "num-nodes", 0, "override num_nodes")
+	fl.IntVar(&opts.Priority, "priority", 0, "the job's priority among waiting jobs, 0-1000, higher first (default: the task's, else 500)")
 	fl.BoolVar(&opts.UseSpot, "use-spot", false, "override resources.use_spot")
 	fl.BoolVar(&noSpot, "no-use-spot", false, "override resources.use_spot with false")
 	fl.BoolVar(&opts.RetryFailed, "retry-failed", false, "run even if these inputs already failed")
@@ -169,6 +173,9 @@ func launchRequest(f *Factory, opts *LaunchOptions) (contract.LaunchRequest, err
 		Warn: func(w string) { fmt.Fprintln(f.Err, "warning:", printable(w)) }}
 	if opts.UseSpotSet {
 		req.UseSpot = &opts.UseSpot
+	}
+	if opts.PrioritySet {
+		req.Priority = &opts.Priority
 	}
 	if opts.NumNodesSet {
 		req.NumNodes = &opts.NumNodes

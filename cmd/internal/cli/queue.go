@@ -78,7 +78,8 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 // printQueue writes the queue as a table. OWNER is there when the jobs
 // shown have more than one owner, TASK when one of them is a pipeline,
 // COST when one has cost something (a run on prices left at zero, the
-// local default, shows none) and RETRY OF when one is a retry, so
+// local default, shows none), RETRY OF when one is a retry and WAITING
+// (place and reason) when one waits under the limits, so
 // that a queue keeps to 120 columns.
 func printQueue(f *Factory, jobs []contract.JobView) error {
 	if len(jobs) == 0 {
@@ -86,8 +87,9 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 		return nil
 	}
 	owners := map[string]bool{}
-	pipelines, retries, costs := false, false, false
+	pipelines, retries, costs, waiting := false, false, false, false
 	for _, j := range jobs {
+		waiting = waiting || j.WaitReason != nil
 		owners[orDash(j.Owner)] = true
 		pipelines = pipelines || j.NumTasks > 1
 		retries = retries || j.RetryOf != nil
@@ -108,6 +110,9 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 	headers = append(headers, "#RECOV", "STATUS", "EXIT")
 	if retries {
 		headers = append(headers, "RETRY OF")
+	}
+	if waiting {
+		headers = append(headers, "WAITING")
 	}
 	now := f.Now()
 	t := newTable(f.Out, headers...)
@@ -131,9 +136,25 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 		if retries {
 			row = append(row, idOrDash(j.RetryOf))
 		}
+		if waiting {
+			row = append(row, waitText(j))
+		}
 		t.row(row...)
 	}
 	return t.flush()
+}
+
+// waitText is a waiting job's place and why it waits: "#3 the server's
+// 64 A100 are in use; 2 jobs ahead of this one"; "-" for any other job.
+func waitText(j contract.JobView) string {
+	if j.WaitReason == nil {
+		return "-"
+	}
+	reason := strings.TrimPrefix(*j.WaitReason, "waiting: ")
+	if j.QueuePlace == nil {
+		return reason
+	}
+	return fmt.Sprintf("#%d %s", *j.QueuePlace, reason)
 }
 
 // shortAgo is how long before now t was, in its largest unit: "45s ago",

@@ -45,12 +45,18 @@ func TestDocumentedQueuesHaveTheQueuesColumns(t *testing.T) {
 				if retry {
 					b.RetryOf = &orig
 				}
-				f, out, _ := testFactory()
-				if err := printQueue(f, []contract.JobView{a, b}); err != nil {
-					t.Fatal(err)
+				for _, waiting := range []bool{false, true} {
+					if waiting {
+						place := 1
+						b.Status, b.WaitReason, b.QueuePlace = "PENDING", str("waiting: the server runs 1 of 1 jobs (server limit); this job is next"), &place
+					}
+					f, out, _ := testFactory()
+					if err := printQueue(f, []contract.JobView{a, b}); err != nil {
+						t.Fatal(err)
+					}
+					header, _, _ := strings.Cut(out.String(), "\n")
+					printed[columns(header)] = true
 				}
-				header, _, _ := strings.Cut(out.String(), "\n")
-				printed[columns(header)] = true
 			}
 		}
 	}

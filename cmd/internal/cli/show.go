@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sortie/controller/contract"
+	"sortie/schema"
 	"sortie/strategy"
 )
 
@@ -80,6 +81,12 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	}
 	if d.FailureReason != nil {
 		fmt.Fprintf(w, "Failure:       %s\n", printable(*d.FailureReason))
+	}
+	if d.WaitReason != nil {
+		fmt.Fprintf(w, "Waiting:       %s\n", printable(waitText(d.JobView)))
+	}
+	if d.Priority != schema.DefaultPriority {
+		fmt.Fprintf(w, "Priority:      %d\n", d.Priority)
 	}
 	fmt.Fprintf(w, "Submitted:     %s (%s)\n", d.SubmittedAt.Local().Format("2006-01-02 15:04:05"), ago(now, d.SubmittedAt))
 	fmt.Fprintf(w, "Duration:      %s\n", duration(d.StartedAt, d.EndedAt, now))

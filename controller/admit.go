@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"sortie/controller/lifecycle"
+	"sortie/controller/store"
+	"sortie/strategy"
+)
+
+// admit runs one admission pass over the store when config.yaml sets
+// limits: the PENDING jobs the limits leave room for, in priority and
+// fair-share order (strategy.Admit), are marked admitted; every other
+// waiting job gets its place and reason, which the queue shows. Without
+// limits it does nothing and every job starts when launched. A pass that
+// fails admits nothing: the next tick tries again.
+func (c *Controller) admit(ctx context.Context) {
+	if !c.Config.Limits.Any() {
+		return
+	}
+	start := time.Now()
+	now := c.Now()
+	halfLife := c.Config.FairShare.HalfLife.D()
+	limits := c.Config.Limits.Strategy()
+	res, err := c.Store.Admit(ctx, now.Add(-strategy.UseWindow(halfLife)), func(f store.AdmissionFacts) []strategy.Placed {
+		return strategy.Admit(strategy.AdmitInput{Now: now, Waiting: f.Waiting, Held: f.Held, Limits: limits,
+			Weights: c.Config.FairShare.Weights, Used: f.Used, HalfLife: halfLife})
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.Log.Warn("admission", "err", err)
+		}
+		return
+	}
+	if len(res.Admitted) > 0 {
+		c.Log.Info("admitted", "jobs", res.Admitted, "waiting", res.Waiting, "took", time.Since(start))
+	}
+}
+
+// waitsForAdmission says whether job j waits for admission: it is PENDING,
+// not admitted, and limits are set.
+func (c *Controller) waitsForAdmission(j *store.Job) bool {
+	return j.Status == lifecycle.Pending && j.AdmittedAt == nil && c.Config.Limits.Any()
+}
