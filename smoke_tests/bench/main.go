@@ -201,7 +201,17 @@ func (b *bench) sim(ctx context.Context) error {
 	if p99 > 0 {
 		b.figure("sim_decision_all_on_ratio", float64(p99On)/float64(p99), 2, "x")
 	}
+	b.cpuRatio("sim_cpu_all_on_ratio", plain, on)
 	return nil
+}
+
+// cpuRatio prints the controller CPU of a pair's second run over its
+// first's: the work a setting adds, which the machine's load moves far
+// less than it moves a latency.
+func (b *bench) cpuRatio(name string, first, second *suite.SimResult) {
+	if first.Usage.CPU > 0 {
+		b.figure(name, second.Usage.CPU.Seconds()/first.Usage.CPU.Seconds(), 2, "x")
+	}
 }
 
 // simPair runs two sim runs at once, each on a controller and home of its
@@ -365,6 +375,7 @@ func (b *bench) cost(ctx context.Context) error {
 	if p99Off > 0 {
 		b.figure("sim_decision_prices_ratio", float64(p99On)/float64(p99Off), 2, "x")
 	}
+	b.cpuRatio("sim_cpu_prices_ratio", off, on)
 	return nil
 }
 
