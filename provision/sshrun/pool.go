@@ -15,9 +15,11 @@ import (
 // share it: every command, poll and log read of a node is a new session
 // over the one connection, so a status check costs no handshake. A
 // connection that drops is dialled again at the next use; a dial that
-// fails holds off the next one for a back-off that doubles up to
-// MaxBackoff, and a use meanwhile fails at once with the last dial's
-// error (the node is unreachable for now). It is safe for concurrent use.
+// fails, once the node was reached, holds off the next one for a back-off
+// that doubles up to MaxBackoff, and a use meanwhile fails at once with
+// the last dial's error (the node is unreachable for now). A node never
+// reached yet (booting) is dialled at every use, as the launch's wait
+// paces it. It is safe for concurrent use.
 type Pool struct {
 	// Now is the clock of the back-off and of idle connections;
 	// nil means time.Now.
@@ -61,6 +63,10 @@ type poolNode struct {
 	retryAt  time.Time
 	lastErr  error
 	used     time.Time
+	// reached says a dial has succeeded once: only then does a failed one
+	// hold off the next (a booting node is tried at every ask, as the
+	// launch's wait paces it).
+	reached bool
 }
 
 func (p *Pool) now() time.Time {
@@ -182,7 +188,7 @@ func (n *poolNode) get(ctx context.Context) (*ssh.Client, error) {
 	defer n.mu.Unlock()
 	if err != nil {
 		// A caller that gave up is no news about the node.
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && n.reached {
 			n.failures++
 			n.retryAt = n.pool.now().Add(n.pool.backoff(n.failures))
 			n.lastErr = err
@@ -194,7 +200,7 @@ func (n *poolNode) get(ctx context.Context) (*ssh.Client, error) {
 		return nil, fmt.Errorf("ssh %s: %w", n.key, errClosed)
 	}
 	n.failures, n.retryAt, n.lastErr = 0, time.Time{}, nil
-	n.client = c
+	n.client, n.reached = c, true
 	n.pool.wg.Add(1)
 	go func() {
 		// The connection ending (the node went, the network dropped it,

@@ -288,3 +288,24 @@ func TestPoolRedialsANodeThatMoved(t *testing.T) {
 		t.Errorf("new address dialled %d times, old one has %d open; want 1 and 0", other.Accepted(), e.proxy.Live())
 	}
 }
+
+func TestPoolDialsABootingNodeAtEveryAsk(t *testing.T) {
+	e := newPoolEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Never reached yet: no back-off holds the tries of the launch's wait.
+	e.proxy.Refuse(true)
+	for i := 0; i < 3; i++ {
+		_, err := e.poll(ctx, "i-boot")
+		if err == nil {
+			t.Fatal("a poll of a refusing node succeeded")
+		}
+		if strings.Contains(err.Error(), "not dialled again") {
+			t.Fatalf("try %d of a node never reached was held back: %v", i+1, err)
+		}
+	}
+	e.proxy.Refuse(false)
+	if out, err := e.poll(ctx, "i-boot"); err != nil || out != "up\n" {
+		t.Fatalf("poll once the node answers = %q, %v", out, err)
+	}
+}
