@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -198,6 +199,7 @@ func TestPoolForgetAndCloseLeaveNoConnection(t *testing.T) {
 	e := newPoolEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	baseline := runtime.NumGoroutine()
 	for _, id := range []string{"i-a", "i-b", "i-c"} {
 		if _, err := e.poll(ctx, id); err != nil {
 			t.Fatal(err)
@@ -242,6 +244,26 @@ func TestPoolForgetAndCloseLeaveNoConnection(t *testing.T) {
 	accepted := e.proxy.Accepted()
 	if accepted != 3 {
 		t.Errorf("%d handshakes, want 3 (one per node)", accepted)
+	}
+	// Every connection's goroutines (the client's, the watcher) end:
+	// they stop as their closed connections' reads return.
+	if n := settledGoroutines(baseline, 10*time.Second); n > baseline {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after Close, %d before the first connection:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// settledGoroutines waits, at most d, for the number of goroutines to come
+// down to want, and returns the last count.
+func settledGoroutines(want int, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= want || time.Now().After(deadline) {
+			return n
+		}
+		runtime.Gosched()
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
