@@ -121,11 +121,26 @@ func (a *Access) Runner(ctx context.Context, c *provision.Cluster, rank int,
 }
 
 // Forget closes the connections to cluster's nodes: the provider is
-// terminating it.
-func (a *Access) Forget(cluster string) { a.conns.Forget(cluster) }
+// terminating it. A nil Access (a provider that never reaches its nodes)
+// has none.
+func (a *Access) Forget(cluster string) {
+	if a != nil {
+		a.conns.Forget(cluster)
+	}
+}
 
 // OpenConnections is how many nodes have a connection open.
-func (a *Access) OpenConnections() int { return a.conns.Open() }
+func (a *Access) OpenConnections() int {
+	if a == nil {
+		return 0
+	}
+	return a.conns.Open()
+}
 
 // Close closes every connection to the nodes; runners asked for later fail.
-func (a *Access) Close() error { return a.conns.Close() }
+func (a *Access) Close() error {
+	if a == nil {
+		return nil
+	}
+	return a.conns.Close()
+}
