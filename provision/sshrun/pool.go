@@ -36,6 +36,10 @@ type Pool struct {
 	// (default 10) and a refusal would read as a broken node. A use past
 	// it waits for a session to end.
 	MaxSessions int
+	// AliveTimeout is how long a connection has to answer a keepalive,
+	// asked when a command on it ran out of time, before it is dropped
+	// (default 5s).
+	AliveTimeout time.Duration
 
 	mu     sync.Mutex
 	nodes  map[string]*poolNode
@@ -222,6 +226,37 @@ func (n *poolNode) drop(c *ssh.Client) {
 	c.Close()
 }
 
+// checkAlive sends the node's connection a keepalive and drops it when
+// no answer comes within the pool's AliveTimeout. Any answer will do:
+// OpenSSH's refusal of the request is one.
+func (n *poolNode) checkAlive() {
+	n.mu.Lock()
+	c := n.client
+	n.mu.Unlock()
+	if c == nil {
+		return
+	}
+	wait := n.pool.AliveTimeout
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+		answered <- err
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-answered:
+		if err != nil {
+			n.drop(c)
+		}
+	case <-t.C:
+		n.drop(c) // closing it ends the request's wait too
+	}
+}
+
 // close closes the node's connection for good.
 func (n *poolNode) close() {
 	n.mu.Lock()
@@ -250,7 +285,12 @@ func (n *poolNode) session(ctx context.Context) (*ssh.Session, func(), error) {
 			release()
 			return nil, nil, err
 		}
-		s, err := newSession(ctx, c)
+		n.mu.Lock()
+		timeout := n.cfg.Timeout
+		n.mu.Unlock()
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		s, err := newSession(sctx, c)
+		cancel()
 		if err == nil {
 			return s, func() { s.Close(); release() }, nil
 		}

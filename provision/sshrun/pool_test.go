@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -329,5 +330,56 @@ func TestPoolDialsABootingNodeAtEveryAsk(t *testing.T) {
 	e.proxy.Refuse(false)
 	if out, err := e.poll(ctx, "i-boot"); err != nil || out != "up\n" {
 		t.Fatalf("poll once the node answers = %q, %v", out, err)
+	}
+}
+
+func TestPoolDropsAConnectionThatWentSilent(t *testing.T) {
+	e := newPoolEnv(t)
+	e.pool.AliveTimeout = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := e.poll(ctx, "i-0100"); err != nil {
+		t.Fatal(err)
+	}
+	// The peer goes silent without closing while a command runs: the
+	// command runs out of its time, and the connection, answering no
+	// keepalive, is dropped.
+	r, err := e.pool.Runner(ctx, "cluster-i-0100", e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(t.TempDir(), "started")
+	short, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Exec(short, "touch "+ShellQuote(mark)+"; sleep 60", nil)
+		done <- err
+	}()
+	for {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the command ended before it started: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	e.proxy.Silence()
+	stop()
+	if err := <-done; err == nil {
+		t.Fatal("a command over a silent connection succeeded")
+	}
+	r.Close()
+	if n := e.pool.Open(); n != 0 {
+		t.Fatalf("%d connections kept after one went silent, want 0", n)
+	}
+	// The next check dials afresh (no back-off: the node was not refused).
+	if out, err := e.poll(ctx, "i-0100"); err != nil || out != "up\n" {
+		t.Fatalf("poll after the silent connection = %q, %v", out, err)
+	}
+	if n := e.proxy.Accepted(); n != 2 {
+		t.Errorf("%d handshakes, want 2", n)
 	}
 }

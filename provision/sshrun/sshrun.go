@@ -216,6 +216,12 @@ func (r *Runner) run(ctx context.Context, s *ssh.Session, script string) (code i
 	case <-ctx.Done():
 		s.Signal(ssh.SIGKILL)
 		s.Close()
+		if r.node != nil {
+			// A shared connection whose peer went silent (a NAT that
+			// forgot it) would hang every later command: one that does
+			// not answer a keepalive is dropped, and the next use dials.
+			r.node.checkAlive()
+		}
 		return 0, false, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
 	}
 	var exitErr *ssh.ExitError

@@ -20,6 +20,7 @@ type CountingProxy struct {
 	accepted int
 	refuse   bool
 	live     map[net.Conn]net.Conn // client side -> server side
+	silent   map[net.Conn]bool     // connections Silence cut, either side
 	wg       sync.WaitGroup
 }
 
@@ -30,7 +31,7 @@ func ServeCountingProxy(target string) (*CountingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &CountingProxy{l: l, target: target, live: map[net.Conn]net.Conn{}, changed: make(chan struct{})}
+	p := &CountingProxy{l: l, target: target, live: map[net.Conn]net.Conn{}, silent: map[net.Conn]bool{}, changed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -85,14 +86,16 @@ func (p *CountingProxy) serve() {
 func (p *CountingProxy) pipe(c, up net.Conn) {
 	defer p.wg.Done()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(up, c); up.Close(); done <- struct{}{} }()
-	go func() { io.Copy(c, up); c.Close(); done <- struct{}{} }()
+	go func() { io.Copy(up, p.silenced(c)); up.Close(); done <- struct{}{} }()
+	go func() { io.Copy(c, p.silenced(up)); c.Close(); done <- struct{}{} }()
 	<-done
 	c.Close()
 	up.Close()
 	<-done
 	p.mu.Lock()
 	delete(p.live, c)
+	delete(p.silent, c)
+	delete(p.silent, up)
 	p.signal()
 	p.mu.Unlock()
 }
@@ -146,6 +149,37 @@ func (p *CountingProxy) DropAll() {
 		up.Close()
 	}
 }
+
+// Silence makes every open connection drop what it carries from now on,
+// without closing: a peer that went silent, as behind a NAT that forgot
+// the connection. New connections are not affected.
+func (p *CountingProxy) Silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c, up := range p.live {
+		p.silent[c], p.silent[up] = true, true
+	}
+}
+
+// silenced reads from src, discarding what it reads once Silence has cut
+// src's connection.
+func (p *CountingProxy) silenced(src net.Conn) io.Reader {
+	return readerFunc(func(b []byte) (int, error) {
+		for {
+			n, err := src.Read(b)
+			p.mu.Lock()
+			cut := p.silent[src]
+			p.mu.Unlock()
+			if !cut || err != nil {
+				return n, err
+			}
+		}
+	})
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
 
 // Refuse makes the proxy close new connections at once (on) or forward
 // them again (off).
