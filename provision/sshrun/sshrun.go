@@ -155,6 +155,9 @@ func (r *Runner) session(ctx context.Context) (*ssh.Session, func(), error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil, errClosed // closed meanwhile: dial nothing
+	}
 	if r.client != nil {
 		s, err := r.client.NewSession()
 		if err == nil {
