@@ -135,7 +135,7 @@ func (p *Pool) Runner(ctx context.Context, group string, cfg Config) (*Runner, e
 	if n.cfg.Addr != cfg.Addr || n.cfg.Dir != cfg.Dir || n.cfg.User != cfg.User {
 		// The node moved (a new address after a stop and start) or is
 		// reached otherwise: the open connection is not to it any more.
-		if n.client != nil && n.cfg.Addr != cfg.Addr {
+		if n.client != nil && (n.cfg.Addr != cfg.Addr || n.cfg.User != cfg.User) {
 			n.client.Close()
 			n.client = nil
 		}
