@@ -38,6 +38,13 @@ type awsEnv struct {
 // S3 (AWS_ENDPOINT_URL_S3), so that nothing reaches AWS.
 func newAWSEnv(t *testing.T) *awsEnv {
 	t.Helper()
+	return newAWSEnvVia(t, func(s *cloudtest.SSHD) string { return s.ProxyCommand }, "")
+}
+
+// newAWSEnvVia is newAWSEnv whose instances are reached with the proxy
+// command via gives for the sshd, and with more config.yaml.
+func newAWSEnvVia(t *testing.T, via func(*cloudtest.SSHD) string, more string) *awsEnv {
+	t.Helper()
 	moto := cloudtest.StartMoto(t)
 	proxy := cloudtest.StartEC2Proxy(t, moto.URL)
 	sshd := cloudtest.StartSSHD(t)
@@ -62,7 +69,7 @@ aws:
   launch_timeout: 60s
 ssh:
   proxy_command: %q
-`, proxy.URL, sshd.User, nodes, sshd.ProxyCommand))
+`, proxy.URL, sshd.User, nodes, via(sshd)) + more)
 	return &awsEnv{env: e, moto: moto, proxy: proxy, nodes: nodes}
 }
 

@@ -261,6 +261,9 @@ func (p *Provider) knownRegion(region string) bool {
 	return slices.Contains(p.cfg.Regions, region)
 }
 
+// Close closes the SSH connections to the nodes (the controller stops).
+func (p *Provider) Close() error { return p.ssh.Close() }
+
 // Runner implements provision.Provider: SSH to the node's public address
 // (else private), through the proxy command when one is set.
 func (p *Provider) Runner(ctx context.Context, c *provision.Cluster, rank int) (provision.Runner, error) {

@@ -372,6 +372,8 @@ func (p *Provider) List(ctx context.Context) ([]*provision.Cluster, error) {
 // cluster's name, in every configured region, is terminated, then the
 // cluster's ports security group, once no instance uses it.
 func (p *Provider) Terminate(ctx context.Context, name string) error {
+	// The nodes are going: their SSH connections with them.
+	p.ssh.Forget(name)
 	_, err := p.eachRegion(ctx, func(ctx context.Context, region string) (map[string]*provision.Cluster, error) {
 		defer p.status.Forget(region)
 		instances, err := p.describe(ctx, region, tagFilter(provision.TagManaged, "true"), tagFilter(provision.TagCluster, name))

@@ -41,6 +41,22 @@ func ServeEC2Proxy(upstream string) (p *EC2Proxy, stop func(), err error) {
 	return testenv.ServeEC2Proxy(upstream)
 }
 
+// CountingProxy counts the connections made through it to a server.
+type CountingProxy = testenv.CountingProxy
+
+// RunSSHD runs a private sshd with its files in dir until stop: StartSSHD
+// for a program that is not a test. It must be installed already.
+func RunSSHD(dir string) (s *SSHD, stop func(), err error) { return testenv.RunSSHD(dir) }
+
+// SSHDPath is where the sshd RunSSHD runs is installed.
+const SSHDPath = testenv.SSHDPath
+
+// ServeCountingProxy forwards connections to target, counting them, until
+// its Close.
+func ServeCountingProxy(target string) (*CountingProxy, error) {
+	return testenv.ServeCountingProxy(target)
+}
+
 // StartSSHD starts a private sshd, installing it first when missing.
 func StartSSHD(t testing.TB) *SSHD { return testenv.StartSSHD(t) }
 
@@ -73,4 +89,10 @@ func LiveInstances(t testing.TB, endpoint, region string) []string {
 // itself would see it.
 func Call(ctx context.Context, endpoint, region, action string, params map[string]string) ([]byte, error) {
 	return testenv.Call(ctx, endpoint, region, action, params)
+}
+
+// StartCountingProxy forwards connections to target, counting them, until
+// the test ends.
+func StartCountingProxy(t testing.TB, target string) *CountingProxy {
+	return testenv.StartCountingProxy(t, target)
 }

@@ -9,6 +9,7 @@ package gcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -254,8 +255,9 @@ func (p *Provider) logger(ctx context.Context) *slog.Logger {
 // Project is the project the provider works in.
 func (p *Provider) Project() string { return p.cfg.Project }
 
-// Close releases the API clients.
-func (p *Provider) Close() error { return p.api.Close() }
+// Close releases the API clients and closes the SSH connections to the
+// nodes.
+func (p *Provider) Close() error { return errors.Join(p.ssh.Close(), p.api.Close()) }
 
 // Runner implements provision.Provider: SSH to the node's external address
 // (else its internal one), through the proxy command when one is set.

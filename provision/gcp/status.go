@@ -306,6 +306,8 @@ func isSpot(in *computepb.Instance) bool {
 // cluster and returns without waiting for the deletions to finish; Status
 // shows the VMs terminated from then on.
 func (p *Provider) Terminate(ctx context.Context, name string) error {
+	// The nodes are going: their SSH connections with them.
+	p.ssh.Forget(name)
 	return p.terminate(ctx, name)
 }
 

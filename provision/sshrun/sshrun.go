@@ -1,6 +1,8 @@
 // Package sshrun is a provision.Runner over SSH: each Exec is one session
 // running bash on the node, reached directly or through an OpenSSH-style
-// proxy command, with the host key pinned on first contact.
+// proxy command, with the host key pinned on first contact. A Pool keeps
+// one connection per node open, so that the runners of every status check
+// share it and a check costs no handshake.
 //
 // It must not import sortie/controller/...: a provider's part knows nothing of
 // jobs.
@@ -46,7 +48,8 @@ type Config struct {
 }
 
 // Runner runs commands on one node over one SSH connection, redialling once
-// when the connection has dropped since the last command.
+// when the connection has dropped since the last command: its own (Dial),
+// or the node's in a Pool.
 type Runner struct {
 	cfg    Config
 	host   string
@@ -54,27 +57,20 @@ type Runner struct {
 	mu     sync.Mutex
 	client *ssh.Client
 	closed bool
+	node   *poolNode // a Pool's runner: the connection is the pool's
 }
 
 var _ provision.Runner = (*Runner)(nil)
 
-// Dial connects to the node and checks its host key.
+// Dial connects to the node and checks its host key. The runner owns its
+// connection; a Pool's runners share one per node.
 func Dial(ctx context.Context, cfg Config) (*Runner, error) {
-	if cfg.Addr == "" || cfg.User == "" || cfg.Signer == nil || cfg.HostKeyStore == nil {
-		return nil, errors.New("ssh dial: Addr, User, Signer and HostKeyStore are required")
-	}
-	host, port, err := net.SplitHostPort(cfg.Addr)
+	cfg, host, port, err := normalize(cfg)
 	if err != nil {
-		host, port = cfg.Addr, "22"
-	}
-	if cfg.HostID == "" {
-		cfg.HostID = net.JoinHostPort(host, port)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
+		return nil, err
 	}
 	r := &Runner{cfg: cfg, host: host, port: port}
-	client, err := r.dial(ctx)
+	client, err := dialClient(ctx, cfg, host, port)
 	if err != nil {
 		return nil, err
 	}
@@ -82,20 +78,21 @@ func Dial(ctx context.Context, cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-func (r *Runner) dial(ctx context.Context) (*ssh.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+// dialClient connects to host:port as cfg says and checks the host key.
+func dialClient(ctx context.Context, cfg Config, host, port string) (*ssh.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	where := fmt.Sprintf("%s@%s (%s)", r.cfg.User, net.JoinHostPort(r.host, r.port), r.cfg.HostID)
-	conn, err := dialTransport(ctx, r.cfg, r.host, r.port)
+	where := fmt.Sprintf("%s@%s (%s)", cfg.User, net.JoinHostPort(host, port), cfg.HostID)
+	conn, err := dialTransport(ctx, cfg, host, port)
 	if err != nil {
 		return nil, fmt.Errorf("ssh %s: %w", where, err)
 	}
 	var hostKeyErr error
 	config := &ssh.ClientConfig{
-		User: r.cfg.User,
-		Auth: []ssh.AuthMethod{ssh.PublicKeys(r.cfg.Signer)},
+		User: cfg.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(cfg.Signer)},
 		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			hostKeyErr = r.cfg.HostKeyStore.Pin(r.cfg.HostID, key)
+			hostKeyErr = cfg.HostKeyStore.Pin(cfg.HostID, key)
 			return hostKeyErr
 		},
 	}
@@ -107,7 +104,7 @@ func (r *Runner) dial(ctx context.Context) (*ssh.Client, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, chans, reqs, err := ssh.NewClientConn(conn, net.JoinHostPort(r.host, r.port), config)
+		c, chans, reqs, err := ssh.NewClientConn(conn, net.JoinHostPort(host, port), config)
 		done <- result{c, chans, reqs, err}
 	}()
 	select {
@@ -130,7 +127,8 @@ func (r *Runner) dial(ctx context.Context) (*ssh.Client, error) {
 // Dir implements provision.Runner.
 func (r *Runner) Dir() string { return r.cfg.Dir }
 
-// Close implements provision.Runner.
+// Close implements provision.Runner. A Pool's runner leaves the node's
+// connection open for the next.
 func (r *Runner) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -143,36 +141,50 @@ func (r *Runner) Close() error {
 	return err
 }
 
-// session opens a session, redialling once if the connection has died.
-func (r *Runner) session(ctx context.Context) (*ssh.Session, error) {
+// session opens a session, redialling once if the connection has died;
+// done closes it.
+func (r *Runner) session(ctx context.Context) (*ssh.Session, func(), error) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, nil, errClosed
+	}
+	if r.node != nil {
+		return r.node.session(ctx)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, errClosed
+		return nil, nil, errClosed // closed meanwhile: dial nothing
 	}
 	if r.client != nil {
 		s, err := r.client.NewSession()
 		if err == nil {
-			return s, nil
+			return s, func() { s.Close() }, nil
 		}
 		r.client.Close()
 		r.client = nil
 	}
-	client, err := r.dial(ctx)
+	client, err := dialClient(ctx, r.cfg, r.host, r.port)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.client = client
-	return client.NewSession()
+	s, err := client.NewSession()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
 }
 
 // Exec implements provision.Runner: script runs under bash -c on the node.
 func (r *Runner) Exec(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
-	s, err := r.session(ctx)
+	s, done, err := r.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer done()
 	var stdout bytes.Buffer
 	stderr := &tailBuffer{max: 64 * 1024}
 	s.Stdout = &stdout
@@ -207,6 +219,12 @@ func (r *Runner) run(ctx context.Context, s *ssh.Session, script string) (code i
 	case <-ctx.Done():
 		s.Signal(ssh.SIGKILL)
 		s.Close()
+		if r.node != nil {
+			// A shared connection whose peer went silent (a NAT that
+			// forgot it) would hang every later command: one that does
+			// not answer a keepalive is dropped, and the next use dials.
+			r.node.checkAlive()
+		}
 		return 0, false, fmt.Errorf("ssh exec on %s: %w", r.cfg.HostID, ctx.Err())
 	}
 	var exitErr *ssh.ExitError
@@ -249,11 +267,11 @@ var signalNumbers = map[ssh.Signal]int{
 // with stdio's streams, in a pty when stdio.TTY asks for one (an
 // interactive shell), and its exit status is returned.
 func (r *Runner) Attach(ctx context.Context, script string, stdio provision.Stdio) (int, error) {
-	s, err := r.session(ctx)
+	s, done, err := r.session(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
+	defer done()
 	s.Stdin, s.Stdout, s.Stderr = stdio.In, stdio.Out, stdio.Err
 	if stdio.TTY {
 		term, rows, cols := stdio.Term, stdio.Rows, stdio.Cols

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -35,6 +36,9 @@ type Config struct {
 	// every cloud pins in the same known-hosts file, and one cloud's ids
 	// must never be taken for another's.
 	HostIDPrefix string
+	// Now is the clock of the connections' back-off and idle close; nil
+	// means time.Now.
+	Now func() time.Time
 }
 
 // DefaultNodeDirRoot is where node directories live when the config names
@@ -46,12 +50,16 @@ func DefaultNodeDirRoot(user string) string {
 	return "/home/" + user + "/sortie"
 }
 
-// Access reaches a cloud's VMs over SSH. It is safe for concurrent use.
+// Access reaches a cloud's VMs over SSH, keeping one connection per node
+// open (sshrun.Pool) from the first runner of the node until its cluster
+// is forgotten (Forget, when the provider terminates it) or the access
+// closed. It is safe for concurrent use.
 type Access struct {
 	cfg     Config
 	signer  ssh.Signer
 	pubLine string
 	hosts   *sshrun.KnownHosts
+	conns   *sshrun.Pool
 }
 
 // Open loads sortie's SSH key and pinned host keys from home/keys, where
@@ -69,7 +77,8 @@ func Open(home string, cfg Config) (*Access, error) {
 		return nil, err
 	}
 	return &Access{cfg: cfg, signer: signer, pubLine: line,
-		hosts: sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile))}, nil
+		hosts: sshrun.NewKnownHosts(filepath.Join(keys, sshrun.KnownHostsFile)),
+		conns: &sshrun.Pool{Now: cfg.Now}}, nil
 }
 
 // PublicKey is sortie's public key.
@@ -83,7 +92,9 @@ func (a *Access) NodeDir(instanceID string) string {
 	return path.Join(a.cfg.NodeDirRoot, instanceID)
 }
 
-// Runner connects to node rank of c at the address addr finds for it.
+// Runner reaches node rank of c at the address addr finds for it, over
+// the node's open connection, dialling one when there is none. Closing
+// the runner leaves the connection open.
 func (a *Access) Runner(ctx context.Context, c *provision.Cluster, rank int,
 	addr func(context.Context, provision.Node) (string, error)) (provision.Runner, error) {
 	if c == nil || rank < 0 || rank >= len(c.Nodes) {
@@ -94,7 +105,7 @@ func (a *Access) Runner(ctx context.Context, c *provision.Cluster, rank int,
 	if err != nil {
 		return nil, fmt.Errorf("runner for %s node %d: %w", c.Name, rank, err)
 	}
-	return sshrun.Dial(ctx, sshrun.Config{
+	r, err := a.conns.Runner(ctx, c.Name, sshrun.Config{
 		Addr:         at,
 		User:         a.cfg.User,
 		Signer:       a.signer,
@@ -103,4 +114,33 @@ func (a *Access) Runner(ctx context.Context, c *provision.Cluster, rank int,
 		ProxyCommand: a.cfg.ProxyCommand,
 		Dir:          a.NodeDir(n.InstanceID),
 	})
+	if err != nil {
+		return nil, err // never a nil *Runner in the interface
+	}
+	return r, nil
+}
+
+// Forget closes the connections to cluster's nodes: the provider is
+// terminating it. A nil Access (a provider that never reaches its nodes)
+// has none.
+func (a *Access) Forget(cluster string) {
+	if a != nil {
+		a.conns.Forget(cluster)
+	}
+}
+
+// OpenConnections is how many nodes have a connection open.
+func (a *Access) OpenConnections() int {
+	if a == nil {
+		return 0
+	}
+	return a.conns.Open()
+}
+
+// Close closes every connection to the nodes; runners asked for later fail.
+func (a *Access) Close() error {
+	if a == nil {
+		return nil
+	}
+	return a.conns.Close()
 }

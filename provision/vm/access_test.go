@@ -75,3 +75,11 @@ func TestRunnerRank(t *testing.T) {
 		t.Errorf("address lookup failing: %v", err)
 	}
 }
+
+func TestNilAccessForgetsAndClosesNothing(t *testing.T) {
+	var a *Access
+	a.Forget("sortie-1-0-1")
+	if err := a.Close(); err != nil || a.OpenConnections() != 0 {
+		t.Errorf("nil Access: Close = %v, %d open", err, a.OpenConnections())
+	}
+}

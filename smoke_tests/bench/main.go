@@ -48,6 +48,8 @@ type options struct {
 	storageFiles             int
 	storageFileMiB           int
 	storageUnchanged         int
+	sshNodes                 int
+	sshWarmup, sshWindow     time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -57,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,cancel,notice,storage,replicas,cost", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,ssh,cancel,notice,storage,replicas,cost", "which groups to run, comma-separated")
 	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
 	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
 	fs.StringVar(&o.replicasStore, "replicas-store", "sqlite", "the replicas group's store: sqlite (the home's state.db) or postgres (a PostgreSQL server the bench starts, a database per run)")
@@ -83,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.storageFiles, "storage-files", 64, "files of the checkpoint directory uploaded to the S3 emulator")
 	fs.IntVar(&o.storageFileMiB, "storage-file-mib", 16, "MiB of each of those files")
 	fs.IntVar(&o.storageUnchanged, "storage-unchanged", 10000, "unchanged files of the timed resync pass")
+	fs.IntVar(&o.sshNodes, "ssh-nodes", 10, "one-node AWS jobs whose nodes (the tests' sshd) the controller watches over SSH")
+	fs.DurationVar(&o.sshWarmup, "ssh-warmup", time.Minute, "how long those jobs run before their SSH handshakes are counted")
+	fs.DurationVar(&o.sshWindow, "ssh-window", time.Minute, "how long the SSH handshakes are counted")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -95,12 +100,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas, "cost": b.cost}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "ssh": b.ssh, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas, "cost": b.cost}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, cancel, notice, storage, replicas, cost)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, ssh, cancel, notice, storage, replicas, cost)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -393,6 +398,30 @@ func (b *bench) aws(ctx context.Context) error {
 	b.figure("aws_describe_per_min_1_job", r[1], 1, "calls")
 	b.figure("aws_describe_per_min_100_jobs", r[100], 1, "calls")
 	b.figure("aws_describe_100_to_1_ratio", r[100]/r[1], 2, "x")
+	return nil
+}
+
+// ssh measures the SSH handshakes a minute the controller's status checks
+// of sshNodes nodes cost after a warm-up (target < 1: one connection per
+// node, kept open), counted from outside the controller, and the time from
+// a task's exit to the controller recording its end on those nodes.
+func (b *bench) ssh(ctx context.Context) error {
+	home := b.home("ssh")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	r, err := suite.RunSSH(ctx, suite.SSHOptions{Bin: b.o.bin, Home: home, Nodes: b.o.sshNodes, Warmup: b.o.sshWarmup, Window: b.o.sshWindow,
+		Timeout: 3 * time.Minute, Progress: b.log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "ssh: first attempts ended %v; exit to decision %v\n", r.Ends, r.Decisions)
+	if r.Ends["user_failure"] != b.o.sshNodes {
+		return fmt.Errorf("the run went wrong: first attempts ended %v, want %d user_failure (exit 29)", r.Ends, b.o.sshNodes)
+	}
+	b.figure(fmt.Sprintf("ssh_handshakes_per_min_%d_nodes", b.o.sshNodes), r.PerMin, 2, "handshakes")
+	b.figure("exit_to_decision_ssh_p50_ms", suite.Ms(suite.Percentile(r.Decisions, 50)), 1, "ms")
+	b.figure("exit_to_decision_ssh_p99_ms", suite.Ms(suite.Percentile(r.Decisions, 99)), 1, "ms")
 	return nil
 }
 

@@ -76,5 +76,9 @@ func Build[C, P any](t testing.TB, newProvider func(context.Context, C) (P, erro
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c, ok := any(p).(io.Closer); ok {
+		// Its SSH connections to the nodes, as the controller's stop does.
+		t.Cleanup(func() { c.Close() })
+	}
 	return p
 }

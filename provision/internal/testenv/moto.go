@@ -161,12 +161,20 @@ func Call(ctx context.Context, endpoint, region, action string, params map[strin
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // SkipShort skips t under -short (make unit), which starts no server

@@ -38,6 +38,7 @@ type SSHD struct {
 	// host and port it is given, so every emulated instance lands here.
 	ProxyCommand string
 	dir          string
+	forward      string
 }
 
 // EnsureSSHD installs openssh-server when /usr/sbin/sshd is missing, with
@@ -60,30 +61,47 @@ func EnsureSSHD(t TB) {
 func StartSSHD(t TB) *SSHD {
 	t.Helper()
 	EnsureSSHD(t)
-	me, err := user.Current()
+	s, stop, err := RunSSHD(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	hostKey := writeHostKey(t, filepath.Join(dir, "host_ed25519"))
+	t.Cleanup(stop)
+	return s
+}
+
+// RunSSHD starts a private sshd keeping its files in dir, until stop
+// (which ends every session it started too): StartSSHD for a program that
+// is not a test. sshd must be installed (EnsureSSHD).
+func RunSSHD(dir string) (s *SSHD, stop func(), err error) {
+	me, err := user.Current()
+	if err != nil {
+		return nil, nil, err
+	}
+	hostKey, err := writeHostKey(filepath.Join(dir, "host_ed25519"))
+	if err != nil {
+		return nil, nil, err
+	}
 	authorized := filepath.Join(dir, "authorized_keys")
 	if err := os.WriteFile(authorized, nil, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	if os.Geteuid() == 0 {
 		// sshd's privilege separation directory; absent on machines where
 		// the package was installed but never started.
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 	}
-	port := FreePort(t)
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
 	// Sessions get a home of their own: bash run by sshd reads ~/.bashrc,
 	// and the machine's (pyenv's rehash, which waits on a lock) must not
 	// stand between the tests and their nodes, as it would not on a VM.
 	home := filepath.Join(dir, "home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	config := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
@@ -105,39 +123,41 @@ SetEnv HOME=%s
 `, port, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "sshd.pid"), authorized, home)
 	configPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	logPath := filepath.Join(dir, "sshd.log")
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", configPath, "-E", logPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", SSHDPath, err)
+		return nil, nil, fmt.Errorf("start %s: %v", SSHDPath, err)
 	}
 	exited := make(chan struct{})
 	go func() {
 		cmd.Wait()
 		close(exited)
 	}()
-	t.Cleanup(func() {
+	stop = func() {
 		killDescendants(cmd.Process.Pid)
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
-	})
+	}
 
-	s := &SSHD{Addr: fmt.Sprintf("127.0.0.1:%d", port), User: me.Username, HostKey: hostKey, dir: dir}
+	s = &SSHD{Addr: fmt.Sprintf("127.0.0.1:%d", port), User: me.Username, HostKey: hostKey, dir: dir}
 	// One process copying both ways (a bash pair of cats would leave
 	// orphans that a container's init may never reap).
 	forward := filepath.Join(dir, "forward.py")
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
 		if python, err = exec.LookPath("python3"); err != nil {
-			t.Fatalf("the SSH forwarder needs python3: %v", err)
+			stop()
+			return nil, nil, fmt.Errorf("the SSH forwarder needs python3: %v", err)
 		}
 	}
 	script := fmt.Sprintf(`#!%s
-# usage: forward.py HOST PORT; both ignored: every host is this sshd.
+# usage: forward.py HOST PORT [TO_PORT]; HOST and PORT ignored: every host
+# is this sshd, on 127.0.0.1 at TO_PORT when given (a proxy in front of it).
 import os, select, socket, sys
-s = socket.create_connection(("127.0.0.1", %d))
+s = socket.create_connection(("127.0.0.1", int(sys.argv[3]) if len(sys.argv) > 3 else %d))
 ins, out = sys.stdin.fileno(), sys.stdout.fileno()
 open_in = True
 while True:
@@ -157,8 +177,10 @@ while True:
             open_in = False
 `, python, port)
 	if err := os.WriteFile(forward, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+		stop()
+		return nil, nil, err
 	}
+	s.forward = forward
 	s.ProxyCommand = forward + " %h %p"
 
 	deadline := time.Now().Add(20 * time.Second)
@@ -166,27 +188,44 @@ while True:
 		select {
 		case <-exited:
 			log, _ := os.ReadFile(logPath)
-			t.Fatalf("sshd exited at start: %s", log)
+			stop()
+			return nil, nil, fmt.Errorf("sshd exited at start: %s", log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logPath)
-			t.Fatalf("sshd did not answer on %s within 20s: %s", s.Addr, log)
+			stop()
+			return nil, nil, fmt.Errorf("sshd did not answer on %s within 20s: %s", s.Addr, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return s
+	return s, stop, nil
+}
+
+// ProxyCommandVia is a proxy command like ProxyCommand that reaches this
+// sshd through whatever listens on 127.0.0.1:port (a CountingProxy).
+func (s *SSHD) ProxyCommandVia(port int) string {
+	return fmt.Sprintf("%s %%h %%p %d", s.forward, port)
+}
+
+// AuthorizeLine lets the holder of the key in an authorized_keys line log
+// in: Authorize for a program that is not a test.
+func (s *SSHD) AuthorizeLine(line string) error {
+	f, err := os.OpenFile(filepath.Join(s.dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(strings.TrimSpace(line) + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Authorize lets the holder of the key in an authorized_keys line log in.
 func (s *SSHD) Authorize(t TB, line string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(s.dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(strings.TrimSpace(line) + "\n"); err != nil {
+	if err := s.AuthorizeLine(line); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -203,22 +242,17 @@ func (s *SSHD) ready() bool {
 	return err == nil && strings.HasPrefix(line, "SSH-")
 }
 
-func writeHostKey(t TB, path string) ssh.PublicKey {
-	t.Helper()
+func writeHostKey(path string) (ssh.PublicKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	block, err := ssh.MarshalPrivateKey(priv, "sortie-test-host")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	key, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
+	return ssh.NewPublicKey(pub)
 }

@@ -79,6 +79,11 @@ func StartDaemon(ctx context.Context, bin, home string) (*Daemon, error) {
 // output appended to home/logName, and waits, checking every tick, until
 // ready says the process (what, in errors) has done what verb names.
 func startController(ctx context.Context, bin, home, what, logName, verb string, within, tick time.Duration, ready func(pid int) bool, args ...string) (*Daemon, error) {
+	return startControllerEnv(ctx, bin, home, Environ(home), what, logName, verb, within, tick, ready, args...)
+}
+
+// startControllerEnv is startController with the process's environment.
+func startControllerEnv(ctx context.Context, bin, home string, env []string, what, logName, verb string, within, tick time.Duration, ready func(pid int) bool, args ...string) (*Daemon, error) {
 	logPath := filepath.Join(home, logName)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -86,7 +91,7 @@ func startController(ctx context.Context, bin, home, what, logName, verb string,
 	}
 	defer logf.Close()
 	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "sortie-controller"), args...)
-	cmd.Env = Environ(home)
+	cmd.Env = env
 	cmd.Dir = home
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
