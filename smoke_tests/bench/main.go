@@ -370,6 +370,9 @@ func (b *bench) cost(ctx context.Context) error {
 	b.figure(n+"_ms", suite.Ms(q.With), 0, "ms")
 	b.figure(n+"_plain_ms", suite.Ms(q.Without), 0, "ms")
 	b.figure(n+"_ratio", float64(q.With)/float64(q.Without), 2, "x")
+	if q.WithoutCPU > 0 {
+		b.figure(n+"_cpu_ratio", float64(q.WithCPU)/float64(q.WithoutCPU), 2, "x")
+	}
 	off, on, err := b.simPair(ctx, "cost-sim-off", suite.SimOptions{}, "cost-sim-on", suite.SimOptions{Prices: true})
 	if err != nil {
 		return err

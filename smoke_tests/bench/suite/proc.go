@@ -50,17 +50,27 @@ func Environ(home string) []string {
 // runCLI runs the sortie CLI bin with args in dir and says how long it
 // took and what it printed on stdout; an error carries its stderr.
 func runCLI(ctx context.Context, bin string, env []string, dir string, args ...string) (time.Duration, string, error) {
+	el, _, out, err := runCLICPU(ctx, bin, env, dir, args...)
+	return el, out, err
+}
+
+// runCLICPU is runCLI that also says how much CPU (user and system) the
+// CLI's process used.
+func runCLICPU(ctx context.Context, bin string, env []string, dir string, args ...string) (wall, cpu time.Duration, stdout string, err error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env, cmd.Dir = env, dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	t0 := time.Now()
-	err := cmd.Run()
-	el := time.Since(t0)
-	if err != nil {
-		return el, "", fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	err = cmd.Run()
+	wall = time.Since(t0)
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	return el, out.String(), nil
+	if err != nil {
+		return wall, cpu, "", fmt.Errorf("sortie %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return wall, cpu, out.String(), nil
 }
 
 // StartDaemon runs the controller program beside bin (`sortie-controller

@@ -201,6 +201,9 @@ func RunQueue(ctx context.Context, o QueueOptions) (*QueueResult, error) {
 type CostQueueResult struct {
 	With, Without         time.Duration
 	WithRuns, WithoutRuns []time.Duration
+	// WithCPU and WithoutCPU are the medians of the CLI process's CPU
+	// (user and system) in the same runs.
+	WithCPU, WithoutCPU time.Duration
 }
 
 // RunCostQueue times the default `jobs queue` on the store at priced
@@ -210,34 +213,36 @@ type CostQueueResult struct {
 func RunCostQueue(ctx context.Context, o QueueOptions, priced, plain string) (*CostQueueResult, error) {
 	defer stopRevived(o.Bin, priced)
 	defer stopRevived(o.Bin, plain)
-	run := func(home string) (time.Duration, string, error) {
-		return runCLI(ctx, o.Bin, Environ(home), "", "jobs", "queue")
+	run := func(home string) (time.Duration, time.Duration, string, error) {
+		return runCLICPU(ctx, o.Bin, Environ(home), "", "jobs", "queue")
 	}
-	_, out, err := run(priced)
+	_, _, out, err := run(priced)
 	if err != nil {
 		return nil, err
 	}
 	if !strings.Contains(out, "COST") || !strings.Contains(out, "~$") {
 		return nil, fmt.Errorf("the queue of a store with costs shows none:\n%.2000s", out)
 	}
-	if _, out, err = run(plain); err != nil {
+	if _, _, out, err = run(plain); err != nil {
 		return nil, err
 	}
 	if strings.Contains(out, "COST") {
 		return nil, fmt.Errorf("the queue of a store without costs shows a COST column")
 	}
 	r := &CostQueueResult{}
+	var withCPU, withoutCPU []time.Duration
 	for i := 0; i < o.Runs; i++ {
-		d, _, err := run(priced)
+		d, cpu, _, err := run(priced)
 		if err != nil {
 			return nil, err
 		}
-		r.WithRuns = append(r.WithRuns, d)
-		if d, _, err = run(plain); err != nil {
+		r.WithRuns, withCPU = append(r.WithRuns, d), append(withCPU, cpu)
+		if d, cpu, _, err = run(plain); err != nil {
 			return nil, err
 		}
-		r.WithoutRuns = append(r.WithoutRuns, d)
+		r.WithoutRuns, withoutCPU = append(r.WithoutRuns, d), append(withoutCPU, cpu)
 	}
+	r.WithCPU, r.WithoutCPU = Median(withCPU), Median(withoutCPU)
 	r.With, r.Without = Median(r.WithRuns), Median(r.WithoutRuns)
 	return r, nil
 }
