@@ -384,7 +384,7 @@ func (s *scopes) blocked(j *WaitingJob, rs []Resource, ahead int) (why string, s
 			held := s.users[j.User][r]
 			if s.userWait[j.User][r] || held+j.Ask[r] > max {
 				s.markUser(j, rs)
-				return fmt.Sprintf("waiting: %s holds %d of %d %s (user limit)", j.User, held, max, r.Unit()), false
+				return "waiting: " + j.User + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + r.Unit() + " (user limit)", false
 			}
 		}
 	}
@@ -398,7 +398,7 @@ func (s *scopes) blocked(j *WaitingJob, rs []Resource, ahead int) (why string, s
 			held := s.groups[g][r]
 			if s.groupWait[g][r] || held+j.Ask[r] > max {
 				s.markGroup(g, j, rs)
-				return fmt.Sprintf("waiting: group %s holds %d of %d %s (group limit)", s.limits.Groups[g].Name, held, max, r.Unit()), false
+				return "waiting: group " + s.limits.Groups[g].Name + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + r.Unit() + " (group limit)", false
 			}
 		}
 	}

@@ -40,6 +40,7 @@ type options struct {
 	localJobs, parallel      int
 	queueJobs, queueRunning  int
 	queueRuns, launchRuns    int
+	admitWaiting, admitRuns  int
 	dashRunning              int
 	noticeJobs, noticeAgents int
 	noticeRounds             int
@@ -59,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "the sortie binary, with sortie-controller beside it (default: build both into the work directory)")
 	fs.StringVar(&o.work, "work", "", "directory for the benchmarks' homes (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (controller logs, stores)")
-	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,ssh,cancel,notice,storage,replicas,cost", "which groups to run, comma-separated")
+	fs.StringVar(&o.only, "only", "sim,local,sandbox,queue,launch,api,dashboard,aws,ssh,cancel,notice,storage,replicas,cost,admit", "which groups to run, comma-separated")
 	fs.IntVar(&o.replicasJobs, "replicas-jobs", 3000, "sim jobs run on 1 replica, then on 3 (replicas_3_vs_1_ratio)")
 	fs.DurationVar(&o.replicasRunTime, "replicas-run-time", 30*time.Second, "run time of every sim task of the replicas group")
 	fs.StringVar(&o.replicasStore, "replicas-store", "sqlite", "the replicas group's store: sqlite (the home's state.db) or postgres (a PostgreSQL server the bench starts, a database per run)")
@@ -76,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.queueRunning, "queue-running", 10000, "how many of those are RUNNING")
 	fs.IntVar(&o.queueRuns, "queue-runs", 5, "timed runs of each queue view")
 	fs.IntVar(&o.launchRuns, "launch-runs", 21, "timed runs of jobs launch -d")
+	fs.IntVar(&o.admitWaiting, "admit-waiting", 10000, "jobs waiting under the limits, across 100 users, in the admit group")
+	fs.IntVar(&o.admitRuns, "admit-runs", 50, "timed admission passes")
 	fs.IntVar(&o.dashRunning, "dashboard-running", 10000, "running jobs in the store the dashboard's queue page is timed on")
 	fs.IntVar(&o.cancelJobs, "cancel-jobs", 2000, "running sim jobs cancelled by one jobs cancel")
 	fs.IntVar(&o.churnJobs, "churn-jobs", 50, "sim jobs that keep restarting while the cancel runs")
@@ -100,12 +103,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.cleanup()
 	failed := false
-	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "ssh": b.ssh, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas, "cost": b.cost}
+	groups := map[string]func(context.Context) error{"sim": b.sim, "local": b.local, "sandbox": b.sandbox, "queue": b.queue, "launch": b.launch, "api": b.api, "dashboard": b.dashboard, "aws": b.aws, "ssh": b.ssh, "cancel": b.cancel, "notice": b.notice, "storage": b.storage, "replicas": b.replicas, "cost": b.cost, "admit": b.admit}
 	for _, g := range strings.Split(o.only, ",") {
 		g = strings.TrimSpace(g)
 		f, ok := groups[g]
 		if !ok {
-			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, ssh, cancel, notice, storage, replicas, cost)\n", g)
+			fmt.Fprintf(stderr, "bench: -only %q: no such group (sim, local, sandbox, queue, launch, api, dashboard, aws, ssh, cancel, notice, storage, replicas, cost, admit)\n", g)
 			return 2
 		}
 		if err := f(ctx); err != nil {
@@ -167,6 +170,22 @@ func (b *bench) cleanup() {
 // figure prints one result line.
 func (b *bench) figure(name string, value float64, decimals int, unit string) {
 	fmt.Fprintf(b.out, "%s %.*f %s\n", name, decimals, value, unit)
+}
+
+// admit times admission with o.admitWaiting jobs waiting across 100 users
+// behind a full limit: admit_p99_ms, choosing the next jobs and every
+// waiting job's place (strategy.Admit over the store's facts), and
+// admit_pass_p99_ms, the whole pass (the store's transaction: read,
+// decide, write the places that moved).
+func (b *bench) admit(ctx context.Context) error {
+	r, err := suite.Admit(ctx, suite.AdmitOptions{Dir: b.home("admit"), Waiting: b.o.admitWaiting, Users: 100, Runs: b.o.admitRuns})
+	if err != nil {
+		return err
+	}
+	b.figure("admit_p50_ms", suite.Ms(suite.Percentile(r.Decide, 50)), 1, "ms")
+	b.figure("admit_p99_ms", suite.Ms(suite.Percentile(r.Decide, 99)), 1, "ms")
+	b.figure("admit_pass_p99_ms", suite.Ms(suite.Percentile(r.Pass, 99)), 1, "ms")
+	return nil
 }
 
 // count names a job count the way the figures do: 10k, 500, 100k.
