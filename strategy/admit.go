@@ -111,11 +111,16 @@ func (l Limits) Exceeded(user string, ask Amounts) string {
 
 // resources are the resources of a, in name order.
 func resources(a Amounts) []Resource {
+	if len(a) == 0 {
+		return nil
+	}
 	rs := make([]Resource, 0, len(a))
 	for r := range a {
 		rs = append(rs, r)
 	}
-	slices.Sort(rs)
+	if len(rs) > 1 {
+		slices.Sort(rs)
+	}
 	return rs
 }
 
@@ -476,8 +481,18 @@ func (q *userQueue) Len() int { return len(q.items) }
 func (q *userQueue) Less(i, k int) bool {
 	a, b := q.items[i], q.items[k]
 	ja, jb := a.jobs[0], b.jobs[0]
-	return cmp.Or(cmp.Compare(jb.Priority, ja.Priority), cmp.Compare(a.key, b.key),
-		ja.SubmittedAt.Compare(jb.SubmittedAt), cmp.Compare(ja.ID, jb.ID)) < 0
+	// Compared in turn, not through cmp.Or: the heap asks this for every
+	// job placed, and most pairs differ in priority or share.
+	if ja.Priority != jb.Priority {
+		return ja.Priority > jb.Priority
+	}
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	if c := ja.SubmittedAt.Compare(jb.SubmittedAt); c != 0 {
+		return c < 0
+	}
+	return ja.ID < jb.ID
 }
 func (q *userQueue) Swap(i, k int) { q.items[i], q.items[k] = q.items[k], q.items[i] }
 func (q *userQueue) Push(x any)    { q.items = append(q.items, x.(*userJobs)) }
