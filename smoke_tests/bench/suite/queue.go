@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,6 +59,14 @@ run: python train.py --epochs $EPOCHS
 // SUCCEEDED. The store's own migrations make the schema.
 func BuildQueueStore(ctx context.Context, o QueueOptions) error {
 	if err := os.MkdirAll(o.Home, 0o755); err != nil {
+		return err
+	}
+	// The store's RUNNING jobs make the first queue start the home's
+	// controller. It looks at their clusters once as it starts; a poll
+	// interval of an hour keeps it from ticking again while the views
+	// are timed, so what is timed is the view, not the view beside a
+	// controller polling 10,000 jobs.
+	if err := os.WriteFile(filepath.Join(o.Home, "config.yaml"), []byte("controller:\n  poll_interval: 1h\n"), 0o644); err != nil {
 		return err
 	}
 	st, err := store.Open(ctx, sortiehome.State(o.Home), nil)
