@@ -144,6 +144,19 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 		d.expandImages(path, &r, images)
 	}
 	d.checkEscalate(path, &r, m["memory"] != nil, m["cpus"] != nil)
+	if r.AcceleratorShare > 0 {
+		// A candidate or an escalation would give another model or count
+		// with the fraction still asked of it: the fraction stands alone.
+		for _, field := range []string{"any_of", "ordered"} {
+			if _, ok := m[field]; ok {
+				d.ps.add(join(path, field), m[field], "cannot be combined with a fraction of an accelerator (%s); ask the fraction alone, or whole counts in candidates", shareText(r))
+			}
+		}
+		if jr := r.JobRecovery; jr != nil && jr.Escalate != nil && len(jr.Escalate.Accelerators) > 0 {
+			d.ps.add(join(path, "job_recovery.escalate.accelerators"), jr.Escalate.Accelerators,
+				"cannot climb from a fraction of an accelerator (%s); escalate from a whole count, or drop the accelerator rungs", shareText(r))
+		}
+	}
 	return r
 }
 
@@ -688,4 +701,13 @@ func (d *decoder) acceleratorShare(path string, raw any, r *Resources, accs acce
 	default:
 		r.AcceleratorShare = shares[0].value
 	}
+}
+
+// shareText writes r's fraction of one accelerator as the file does
+// (A100:0.5).
+func shareText(r Resources) string {
+	for name := range r.Accelerators {
+		return fmt.Sprintf("%s:%g", name, r.AcceleratorShare)
+	}
+	return ""
 }

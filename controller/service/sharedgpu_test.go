@@ -8,6 +8,7 @@ import (
 
 	"sortie/controller/config"
 	"sortie/controller/contract"
+	"sortie/schema"
 )
 
 // A fraction of one accelerator on Kubernetes is refused at launch and at
@@ -39,5 +40,16 @@ func TestFractionalAcceleratorNeedsASharedResource(t *testing.T) {
 	}
 	if _, err := s.Plan(ctx, half); err != nil && strings.Contains(err.Error(), "shared_gpus") {
 		t.Errorf("dry run of a half on halves: %v", err)
+	}
+}
+
+// The plan and the queue show the fraction the task asks, not a whole GPU.
+func TestFractionalAcceleratorIsShownAsAsked(t *testing.T) {
+	r := schema.Resources{Cloud: "kubernetes", Accelerators: map[string]int{"A100": 1}, AcceleratorShare: 0.5}
+	if got := acceleratorsOf(r); got != "A100:0.5" {
+		t.Errorf("plan shows %q, want A100:0.5", got)
+	}
+	if got := resourcesOf(&schema.Task{Resources: r}).String(); got != "1x[A100:0.5]" {
+		t.Errorf("queue shows %q, want 1x[A100:0.5]", got)
 	}
 }
