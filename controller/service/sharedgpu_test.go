@@ -41,6 +41,13 @@ func TestFractionalAcceleratorNeedsASharedResource(t *testing.T) {
 	if _, err := s.Plan(ctx, half); err != nil && strings.Contains(err.Error(), "shared_gpus") {
 		t.Errorf("dry run of a half on halves: %v", err)
 	}
+	// --cloud moves the task: the fraction is refused on a cloud of whole GPUs.
+	moved := half
+	moved.Cloud = "aws"
+	_, err = s.Plan(ctx, moved)
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], "which aws cannot give") {
+		t.Errorf("dry run with --cloud aws: %q, want the fraction refused on aws", got)
+	}
 }
 
 // The plan and the queue show the fraction the task asks, not a whole GPU.
