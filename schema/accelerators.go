@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -113,6 +114,10 @@ func (d *decoder) accelerator(path, s string) (string, int, bool) {
 		return "", 0, false
 	}
 	if !hasCount {
+		return name, 1, true
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(count), 64); err == nil && f > 0 && f < 1 {
+		d.shares = append(d.shares, share{path: path, value: f})
 		return name, 1, true
 	}
 	n, problem := parseCount(json.Number(strings.TrimSpace(count)))

@@ -34,6 +34,10 @@ type Cloud struct {
 	// the cloud resolves to images of its own at launch, in order; an
 	// image_id of another tag is refused on the cloud.
 	ImageTags []string
+	// SharesAccelerators says the cloud may give a fraction of one
+	// accelerator (A100:0.5) where its configuration names a shared GPU
+	// resource (Kubernetes' time-slicing or MIG resources).
+	SharesAccelerators bool
 }
 
 // Clouds are the clouds task files may name, in the order messages list

@@ -38,7 +38,7 @@ func testClouds() Clouds {
 			}
 			return "", true
 		}},
-		{Name: "kubernetes", Aliases: []string{"k8s"}, WholeRegion: true},
+		{Name: "kubernetes", Aliases: []string{"k8s"}, WholeRegion: true, SharesAccelerators: true},
 	}
 }
 

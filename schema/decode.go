@@ -69,6 +69,9 @@ type decoder struct {
 	filled bool
 	// clouds are the clouds the file may name.
 	clouds Clouds
+	// shares are the fractional accelerator counts read since the
+	// resources being read began (resources takes them).
+	shares []share
 }
 
 // warn records a field that is accepted and ignored.

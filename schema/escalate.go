@@ -171,8 +171,14 @@ func (d *decoder) rungs(path string, v any) []string {
 			d.ps.add(p, item, `is %s; write each accelerator as "NAME" or "NAME:COUNT"`, typeName(item))
 			continue
 		}
+		before := len(d.shares)
 		name, n, ok := d.accelerator(p, s)
 		if !ok {
+			continue
+		}
+		if len(d.shares) > before {
+			d.shares = d.shares[:before]
+			d.ps.add(p, item, "is a fraction of an accelerator; escalation moves to bigger whole accelerators, so list whole counts")
 			continue
 		}
 		if strings.HasPrefix(strings.ToLower(name), "tpu-") {

@@ -86,7 +86,10 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 			accPath, accRaw = join(path, "gpus"), g
 		}
 	}
+	d.shares = nil
 	accs := d.accelerators(accPath, accRaw)
+	shares := d.shares
+	d.shares = nil
 	// A Cloud TPU is refused here, or by accelerator_args when the
 	// file gives those too: one message for the one missing feature.
 	if _, tpuArgs := m["accelerator_args"]; !tpuArgs {
@@ -104,6 +107,9 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 	}
 	if len(accs.choices) == 1 {
 		r.Accelerators = accs.choices[0]
+	}
+	if len(shares) > 0 {
+		d.acceleratorShare(accPath, accRaw, &r, accs, shares, candidate)
 	}
 	r.UseSpot = d.boolean(join(path, "use_spot"), m["use_spot"])
 	r.DiskSize = d.diskSize(join(path, "disk_size"), m["disk_size"])
@@ -138,6 +144,19 @@ func (d *decoder) resources(path string, v any, candidate bool) Resources {
 		d.expandImages(path, &r, images)
 	}
 	d.checkEscalate(path, &r, m["memory"] != nil, m["cpus"] != nil)
+	if r.AcceleratorShare > 0 {
+		// A candidate or an escalation would give another model or count
+		// with the fraction still asked of it: the fraction stands alone.
+		for _, field := range []string{"any_of", "ordered"} {
+			if _, ok := m[field]; ok {
+				d.ps.add(join(path, field), m[field], "cannot be combined with a fraction of an accelerator (%s); ask the fraction alone, or whole counts in candidates", shareText(r))
+			}
+		}
+		if jr := r.JobRecovery; jr != nil && jr.Escalate != nil && len(jr.Escalate.Accelerators) > 0 {
+			d.ps.add(join(path, "job_recovery.escalate.accelerators"), jr.Escalate.Accelerators,
+				"cannot climb from a fraction of an accelerator (%s); escalate from a whole count, or drop the accelerator rungs", shareText(r))
+		}
+	}
 	return r
 }
 
@@ -348,12 +367,22 @@ func (d *decoder) count(path string, v any) (int, bool) {
 		d.ps.add(path, v, "is %s; give a whole count of 1 or more", typeName(v))
 		return 0, false
 	}
+	if f, err := num.Float64(); err == nil && f > 0 && f < 1 {
+		d.shares = append(d.shares, share{path: path, value: f})
+		return 1, true
+	}
 	n, problem := parseCount(num)
 	if problem != "" {
 		d.ps.add(path, v, "%s", problem)
 		return 0, false
 	}
 	return n, true
+}
+
+// share is a fractional accelerator count read (A100:0.5), where.
+type share struct {
+	path  string
+	value float64
 }
 
 // parseCount reads an accelerator count, or says what is wrong with it.
@@ -363,7 +392,7 @@ func parseCount(num json.Number) (int, string) {
 	case err != nil:
 		return 0, "is not a number; give a whole count of 1 or more"
 	case f != math.Trunc(f):
-		return 0, "is a fraction; fractional accelerators are not supported, give a whole count of 1 or more"
+		return 0, "is a fraction above 1; a fraction of one accelerator (0.5) runs on Kubernetes where GPUs are shared, else give a whole count of 1 or more"
 	case f < 1 || f > math.MaxInt32:
 		return 0, "is out of range; give a whole count of 1 or more"
 	}
@@ -642,4 +671,43 @@ func (d *decoder) exitCodes(path string, v any) []int {
 		}
 	}
 	return codes
+}
+
+// acceleratorShare takes a fraction of one accelerator (A100:0.5,
+// SkyPilot's fractional count): it runs only on a cloud that shares GPUs
+// (Kubernetes, where its configuration names a shared GPU resource), so
+// the resources must name that cloud, ask one model and no alternatives.
+func (d *decoder) acceleratorShare(path string, raw any, r *Resources, accs accelSpec, shares []share, candidate bool) {
+	var sharing []string
+	for _, c := range d.clouds {
+		if c.SharesAccelerators {
+			sharing = append(sharing, c.Name)
+		}
+	}
+	where := strings.Join(sharing, " or ")
+	if where == "" {
+		where = "no cloud sortie provides here"
+	}
+	c, known := d.clouds.Lookup(r.Cloud)
+	switch {
+	case candidate:
+		d.ps.add(path, raw, "asks a fraction of an accelerator in a candidate; give it in resources, with the cloud that shares GPUs (%s)", where)
+	case len(accs.choices) != 1:
+		d.ps.add(path, raw, "lists alternatives with a fraction of an accelerator; a fraction is one model on one cloud, so ask it alone")
+	case r.Cloud == "":
+		d.ps.add(path, raw, "asks a fraction of an accelerator, which only %s gives (where its config names a shared GPU resource: time-slicing or MIG); add cloud: %s, or ask a whole count", where, where)
+	case !known || !c.SharesAccelerators:
+		d.ps.add(path, raw, "asks a fraction of an accelerator, which %s cannot give: its machines have whole GPUs (only %s shares them); ask a whole count", r.Cloud, where)
+	default:
+		r.AcceleratorShare = shares[0].value
+	}
+}
+
+// shareText writes r's fraction of one accelerator as the file does
+// (A100:0.5).
+func shareText(r Resources) string {
+	for name := range r.Accelerators {
+		return fmt.Sprintf("%s:%g", name, r.AcceleratorShare)
+	}
+	return ""
 }

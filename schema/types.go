@@ -6,6 +6,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -112,8 +113,13 @@ type Resources struct {
 	Memory string `json:"memory,omitempty"`
 	// Accelerators is normalised to name -> count from "A100:1", {A100: 1} or a list.
 	Accelerators map[string]int `json:"accelerators,omitempty"`
-	UseSpot      bool           `json:"use_spot,omitempty"`
-	DiskSize     int            `json:"disk_size,omitempty"`
+	// AcceleratorShare is a fraction (0 < share < 1) of the one
+	// accelerator in Accelerators (count 1), SkyPilot's "A100:0.5": asked
+	// only of a cloud that shares GPUs (Cloud.SharesAccelerators). Zero
+	// asks whole accelerators.
+	AcceleratorShare float64 `json:"-"`
+	UseSpot          bool    `json:"use_spot,omitempty"`
+	DiskSize         int     `json:"disk_size,omitempty"`
 	// MaxHourlyCost skips candidates whose node costs more per hour, in
 	// dollars (SkyPilot's field); zero means no limit.
 	MaxHourlyCost float64 `json:"max_hourly_cost,omitempty"`
@@ -337,6 +343,51 @@ func (sm *StorageMount) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(raw.Source, &sm.Sources)
 	default:
 		return json.Unmarshal(raw.Source, &sm.Source)
+	}
+	return nil
+}
+
+// MarshalJSON writes a fraction of an accelerator as the file does:
+// accelerators: {A100: 0.5}.
+func (r Resources) MarshalJSON() ([]byte, error) {
+	type plain Resources
+	if r.AcceleratorShare == 0 {
+		return json.Marshal(plain(r))
+	}
+	out := struct {
+		plain
+		Accelerators map[string]float64 `json:"accelerators,omitempty"`
+	}{plain: plain(r), Accelerators: map[string]float64{}}
+	for name := range r.Accelerators {
+		out.Accelerators[name] = r.AcceleratorShare
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: a count below 1 is a
+// fraction of one accelerator.
+func (r *Resources) UnmarshalJSON(b []byte) error {
+	type plain Resources
+	in := struct {
+		*plain
+		Accelerators map[string]float64 `json:"accelerators,omitempty"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	r.Accelerators, r.AcceleratorShare = nil, 0
+	for name, n := range in.Accelerators {
+		if r.Accelerators == nil {
+			r.Accelerators = map[string]int{}
+		}
+		if n > 0 && n < 1 {
+			r.Accelerators[name], r.AcceleratorShare = 1, n
+			continue
+		}
+		if n != math.Trunc(n) {
+			return fmt.Errorf("accelerators.%s: %v is not a whole count", name, n)
+		}
+		r.Accelerators[name] = int(n)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func Resize(r schema.Resources, s Size) schema.Resources {
 			}
 		}
 		if s.Accelerators != nil {
-			x.Accelerators = nil
+			x.Accelerators, x.AcceleratorShare = nil, 0
 			if base {
 				x.Accelerators = maps.Clone(s.Accelerators)
 			}

@@ -160,7 +160,7 @@ func merge(base, item schema.Resources) schema.Resources {
 	m.CPUs = cmp.Or(item.CPUs, m.CPUs)
 	m.Memory = cmp.Or(item.Memory, m.Memory)
 	if item.Accelerators != nil {
-		m.Accelerators = item.Accelerators
+		m.Accelerators, m.AcceleratorShare = item.Accelerators, item.AcceleratorShare
 	}
 	m.UseSpot = m.UseSpot || item.UseSpot
 	m.DiskSize = cmp.Or(item.DiskSize, m.DiskSize)

@@ -312,3 +312,15 @@ func TestCandidatesErrors(t *testing.T) {
 		})
 	}
 }
+
+// A candidate's own accelerators replace the task's with their own count:
+// the task's fraction of one accelerator is not carried onto them.
+func TestMergeDropsTheFractionWithTheAccelerators(t *testing.T) {
+	base := schema.Resources{Cloud: "kubernetes", Accelerators: map[string]int{"A100": 1}, AcceleratorShare: 0.5}
+	if m := merge(base, schema.Resources{CPUs: "4"}); m.AcceleratorShare != 0.5 {
+		t.Errorf("a candidate without accelerators lost the fraction: %+v", m)
+	}
+	if m := merge(base, schema.Resources{Accelerators: map[string]int{"H100": 1}}); m.AcceleratorShare != 0 {
+		t.Errorf("H100:1 from a candidate kept the fraction: %+v", m)
+	}
+}

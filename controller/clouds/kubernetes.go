@@ -11,7 +11,7 @@ import (
 func Kubernetes() Cloud {
 	return Cloud{
 		Name:           "kubernetes",
-		Task:           schema.Cloud{Aliases: []string{"k8s"}, WholeRegion: true},
+		Task:           schema.Cloud{Aliases: []string{"k8s"}, WholeRegion: true, SharesAccelerators: true},
 		Remote:         true,
 		Enabled:        kubernetesCredentials,
 		Prices:         configPrices("kubernetes", func(cfg config.Config) config.ResourcePrices { return cfg.Kubernetes.Prices }),

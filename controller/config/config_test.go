@@ -88,6 +88,10 @@ func TestConfigErrorsNameTheKeyAndTheLine(t *testing.T) {
 		{"ssh: &s {proxy_command: x}\naws:\n  <<: *s\n", nil, []string{"line 1: aws.proxy_command: unknown field; expected one of endpoint,"}},
 		{"kubernetes:\n  contxt: prod\n", nil, []string{`line 2: kubernetes.contxt: unknown field; did you mean "context"?`}},
 		{"kubernetes:\n  spot_tolerations:\n  - {key: cloud.google.com/gke-spot, operator: Equal, value: \"true\", effect: NoSchedule}\n  - {operator: Exists}\n", nil, nil},
+		{"kubernetes:\n  shared_gpus:\n    A100: {resource: nvidia.com/gpu.shared, per_gpu: 2}\n    H100: {resource: nvidia.com/mig-3g.40gb, per_gpu: 2}\n", nil, nil},
+		{"kubernetes:\n  shared_gpus:\n    A100: {resource: gpu shared, per_gpu: 0}\n", nil, []string{
+			`kubernetes.shared_gpus.A100.resource: "gpu shared" is not a resource name; give the cluster's shared GPU resource, e.g. nvidia.com/gpu.shared`,
+			`kubernetes.shared_gpus.A100.per_gpu: 0 is not a count; give how many units of the resource one GPU is, 1 or more`}},
 		{"controller:\n  store: postgres://sortie:pw@db:5432/sortie\n", nil, nil},
 		{"controller:\n  store: sqlite:/var/lib/sortie/state.db\n", nil, nil},
 		{"controller:\n  store: state.db\n", nil,

@@ -188,7 +188,7 @@ func (s *Service) placements(ctx context.Context, t *schema.Task) (_ []contract.
 		r := c.Resources
 		pp := contract.PlacementPlan{Cloud: c.Placement.Cloud, Region: strPtr(c.Placement.Region), Zone: strPtr(c.Placement.Zone),
 			ResolvedBy: "controller", InstanceType: strPtr(r.InstanceType), CPUs: strPtr(r.CPUs), Memory: strPtr(r.Memory),
-			Accelerators: strPtr(formatAccelerators(r.Accelerators)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID),
+			Accelerators: strPtr(acceleratorsOf(r)), UseSpot: r.UseSpot, ImageID: strPtr(r.ImageID),
 			DiskTier: strPtr(r.DiskTier), NetworkTier: strPtr(r.NetworkTier)}
 		if resolved[c.Placement] {
 			pp.ResolvedBy = "sortie"
@@ -258,6 +258,17 @@ func leftOut(p *schema.Pipeline, i int, e *clouds.NotEnabledError) string {
 
 // formatAccelerators writes accelerators as a task file does: "A100:1",
 // several in name order separated by ", ".
+// acceleratorsOf writes r's accelerators as formatAccelerators does, a
+// fraction of one as the file does (A100:0.5).
+func acceleratorsOf(r schema.Resources) string {
+	if r.AcceleratorShare > 0 && len(r.Accelerators) == 1 {
+		for name := range r.Accelerators {
+			return name + ":" + strconv.FormatFloat(r.AcceleratorShare, 'g', -1, 64)
+		}
+	}
+	return formatAccelerators(r.Accelerators)
+}
+
 func formatAccelerators(acc map[string]int) string {
 	names := make([]string, 0, len(acc))
 	for n := range acc {

@@ -59,7 +59,7 @@ func (s *Service) prepare(req contract.LaunchRequest) (*prepared, error) {
 	if p, err = applyLaunchOverrides(p, req); err != nil {
 		return nil, err
 	}
-	if probs := s.keepProblems(p); len(probs) > 0 {
+	if probs := append(s.keepProblems(p), s.sharedGPUProblems(p)...); len(probs) > 0 {
 		return nil, &schema.ValidationError{Problems: probs}
 	}
 	if req.Warn != nil {
@@ -146,6 +146,28 @@ func (s *Service) keepProblems(p *schema.Pipeline) []schema.Problem {
 		probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources.job_recovery.keep_on_failure"), Value: strconv.Quote(keep.String()),
 			Message: fmt.Sprintf("is above controller.max_keep_on_failure (%s); keep it at most %s, or raise the ceiling in config.yaml",
 				schema.Duration(ceiling), schema.Duration(ceiling))})
+	}
+	return probs
+}
+
+// sharedGPUProblems refuses a fraction of one accelerator (A100:0.5) the
+// cluster cannot give: config.yaml's kubernetes.shared_gpus names no
+// shared resource for it, or the fraction is not a whole number of its
+// shares. Only Kubernetes is given a fraction (schema refuses it on every
+// other cloud).
+func (s *Service) sharedGPUProblems(p *schema.Pipeline) []schema.Problem {
+	var probs []schema.Problem
+	for i, t := range p.Tasks {
+		r := t.Resources
+		if r.AcceleratorShare == 0 {
+			continue
+		}
+		for _, name := range sortedKeys(r.Accelerators) {
+			if _, _, problem := s.Config.Kubernetes.SharedGPU(name, r.AcceleratorShare); problem != "" {
+				probs = append(probs, schema.Problem{Path: taskPath(p, i, "resources.accelerators"),
+					Value: strconv.Quote(fmt.Sprintf("%s:%g", name, r.AcceleratorShare)), Message: problem})
+			}
+		}
 	}
 	return probs
 }

@@ -29,7 +29,7 @@ type taskResources struct {
 func resourcesOf(t *schema.Task) taskResources {
 	r := t.Resources
 	cands := append(slices.Clone(r.AnyOf), r.Ordered...)
-	out := taskResources{Nodes: max(t.NumNodes, 1), Accelerators: accelerators(r.Accelerators), InstanceType: r.InstanceType, CPUs: r.CPUs,
+	out := taskResources{Nodes: max(t.NumNodes, 1), Accelerators: acceleratorsOf(r), InstanceType: r.InstanceType, CPUs: r.CPUs,
 		Spot: r.UseSpot || (len(cands) > 0 && !slices.ContainsFunc(cands, func(c schema.Resources) bool { return !c.UseSpot }))}
 	if out.Accelerators == "" {
 		var seen []string

@@ -184,6 +184,17 @@ func (p *Provider) resources(r schema.Resources) (corev1.ResourceRequirements, m
 		if count <= 0 || len(r.Accelerators) > 1 {
 			continue
 		}
+		if r.AcceleratorShare > 0 {
+			res, units, problem := p.sharedGPU(name, r.AcceleratorShare)
+			if problem != "" {
+				problems = append(problems, "resources.accelerators: "+problem)
+				continue
+			}
+			q := *resource.NewQuantity(int64(units), resource.DecimalSI)
+			req[res], lim[res] = q, q
+			selector[p.cfg.AcceleratorLabel] = strings.ToLower(name)
+			continue
+		}
 		q := *resource.NewQuantity(int64(count), resource.DecimalSI)
 		req[GPUResource], lim[GPUResource] = q, q
 		selector[p.cfg.AcceleratorLabel] = strings.ToLower(name)
@@ -199,6 +210,25 @@ func (p *Provider) resources(r schema.Resources) (corev1.ResourceRequirements, m
 		out.Limits = lim
 	}
 	return out, selector, nil
+}
+
+// sharedGPU is the resource and the units of it a fraction of one
+// accelerator asks (share x per GPU, a whole number), or why none.
+func (p *Provider) sharedGPU(accelerator string, share float64) (corev1.ResourceName, int, string) {
+	for name, g := range p.cfg.SharedGPUs {
+		if !strings.EqualFold(name, accelerator) {
+			continue
+		}
+		n := share * float64(g.PerGPU)
+		whole := math.Round(n)
+		if g.Resource == "" || whole < 1 || math.Abs(n-whole) > 1e-9 {
+			return "", 0, fmt.Sprintf("%s:%g is %g of %s's %d shares per GPU (kubernetes.shared_gpus.%s.per_gpu), not a whole number; ask a multiple of 1/%d of a GPU",
+				accelerator, share, n, g.Resource, g.PerGPU, name, max(g.PerGPU, 1))
+		}
+		return g.Resource, int(whole), ""
+	}
+	return "", 0, fmt.Sprintf("%s:%g asks a fraction of a GPU, and kubernetes.shared_gpus names no shared resource for %s; name the cluster's time-slicing or MIG resource there, or ask a whole count",
+		accelerator, share, accelerator)
 }
 
 // avoiding asks the scheduler to place a pod on any node but hosts when it

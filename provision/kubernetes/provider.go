@@ -81,6 +81,10 @@ type Config struct {
 	// AcceleratorLabel is the node label naming a node's GPU model; empty
 	// means DefaultAcceleratorLabel.
 	AcceleratorLabel string
+	// SharedGPUs say how the cluster shares an accelerator, by its name:
+	// a task's fraction of one (A100:0.5) requests share x PerGPU units
+	// of Resource; an accelerator not named here is refused a fraction.
+	SharedGPUs map[string]SharedGPU
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// PollInterval is how often Launch looks at its pods in the informer's
@@ -90,6 +94,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Calls, when set, is told of every call to the Kubernetes API.
 	Calls provision.APICalls
+}
+
+// SharedGPU is a GPU the cluster shares: the extended resource a pod
+// requests (time-slicing's nvidia.com/gpu.shared, a MIG profile's
+// nvidia.com/mig-3g.20gb) and how many units of it one GPU is.
+type SharedGPU struct {
+	Resource corev1.ResourceName
+	PerGPU   int
 }
 
 // Provider is the Kubernetes backend. It is safe for concurrent use.

@@ -44,10 +44,18 @@ func KubernetesConfig(cfg config.Config) kubernetes.Config {
 		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
 			Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
+	var shared map[string]kubernetes.SharedGPU
+	for name, g := range k.SharedGPUs {
+		if shared == nil {
+			shared = map[string]kubernetes.SharedGPU{}
+		}
+		shared[name] = kubernetes.SharedGPU{Resource: corev1.ResourceName(g.Resource), PerGPU: g.PerGPU}
+	}
 	return kubernetes.Config{
 		Kubeconfig: k.Kubeconfig, Context: k.Context, AllowedContexts: k.AllowedContexts,
 		Namespace: k.Namespace, AllowedNamespaces: k.AllowedNamespaces, Image: k.Image,
 		ProvisionTimeout: k.ProvisionTimeout.D(), LaunchTimeout: k.LaunchTimeout.D(),
 		SpotNodeSelector: k.SpotNodeSelector, SpotTolerations: tolerations, AcceleratorLabel: k.AcceleratorLabel,
+		SharedGPUs: shared,
 	}
 }
