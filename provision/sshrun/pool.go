@@ -337,20 +337,27 @@ func newSession(ctx context.Context, c *ssh.Client) (*ssh.Session, error) {
 // Forget closes the connections of group's nodes (a cluster torn down).
 func (p *Pool) Forget(group string) {
 	p.mu.Lock()
-	var gone []*poolNode
-	for k, n := range p.nodes {
-		n.mu.Lock()
-		match := n.group == group
-		n.mu.Unlock()
-		if match {
-			gone = append(gone, n)
-			delete(p.nodes, k)
-		}
-	}
+	gone := p.take(func(n *poolNode) bool { return n.group == group })
 	p.mu.Unlock()
 	for _, n := range gone {
 		n.close()
 	}
+}
+
+// take removes the nodes match holds for (each asked under its own lock)
+// and returns them, to be closed once p.mu is let go; p.mu is held.
+func (p *Pool) take(match func(n *poolNode) bool) []*poolNode {
+	var gone []*poolNode
+	for k, n := range p.nodes {
+		n.mu.Lock()
+		ok := match(n)
+		n.mu.Unlock()
+		if ok {
+			gone = append(gone, n)
+			delete(p.nodes, k)
+		}
+	}
+	return gone
 }
 
 // sweep closes the connections no runner has used for IdleAfter, at most
@@ -364,16 +371,7 @@ func (p *Pool) sweep() {
 		return
 	}
 	p.swept = now
-	var gone []*poolNode
-	for k, n := range p.nodes {
-		n.mu.Lock()
-		stale := now.Sub(n.used) >= idle
-		n.mu.Unlock()
-		if stale {
-			gone = append(gone, n)
-			delete(p.nodes, k)
-		}
-	}
+	gone := p.take(func(n *poolNode) bool { return now.Sub(n.used) >= idle })
 	p.mu.Unlock()
 	for _, n := range gone {
 		n.close()
