@@ -251,6 +251,11 @@ var fieldDocs = map[string]map[string]string{
 		"cluster":    "the cluster torn down",
 		"kept_until": "until when it would have been kept",
 	},
+	"priority": {
+		"job_id":   "the waiting job whose priority changed",
+		"priority": "its priority now, 0-1000, higher first",
+		"previous": "its priority before",
+	},
 	"retry_result": {
 		"original":  "the job retried",
 		"retry":     "its new retry",

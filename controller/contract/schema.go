@@ -51,6 +51,7 @@ var Objects = []Object{
 	{"evidence", typeOf[EvidenceView](), "One of the two attempts a failure's verdict rests on (`job_recovery.confirm_failures`)."},
 	{"flaky_count", typeOf[FlakyCount](), "How often a job's inputs were found flaky: `jobs show` prints \"flaky 3 of 4 runs\"."},
 	{"release", typeOf[ReleaseView](), "What `jobs release` did: `jobs release -o json` and POST /v1/jobs/{id}/release."},
+	{"priority", typeOf[PriorityView](), "What `jobs priority` did: `jobs priority -o json` and POST /v1/jobs/{id}/priority."},
 	{"retry_result", typeOf[RetryResult](), "A retried job and its new retry: an item of `jobs retry -o json`."},
 	{"replica", typeOf[ReplicaView](), "One replica of the controller sharing the store: an item of `sortie replicas status -o json`."},
 	{"me", typeOf[Asker](), "GET /v1/me: the user a token names."},
