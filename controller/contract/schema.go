@@ -52,6 +52,8 @@ var Objects = []Object{
 	{"flaky_count", typeOf[FlakyCount](), "How often a job's inputs were found flaky: `jobs show` prints \"flaky 3 of 4 runs\"."},
 	{"release", typeOf[ReleaseView](), "What `jobs release` did: `jobs release -o json` and POST /v1/jobs/{id}/release."},
 	{"priority", typeOf[PriorityView](), "What `jobs priority` did: `jobs priority -o json` and POST /v1/jobs/{id}/priority."},
+	{"usage", typeOf[UsageView](), "One user's row of `sortie server usage -o json`: what their jobs hold against the limits, and their fair share."},
+	{"usage_amounts", typeOf[UsageAmounts](), "Counts of what a limit counts; in a limit, a `null` count is no limit."},
 	{"retry_result", typeOf[RetryResult](), "A retried job and its new retry: an item of `jobs retry -o json`."},
 	{"replica", typeOf[ReplicaView](), "One replica of the controller sharing the store: an item of `sortie replicas status -o json`."},
 	{"me", typeOf[Asker](), "GET /v1/me: the user a token names."},
