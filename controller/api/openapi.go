@@ -37,6 +37,7 @@ var answers = map[string]answer{
 	"GET /v1/jobs/{id}/logs":                        {status: "200", schema: "log_event", contentType: "application/x-ndjson"},
 	"POST /v1/jobs/{id}/cancel":                     {status: "200", schema: "cancelled"},
 	"POST /v1/jobs/{id}/release":                    {status: "200", schema: "release"},
+	"POST /v1/jobs/{id}/priority":                   {status: "200", schema: "priority"},
 	"POST /v1/jobs/cancel":                          {status: "200", schema: "cancelled"},
 	"POST /v1/jobs/retry":                           {status: "201", schema: "retry_results"},
 	"GET /v1/failures":                              {status: "200", schema: "failure", list: true},

@@ -71,6 +71,7 @@ var routes = []string{
 	"GET /v1/jobs/{id}/logs",
 	"POST /v1/jobs/{id}/cancel",
 	"POST /v1/jobs/{id}/release",
+	"POST /v1/jobs/{id}/priority",
 	"POST /v1/jobs/cancel",
 	"POST /v1/jobs/retry",
 	"GET /v1/failures",
@@ -115,6 +116,7 @@ func NewServer(o Options) *Server {
 		"GET /v1/jobs/{id}/logs":                        s.logs,
 		"POST /v1/jobs/{id}/cancel":                     s.cancelOne,
 		"POST /v1/jobs/{id}/release":                    s.release,
+		"POST /v1/jobs/{id}/priority":                   s.priority,
 		"POST /v1/jobs/cancel":                          s.cancel,
 		"POST /v1/jobs/retry":                           s.retry,
 		"GET /v1/failures":                              s.failures,
@@ -390,6 +392,20 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *service.Se
 		return err
 	}
 	v, err := svc.Release(r.Context(), id)
+	return answerOK(w, v, err)
+}
+
+// priority changes a waiting job's priority; who asked is the token's user.
+func (s *Server) priority(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	id, err := web.PathID(r)
+	if err != nil {
+		return err
+	}
+	var req contract.PriorityRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	v, err := svc.SetPriority(r.Context(), id, req.Priority)
 	return answerOK(w, v, err)
 }
 

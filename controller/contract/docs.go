@@ -251,6 +251,27 @@ var fieldDocs = map[string]map[string]string{
 		"cluster":    "the cluster torn down",
 		"kept_until": "until when it would have been kept",
 	},
+	"priority": {
+		"job_id":   "the waiting job whose priority changed",
+		"priority": "its priority now, 0-1000, higher first",
+		"previous": "its priority before",
+	},
+	"usage": {
+		"user":         "the user, one with jobs running or waiting",
+		"held":         "what their admitted, unfinished jobs hold now",
+		"user_limit":   "their own limit (`limits.users.NAME`, else `limits.per_user`); `null` when none",
+		"server_limit": "the server's limit (`limits.server`); `null` when none",
+		"weight":       "their fair-share weight (`fair_share.weights`, default 1)",
+		"decayed_use":  "their past and present use in charge-hours (GPU-hours, else vCPU-hours, else node-hours), each hour weighing half as much every `fair_share.half_life` after it",
+		"share":        "their decayed use over every user's, 0 to 1",
+		"waiting":      "how many of their jobs wait to be admitted",
+	},
+	"usage_amounts": {
+		"running_jobs": "running jobs; in a limit, `null` is no limit",
+		"nodes":        "nodes; in a limit, `null` is no limit",
+		"vcpus":        "vCPUs; in a limit, `null` is no limit",
+		"gpus":         "GPUs by type (`A100`); in a limit, a type left out is not limited",
+	},
 	"retry_result": {
 		"original":  "the job retried",
 		"retry":     "its new retry",

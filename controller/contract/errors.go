@@ -111,6 +111,10 @@ var (
 	ErrReleased = errors.New("its kept cluster was already released")
 )
 
+// ErrNotWaiting refuses `jobs priority` of a job that no longer waits to
+// start: its priority orders only waiting jobs.
+var ErrNotWaiting = errors.New("only a job waiting to start can change its priority")
+
 // ErrBusy is a write that waited too long for another's lock on the
 // store: the server answers busy (503), and the request may be sent again.
 var ErrBusy = errors.New("the store is busy")

@@ -316,3 +316,15 @@ type SSHKey struct {
 	// Created says this call generated it.
 	Created bool `json:"created"`
 }
+
+// PriorityRequest is `jobs priority ID N`: the waiting job's new priority.
+type PriorityRequest struct {
+	Priority int `json:"priority"`
+}
+
+// PriorityView is what `jobs priority` did.
+type PriorityView struct {
+	JobID    int64 `json:"job_id"`
+	Priority int   `json:"priority"`
+	Previous int   `json:"previous"`
+}

@@ -73,6 +73,7 @@ var sentinels = map[string]error{
 	"job_running":  ErrJobRunning,
 	"not_kept":     ErrNotKept,
 	"released":     ErrReleased,
+	"not_waiting":  ErrNotWaiting,
 }
 
 // Sentinel returns the service error a conflict's reason stands for.

@@ -79,6 +79,19 @@ func (s *Store) Admit(ctx context.Context, usedSince time.Time, decide func(Admi
 	return out, err
 }
 
+// AdmissionFacts reads, in one transaction, what an admission pass would
+// decide on (the waiting jobs, what each owner holds, the use since
+// usedSince) and changes nothing: what `sortie server usage` shows.
+func (s *Store) AdmissionFacts(ctx context.Context, usedSince time.Time) (AdmissionFacts, error) {
+	var out AdmissionFacts
+	err := s.tx(ctx, func(tx *dbTx) error {
+		facts, _, err := readAdmissionFacts(ctx, tx, usedSince)
+		out = facts
+		return err
+	})
+	return out, err
+}
+
 // waitShown is what a waiting job's row says of its wait now.
 type waitShown struct {
 	reason string

@@ -74,6 +74,14 @@ func testAdmit(t *testing.T, b backend) {
 	if err := s.SetPriority(ctx, ids[0], 900, "root"); err == nil {
 		t.Error("changed an admitted job's priority")
 	}
+	// The facts as `server usage` reads them: what each holds, who waits.
+	f, err := s.AdmissionFacts(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Waiting) != 2 || f.Waiting[0].User != "alice" || f.Held["alice"][strategy.Nodes] != 2 || f.Held["bob"][strategy.Jobs] != 1 {
+		t.Errorf("facts: waiting %+v, held %v; want alice's 2 waiting, alice and bob holding one job each", f.Waiting, f.Held)
+	}
 }
 
 // Three replicas on one store admit at once while jobs end: the limit is

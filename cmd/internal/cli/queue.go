@@ -78,8 +78,8 @@ func runQueue(ctx context.Context, f *Factory, opts *QueueOptions) error {
 // printQueue writes the queue as a table. OWNER is there when the jobs
 // shown have more than one owner, TASK when one of them is a pipeline,
 // COST when one has cost something (a run on prices left at zero, the
-// local default, shows none), RETRY OF when one is a retry and WAITING
-// (place and reason) when one waits under the limits, so
+// local default, shows none), RETRY OF when one is a retry, and PRIORITY
+// and WAITING (place and reason) when one waits under the limits, so
 // that a queue keeps to 120 columns.
 func printQueue(f *Factory, jobs []contract.JobView) error {
 	if len(jobs) == 0 {
@@ -112,7 +112,7 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 		headers = append(headers, "RETRY OF")
 	}
 	if waiting {
-		headers = append(headers, "WAITING")
+		headers = append(headers, "PRIORITY", "WAITING")
 	}
 	now := f.Now()
 	t := newTable(f.Out, headers...)
@@ -137,11 +137,20 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 			row = append(row, idOrDash(j.RetryOf))
 		}
 		if waiting {
-			row = append(row, waitText(j))
+			row = append(row, waitPriority(j), waitText(j))
 		}
 		t.row(row...)
 	}
 	return t.flush()
+}
+
+// waitPriority is a waiting job's priority, which orders it among the
+// waiting (`jobs priority` changes it); "-" for any other job.
+func waitPriority(j contract.JobView) string {
+	if j.WaitReason == nil {
+		return "-"
+	}
+	return strconv.Itoa(j.Priority)
 }
 
 // waitText is a waiting job's place and why it waits: "#3 the server's

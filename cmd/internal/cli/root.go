@@ -40,6 +40,8 @@ type Service interface {
 	Cancel(ctx context.Context, req contract.CancelRequest) ([]int64, error)
 	// Release tears down a failed job's kept cluster now.
 	Release(ctx context.Context, id int64) (*contract.ReleaseView, error)
+	// SetPriority changes a waiting job's priority.
+	SetPriority(ctx context.Context, id int64, priority int) (*contract.PriorityView, error)
 	// Shell runs a command, or a shell, on a node of a failed job's kept
 	// cluster and returns its exit status.
 	Shell(ctx context.Context, req contract.ShellRequest) (int, error)
@@ -251,7 +253,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	})
 	jobs := &cobra.Command{Use: "jobs", Short: "Launch and manage jobs"}
 	jobs.AddCommand(NewCmdLaunch(f, nil), NewCmdQueue(f), NewCmdShow(f, nil), NewCmdLogs(f), NewCmdCancel(f, nil),
-		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil))
+		NewCmdRetry(f, nil), NewCmdFailures(f), NewCmdSSH(f, nil), NewCmdRelease(f, nil), NewCmdPriority(f, nil))
 	root.AddCommand(jobs, NewCmdController(f), NewCmdReplicas(f), NewCmdQuarantine(f), NewCmdPrices(f), NewCmdLocal(f), NewCmdCheck(f), NewCmdServer(f), NewCmdDashboard(f), NewCmdLogin(f), NewCmdVersion(f))
 	for _, c := range root.Commands() {
 		markArgs(c)

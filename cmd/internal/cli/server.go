@@ -17,11 +17,13 @@ import (
 // API and the controller of SORTIE_HOME, and `server users`.
 func NewCmdServer(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "server [--listen ADDR] [--store URL] [--replica NAME [--lease-ttl D]] [--tls-cert F --tls-key F] [--insecure] | server users add|list|revoke|budget | server status [-o json]",
+		Use:   "server [--listen ADDR] [--store URL] [--replica NAME [--lease-ttl D]] [--tls-cert F --tls-key F] [--insecure] | server users add|list|revoke|budget | server usage [-o json] | server status [-o json]",
 		Short: "Serve SORTIE_HOME's API to a team (users, tokens), running its controller",
 		Long: "Run the HTTP API over this home's jobs, and its controller, in the controller program.\n" +
 			"`sortie server users add NAME [--admin]` prints a new user's token once; `users list` (with each one's budget, spent and left this month);\n" +
 			"`users revoke NAME`; `users budget NAME DOLLARS|none|default` sets a user's monthly budget.\n" +
+			"`sortie server usage [-o json]` shows each user with jobs running or waiting: what they hold against the limits,\n" +
+			"their fair-share weight, their decayed use and share of everyone's, and how many jobs they have waiting.\n" +
 			"Beyond 127.0.0.1 the server needs --tls-cert and --tls-key, or --insecure.\n" +
 			"With --replica NAME the server is one of several on one store (PostgreSQL), each driving the jobs it leases;\n" +
 			"`sortie server status` lists them and the jobs each holds.",

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +41,51 @@ func TestWaitingJobsShowPlaceAndReason(t *testing.T) {
 	printQueue(f, []contract.JobView{running})
 	if strings.Contains(out.String(), "WAITING") {
 		t.Errorf("queue without waiting jobs:\n%s", out)
+	}
+}
+
+// priorityFake answers `jobs priority` as a service would, remembering
+// what it was asked.
+type priorityFake struct {
+	Service
+	id       int64
+	priority int
+	err      error
+}
+
+func (s *priorityFake) SetPriority(_ context.Context, id int64, n int) (*contract.PriorityView, error) {
+	s.id, s.priority = id, n
+	if s.err != nil {
+		return nil, s.err
+	}
+	return &contract.PriorityView{JobID: id, Priority: n, Previous: 500}, nil
+}
+func (s *priorityFake) Close() error { return nil }
+
+// `jobs priority ID N` asks the service, says what changed (or prints the
+// JSON), refuses a bad id or priority as a usage error without asking,
+// and passes on the service's refusals with their message.
+func TestJobsPriority(t *testing.T) {
+	run := func(fake *priorityFake, argv ...string) (int, string, string) {
+		f, out, errb := testFactory()
+		f.Service = func(context.Context) (Service, error) { return fake, nil }
+		return Execute(f, append([]string{"jobs", "priority"}, argv...)), out.String(), errb.String()
+	}
+	fake := &priorityFake{}
+	if code, out, _ := run(fake, "14", "800"); code != 0 || fake.id != 14 || fake.priority != 800 || out != "Job 14's priority: 500 -> 800.\n" {
+		t.Errorf("priority 14 800: exit %d, asked %d %d, printed %q", code, fake.id, fake.priority, out)
+	}
+	if code, out, _ := run(&priorityFake{}, "14", "0", "-o", "json"); code != 0 || !strings.Contains(out, `"previous": 500`) || !strings.Contains(out, `"priority": 0`) {
+		t.Errorf("-o json: exit %d %q", code, out)
+	}
+	for _, argv := range [][]string{{"14", "1001"}, {"14", "high"}, {"x", "5"}, {"14"}, {"14", "5", "-o", "yaml"}} {
+		fake := &priorityFake{}
+		if code, _, errs := run(fake, argv...); code != ExitUsage || fake.id != 0 {
+			t.Errorf("priority %v: exit %d (%s), asked job %d; want a usage error, nothing asked", argv, code, errs, fake.id)
+		}
+	}
+	refused := fmt.Errorf("job 14 is RUNNING: %w", contract.ErrNotWaiting)
+	if code, _, errs := run(&priorityFake{err: refused}, "14", "1"); code != ExitFailed || !strings.Contains(errs, "job 14 is RUNNING: only a job waiting to start can change its priority") {
+		t.Errorf("a running job: exit %d, %q", code, errs)
 	}
 }

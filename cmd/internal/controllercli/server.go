@@ -120,7 +120,7 @@ func serverCmd(h string, out, errw io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "serve plain HTTP beyond loopback: tokens cross the network in the clear")
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", api.DefaultMaxBody, "largest JSON request body, in bytes")
 	cmd.Flags().Int64Var(&o.maxUpload, "max-upload", api.DefaultMaxUpload, "largest upload (a workdir or file mount), in bytes")
-	cmd.AddCommand(usersCmd(h, out, errw, &o.storePath))
+	cmd.AddCommand(usersCmd(h, out, errw, &o.storePath), usageCmd(h, out, &o.storePath))
 	return cmd
 }
 

@@ -351,6 +351,15 @@ func (c *Client) Release(ctx context.Context, id int64) (*contract.ReleaseView, 
 	return &out, nil
 }
 
+// SetPriority is `jobs priority ID N`.
+func (c *Client) SetPriority(ctx context.Context, id int64, priority int) (*contract.PriorityView, error) {
+	var out contract.PriorityView
+	if err := c.call(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/priority", id), contract.PriorityRequest{Priority: priority}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Shell is `jobs ssh`, which a server does not carry.
 func (c *Client) Shell(ctx context.Context, req contract.ShellRequest) (int, error) {
 	return 0, &contract.UsageError{Err: fmt.Errorf("jobs ssh does not go through a server (SORTIE_API_URL %s): run it on the server's machine, "+

@@ -1,0 +1,74 @@
+package contract
+
+import (
+	"sortie/strategy"
+)
+
+// UsageView is one user's row of `sortie server usage -o json`: what
+// their jobs hold now against their limit and the server's, their
+// fair-share weight, their decayed use and its share of everyone's, and
+// how many of their jobs wait.
+type UsageView struct {
+	User        string        `json:"user"`
+	Held        UsageAmounts  `json:"held"`
+	UserLimit   *UsageAmounts `json:"user_limit"`
+	ServerLimit *UsageAmounts `json:"server_limit"`
+	Weight      float64       `json:"weight"`
+	// DecayedUse is in charge-hours: GPU-hours for jobs with GPUs, else
+	// vCPU-hours, else node-hours, each hour weighing half as much every
+	// fair_share.half_life after it.
+	DecayedUse float64 `json:"decayed_use"`
+	Share      float64 `json:"share"`
+	Waiting    int     `json:"waiting"`
+}
+
+// UsageAmounts are counts of what a limit counts; in a limit, a null
+// count is no limit.
+type UsageAmounts struct {
+	RunningJobs *int           `json:"running_jobs"`
+	Nodes       *int           `json:"nodes"`
+	VCPUs       *int           `json:"vcpus"`
+	GPUs        map[string]int `json:"gpus"`
+}
+
+// HeldAmounts is what a holds, every count given (0 for none).
+func HeldAmounts(a strategy.Amounts) UsageAmounts {
+	n := func(r strategy.Resource) *int { v := a[r]; return &v }
+	out := UsageAmounts{RunningJobs: n(strategy.Jobs), Nodes: n(strategy.Nodes), VCPUs: n(strategy.VCPUs), GPUs: map[string]int{}}
+	for r, v := range a {
+		if r.IsGPU() {
+			out.GPUs[r.Unit()] = v
+		}
+	}
+	return out
+}
+
+// LimitAmounts is limit a, a count it leaves out null; nil for no limit.
+func LimitAmounts(a strategy.Amounts) *UsageAmounts {
+	if len(a) == 0 {
+		return nil
+	}
+	n := func(r strategy.Resource) *int {
+		if v, ok := a[r]; ok {
+			return &v
+		}
+		return nil
+	}
+	out := UsageAmounts{RunningJobs: n(strategy.Jobs), Nodes: n(strategy.Nodes), VCPUs: n(strategy.VCPUs), GPUs: map[string]int{}}
+	for r, v := range a {
+		if r.IsGPU() {
+			out.GPUs[r.Unit()] = v
+		}
+	}
+	return &out
+}
+
+// UsageViews are rows as `server usage -o json` prints them.
+func UsageViews(rows []strategy.UserUsage, server strategy.Amounts) []UsageView {
+	out := make([]UsageView, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, UsageView{User: r.User, Held: HeldAmounts(r.Held), UserLimit: LimitAmounts(r.Limit),
+			ServerLimit: LimitAmounts(server), Weight: r.Weight, DecayedUse: r.Use / 3600, Share: r.Share, Waiting: r.Waiting})
+	}
+	return out
+}
