@@ -214,6 +214,13 @@ type AdmitInput struct {
 	// Used is the past and present use of every user (UseSpan).
 	Used     []UseSpan
 	HalfLife time.Duration
+	// Admitted are the jobs admitted (or started) that have not ended,
+	// each counted in Held: those a waiting job may preempt.
+	Admitted []AdmittedJob
+	// Preempt lets a waiting job blocked by a limit take the place of
+	// admitted jobs of lower priority (limits.preemption:
+	// lower_priority); see preempt.go.
+	Preempt bool
 }
 
 // Placed is admission's answer for one waiting job.
@@ -227,6 +234,9 @@ type Placed struct {
 	// Reason says why it waits: "waiting: alice holds 16 of 16 A100
 	// (user limit)"; "" when admitted.
 	Reason string
+	// Preempt are the admitted jobs this waiting job asks to stop and
+	// wait again, to make room for it (AdmitInput.Preempt); nil for none.
+	Preempt []int64
 }
 
 // Admit orders the waiting jobs and says which of them may start now.
@@ -277,6 +287,10 @@ func Admit(in AdmitInput) []Placed {
 	heap.Init(q)
 
 	s := newScopes(in)
+	var pr *preemptor
+	if in.Preempt {
+		pr = newPreemptor(in.Admitted)
+	}
 	out := make([]Placed, 0, len(in.Waiting))
 	waiting := 0
 	for q.Len() > 0 {
@@ -285,10 +299,18 @@ func Admit(in AdmitInput) []Placed {
 		p := Placed{ID: j.ID}
 		charged := false
 		rs := resources(j.Ask)
+		// Whether a job ahead already waits for what j asks, before
+		// blocked marks j's own wait: j then takes no one's place.
+		behind := pr != nil && s.queued(j, rs)
 		if why := in.Limits.exceeded(j.User, j.Ask, rs); why != "" {
 			p.Reason = "waiting: " + why + "; it cannot start until the limit is raised"
 		} else if why, server := s.blocked(j, rs, waiting); why != "" {
 			p.Reason, charged = why, server
+			if pr != nil {
+				if why, victims := pr.preempt(s, j, rs, behind); why != "" {
+					p.Reason, p.Preempt = why, victims
+				}
+			}
 		} else {
 			p.Admit = true
 			charged = true
