@@ -40,6 +40,10 @@ const (
 	// BudgetSpent: the job's max_cost was spent, or too little of it was
 	// left for the next attempt (OverBudget); sortie stopped the attempt.
 	BudgetSpent Outcome = "over_budget"
+	// PreemptedByPriority: sortie stopped the attempt to give its place
+	// under a limit to a waiting job of higher priority (preempt.go);
+	// the job waits to be admitted again.
+	PreemptedByPriority Outcome = "preempted_by_priority"
 )
 
 // Action is what the controller does next.
@@ -59,6 +63,9 @@ const (
 	Succeed Action = "succeed"
 	Fail    Action = "fail"
 	Cancel  Action = "cancel"
+	// Requeue sends the job back to wait for admission, PENDING, its
+	// counters untouched: it was preempted by a job of higher priority.
+	Requeue Action = "requeue"
 )
 
 // Rule names which rule made a decision: a stable, machine-readable companion
@@ -85,6 +92,9 @@ const (
 	RuleControllerError Rule = "ControllerError"
 	RuleUnknownOutcome  Rule = "UnknownOutcome"
 	RuleCrashLoop       Rule = "CrashLoop"
+	// RulePreemptedByPriority requeues a job stopped for a waiting job of
+	// higher priority.
+	RulePreemptedByPriority Rule = "PreemptedByPriority"
 	// RuleOnDemandAfter and RuleOnDemandAfterCost recover from a spot
 	// preemption on-demand (Decision.OnDemand), after
 	// job_recovery.on_demand_after preemptions or once they cost more
@@ -115,6 +125,8 @@ const (
 	reasonNothingBigger  = "%s matched escalate.on_exit_codes %s, but nothing bigger is left (%s)"
 	reasonNoEscalation   = "%s (would escalate: %s); no restarts left (max_restarts_on_errors %d)"
 	reasonCrashLoop      = "crash loop: %s without progress (%s)"
+
+	reasonPreemptedByPriority = "preempted by a job of higher priority; waiting to start again"
 )
 
 // Policy is the part of resources.job_recovery that Decide applies.
@@ -334,7 +346,10 @@ type Decision struct {
 //     reason; never recovered.
 //  11. over_budget (OverBudget said so): Fail with FAILED and Detail,
 //     OverBudget's reason; never recovered.
-//  12. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart
+//  12. preempted_by_priority: Requeue, the job waits for admission again;
+//     Detail is the reason (who took its place). No counter moves: it
+//     spends neither max_restarts_on_errors nor max_recoveries.
+//  13. crash loop, with MaxRestartsWithoutProgress set: a Recover, Restart
 //     or Escalate from rules 1 to 4 after an attempt that made no progress
 //     (see Progress) is one more restart without progress; past the limit
 //     it becomes Fail with FAILED, "crash loop: N restarts without
@@ -384,6 +399,9 @@ func decide(p Policy, c Counters, e Ended, lastTask bool) Decision {
 		}
 		return Decision{Action: Fail, Counters: c, Status: lifecycle.FailedNoResource,
 			Rule: RuleLaunchFailed, Reason: cmp.Or(e.Detail, reasonLaunchFailed)}
+	case PreemptedByPriority:
+		return Decision{Action: Requeue, Counters: c, Rule: RulePreemptedByPriority,
+			Reason: cmp.Or(e.Detail, reasonPreemptedByPriority)}
 	case ControllerError:
 		reason := reasonController
 		if e.Detail != "" {

@@ -49,6 +49,14 @@ func TestDecide(t *testing.T) {
 				Reason: "preemption in us-east-1/us-east-1a (Server.SpotInstanceTermination)"},
 		},
 		{
+			name:     "preempted by priority requeues, every budget untouched, even with none left",
+			policy:   Policy{MaxRestartsOnErrors: 0, MaxRecoveries: 1, NoRecovery: true},
+			counters: Counters{RecoveryCount: 1, LossRecoveries: 1, RestartsOnErrors: 1},
+			ended:    Ended{Outcome: PreemptedByPriority, Detail: "preempted by priority: job 7 (priority 900) took its place"},
+			want: Decision{Action: Requeue, Counters: Counters{RecoveryCount: 1, LossRecoveries: 1, RestartsOnErrors: 1},
+				Rule: RulePreemptedByPriority, Reason: "preempted by priority: job 7 (priority 900) took its place"},
+		},
+		{
 			name:     "node lost recovers even with exhausted budget",
 			policy:   Policy{},
 			counters: Counters{RestartsOnErrors: 5},
@@ -399,7 +407,7 @@ func TestDecideSequence(t *testing.T) {
 }
 
 func TestDecideEveryDecisionHasReason(t *testing.T) {
-	outcomes := []Outcome{Succeeded, UserFailure, SetupFailure, Preempted, NodeLost, LaunchFailed, Cancelled, ControllerError, TimedOut, ""}
+	outcomes := []Outcome{Succeeded, UserFailure, SetupFailure, Preempted, NodeLost, LaunchFailed, Cancelled, ControllerError, TimedOut, BudgetSpent, PreemptedByPriority, ""}
 	for _, o := range outcomes {
 		for _, last := range []bool{false, true} {
 			for _, prechecks := range []bool{false, true} {

@@ -17,7 +17,9 @@ import (
 //   - PENDING → STARTING, RECOVERING: a new attempt; → RUNNING: the launch
 //     that waited for capacity succeeded and the task started.
 //   - STARTING, RECOVERING → PENDING: no placement had capacity; the job
-//     waits for the next round of launch tries.
+//     waits for the next round of launch tries. Also, with RUNNING →
+//     PENDING: the job gave its place under a limit to a waiting job of
+//     higher priority (limits.preemption) and waits for admission again.
 //   - PENDING, STARTING, RECOVERING → RUNNING: the task runs on every node.
 //   - PENDING, STARTING → RECOVERING: the new cluster was lost before the
 //     task started; RUNNING → RECOVERING: restart or recovery.
@@ -39,7 +41,7 @@ var jobMoves = map[Status][]Status{
 		Cancelled, Failed, FailedPrechecks, FailedNoResource, FailedController},
 	Recovering: {Pending, Running, Cancelling,
 		Cancelled, Failed, FailedPrechecks, FailedNoResource, FailedController},
-	Running: {Starting, Recovering, Cancelling,
+	Running: {Pending, Starting, Recovering, Cancelling,
 		Succeeded, Cancelled, Failed, FailedSetup, FailedController},
 	Cancelling: {Succeeded, Cancelled, Failed, FailedSetup, FailedPrechecks, FailedNoResource, FailedController},
 }

@@ -57,6 +57,7 @@ const (
 	actSucceed  = "succeed"
 	actFail     = "fail"
 	actCancel   = "cancel"
+	actRequeue  = "requeue"
 )
 
 // Change is what one transition writes. An empty field leaves what it
@@ -79,6 +80,9 @@ type Change struct {
 	Failure string
 	// NextTask moves the job on to its pipeline's next task.
 	NextTask bool
+	// Requeue sends the job back to wait for admission: it is no longer
+	// admitted, and no longer asked to yield.
+	Requeue bool
 }
 
 // ErrCancelRequested is wrapped by the error of a move that sends a job
@@ -184,6 +188,11 @@ func Waiting(j Job) (Change, error) {
 	if j.CancelRequested {
 		return Change{}, fmt.Errorf("job %d: %w", j.ID, ErrCancelRequested)
 	}
+	if j.Status == Running {
+		// RUNNING → PENDING is a preempted job's (Requeued, a requeue
+		// decision), never a wait for capacity: a running job has it.
+		return Change{}, &MoveError{Subject: fmt.Sprintf("job %d", j.ID), Kind: "job", From: string(j.Status), To: string(Pending)}
+	}
 	if err := CheckJob(j.ID, j.Status, Pending); err != nil {
 		return Change{}, err
 	}
@@ -206,6 +215,34 @@ func Cancel(j Job) (Change, error) {
 	return Change{Job: Cancelling, StatusReason: CancelReason}, nil
 }
 
+// Requeued is job j, asked to yield its place to a job of higher
+// priority (preemption), going back to wait for admission while it has no
+// attempt open (admitted but not started, or backing off): the job and
+// its current task t are PENDING, with reason. A job whose attempt is open
+// goes back through that attempt's end (AfterDecision with the strategy's
+// requeue). It fails with ErrOpenAttempt while an attempt is open, then
+// with ErrTerminal when the job has ended, ErrCancelRequested when it is
+// being cancelled (the cancel ends it), and ErrNotAMove for a move the
+// tables do not list.
+func Requeued(j Job, open bool, t Task, reason string) (Change, error) {
+	if open {
+		return Change{}, fmt.Errorf("job %d: %w", j.ID, ErrOpenAttempt)
+	}
+	if err := j.ended(); err != nil {
+		return Change{}, err
+	}
+	if j.CancelRequested {
+		return Change{}, fmt.Errorf("job %d: %w", j.ID, ErrCancelRequested)
+	}
+	if err := CheckJob(j.ID, j.Status, Pending); err != nil {
+		return Change{}, err
+	}
+	if err := CheckTask(j.ID, t.Idx, t.Status, Pending); err != nil {
+		return Change{}, err
+	}
+	return Change{Job: Pending, Task: Pending, StatusReason: reason, Requeue: true}, nil
+}
+
 // Ending is attempt a ending: its outcome and exit codes are written
 // exactly once. It fails with ErrAttemptEnded when a has ended.
 func Ending(a Attempt) (Change, error) {
@@ -222,7 +259,8 @@ func attemptTo(a Attempt, to AttemptState) (Change, error) {
 // AfterDecision is the one place a decision on an ended attempt of task
 // `ended` becomes statuses: what that task and its job j (whose tasks are
 // tasks) move to. Recover, Restart and Escalate make both RECOVERING,
-// with the decision's reason; NextTask makes the task SUCCEEDED and the
+// with the decision's reason; Requeue (preempted by a job of higher
+// priority) makes both PENDING, waiting for admission again; NextTask makes the task SUCCEEDED and the
 // job STARTING its next task; Succeed, Fail and Cancel end both with the
 // decision's status, and the tasks that never ran are CANCELLED. A job
 // being cancelled keeps its status (CANCELLING) unless the decision ends
@@ -300,6 +338,8 @@ func decided(j Job, d Decision) (Change, error) {
 		c = Change{Task: Recovering, Job: Recovering, StatusReason: d.Reason}
 	case actNextTask:
 		c = Change{Task: Succeeded, Job: Starting, NextTask: true}
+	case actRequeue:
+		c = Change{Task: Pending, Job: Pending, StatusReason: d.Reason, Requeue: true}
 	case actSucceed, actFail, actCancel:
 		if !d.Status.Terminal() || (d.Action == actSucceed) != (d.Status == Succeeded) {
 			return c, fmt.Errorf("job %d: decision %s with status %q does not end a job", j.ID, d.Action, d.Status)

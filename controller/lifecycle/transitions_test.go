@@ -87,6 +87,23 @@ func TestTransitions(t *testing.T) {
 		{"ending twice", func() (Change, error) { return Ending(attempt(AttemptEnded)) }, Change{}, ErrAttemptEnded},
 
 		// The strategy's decision on it.
+		{"requeue after a preemption by priority", func() (Change, error) {
+			return AfterDecision(job(Running), []Task{task(Running), {1, Pending}}, 0, Decision{Action: actRequeue, Reason: "preempted by priority"})
+		}, Change{Job: Pending, Task: Pending, StatusReason: "preempted by priority", Requeue: true}, nil},
+		{"requeue of a job being cancelled keeps it CANCELLING", func() (Change, error) {
+			return AfterDecision(Job{ID: 7, Status: Cancelling, CancelRequested: true}, []Task{task(Running)}, 0, Decision{Action: actRequeue, Reason: "preempted by priority"})
+		}, Change{Job: Cancelling, Task: Pending, StatusReason: CancelReason, Requeue: true}, nil},
+		{"requeued between attempts", func() (Change, error) { return Requeued(job(Recovering), false, task(Recovering), "preempted") },
+			Change{Job: Pending, Task: Pending, StatusReason: "preempted", Requeue: true}, nil},
+		{"requeued once admitted, before its first attempt", func() (Change, error) { return Requeued(job(Pending), false, task(Pending), "preempted") },
+			Change{Job: Pending, Task: Pending, StatusReason: "preempted", Requeue: true}, nil},
+		{"requeued with an attempt open", func() (Change, error) { return Requeued(job(Running), true, task(Running), "preempted") },
+			Change{}, ErrOpenAttempt},
+		{"requeued while being cancelled", func() (Change, error) {
+			return Requeued(Job{ID: 7, Status: Cancelling, CancelRequested: true}, false, task(Pending), "preempted")
+		}, Change{}, ErrCancelRequested},
+		{"requeued after it ended", func() (Change, error) { return Requeued(job(Succeeded), false, task(Succeeded), "preempted") },
+			Change{}, ErrTerminal},
 		{"recover", func() (Change, error) { return AfterDecision(job(Running), []Task{task(Running)}, 0, recoverD) },
 			Change{Job: Recovering, Task: Recovering, StatusReason: "spot preemption"}, nil},
 		{"recover while cancelling keeps the job", func() (Change, error) {
