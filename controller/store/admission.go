@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"sortie/controller/lifecycle"
 	"sortie/strategy"
 )
 
@@ -18,6 +20,11 @@ type AdmissionFacts struct {
 	// Held is what each owner's admitted, unfinished jobs hold: every job
 	// that left PENDING, and those admitted that have not yet.
 	Held map[string]strategy.Amounts
+	// Admitted are those jobs one by one (strategy.HeldBy of them is
+	// Held), with their priority, when they were admitted (submitted, for
+	// a job started before admission existed) and the job each was asked
+	// to make room for.
+	Admitted []strategy.AdmittedJob
 	// Used are the attempts that ran since UsedSince, with their job's
 	// owner and what it holds.
 	Used []strategy.UseSpan
@@ -26,6 +33,9 @@ type AdmissionFacts struct {
 // Admission is one pass of admission's decision: the jobs it let start.
 type Admission struct {
 	Admitted []int64
+	// Preempted are the jobs it asked to yield their place, by the
+	// waiting job each makes room for.
+	Preempted map[int64]int64
 	// Waiting is how many jobs still wait.
 	Waiting int
 }
@@ -40,7 +50,10 @@ const admissionLock = 0x736f7274_69650022
 // Passes of every replica sharing a PostgreSQL store run one at a time
 // (an advisory lock held to the end of the transaction), and on SQLite
 // every write transaction is alone already: what one pass admits, the
-// next counts as held, so no two passes give the same room twice.
+// next counts as held, so no two passes give the same room twice. The
+// jobs a waiting job preempts (Placed.Preempt) are asked to yield in the
+// same transaction (yield_for, yield_reason): a job already asked, ended,
+// or back waiting is left as it is.
 // usedSince bounds the attempts read for past use.
 func (s *Store) Admit(ctx context.Context, usedSince time.Time, decide func(AdmissionFacts) []strategy.Placed) (Admission, error) {
 	var out Admission
@@ -56,6 +69,10 @@ func (s *Store) Admit(ctx context.Context, usedSince time.Time, decide func(Admi
 			return err
 		}
 		now := fmtTime(s.now())
+		priority := make(map[int64]int, len(facts.Waiting))
+		for _, w := range facts.Waiting {
+			priority[w.ID] = w.Priority
+		}
 		for _, p := range decide(facts) {
 			if p.Admit {
 				if _, err := tx.ExecContext(ctx, `UPDATE jobs SET admitted_at = ?, wait_reason = '', wait_place = NULL
@@ -66,6 +83,23 @@ func (s *Store) Admit(ctx context.Context, usedSince time.Time, decide func(Admi
 				continue
 			}
 			out.Waiting++
+			for _, v := range p.Preempt {
+				reason := fmt.Sprintf("preempted by priority: job %d (priority %d) takes its place", p.ID, priority[p.ID])
+				if _, under, ok := strings.Cut(p.Reason, " for room under "); ok {
+					reason += " under " + under
+				}
+				res, err := tx.ExecContext(ctx, `UPDATE jobs SET yield_for = ?, yield_reason = ?
+					WHERE id = ? AND yield_for IS NULL AND `+activeSQL+` AND (status <> 'PENDING' OR admitted_at IS NOT NULL)`, p.ID, reason, v)
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n > 0 {
+					if out.Preempted == nil {
+						out.Preempted = map[int64]int64{}
+					}
+					out.Preempted[v] = p.ID
+				}
+			}
 			if c, ok := current[p.ID]; ok && c.reason == p.Reason && c.place == p.Place {
 				continue
 			}
@@ -78,6 +112,52 @@ func (s *Store) Admit(ctx context.Context, usedSince time.Time, decide func(Admi
 	})
 	return out, err
 }
+
+// Requeue sends job id, asked to yield its place (yield_for) and with no
+// attempt open, back to wait for admission: PENDING, not admitted, with
+// reason (lifecycle.Requeued). A job with an attempt open goes back
+// through that attempt's end instead (EndAttempt with a requeue). It fails
+// with ErrOpenAttempt while an attempt is open, with ErrTerminal if the
+// job has ended, with ErrCancelRequested if it is being cancelled, and
+// with ErrNotAMove for a move the lifecycle does not list; then nothing
+// is written.
+func (s *Store) Requeue(ctx context.Context, id int64, reason string) error {
+	return s.tx(ctx, func(tx *dbTx) error {
+		if err := s.d.lockJob(ctx, tx, id); err != nil {
+			return err
+		}
+		open, err := openAttempt(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		j, err := readJob(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRowContext(ctx, `SELECT current_task FROM jobs WHERE id = ?`, id).Scan(&current); err != nil {
+			return err
+		}
+		t, err := readTask(ctx, tx, id, current)
+		if err != nil {
+			return err
+		}
+		n, err := lifecycle.Requeued(j.Job, open, t, reason)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND idx = ?`, n.Task, id, current); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, status_reason = ?, next_action_at = NULL, `+requeueSQL+` WHERE id = ?`,
+			n.Job, n.StatusReason, id)
+		return err
+	})
+}
+
+// requeueSQL is what a job going back to wait for admission clears: it is
+// no longer admitted, nor asked to yield.
+const requeueSQL = `admitted_at = NULL, wait_reason = '', wait_place = NULL, yield_for = NULL, yield_reason = ''`
 
 // AdmissionFacts reads, in one transaction, what an admission pass would
 // decide on (the waiting jobs, what each owner holds, the use since
@@ -129,30 +209,30 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		return facts, nil, err
 	}
 
-	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask FROM jobs
+	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask, priority, COALESCE(admitted_at, submitted_at), yield_for FROM jobs
 		WHERE `+activeSQL+` AND (status <> 'PENDING' OR admitted_at IS NOT NULL)`)
 	if err != nil {
 		return facts, nil, err
 	}
 	for rows.Next() {
-		var id int64
-		var owner, ask string
-		if err := rows.Scan(&id, &owner, &ask); err != nil {
+		var a strategy.AdmittedJob
+		var ask, admitted string
+		var yieldFor sql.NullInt64
+		if err := rows.Scan(&a.ID, &a.User, &ask, &a.Priority, &admitted, &yieldFor); err != nil {
 			rows.Close()
 			return facts, nil, err
 		}
-		a, err := ParseAsk(ask)
-		if err != nil {
+		if a.Ask, err = ParseAsk(ask); err != nil {
 			rows.Close()
-			return facts, nil, fmt.Errorf("job %d: %w", id, err)
+			return facts, nil, fmt.Errorf("job %d: %w", a.ID, err)
 		}
-		if facts.Held[owner] == nil {
-			facts.Held[owner] = strategy.Amounts{}
+		if t := parseTime(sql.NullString{String: admitted, Valid: true}); t != nil {
+			a.AdmittedAt = *t
 		}
-		for r, n := range a {
-			facts.Held[owner][r] += n
-		}
+		a.YieldFor = yieldFor.Int64
+		facts.Admitted = append(facts.Admitted, a)
 	}
+	facts.Held = strategy.HeldBy(facts.Admitted)
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return facts, nil, err

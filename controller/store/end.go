@@ -160,6 +160,12 @@ func (s *Store) EndAttempt(ctx context.Context, a *Attempt, o Observed, d strate
 			n.Job, n.StatusReason, nullStr(n.Failure), next, string(codes), advance, jobEnded, j.ID, j.ID, j.ID); err != nil {
 			return err
 		}
+		if n.Requeue {
+			// Preempted by priority: it waits for admission again.
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET `+requeueSQL+` WHERE id = ?`, j.ID); err != nil {
+				return err
+			}
+		}
 		if n.Others != "" {
 			// The tasks after the one that ended the job never run.
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ? WHERE job_id = ? AND status = ?`, n.Others, j.ID, lifecycle.Pending); err != nil {

@@ -79,6 +79,12 @@ type Job struct {
 	// once admitted.
 	WaitReason string
 	WaitPlace  int
+	// YieldFor is the waiting job of higher priority this job was asked
+	// to make room for (preemption): it is being stopped and will wait
+	// again; nil when it was not asked. YieldReason is what its attempt's
+	// end records.
+	YieldFor    *int64
+	YieldReason string
 }
 
 // CostAt is what the job has cost up to now: its ended attempts' costs,
@@ -141,7 +147,7 @@ const (
 	cancel_requested, next_action_at, input_key, recovery_count, restarts_on_errors, exit_codes,
 	retried_in, retry_of, root_id, trigger, requested_by, retry_reason, overrides,
 	submitted_at, started_at, ended_at, owner, cancelled_by, cost, cost_estimate, cost_rate, cost_since,
-	priority, ask, admitted_at, wait_reason, wait_place,
+	priority, ask, admitted_at, wait_reason, wait_place, yield_for, yield_reason,
 	(SELECT size FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS size,
 	(SELECT resources FROM tasks WHERE tasks.job_id = jobs.id AND tasks.idx = jobs.current_task) AS resources,
 	(SELECT cloud || '/' || region || '/' || zone FROM attempts
@@ -422,14 +428,14 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 	var retriedIn, retryOf, root sql.NullInt64
 	var cost, costRate sql.NullFloat64
 	var costSince, admitted sql.NullString
-	var waitPlace sql.NullInt64
+	var waitPlace, yieldFor sql.NullInt64
 	var submitted string
 	var spec string
 	if err := rows.Scan(&j.ID, &j.Name, &j.Status, &j.StatusReason, &failure, &spec, &j.BaseDir, &j.CurrentTask, &j.NumTasks,
 		&j.CancelRequested, &next, &inputKey, &j.RecoveryCount, &j.RestartsOnErrors, &exitCodes,
 		&retriedIn, &retryOf, &root, &j.Trigger, &j.RequestedBy, &j.RetryReason, &overrides,
 		&submitted, &started, &ended, &j.Owner, &j.CancelledBy, &cost, &j.CostEstimate, &costRate, &costSince,
-		&j.Priority, &j.Ask, &admitted, &j.WaitReason, &waitPlace,
+		&j.Priority, &j.Ask, &admitted, &j.WaitReason, &waitPlace, &yieldFor, &j.YieldReason,
 		&size, &resources, &placement); err != nil {
 		return nil, err
 	}
@@ -442,6 +448,9 @@ func scanJob(rows *sql.Rows) (*Job, error) {
 	j.CostSince = parseTime(costSince)
 	j.AdmittedAt = parseTime(admitted)
 	j.WaitPlace = int(waitPlace.Int64)
+	if yieldFor.Valid {
+		j.YieldFor = &yieldFor.Int64
+	}
 	j.Spec = []byte(spec)
 	// A size that cannot be read is left out of listings; the controller
 	// reads the attempt's own and stops there.
