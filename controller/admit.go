@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"time"
 
 	"sortie/controller/lifecycle"
@@ -25,7 +27,8 @@ func (c *Controller) admit(ctx context.Context) {
 	limits := c.Config.Limits.Strategy()
 	res, err := c.Store.Admit(ctx, now.Add(-strategy.UseWindow(halfLife)), func(f store.AdmissionFacts) []strategy.Placed {
 		return strategy.Admit(strategy.AdmitInput{Now: now, Waiting: f.Waiting, Held: f.Held, Limits: limits,
-			Weights: c.Config.FairShare.Weights, Used: f.Used, HalfLife: halfLife})
+			Weights: c.Config.FairShare.Weights, Used: f.Used, HalfLife: halfLife,
+			Admitted: f.Admitted, Preempt: c.Config.Limits.Preempts()})
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -36,6 +39,51 @@ func (c *Controller) admit(ctx context.Context) {
 	if len(res.Admitted) > 0 {
 		c.Log.Info("admitted", "jobs", res.Admitted, "waiting", res.Waiting, "took", time.Since(start))
 	}
+	for victim, by := range res.Preempted {
+		c.Log.Info("preempting", "job", victim, "for", by)
+		// A launch under way stops now rather than when it ends.
+		c.aborts.abort(victim)
+	}
+}
+
+// yield stops job j, asked to make room for a waiting job of higher
+// priority (limits.preemption), the way a cancel stops it: its nodes get
+// SIGTERM and the task's termination grace, then SIGKILL; their logs and
+// codes are kept, and its attempt ends preempted_by_priority, which
+// requeues the job (PENDING, not admitted, counters untouched) and tears
+// its cluster down. A job with no attempt open goes back to wait at once.
+// The request is in the store until the end is recorded: a controller
+// killed in the middle finds it again and goes on with the stop.
+func (c *jobStep) yield(ctx context.Context, j *store.Job, a *store.Attempt) error {
+	reason := cmp.Or(j.YieldReason, "preempted by priority")
+	if a == nil {
+		if err := c.Store.Requeue(ctx, j.ID, reason); err != nil {
+			if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrOpenAttempt) || errors.Is(err, store.ErrCancelRequested) {
+				return nil // moved on since it was read: the next look sees it as it is
+			}
+			return err
+		}
+		c.logger(ctx).Info("requeued", "reason", reason)
+		// A cluster kept for a restart is not held while the job waits.
+		last, err := c.Store.LastAttempt(ctx, j.ID, j.CurrentTask)
+		if err == nil {
+			actx, cancel := afterEnd(ctx)
+			defer cancel()
+			c.terminate(actx, last)
+		}
+		return nil
+	}
+	e := ended{outcome: strategy.PreemptedByPriority, reason: reason, detail: reason}
+	if a.State == lifecycle.AttemptLaunching {
+		// No task ran: finish tears down whatever the launch made.
+		return c.finish(ctx, j, a, nil, e, nil)
+	}
+	w := c.wrapUp(ctx, j, a, false)
+	c.stopLeftovers(ctx, j, a, w)
+	if w.cl != nil {
+		e.codes = c.recordedCodes(ctx, w.prov, w.cl, a, true)
+	}
+	return c.finish(ctx, j, a, nil, e, w)
 }
 
 // waitsForAdmission says whether job j waits for admission: it is PENDING,

@@ -332,13 +332,13 @@ func (c *Controller) tick(ctx context.Context, scope tickScope) error {
 	}
 	var watched []schedule.Work
 	for _, j := range jobs {
-		if j.CancelRequested {
+		if j.CancelRequested || j.YieldFor != nil {
 			// A launch in flight holds the job: stop it now rather than
-			// when it ends, and the cancel follows at once.
+			// when it ends, and the cancel (or preemption) follows at once.
 			c.aborts.abort(j.ID)
 		}
 		a := byJob[j.ID]
-		running := a != nil && a.State == lifecycle.AttemptRunning && !j.CancelRequested
+		running := a != nil && a.State == lifecycle.AttemptRunning && !j.CancelRequested && j.YieldFor == nil
 		if scope.unwatched && running && !(noticeEnds(a.Notice) && a.ReplacedAt == nil) {
 			// A wake looks at running jobs only when a notice was given
 			// to one (sortie local preempt --notice).

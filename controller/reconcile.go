@@ -71,6 +71,9 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 		}
 		return wrapf(c.cancel(ctx, j, a), "cancel")
 	}
+	if j.YieldFor != nil {
+		return wrapf(c.yield(ctx, j, a), "preempt by priority")
+	}
 	if reason, over := c.overTime(j); over {
 		return wrapf(c.timeOut(ctx, j, a, reason), "end at max_duration")
 	}
@@ -130,7 +133,7 @@ func (c *jobStep) reconcileStep(ctx context.Context, j *store.Job, a *store.Atte
 			err = wrapf(c.startAttempt(wctx, j, task, a), "start %s", attemptName(a))
 		}
 		if cancelled(wctx) && ctx.Err() == nil {
-			return wrapf(c.cancelNow(ctx, j.ID), "cancel")
+			return wrapf(c.cancelNow(ctx, j.ID), "stop")
 		}
 		return err
 	case lifecycle.AttemptRunning:
@@ -305,7 +308,8 @@ func (c *jobStep) timeOut(ctx context.Context, j *store.Job, a *store.Attempt, r
 }
 
 // cancelNow cancels job id as it now is, after its launch or start was
-// stopped for the cancel: the attempt may have moved on meanwhile.
+// stopped for the cancel (or for a preemption by priority, which it
+// carries out instead): the attempt may have moved on meanwhile.
 func (c *jobStep) cancelNow(ctx context.Context, id int64) error {
 	j, err := c.Store.Job(ctx, id)
 	if err != nil {
@@ -317,6 +321,10 @@ func (c *jobStep) cancelNow(ctx context.Context, id int64) error {
 	a, err := c.openAttempt(ctx, j)
 	if err != nil {
 		return fmt.Errorf("read the open attempt: %w", err)
+	}
+	if !j.CancelRequested && j.YieldFor != nil {
+		// Stopped to make room for a job of higher priority.
+		return c.yield(ctx, j, a)
 	}
 	return c.cancel(ctx, j, a)
 }

@@ -44,7 +44,21 @@ type LimitsConfig struct {
 	Users   map[string]Limit `json:"users"`
 	// Groups are limits shared by their members, by group name.
 	Groups map[string]GroupLimit `json:"groups"`
+	// Preemption says whether a waiting job may take the place of
+	// running jobs of lower priority under a limit: PreemptNever (the
+	// default, "" once loaded is never) or PreemptLowerPriority.
+	Preemption string `json:"preemption"`
 }
+
+// The values of limits.preemption.
+const (
+	PreemptNever         = "never"
+	PreemptLowerPriority = "lower_priority"
+)
+
+// Preempts says whether limits.preemption lets a waiting job of higher
+// priority preempt admitted jobs of lower priority.
+func (l LimitsConfig) Preempts() bool { return l.Preemption == PreemptLowerPriority }
 
 // FairShareConfig is the fair_share: section: how waiting jobs of equal
 // priority are ordered between users.
@@ -161,6 +175,14 @@ func (cfg *Config) limitsProblems(lines map[string]int) []schema.Problem {
 			bad(path+".members", "is empty; list the users whose jobs share this limit, e.g. members: [alice, bob]")
 		}
 		check(path, g.RunningJobs, g.Nodes, g.VCPUs, g.GPUs)
+	}
+	switch l.Preemption {
+	case "":
+		cfg.Limits.Preemption = PreemptNever
+	case PreemptNever, PreemptLowerPriority:
+	default:
+		bad("limits.preemption", "%q is not a preemption policy; give %s (the default: no running job is stopped for another) or %s (a waiting job may take the place of running jobs of lower priority)",
+			l.Preemption, PreemptNever, PreemptLowerPriority)
 	}
 	fs := &cfg.FairShare
 	if fs.HalfLife < 0 {

@@ -15,6 +15,9 @@ func TestLimitsSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Limits.Preemption != PreemptNever || cfg.Limits.Preempts() {
+		t.Errorf("left out: preemption %q, want never", cfg.Limits.Preemption)
+	}
 	if cfg.Limits.Any() || cfg.FairShare.HalfLife.D() != DefaultFairShareHalfLife {
 		t.Errorf("left out: %+v %+v, want no limit and a week's half-life", cfg.Limits, cfg.FairShare)
 	}
@@ -26,6 +29,7 @@ func TestLimitsSection(t *testing.T) {
     root: {}
   groups:
     ml: {members: [alice, bob], nodes: 30}
+  preemption: lower_priority
 fair_share:
   half_life: 24h
   weights: {alice: 2}
@@ -45,6 +49,9 @@ fair_share:
 	if diff := cmp.Diff(want, cfg.Limits.Strategy()); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
 	}
+	if !cfg.Limits.Preempts() {
+		t.Errorf("preemption %q, want lower_priority", cfg.Limits.Preemption)
+	}
 	if !cfg.Limits.Any() || cfg.FairShare.HalfLife.D() != 24*time.Hour || cfg.FairShare.Weights["alice"] != 2 {
 		t.Errorf("fair_share: %+v", cfg.FairShare)
 	}
@@ -55,6 +62,7 @@ fair_share:
 		{"limits:\n  server: {gpu: {A100: 1}}\n", "limits.server.gpu"},
 		{"limits:\n  users:\n    alice: 5\n", "limits.users.alice"},
 		{"fair_share:\n  weights: {bob: 0}\n", "line 2: fair_share.weights.bob: 0 is not a weight; give a number above 0"},
+		{"limits:\n  preemption: always\n", `line 2: limits.preemption: "always" is not a preemption policy; give never (the default: no running job is stopped for another) or lower_priority`},
 		{"fair_share:\n  half_life: -1h\n", "fair_share.half_life: -1h0m0s is negative"},
 	} {
 		_, err := load(t, tc.yaml, nil)
