@@ -187,4 +187,3 @@ func untilEndedAs(t *testing.T, c *Controller, id int64, want lifecycle.Status) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
