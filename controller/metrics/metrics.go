@@ -66,7 +66,7 @@ func New(jobs JobCounter) *Metrics {
 	m := &Metrics{
 		Registry: reg,
 		AttemptsEnded: counter("sortie_attempts_ended_total",
-			"Attempts ended, by outcome (succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error, timed_out, over_budget).", "outcome"),
+			"Attempts ended, by outcome (succeeded, user_failure, setup_failure, preempted, node_lost, launch_failed, cancelled, controller_error, timed_out, over_budget, preempted_by_priority).", "outcome"),
 		CostDollars: counter("sortie_cost_dollars_total",
 			"What ended attempts cost, in dollars, by the job's owner and the attempt's cloud: every node's price times the time it was billed (no storage, egress or taxes).", "owner", "cloud"),
 		Decisions: counter("sortie_decisions_total",
