@@ -51,26 +51,28 @@ type Amounts map[Resource]int
 // Charge is what a job's running counts towards its user's fair share,
 // per second: its GPUs when it asks for any, else its vCPUs when they are
 // known, else its nodes (at least 1).
-func (a Amounts) Charge() float64 {
-	gpus := 0
-	for r, n := range a {
-		if r.IsGPU() {
-			gpus += n
+func (a Amounts) Charge() float64 { return charge(needsOf(a)) }
+
+// charge is Charge of what a job asks for.
+func charge(ns []need) float64 {
+	gpus, vcpus, nodes := 0, 0, 0
+	for _, x := range ns {
+		switch {
+		case x.r.IsGPU():
+			gpus += x.n
+		case x.r == VCPUs:
+			vcpus = x.n
+		case x.r == Nodes:
+			nodes = x.n
 		}
 	}
 	switch {
 	case gpus > 0:
 		return float64(gpus)
-	case a[VCPUs] > 0:
-		return float64(a[VCPUs])
+	case vcpus > 0:
+		return float64(vcpus)
 	}
-	return float64(max(a[Nodes], 1))
-}
-
-func (a Amounts) add(b Amounts) {
-	for r, n := range b {
-		a[r] += n
-	}
+	return float64(max(nodes, 1))
 }
 
 // Group is a named set of users who share one limit.
@@ -106,47 +108,35 @@ func (l Limits) UserLimit(user string) Amounts {
 // every one of them: a job asking that much could never start. Limits are
 // looked at server, user, then groups, resources in name order.
 func (l Limits) Exceeded(user string, ask Amounts) string {
-	return l.exceeded(user, ask, resources(ask))
+	return l.exceeded(user, needsOf(ask))
 }
 
-// resources are the resources of a, in name order.
-func resources(a Amounts) []Resource {
-	if len(a) == 0 {
-		return nil
-	}
-	rs := make([]Resource, 0, len(a))
-	for r := range a {
-		rs = append(rs, r)
-	}
-	if len(rs) > 1 {
-		slices.Sort(rs)
-	}
-	return rs
-}
-
-// exceeded is Exceeded with ask's resources in order.
-func (l Limits) exceeded(user string, ask Amounts, rs []Resource) string {
-	check := func(limit Amounts, scope string) string {
+// exceeded is Exceeded of what a job asks for.
+func (l Limits) exceeded(user string, ns []need) string {
+	over := func(limit Amounts) (need, int, bool) {
 		if len(limit) == 0 {
-			return ""
+			return need{}, 0, false
 		}
-		for _, r := range rs {
-			if max, ok := limit[r]; ok && ask[r] > max {
-				return fmt.Sprintf("asks for %d %s, more than the %s of %d", ask[r], r.Unit(), scope, max)
+		for _, x := range ns {
+			if max, ok := limit[x.r]; ok && x.n > max {
+				return x, max, true
 			}
 		}
-		return ""
+		return need{}, 0, false
 	}
-	if why := check(l.Server, "server limit"); why != "" {
-		return why
+	say := func(x need, max int, scope string) string {
+		return fmt.Sprintf("asks for %d %s, more than the %s of %d", x.n, x.r.Unit(), scope, max)
 	}
-	if why := check(l.UserLimit(user), "user limit of "+user); why != "" {
-		return why
+	if x, max, ok := over(l.Server); ok {
+		return say(x, max, "server limit")
+	}
+	if x, max, ok := over(l.UserLimit(user)); ok {
+		return say(x, max, "user limit of "+user)
 	}
 	for _, g := range l.Groups {
 		if slices.Contains(g.Members, user) {
-			if why := check(g.Limit, "limit of group "+g.Name); why != "" {
-				return why
+			if x, max, ok := over(g.Limit); ok {
+				return say(x, max, "limit of group "+g.Name)
 			}
 		}
 	}
@@ -265,28 +255,44 @@ func Admit(in AdmitInput) []Placed {
 	}
 	use := DecayedUse(in.Used, in.Now, in.HalfLife)
 
-	// Each user's jobs in their order, and the users in a heap by their
-	// next job.
-	byUser := map[string][]*WaitingJob{}
+	// Each job's ask read once: the resources it asks for in name order
+	// and its charge. Each user's jobs in their order, and the users in a
+	// heap by their next job.
+	asks := make([]queued, len(in.Waiting))
+	buf := make([]need, 0, 3*len(in.Waiting))
+	byUser := map[string][]*queued{}
 	for i := range in.Waiting {
 		w := &in.Waiting[i]
-		byUser[w.User] = append(byUser[w.User], w)
+		var ns []need
+		ns, buf = appendNeeds(buf, w.Ask)
+		asks[i] = queued{WaitingJob: w, needs: ns, charge: charge(ns)}
+		byUser[w.User] = append(byUser[w.User], &asks[i])
 	}
 	q := &userQueue{}
 	for user, jobs := range byUser {
-		slices.SortFunc(jobs, func(a, b *WaitingJob) int {
-			return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.SubmittedAt.Compare(b.SubmittedAt), cmp.Compare(a.ID, b.ID))
+		slices.SortFunc(jobs, func(a, b *queued) int {
+			if a.Priority != b.Priority {
+				return cmp.Compare(b.Priority, a.Priority)
+			}
+			if c := a.SubmittedAt.Compare(b.SubmittedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ID, b.ID)
 		})
 		weight := in.Weights[user]
 		if weight <= 0 {
 			weight = 1
 		}
 		share := use[user] + tau*in.Held[user].Charge()
-		q.items = append(q.items, &userJobs{user: user, jobs: jobs, weight: weight, share: share, key: share / weight})
+		u := &userJobs{user: user, jobs: jobs, weight: weight, share: share, key: share / weight}
+		u.next()
+		q.items = append(q.items, u)
 	}
 	heap.Init(q)
 
 	s := newScopes(in)
+	s.text = make([]byte, 0, 80*len(in.Waiting))
+	s.said = make([]said, 0, len(in.Waiting))
 	var pr *preemptor
 	if in.Preempt {
 		pr = newPreemptor(in.Admitted)
@@ -298,23 +304,27 @@ func Admit(in AdmitInput) []Placed {
 		j := u.jobs[0]
 		p := Placed{ID: j.ID}
 		charged := false
-		rs := resources(j.Ask)
 		// Whether a job ahead already waits for what j asks, before
 		// blocked marks j's own wait: j then takes no one's place.
-		behind := pr != nil && s.queued(j, rs)
-		if why := in.Limits.exceeded(j.User, j.Ask, rs); why != "" {
+		behind := pr != nil && s.queued(j)
+		if why := u.exceeded(in.Limits, j.needs); why != "" {
 			p.Reason = "waiting: " + why + "; it cannot start until the limit is raised"
-		} else if why, server := s.blocked(j, rs, waiting); why != "" {
+		} else if why, server := s.blocked(j, waiting); server || why != "" {
 			p.Reason, charged = why, server
+			preempting := false
 			if pr != nil {
-				if why, victims := pr.preempt(s, j, rs, behind); why != "" {
-					p.Reason, p.Preempt = why, victims
+				if why, victims := pr.preempt(s, j, behind); why != "" {
+					p.Reason, p.Preempt, preempting = why, victims, true
 				}
+			}
+			if server && !preempting {
+				// The reason is the last one written to s.text.
+				s.said = append(s.said, said{len(out), s.from, len(s.text)})
 			}
 		} else {
 			p.Admit = true
 			charged = true
-			s.hold(j)
+			s.add(j.User, j.needs)
 		}
 		if !p.Admit {
 			waiting++
@@ -323,16 +333,60 @@ func Admit(in AdmitInput) []Placed {
 		out = append(out, p)
 		u.jobs = u.jobs[1:]
 		if charged {
-			u.share += tau * j.Ask.Charge()
+			u.share += tau * j.charge
 			u.key = u.share / u.weight
 		}
 		if len(u.jobs) == 0 {
 			heap.Pop(q)
 		} else {
+			u.next()
 			heap.Fix(q, 0)
 		}
 	}
+	// The server's reasons, written one after the other, become strings
+	// at once: one allocation, not one a waiting job.
+	text := string(s.text)
+	for _, r := range s.said {
+		out[r.out].Reason = text[r.from:r.to]
+	}
 	return out
+}
+
+// said is where in scopes.text the reason of out[out] is.
+type said struct{ out, from, to int }
+
+// need is an amount of one resource a job asks for.
+type need struct {
+	r Resource
+	n int
+}
+
+// needsOf is what a asks for, more than none of, in resource name order.
+func needsOf(a Amounts) []need {
+	ns, _ := appendNeeds(nil, a)
+	return ns
+}
+
+// appendNeeds appends needsOf(a) to buf and returns them and buf.
+func appendNeeds(buf []need, a Amounts) (ns, grown []need) {
+	from := len(buf)
+	for r, n := range a {
+		if n > 0 {
+			buf = append(buf, need{r, n})
+		}
+	}
+	ns = buf[from:len(buf):len(buf)]
+	if len(ns) > 1 {
+		slices.SortFunc(ns, func(x, y need) int { return strings.Compare(string(x.r), string(y.r)) })
+	}
+	return ns, buf
+}
+
+// queued is a waiting job with its ask read once.
+type queued struct {
+	*WaitingJob
+	needs  []need
+	charge float64
 }
 
 // scopes is what each limit's holders hold during one pass of Admit, and
@@ -348,11 +402,28 @@ type scopes struct {
 	serverWait map[Resource]bool
 	userWait   map[string]map[Resource]bool
 	groupWait  []map[Resource]bool
+	// reasons are the server's reasons said so far, by resource, held and
+	// limit, without the count of jobs ahead.
+	reasons map[serverWait]string
+	// The last of them, as most jobs in a row wait alike.
+	last     serverWait
+	lastWhat string
+	// text holds the server's reasons of the jobs that wait for it, in
+	// turn; the last one starts at from. said is where each one is.
+	text []byte
+	from int
+	said []said
+}
+
+// serverWait is what a server reason says before the jobs ahead.
+type serverWait struct {
+	r            Resource
+	held, limits int
 }
 
 func newScopes(in AdmitInput) *scopes {
 	s := &scopes{limits: in.Limits, server: Amounts{}, users: map[string]Amounts{}, inGroup: map[string][]int{},
-		serverWait: map[Resource]bool{}, userWait: map[string]map[Resource]bool{}}
+		serverWait: map[Resource]bool{}, userWait: map[string]map[Resource]bool{}, reasons: map[serverWait]string{}}
 	s.groups = make([]Amounts, len(in.Limits.Groups))
 	s.groupWait = make([]map[Resource]bool, len(in.Limits.Groups))
 	for i, g := range in.Limits.Groups {
@@ -365,134 +436,162 @@ func newScopes(in AdmitInput) *scopes {
 		}
 	}
 	for user, held := range in.Held {
-		s.add(user, held)
+		s.add(user, needsOf(held))
 	}
 	return s
 }
 
-func (s *scopes) add(user string, a Amounts) {
-	s.server.add(a)
-	if s.users[user] == nil {
-		s.users[user] = Amounts{}
+// add counts ns as held by user.
+func (s *scopes) add(user string, ns []need) {
+	held := s.users[user]
+	if held == nil {
+		held = Amounts{}
+		s.users[user] = held
 	}
-	s.users[user].add(a)
-	for _, g := range s.inGroup[user] {
-		s.groups[g].add(a)
+	groups := s.inGroup[user]
+	for _, x := range ns {
+		s.server[x.r] += x.n
+		held[x.r] += x.n
+		for _, g := range groups {
+			s.groups[g][x.r] += x.n
+		}
 	}
 }
 
-func (s *scopes) hold(j *WaitingJob) { s.add(j.User, j.Ask) }
-
 // blocked says why j must wait, "" when it may start; server says the
-// wait is for the server's limit (j is next in line for it). ahead is the
-// number of jobs waiting ahead of j.
-func (s *scopes) blocked(j *WaitingJob, rs []Resource, ahead int) (why string, server bool) {
+// wait is for the server's limit (j is next in line for it), and then the
+// reason is not returned but written at the end of s.text, from s.from.
+// ahead is the number of jobs waiting ahead of j.
+func (s *scopes) blocked(j *queued, ahead int) (why string, server bool) {
 	// The server's limit first: it is the one every job waits in line
 	// for, and the reason says how many are ahead.
-	for _, r := range rs {
-		if j.Ask[r] <= 0 {
-			continue
-		}
-		limit, ok := s.limits.Server[r]
-		if !ok {
-			continue
-		}
-		if s.serverWait[r] || s.server[r]+j.Ask[r] > limit {
-			s.markServer(j, rs)
-			return serverReason(r, s.server[r], limit, ahead), true
-		}
-	}
-	if limit := s.limits.UserLimit(j.User); limit != nil {
-		for _, r := range rs {
-			max, ok := limit[r]
-			if !ok || j.Ask[r] <= 0 {
+	if len(s.limits.Server) > 0 {
+		for _, x := range j.needs {
+			limit, ok := s.limits.Server[x.r]
+			if !ok {
 				continue
 			}
-			held := s.users[j.User][r]
-			if s.userWait[j.User][r] || held+j.Ask[r] > max {
-				s.markUser(j, rs)
-				return "waiting: " + j.User + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + r.Unit() + " (user limit)", false
+			if s.serverWait[x.r] || s.server[x.r]+x.n > limit {
+				markWait(s.serverWait, s.limits.Server, j.needs)
+				s.serverReason(x.r, s.server[x.r], limit, ahead)
+				return "", true
+			}
+		}
+	}
+	if limit := s.limits.UserLimit(j.User); len(limit) > 0 {
+		for _, x := range j.needs {
+			max, ok := limit[x.r]
+			if !ok {
+				continue
+			}
+			held := s.users[j.User][x.r]
+			if s.userWait[j.User][x.r] || held+x.n > max {
+				w := s.userWait[j.User]
+				if w == nil {
+					w = map[Resource]bool{}
+					s.userWait[j.User] = w
+				}
+				markWait(w, limit, j.needs)
+				return "waiting: " + j.User + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + x.r.Unit() + " (user limit)", false
 			}
 		}
 	}
 	for _, g := range s.inGroup[j.User] {
 		limit := s.limits.Groups[g].Limit
-		for _, r := range rs {
-			max, ok := limit[r]
-			if !ok || j.Ask[r] <= 0 {
+		for _, x := range j.needs {
+			max, ok := limit[x.r]
+			if !ok {
 				continue
 			}
-			held := s.groups[g][r]
-			if s.groupWait[g][r] || held+j.Ask[r] > max {
-				s.markGroup(g, j, rs)
-				return "waiting: group " + s.limits.Groups[g].Name + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + r.Unit() + " (group limit)", false
+			held := s.groups[g][x.r]
+			if s.groupWait[g][x.r] || held+x.n > max {
+				markWait(s.groupWait[g], limit, j.needs)
+				return "waiting: group " + s.limits.Groups[g].Name + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + x.r.Unit() + " (group limit)", false
 			}
 		}
 	}
 	return "", false
 }
 
-// markServer, markUser and markGroup record that j waits for each
-// resource it asks for under that limit: no job after it passes it there.
-func (s *scopes) markServer(j *WaitingJob, rs []Resource) {
-	for _, r := range rs {
-		if _, limited := s.limits.Server[r]; limited && j.Ask[r] > 0 {
-			s.serverWait[r] = true
+// markWait records in wait that a job waits for each resource of ns the
+// limit counts: no job after it passes it there.
+func markWait(wait map[Resource]bool, limit Amounts, ns []need) {
+	for _, x := range ns {
+		if _, limited := limit[x.r]; limited {
+			wait[x.r] = true
 		}
 	}
 }
 
-func (s *scopes) markUser(j *WaitingJob, rs []Resource) {
-	w := s.userWait[j.User]
-	if w == nil {
-		w = map[Resource]bool{}
-		s.userWait[j.User] = w
-	}
-	limit := s.limits.UserLimit(j.User)
-	for _, r := range rs {
-		if _, limited := limit[r]; limited && j.Ask[r] > 0 {
-			w[r] = true
+// serverReason writes to s.text why a job waits for the server's limit
+// of r, with ahead jobs ahead of it.
+func (s *scopes) serverReason(r Resource, held, limit, ahead int) {
+	k := serverWait{r, held, limit}
+	what := s.lastWhat
+	if k != s.last || what == "" {
+		var ok bool
+		if what, ok = s.reasons[k]; !ok {
+			what = serverWaitWhat(r, held, limit)
+			s.reasons[k] = what
 		}
+		s.last, s.lastWhat = k, what
 	}
-}
-
-func (s *scopes) markGroup(g int, j *WaitingJob, rs []Resource) {
-	for _, r := range rs {
-		if _, limited := s.limits.Groups[g].Limit[r]; limited && j.Ask[r] > 0 {
-			s.groupWait[g][r] = true
-		}
-	}
-}
-
-// serverReason says why a job waits for the server's limit of r.
-func serverReason(r Resource, held, limit, ahead int) string {
-	// Written without fmt: it is said of every job in a long queue.
-	var what string
-	switch {
-	case r == Jobs:
-		what = "waiting: the server runs " + strconv.Itoa(held) + " of " + strconv.Itoa(limit) + " jobs (server limit)"
-	case held >= limit:
-		what = "waiting: the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
-	default:
-		what = "waiting: " + strconv.Itoa(held) + " of the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
-	}
+	s.from = len(s.text)
+	s.text = append(s.text, what...)
 	switch ahead {
 	case 0:
-		return what + "; this job is next"
+		s.text = append(s.text, "; this job is next"...)
 	case 1:
-		return what + "; 1 job ahead of this one"
+		s.text = append(s.text, "; 1 job ahead of this one"...)
+	default:
+		s.text = append(s.text, "; "...)
+		s.text = strconv.AppendInt(s.text, int64(ahead), 10)
+		s.text = append(s.text, " jobs ahead of this one"...)
 	}
-	return what + "; " + strconv.Itoa(ahead) + " jobs ahead of this one"
+}
+
+// serverWaitWhat says why a job waits for the server's limit of r, but
+// not how many jobs are ahead of it.
+func serverWaitWhat(r Resource, held, limit int) string {
+	switch {
+	case r == Jobs:
+		return "waiting: the server runs " + strconv.Itoa(held) + " of " + strconv.Itoa(limit) + " jobs (server limit)"
+	case held >= limit:
+		return "waiting: the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
+	}
+	return "waiting: " + strconv.Itoa(held) + " of the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
 }
 
 // userJobs is one user's waiting jobs in their order, and the user's
 // fair-share use so far.
 type userJobs struct {
 	user   string
-	jobs   []*WaitingJob
+	jobs   []*queued
 	weight float64
 	share  float64
 	key    float64 // share / weight
+	// The next job's priority and submission, kept here for the heap.
+	priority  int
+	submitted time.Time
+	id        int64
+	// The last ask exceeded was asked of, and its answer.
+	asked []need
+	over  string
+}
+
+// exceeded is Limits.exceeded for the user's job asking ns, kept for the
+// next job asking the same.
+func (u *userJobs) exceeded(l Limits, ns []need) string {
+	if u.asked == nil || !slices.Equal(u.asked, ns) {
+		u.asked, u.over = ns, l.exceeded(u.user, ns)
+	}
+	return u.over
+}
+
+// next reads the user's next job into the fields the heap compares.
+func (u *userJobs) next() {
+	j := u.jobs[0]
+	u.priority, u.submitted, u.id = j.Priority, j.SubmittedAt, j.ID
 }
 
 // userQueue orders users by their next job: priority, weighted share,
@@ -502,19 +601,18 @@ type userQueue struct{ items []*userJobs }
 func (q *userQueue) Len() int { return len(q.items) }
 func (q *userQueue) Less(i, k int) bool {
 	a, b := q.items[i], q.items[k]
-	ja, jb := a.jobs[0], b.jobs[0]
 	// Compared in turn, not through cmp.Or: the heap asks this for every
 	// job placed, and most pairs differ in priority or share.
-	if ja.Priority != jb.Priority {
-		return ja.Priority > jb.Priority
+	if a.priority != b.priority {
+		return a.priority > b.priority
 	}
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	if c := ja.SubmittedAt.Compare(jb.SubmittedAt); c != 0 {
+	if c := a.submitted.Compare(b.submitted); c != 0 {
 		return c < 0
 	}
-	return ja.ID < jb.ID
+	return a.id < b.id
 }
 func (q *userQueue) Swap(i, k int) { q.items[i], q.items[k] = q.items[k], q.items[i] }
 func (q *userQueue) Push(x any)    { q.items = append(q.items, x.(*userJobs)) }

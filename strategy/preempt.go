@@ -29,7 +29,9 @@ func HeldBy(admitted []AdmittedJob) map[string]Amounts {
 		if out[a.User] == nil {
 			out[a.User] = Amounts{}
 		}
-		out[a.User].add(a.Ask)
+		for r, n := range a.Ask {
+			out[a.User][r] += n
+		}
 	}
 	return out
 }
@@ -63,10 +65,10 @@ func newPreemptor(admitted []AdmittedJob) *preemptor {
 	return p
 }
 
-// need is one limit a waiting job is over: scope (-1 the server's, -2
-// its user's, else the index of a group) and resource, with how much
+// shortfall is one limit a waiting job is over: scope (-1 the server's,
+// -2 its user's, else the index of a group) and resource, with how much
 // must be freed there.
-type need struct {
+type shortfall struct {
 	scope int
 	r     Resource
 	short int
@@ -93,15 +95,15 @@ const (
 // admitted, until j fits under every limit; then each taken job but the
 // last is given back, latest taken first, if j still fits without it. If
 // all candidates together would not make room, nobody is preempted.
-func (p *preemptor) preempt(s *scopes, j *WaitingJob, rs []Resource, behind bool) (string, []int64) {
-	needs := s.needs(j, rs)
+func (p *preemptor) preempt(s *scopes, j *queued, behind bool) (string, []int64) {
+	needs := s.shortfalls(j)
 	if ys := p.yielding[j.ID]; len(ys) > 0 {
 		return preemptReason(ys, s, j, needs), nil
 	}
 	if behind || len(needs) == 0 {
 		return "", nil
 	}
-	counts := func(a *AdmittedJob, n need) bool {
+	counts := func(a *AdmittedJob, n shortfall) bool {
 		if a.Ask[n.r] <= 0 {
 			return false
 		}
@@ -134,7 +136,7 @@ func (p *preemptor) preempt(s *scopes, j *WaitingJob, rs []Resource, behind bool
 		if a.Priority >= j.Priority {
 			break // sorted: none after it is lower
 		}
-		if p.taken[a.ID] || !slices.ContainsFunc(needs, func(n need) bool { return counts(a, n) }) {
+		if p.taken[a.ID] || !slices.ContainsFunc(needs, func(n shortfall) bool { return counts(a, n) }) {
 			continue
 		}
 		victims = append(victims, a)
@@ -164,18 +166,18 @@ func (p *preemptor) preempt(s *scopes, j *WaitingJob, rs []Resource, behind bool
 	return preemptReason(victims, s, j, needs), ids
 }
 
-// needs are the limits j is over beside what is held now, and by how
-// much, in the order blocked looks at them.
-func (s *scopes) needs(j *WaitingJob, rs []Resource) []need {
-	var out []need
+// shortfalls are the limits j is over beside what is held now, and by
+// how much, in the order blocked looks at them.
+func (s *scopes) shortfalls(j *queued) []shortfall {
+	var out []shortfall
 	over := func(scope int, limit, held Amounts) {
-		for _, r := range rs {
-			max, ok := limit[r]
-			if !ok || j.Ask[r] <= 0 {
+		for _, x := range j.needs {
+			max, ok := limit[x.r]
+			if !ok {
 				continue
 			}
-			if short := held[r] + j.Ask[r] - max; short > 0 {
-				out = append(out, need{scope: scope, r: r, short: short})
+			if short := held[x.r] + x.n - max; short > 0 {
+				out = append(out, shortfall{scope: scope, r: x.r, short: short})
 			}
 		}
 	}
@@ -191,11 +193,9 @@ func (s *scopes) needs(j *WaitingJob, rs []Resource) []need {
 
 // queued says whether a job before j in this pass waits for a resource j
 // asks for under a limit that holds j: j then waits behind it.
-func (s *scopes) queued(j *WaitingJob, rs []Resource) bool {
-	for _, r := range rs {
-		if j.Ask[r] <= 0 {
-			continue
-		}
+func (s *scopes) queued(j *queued) bool {
+	for _, x := range j.needs {
+		r := x.r
 		if s.serverWait[r] {
 			return true
 		}
@@ -213,7 +213,7 @@ func (s *scopes) queued(j *WaitingJob, rs []Resource) bool {
 
 // preemptReason says that j waits for victims to stop: "waiting:
 // preempting job 12 (priority 100) for room under the server limit".
-func preemptReason(victims []*AdmittedJob, s *scopes, j *WaitingJob, needs []need) string {
+func preemptReason(victims []*AdmittedJob, s *scopes, j *queued, needs []shortfall) string {
 	var b strings.Builder
 	b.WriteString("waiting: preempting job")
 	if len(victims) > 1 {

@@ -3,8 +3,23 @@ package contract
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// Waiting is a waiting job's place and why it waits, the one way the
+// queue, `jobs show` and the dashboard say it: "#3 the server's 64 A100
+// are in use; 2 jobs ahead of this one"; "-" when it does not wait.
+func Waiting(j JobView) string {
+	if j.WaitReason == nil {
+		return "-"
+	}
+	reason := strings.TrimPrefix(*j.WaitReason, "waiting: ")
+	if j.QueuePlace == nil {
+		return reason
+	}
+	return "#" + strconv.Itoa(*j.QueuePlace) + " " + reason
+}
 
 // Age says how long d is the one way sortie shows it, in messages and
 // tables: "1 second", "5 minutes", "3 hours" (under two days), "4 days".

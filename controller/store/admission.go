@@ -181,6 +181,19 @@ type waitShown struct {
 func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (AdmissionFacts, map[int64]waitShown, error) {
 	facts := AdmissionFacts{Held: map[string]strategy.Amounts{}}
 	current := map[int64]waitShown{}
+	// Most jobs ask alike: each stored ask is read once, and the jobs
+	// asking it share what it reads to (nobody changes a job's Ask).
+	asks := map[string]strategy.Amounts{}
+	parse := func(s string) (strategy.Amounts, error) {
+		if a, ok := asks[s]; ok {
+			return a, nil
+		}
+		a, err := ParseAsk(s)
+		if err == nil {
+			asks[s] = a
+		}
+		return a, err
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, owner, priority, submitted_at, ask, wait_reason, wait_place FROM jobs
 		WHERE status = 'PENDING' AND admitted_at IS NULL AND cancel_requested = 0`)
 	if err != nil {
@@ -197,7 +210,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		if t := parseTime(sql.NullString{String: submitted, Valid: true}); t != nil {
 			w.SubmittedAt = *t
 		}
-		if w.Ask, err = ParseAsk(ask); err != nil {
+		if w.Ask, err = parse(ask); err != nil {
 			rows.Close()
 			return facts, nil, fmt.Errorf("job %d: %w", w.ID, err)
 		}
@@ -222,7 +235,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 			rows.Close()
 			return facts, nil, err
 		}
-		if a.Ask, err = ParseAsk(ask); err != nil {
+		if a.Ask, err = parse(ask); err != nil {
 			rows.Close()
 			return facts, nil, fmt.Errorf("job %d: %w", a.ID, err)
 		}
@@ -250,7 +263,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		if err := rows.Scan(&owner, &ask, &started, &ended); err != nil {
 			return facts, nil, err
 		}
-		a, _ := ParseAsk(ask) // a bad ask was refused above, or ended long ago
+		a, _ := parse(ask) // a bad ask was refused above, or ended long ago
 		span := strategy.UseSpan{User: owner, Charge: a.Charge(), End: parseTime(ended)}
 		if t := parseTime(sql.NullString{String: started, Valid: true}); t != nil {
 			span.Start = *t

@@ -137,7 +137,7 @@ func printQueue(f *Factory, jobs []contract.JobView) error {
 			row = append(row, idOrDash(j.RetryOf))
 		}
 		if waiting {
-			row = append(row, waitPriority(j), waitText(j))
+			row = append(row, waitPriority(j), contract.Waiting(j))
 		}
 		t.row(row...)
 	}
@@ -151,19 +151,6 @@ func waitPriority(j contract.JobView) string {
 		return "-"
 	}
 	return strconv.Itoa(j.Priority)
-}
-
-// waitText is a waiting job's place and why it waits: "#3 the server's
-// 64 A100 are in use; 2 jobs ahead of this one"; "-" for any other job.
-func waitText(j contract.JobView) string {
-	if j.WaitReason == nil {
-		return "-"
-	}
-	reason := strings.TrimPrefix(*j.WaitReason, "waiting: ")
-	if j.QueuePlace == nil {
-		return reason
-	}
-	return fmt.Sprintf("#%d %s", *j.QueuePlace, reason)
 }
 
 // shortAgo is how long before now t was, in its largest unit: "45s ago",

@@ -83,7 +83,7 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 		fmt.Fprintf(w, "Failure:       %s\n", printable(*d.FailureReason))
 	}
 	if d.WaitReason != nil {
-		fmt.Fprintf(w, "Waiting:       %s\n", printable(waitText(d.JobView)))
+		fmt.Fprintf(w, "Waiting:       %s\n", printable(contract.Waiting(d.JobView)))
 	}
 	if d.Priority != schema.DefaultPriority {
 		fmt.Fprintf(w, "Priority:      %d\n", d.Priority)

@@ -672,3 +672,23 @@ func TestQueueShowsResourcesAndLocation(t *testing.T) {
 		}
 	}
 }
+
+// A job admission holds back says why, on its page and on hover of its
+// status in the queue, as `jobs show` and the queue do.
+func TestWaitingJobSaysWhy(t *testing.T) {
+	td := newTestDash(t, Options{})
+	id := td.launch(t, "alice", "train")
+	const why = "waiting: the server runs 3 of 3 jobs (server limit); 1 job ahead of this one"
+	if _, err := td.svc.Store.Admit(context.Background(), time.Time{}, func(store.AdmissionFacts) []strategy.Placed {
+		return []strategy.Placed{{ID: id, Place: 2, Reason: why}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := "#2 the server runs 3 of 3 jobs (server limit); 1 job ahead of this one"
+	if _, page := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d", id), nil); !strings.Contains(page, `<dd id="waiting">`+want+`</dd>`) {
+		t.Errorf("the job page does not say why the job waits (%q):\n%s", want, page)
+	}
+	if _, page := td.do(t, "bob", "GET", "/", nil); !strings.Contains(page, `role="tooltip">waiting: `+want+`</span>`) {
+		t.Errorf("the queue does not say why the job waits (%q):\n%s", want, page)
+	}
+}

@@ -101,6 +101,8 @@ func jobStatus(v *contract.JobView) statusView {
 		s.Reason = *v.FailureReason
 	case v.StatusReason != nil:
 		s.Reason = *v.StatusReason
+	case v.WaitReason != nil:
+		s.Reason = "waiting: " + contract.Waiting(*v)
 	}
 	return s
 }
@@ -269,8 +271,10 @@ type jobView struct {
 	Failures  string
 	// Cost is what the job cost; ChainCost what its retry chain did, ""
 	// when it is no retry and was not retried.
-	Cost       string
-	ChainCost  string
+	Cost      string
+	ChainCost string
+	// Waiting is the job's place and why it waits, "" when it does not.
+	Waiting    string
 	Terminal   bool
 	MayAct     bool
 	Cancelable bool
@@ -378,6 +382,9 @@ func (d *Dashboard) jobView(s *session, dt *contract.JobDetail) *jobView {
 		v.Owner = "-"
 	}
 	v.Cost = contract.Cost(dt.Cost, dt.CostEstimate)
+	if dt.WaitReason != nil {
+		v.Waiting = contract.Waiting(dt.JobView)
+	}
 	if len(dt.Chain) > 1 {
 		v.ChainCost = contract.Cost(dt.ChainCost, dt.ChainCostEstimate)
 	}
