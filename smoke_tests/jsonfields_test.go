@@ -418,4 +418,4 @@ const goodJob = `{"cancelled_by": null, "cost": 12.4, "cost_estimate": false, "c
 	"retry_reason": null, "root_id": 1, "size": {"cpus": null, "memory": "32+", "accelerators": null},
 	"started_at": "2025-01-02T03:04:00Z", "status": "SUCCEEDED", "status_reason": null,
 	"submitted_at": "2025-01-02T03:03:59Z", "trigger": "user", "cost": 1.25, "cost_estimate": false,
-	"priority": 500, "wait_reason": null, "queue_place": null}`
+	"priority": 500, "wait_reason": null, "queue_place": null, "preempted_for": null}`

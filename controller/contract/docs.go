@@ -34,6 +34,7 @@ var fieldDocs = map[string]map[string]string{
 		"cost_estimate":      "`cost` is an estimate: an attempt still runs (counted at its price at launch), or a price was stale or not known for one of them",
 		"priority":           "the job's priority among waiting jobs, 0-1000, higher first: the task's `priority`, `--priority`, or 500",
 		"wait_reason":        "why a `PENDING` job waits under the server's limits (`\"waiting: alice holds 16 of 16 A100 (user limit)\"`, `\"waiting: the server's 64 A100 are in use; 3 jobs ahead of this one\"`); `null` once it may start, and when no limits are set",
+		"preempted_for":      "the waiting job of higher priority this job is being stopped for (`limits.preemption: lower_priority`): its attempt gets SIGTERM and ends `preempted_by_priority`, and it waits again; `null` when it is not being preempted",
 		"queue_place":        "the waiting job's place among the jobs waiting under the limits, from 1 (next); `null` when `wait_reason` is",
 	},
 	"size": {

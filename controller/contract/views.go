@@ -68,6 +68,10 @@ type JobView struct {
 	// start, and when no limits are set.
 	WaitReason *string `json:"wait_reason"`
 	QueuePlace *int    `json:"queue_place"`
+	// PreemptedFor is the waiting job of higher priority this job is
+	// being stopped for (limits.preemption): it waits again once its
+	// attempt has ended. Null when it is not being preempted.
+	PreemptedFor *int64 `json:"preempted_for"`
 }
 
 // SizeView is a size an escalation chose: each dimension it grows, as

@@ -62,6 +62,9 @@ func viewJob(j *store.Job, now time.Time) contract.JobView {
 		place := j.WaitPlace
 		v.WaitReason, v.QueuePlace = &j.WaitReason, &place
 	}
+	if j.YieldFor != nil && !j.Status.Terminal() {
+		v.PreemptedFor = j.YieldFor
+	}
 	if c := j.CostAt(now); c != nil {
 		v.Cost, v.CostEstimate = &c.Dollars, c.Estimate
 	}

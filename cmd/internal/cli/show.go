@@ -85,6 +85,9 @@ func printShow(f *Factory, d *contract.JobDetail) error {
 	if d.WaitReason != nil {
 		fmt.Fprintf(w, "Waiting:       %s\n", printable(contract.Waiting(d.JobView)))
 	}
+	if d.PreemptedFor != nil {
+		fmt.Fprintf(w, "Preempted:     for job %d, of higher priority; stopping, then waiting again\n", *d.PreemptedFor)
+	}
 	if d.Priority != schema.DefaultPriority {
 		fmt.Fprintf(w, "Priority:      %d\n", d.Priority)
 	}
