@@ -20,6 +20,9 @@ type AdmittedJob struct {
 	// YieldFor is the waiting job it was asked to make room for: it is
 	// being stopped and holds its ask until it has; 0 when none.
 	YieldFor int64
+	// Cancelling says a cancel of it was asked for: it frees its place
+	// anyway, and is nobody's victim.
+	Cancelling bool
 }
 
 // HeldBy sums what admitted jobs hold, by user: AdmitInput.Held.
@@ -54,7 +57,12 @@ func newPreemptor(admitted []AdmittedJob) *preemptor {
 	for i := range admitted {
 		a := &admitted[i]
 		if a.YieldFor != 0 {
+			// Being stopped for a.YieldFor (or cancelled meanwhile): it
+			// ends either way, and that job waits for it.
 			p.yielding[a.YieldFor] = append(p.yielding[a.YieldFor], a)
+			continue
+		}
+		if a.Cancelling {
 			continue
 		}
 		p.candidates = append(p.candidates, a)
@@ -88,7 +96,7 @@ const (
 // While jobs asked to yield for j on an earlier pass are still being
 // stopped, j asks nobody new and the reason names those. Else the
 // candidates are the admitted jobs of strictly lower priority, not being
-// stopped nor taken by a job before j in this pass, that hold some of a
+// stopped, cancelled nor taken by a job before j in this pass, that hold some of a
 // resource j is short of under a limit that counts them (any job for the
 // server's limit, j's user's for the user limit, a member's for a group
 // limit). They are taken lowest priority first, then the most recently

@@ -155,6 +155,15 @@ func TestAdmitPreempts(t *testing.T) {
 			},
 		},
 		{
+			name:   "a job being cancelled is nobody's victim",
+			limits: Limits{Server: Amounts{Jobs: 2}},
+			admitted: []AdmittedJob{{ID: 1, User: "alice", Priority: 10, Ask: Amounts{Jobs: 1}, AdmittedAt: t0, Cancelling: true},
+				running(2, "alice", 100, 5, nil)},
+			waiting: []WaitingJob{job(3, "bob", 900, 0, nil)},
+			want: []Placed{{ID: 3, Place: 1, Preempt: []int64{2},
+				Reason: "waiting: preempting job 2 (priority 100) for room under the server limit"}},
+		},
+		{
 			name:     "a job that fits is admitted, preempting nobody",
 			limits:   Limits{Server: Amounts{Jobs: 2}},
 			admitted: []AdmittedJob{running(1, "alice", 100, 5, nil)},

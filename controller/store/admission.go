@@ -222,7 +222,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		return facts, nil, err
 	}
 
-	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask, priority, COALESCE(admitted_at, submitted_at), yield_for FROM jobs
+	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask, priority, COALESCE(admitted_at, submitted_at), yield_for, cancel_requested FROM jobs
 		WHERE `+activeSQL+` AND (status <> 'PENDING' OR admitted_at IS NOT NULL)`)
 	if err != nil {
 		return facts, nil, err
@@ -231,7 +231,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		var a strategy.AdmittedJob
 		var ask, admitted string
 		var yieldFor sql.NullInt64
-		if err := rows.Scan(&a.ID, &a.User, &ask, &a.Priority, &admitted, &yieldFor); err != nil {
+		if err := rows.Scan(&a.ID, &a.User, &ask, &a.Priority, &admitted, &yieldFor, &a.Cancelling); err != nil {
 			rows.Close()
 			return facts, nil, err
 		}
