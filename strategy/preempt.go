@@ -104,11 +104,15 @@ const (
 // last is given back, latest taken first, if j still fits without it. If
 // all candidates together would not make room, nobody is preempted.
 func (p *preemptor) preempt(s *scopes, j *queued, behind bool) (string, []int64) {
+	ys := p.yielding[j.ID]
+	if len(ys) == 0 && behind {
+		return "", nil // most of a long queue: said before anything is counted
+	}
 	needs := s.shortfalls(j)
-	if ys := p.yielding[j.ID]; len(ys) > 0 {
+	if len(ys) > 0 {
 		return preemptReason(ys, s, j, needs), nil
 	}
-	if behind || len(needs) == 0 {
+	if len(needs) == 0 {
 		return "", nil
 	}
 	counts := func(a *AdmittedJob, n shortfall) bool {

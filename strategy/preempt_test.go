@@ -189,3 +189,23 @@ func TestHeldBy(t *testing.T) {
 		t.Errorf("HeldBy (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkAdmitPreempt is BenchmarkAdmit with preemption on and the held
+// jobs one by one, at priorities 0-600: the first waiting jobs of higher
+// priority pick victims, the rest wait behind them.
+func BenchmarkAdmitPreempt(b *testing.B) {
+	in := benchAdmitInput(10000, 100)
+	in.Preempt = true
+	id := int64(100000)
+	for user, held := range in.Held {
+		for k := range held[Jobs] {
+			id++
+			in.Admitted = append(in.Admitted, running(id, user, (k%7)*100, k, nil))
+		}
+	}
+	in.Held = HeldBy(in.Admitted)
+	b.ResetTimer()
+	for range b.N {
+		Admit(in)
+	}
+}
