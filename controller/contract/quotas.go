@@ -25,7 +25,7 @@ type QuotaView struct {
 	// Name is the user's or group's; "" for server and per_user.
 	Name string `json:"name"`
 	// Members are a group's users; null for other scopes.
-	Members []string `json:"members"`
+	Members []string `json:"members" schema:"nullable"`
 	// Limit is what the scope's running jobs may hold at once; a null
 	// count is no limit.
 	Limit UsageAmounts `json:"limit"`

@@ -144,8 +144,8 @@ func (s *Service) UnsetQuota(ctx context.Context, req contract.QuotaRequest) (*c
 	}
 	k := quotaKey{req.Scope, req.Name}
 	if !ok {
-		return nil, fmt.Errorf("%s has no quota set through the server (config.yaml's limits change in config.yaml; see `sortie server quotas`): %w",
-			scopeName(req.Scope, req.Name), store.ErrNotFound)
+		return nil, &noQuotaError{fmt.Errorf("%s has no quota set through the server (config.yaml's limits change in config.yaml; see `sortie server quotas`): %w",
+			scopeName(req.Scope, req.Name), store.ErrNotFound)}
 	}
 	if v, had := configEntries(s.Config.Limits)[k]; had {
 		return &v, nil
@@ -311,3 +311,10 @@ func (s *Service) knownGPUs(ctx context.Context) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// noQuotaError is an unset of a scope without a quota: 404 from the API.
+type noQuotaError struct{ err error }
+
+func (e *noQuotaError) Error() string  { return e.err.Error() }
+func (e *noQuotaError) Unwrap() error  { return e.err }
+func (e *noQuotaError) NotFound() bool { return true }
