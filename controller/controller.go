@@ -25,6 +25,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sortie/controller/clouds"
@@ -112,6 +113,10 @@ type Controller struct {
 	// lease, when set (AsReplica), makes the controller a replica that
 	// drives only the jobs whose lease it holds (lease.go).
 	lease *leaseSet
+	// limited says whether the last admission pass found any limit
+	// (config.yaml's or a quota's): limitsOn, limitsOff, or 0 before the
+	// first pass (config.yaml's say then).
+	limited atomic.Int32
 }
 
 // maxParallelChecks bounds how many running jobs a tick checks at once.

@@ -191,9 +191,13 @@ func TestContractAPIAnswers(t *testing.T) {
 
 	id := alice.launch(alice.write("fail.yaml", "resources: {cloud: local}\nrun: echo bad; exit 3\n"))
 	alice.waitStatus(id, lifecycle.Failed)
+	// A quota of each kind of count, for GET /v1/quotas.
+	s.must("server", "quotas", "set", "--group", "ml", "--members", "alice,bob", "--gpu", "A100=4", "--running-jobs", "3")
+	s.must("server", "quotas", "set", "--server")
 	c := newConformer(objs, contractMasks)
 	for _, r := range []struct{ route, path string }{
 		{"GET /v1/me", "/v1/me"},
+		{"GET /v1/quotas", "/v1/quotas"},
 		{"GET /v1/jobs", "/v1/jobs?all=true"},
 		{"GET /v1/jobs/{id}", fmt.Sprintf("/v1/jobs/%d", id)},
 		{"GET /v1/failures", "/v1/failures"},
@@ -219,6 +223,7 @@ func TestContractAPIAnswers(t *testing.T) {
 	c.conform("queue", "queue", decodeJSON(t, alice.must("jobs", "queue", "-a", "-o", "json").stdout), listOf(ref("job")))
 	c.conform("show", "show", decodeJSON(t, alice.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout), ref("show"))
 	c.conform("failures", "failures", decodeJSON(t, alice.must("jobs", "failures", "-o", "json").stdout), listOf(ref("failure")))
+	c.conform("quotas", "quotas", decodeJSON(t, alice.must("server", "quotas", "-o", "json").stdout), listOf(ref("quota")))
 	c.report(t)
 }
 

@@ -50,6 +50,9 @@ var answers = map[string]answer{
 	"PUT /v1/blobs/{sha256}":                                             {status: "201", schema: "blob"},
 	"GET /v1/prices":                                                     {status: "200", schema: "price", list: true},
 	"POST /v1/prices/refresh":                                            {status: "200", schema: "prices_refreshed"},
+	"GET /v1/quotas":                                                     {status: "200", schema: "quota", list: true},
+	"PUT /v1/quotas":                                                     {status: "200", schema: "quota"},
+	"POST /v1/quotas/unset":                                              {status: "200", schema: "quota"},
 }
 
 func mustDocument() []byte {

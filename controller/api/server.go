@@ -83,6 +83,9 @@ var routes = []string{
 	"DELETE /v1/quarantine/{cloud}/{region}/node/{node}",
 	"GET /v1/prices",
 	"POST /v1/prices/refresh",
+	"GET /v1/quotas",
+	"PUT /v1/quotas",
+	"POST /v1/quotas/unset",
 	"HEAD /v1/blobs/{sha256}",
 	"PUT /v1/blobs/{sha256}",
 }
@@ -128,6 +131,9 @@ func NewServer(o Options) *Server {
 		"DELETE /v1/quarantine/{cloud}/{region}/node/{node}":                 s.clearQuarantine,
 		"GET /v1/prices":          s.prices,
 		"POST /v1/prices/refresh": s.refreshPrices,
+		"GET /v1/quotas":          s.quotas,
+		"PUT /v1/quotas":          s.setQuota,
+		"POST /v1/quotas/unset":   s.unsetQuota,
 		"HEAD /v1/blobs/{sha256}": s.hasBlob,
 		"PUT /v1/blobs/{sha256}":  s.putBlob,
 		"GET /v1/healthz":         nil,
@@ -474,6 +480,32 @@ func (s *Server) refreshPrices(w http.ResponseWriter, r *http.Request, svc *serv
 	}
 	res, err := svc.RefreshPrices(r.Context(), req)
 	return answerOK(w, res, err)
+}
+
+func (s *Server) quotas(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	qs, err := svc.Quotas(r.Context())
+	return answerOK(w, orEmpty(qs), err)
+}
+
+// setQuota sets one scope's quota: an admin only (403 forbidden
+// otherwise).
+func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req contract.QuotaRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	v, err := svc.SetQuota(r.Context(), req)
+	return answerOK(w, v, err)
+}
+
+// unsetQuota removes one scope's quota: an admin only.
+func (s *Server) unsetQuota(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	var req contract.QuotaRequest
+	if err := s.readJSON(w, r, &req); err != nil {
+		return err
+	}
+	v, err := svc.UnsetQuota(r.Context(), req)
+	return answerOK(w, v, err)
 }
 
 func orEmpty[T any](v []T) []T {

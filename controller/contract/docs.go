@@ -267,6 +267,16 @@ var fieldDocs = map[string]map[string]string{
 		"share":        "their decayed use over every user's, 0 to 1",
 		"waiting":      "how many of their jobs wait to be admitted",
 	},
+	"quota": {
+		"scope":           "`server` (everyone's jobs together), `per_user` (each user without their own), `user` or `group`",
+		"name":            "the user's or group's name; empty for `server` and `per_user`",
+		"members":         "a group's users; `null` for the other scopes",
+		"limit":           "what the scope's running jobs may hold at once; a `null` count is no limit",
+		"source":          "`config` (config.yaml's `limits:`), `quota` (set through the server, replacing config.yaml's entry of the scope) or `none` (after an unset, when config.yaml has no entry)",
+		"set_by":          "who set the quota; empty for config.yaml's",
+		"set_at":          "when the quota was set; `null` for config.yaml's",
+		"replaces_config": "whether config.yaml has an entry for the scope that the quota replaces (an unset gives it back)",
+	},
 	"usage_amounts": {
 		"running_jobs": "running jobs; in a limit, `null` is no limit",
 		"nodes":        "nodes; in a limit, `null` is no limit",

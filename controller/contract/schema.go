@@ -53,6 +53,7 @@ var Objects = []Object{
 	{"release", typeOf[ReleaseView](), "What `jobs release` did: `jobs release -o json` and POST /v1/jobs/{id}/release."},
 	{"priority", typeOf[PriorityView](), "What `jobs priority` did: `jobs priority -o json` and POST /v1/jobs/{id}/priority."},
 	{"usage", typeOf[UsageView](), "One user's row of `sortie server usage -o json`: what their jobs hold against the limits, and their fair share."},
+	{"quota", typeOf[QuotaView](), "A limit in effect and where it comes from: an item of `sortie server quotas -o json` and of GET /v1/quotas, and what `quotas set` and `quotas unset` leave."},
 	{"usage_amounts", typeOf[UsageAmounts](), "Counts of what a limit counts; in a limit, a `null` count is no limit."},
 	{"retry_result", typeOf[RetryResult](), "A retried job and its new retry: an item of `jobs retry -o json`."},
 	{"replica", typeOf[ReplicaView](), "One replica of the controller sharing the store: an item of `sortie replicas status -o json`."},

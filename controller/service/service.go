@@ -186,8 +186,16 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 		return nil, fmt.Errorf("store the spec: %w", err)
 	}
 	ask := strategy.AskOf(p)
-	if why := s.Config.Limits.Strategy().Exceeded(sub.owner, ask); why != "" {
-		return nil, &contract.UsageError{Err: fmt.Errorf("the job %s (limits in config.yaml): it could never start; ask for less, or have an admin raise the limit", why)}
+	limits, quotas, err := s.Limits(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the limits: %w", err)
+	}
+	if why := limits.Exceeded(sub.owner, ask); why != "" {
+		where := "limits in config.yaml"
+		if quotas {
+			where = "limits in config.yaml and `sortie server quotas`"
+		}
+		return nil, &contract.UsageError{Err: fmt.Errorf("the job %s (%s): it could never start; ask for less, or have an admin raise the limit", why, where)}
 	}
 	j := &store.Job{Name: sub.name, Spec: stored, BaseDir: sub.baseDir, InputKey: key,
 		RequestedBy: sub.requestedBy, RetryReason: sub.reason, Overrides: sub.overrides, Owner: sub.owner,

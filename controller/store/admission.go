@@ -28,6 +28,9 @@ type AdmissionFacts struct {
 	// Used are the attempts that ran since UsedSince, with their job's
 	// owner and what it holds.
 	Used []strategy.UseSpan
+	// Quotas are the limits set through the server, which replace
+	// config.yaml's entries of their scopes (ApplyQuotas).
+	Quotas []Quota
 }
 
 // Admission is one pass of admission's decision: the jobs it let start.
@@ -256,11 +259,11 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 	if err != nil {
 		return facts, nil, err
 	}
-	defer rows.Close()
 	for rows.Next() {
 		var owner, ask, started string
 		var ended sql.NullString
 		if err := rows.Scan(&owner, &ask, &started, &ended); err != nil {
+			rows.Close()
 			return facts, nil, err
 		}
 		a, _ := parse(ask) // a bad ask was refused above, or ended long ago
@@ -270,7 +273,14 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		}
 		facts.Used = append(facts.Used, span)
 	}
-	return facts, current, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return facts, nil, err
+	}
+	if facts.Quotas, err = readQuotas(ctx, tx); err != nil {
+		return facts, nil, err
+	}
+	return facts, current, nil
 }
 
 // ParseAsk reads a job's stored ask (FormatAsk); ” is one job on one

@@ -58,6 +58,11 @@ type Service interface {
 	// from the clouds now.
 	Prices(ctx context.Context, req contract.PricesRequest) ([]contract.PriceView, error)
 	RefreshPrices(ctx context.Context, req contract.PricesRequest) (*contract.PricesRefreshed, error)
+	// Quotas lists the limits in effect; SetQuota and UnsetQuota change
+	// one scope's (an admin).
+	Quotas(ctx context.Context) ([]contract.QuotaView, error)
+	SetQuota(ctx context.Context, req contract.QuotaRequest) (*contract.QuotaView, error)
+	UnsetQuota(ctx context.Context, req contract.QuotaRequest) (*contract.QuotaView, error)
 	Close() error
 }
 

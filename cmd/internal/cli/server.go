@@ -17,18 +17,30 @@ import (
 // API and the controller of SORTIE_HOME, and `server users`.
 func NewCmdServer(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "server [--listen ADDR] [--store URL] [--replica NAME [--lease-ttl D]] [--tls-cert F --tls-key F] [--insecure] | server users add|list|revoke|budget | server usage [-o json] | server status [-o json]",
+		Use:   "server [--listen ADDR] [--store URL] [--replica NAME [--lease-ttl D]] [--tls-cert F --tls-key F] [--insecure] | server users add|list|revoke|budget | server usage [-o json] | server quotas [set|unset] | server status [-o json]",
 		Short: "Serve SORTIE_HOME's API to a team (users, tokens), running its controller",
 		Long: "Run the HTTP API over this home's jobs, and its controller, in the controller program.\n" +
 			"`sortie server users add NAME [--admin]` prints a new user's token once; `users list` (with each one's budget, spent and left this month);\n" +
 			"`users revoke NAME`; `users budget NAME DOLLARS|none|default` sets a user's monthly budget.\n" +
 			"`sortie server usage [-o json]` shows each user with jobs running or waiting: what they hold against the limits,\n" +
 			"their fair-share weight, their decayed use and share of everyone's, and how many jobs they have waiting.\n" +
+			"`sortie server quotas` lists the limits in effect; an admin changes them with `quotas set` and `quotas unset`.\n" +
 			"Beyond 127.0.0.1 the server needs --tls-cert and --tls-key, or --insecure.\n" +
 			"With --replica NAME the server is one of several on one store (PostgreSQL), each driving the jobs it leases;\n" +
 			"`sortie server status` lists them and the jobs each holds.",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && args[0] == "quotas" {
+				// Through the service the CLI speaks to: the server's
+				// API with SORTIE_API_URL, else this home's store.
+				q := NewCmdQuotas(f)
+				q.SetArgs(args[1:])
+				q.SetOut(f.Out)
+				q.SetErr(f.Err)
+				q.SilenceUsage, q.SilenceErrors = true, true
+				q.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErrorf("%v", err) })
+				return q.ExecuteContext(cmd.Context())
+			}
 			if len(args) > 0 && args[0] == "status" {
 				// The replicas sharing the store: read here, as
 				// `replicas status` reads them.

@@ -463,3 +463,27 @@ func (c *Client) RefreshPrices(ctx context.Context, req contract.PricesRequest) 
 
 // Close does nothing: a client holds no connection of its own.
 func (c *Client) Close() error { return nil }
+
+// Quotas is `sortie server quotas`: the limits in effect.
+func (c *Client) Quotas(ctx context.Context) ([]contract.QuotaView, error) {
+	var out []contract.QuotaView
+	return out, c.call(ctx, "GET", "/v1/quotas", nil, &out)
+}
+
+// SetQuota is `sortie server quotas set`.
+func (c *Client) SetQuota(ctx context.Context, req contract.QuotaRequest) (*contract.QuotaView, error) {
+	var out contract.QuotaView
+	if err := c.call(ctx, "PUT", "/v1/quotas", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UnsetQuota is `sortie server quotas unset`.
+func (c *Client) UnsetQuota(ctx context.Context, req contract.QuotaRequest) (*contract.QuotaView, error) {
+	var out contract.QuotaView
+	if err := c.call(ctx, "POST", "/v1/quotas/unset", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

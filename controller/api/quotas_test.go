@@ -1,0 +1,81 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"sortie/controller/contract"
+)
+
+// /v1/quotas: every user lists the limits; only an admin sets or unsets
+// one, whatever the body says of who asks; a bad value or a body of
+// another shape is a usage error naming it; an unset of a scope without
+// a quota is 404. Set, a quota refuses a launch that could never fit.
+func TestQuotasRoutes(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	one := 1
+	var e contract.ErrorBody
+	for _, tc := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PUT", "/v1/quotas", contract.QuotaRequest{Scope: "server", RunningJobs: &one}},
+		{"PUT", "/v1/quotas", contract.QuotaRequest{Scope: "user", Name: "alice", GPUs: map[string]int{"A100": 1000}}},
+		{"POST", "/v1/quotas/unset", contract.QuotaRequest{Scope: "server"}},
+		// A field the request does not have cannot make alice an admin.
+		{"PUT", "/v1/quotas", []byte(`{"scope": "server", "running_jobs": 1, "admin": true}`)},
+	} {
+		e = contract.ErrorBody{}
+		resp := ts.do(t, "alice", tc.method, tc.path, tc.body, &e)
+		if resp.StatusCode == 200 {
+			t.Fatalf("alice %s %s %v: 200, want a refusal", tc.method, tc.path, tc.body)
+		}
+		if _, raw := tc.body.([]byte); !raw && (resp.StatusCode != 403 || e.Error.Code != contract.CodeForbidden ||
+			!strings.Contains(e.Error.Message, "only an admin may")) {
+			t.Errorf("alice %s %s: %d %+v, want 403 forbidden saying only an admin may", tc.method, tc.path, resp.StatusCode, e)
+		}
+	}
+	var qs []contract.QuotaView
+	if resp := ts.do(t, "alice", "GET", "/v1/quotas", nil, &qs); resp.StatusCode != 200 || len(qs) != 0 {
+		t.Fatalf("alice lists: %d %+v, want none set", resp.StatusCode, qs)
+	}
+
+	var v contract.QuotaView
+	if resp := ts.do(t, "root", "PUT", "/v1/quotas", contract.QuotaRequest{Scope: "user", Name: "alice", GPUs: map[string]int{"A100": 2}}, &v); resp.StatusCode != 200 ||
+		v.Source != "quota" || v.SetBy != "root" || v.Limit.GPUs["A100"] != 2 {
+		t.Fatalf("root sets alice's: %d %+v", resp.StatusCode, v)
+	}
+	if resp := ts.do(t, "alice", "GET", "/v1/quotas", nil, &qs); resp.StatusCode != 200 || len(qs) != 1 || qs[0].Name != "alice" {
+		t.Fatalf("alice lists: %d %+v", resp.StatusCode, qs)
+	}
+	e = contract.ErrorBody{}
+	if resp := ts.do(t, "alice", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml",
+		Task: []byte("resources: {cloud: sim, accelerators: A100:4}\nrun: x\n")}, &e); resp.StatusCode != 400 ||
+		!strings.Contains(e.Error.Message, "asks for 4 A100, more than the user limit of alice of 2") {
+		t.Errorf("alice launches 4 A100: %d %+v", resp.StatusCode, e)
+	}
+
+	neg := -3
+	for _, tc := range []struct {
+		body any
+		want string
+	}{
+		{contract.QuotaRequest{Scope: "server", Nodes: &neg}, "--nodes -3"},
+		{contract.QuotaRequest{Scope: "everyone"}, `scope "everyone"`},
+		{[]byte(`{"scope": "server", "gpu": {"A100": 1}}`), "not the JSON this route takes"},
+	} {
+		e = contract.ErrorBody{}
+		if resp := ts.do(t, "root", "PUT", "/v1/quotas", tc.body, &e); resp.StatusCode != 400 || e.Error.Code != contract.CodeUsage ||
+			!strings.Contains(e.Error.Message, tc.want) {
+			t.Errorf("%v: %d %+v, want a usage error saying %q", tc.body, resp.StatusCode, e, tc.want)
+		}
+	}
+	if resp := ts.do(t, "root", "POST", "/v1/quotas/unset", contract.QuotaRequest{Scope: "user", Name: "alice"}, &v); resp.StatusCode != 200 || v.Source != "none" {
+		t.Fatalf("root unsets alice's: %d %+v", resp.StatusCode, v)
+	}
+	e = contract.ErrorBody{}
+	if resp := ts.do(t, "root", "POST", "/v1/quotas/unset", contract.QuotaRequest{Scope: "user", Name: "alice"}, &e); resp.StatusCode != 404 ||
+		!strings.Contains(e.Error.Message, "user alice has no quota set through the server") {
+		t.Errorf("unset again: %d %+v, want 404", resp.StatusCode, e)
+	}
+}
