@@ -692,3 +692,22 @@ func TestWaitingJobSaysWhy(t *testing.T) {
 		t.Errorf("the queue does not say why the job waits (%q):\n%s", want, page)
 	}
 }
+
+// A job asked to make room for one of higher priority says so on its page.
+func TestPreemptedJobSaysForWhom(t *testing.T) {
+	td := newTestDash(t, Options{})
+	low, high := td.launch(t, "alice", "low"), td.launch(t, "bob", "high")
+	ctx := context.Background()
+	for _, placed := range [][]strategy.Placed{
+		{{ID: low, Admit: true}, {ID: high, Place: 1, Reason: "waiting: the server runs 1 of 1 jobs (server limit); this job is next"}},
+		{{ID: high, Place: 1, Reason: "waiting: preempting job 1 (priority 100) for room under the server limit", Preempt: []int64{low}}},
+	} {
+		if _, err := td.svc.Store.Admit(ctx, time.Time{}, func(store.AdmissionFacts) []strategy.Placed { return placed }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := fmt.Sprintf(`<dd id="preempted-for">for <a href="/jobs/%d">job %d</a>, of higher priority`, high, high)
+	if _, page := td.do(t, "bob", "GET", fmt.Sprintf("/jobs/%d", low), nil); !strings.Contains(page, want) {
+		t.Errorf("the page of a job being preempted lacks %q:\n%s", want, page)
+	}
+}
