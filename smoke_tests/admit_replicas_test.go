@@ -42,8 +42,8 @@ import (
 // that read the facts before another's admissions were committed and a
 // change of the order since, admitting other jobs beside them. Without the
 // lock (Store.Admit's pg_advisory_xact_lock taken out) this test finds the
-// server at 6 of 5 or a user at 3 of 2 in every run tried; without the
-// priority changes it passed even so.
+// server at 6 of 5 or a user at 3 of 2 (in each of the two runs tried;
+// without the priority changes, two runs passed even so).
 func TestReplicasAdmitConcurrentlyOnPostgres(t *testing.T) {
 	pg, err := pgtest.Start()
 	if errors.Is(err, pgtest.ErrNoServer) {
