@@ -123,7 +123,7 @@ fair_share:
 	// changing under their passes.
 	t0 := time.Now()
 	submitted := make(chan struct{})
-	reordered := make(chan int)
+	reordered := make(chan int, 1)
 	go func() {
 		rnd := rand.New(rand.NewPCG(7, 33))
 		admin := svc.As(&contract.Asker{Name: "admin", Admin: true})
@@ -138,6 +138,9 @@ fair_share:
 			var ids []int64
 			rows, err := db.QueryContext(ctx, `SELECT id FROM jobs WHERE status = 'PENDING' AND admitted_at IS NULL ORDER BY id`)
 			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("read the waiting jobs: %v", err)
+				}
 				return
 			}
 			for rows.Next() {
@@ -156,7 +159,9 @@ fair_share:
 			} else if _, err := admin.SetPriority(ctx, ids[rnd.IntN(len(ids))], rnd.IntN(1001)); err == nil {
 				n++
 			} else if !errors.Is(err, contract.ErrNotWaiting) {
-				t.Errorf("change a priority: %v", err)
+				if ctx.Err() == nil {
+					t.Errorf("change a priority: %v", err)
+				}
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -171,6 +176,9 @@ fair_share:
 	}
 	close(submitted)
 	reorders := <-reordered
+	if reorders < 100 {
+		t.Errorf("%d priorities changed while the jobs waited, want at least 100 for the order to change under the passes", reorders)
+	}
 	var ended, succeeded int
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

@@ -57,10 +57,11 @@ import (
 //     some ten run times. Each share must be within 5% of a half:
 //     |share - 1/2| <= 0.05 * 1/2.
 //
-// A first-come queue fails every check (mid and small do not start while
-// big's jobs wait; so does config giving big a weight of 1e9); so does an
-// order that gives every free place to the user with the least past use
-// (mid and small would take every place from big).
+// A first-come queue fails: mid and small do not start while big's jobs
+// wait (as with fair_share.weights giving big 1e9, which puts big first:
+// small's first job does not start within 10 run times and the test
+// stops). So does an order that gives every free place to the user with
+// the least past use: mid and small would take every place from big.
 func TestFairShareOnSim(t *testing.T) {
 	e := newEnv(t)
 	const limit = 20
