@@ -58,9 +58,19 @@ const admissionLock = 0x736f7274_69650022
 // same transaction (yield_for, yield_reason): a job already asked, ended,
 // or back waiting is left as it is.
 // usedSince bounds the attempts read for past use.
+//
+// On PostgreSQL the transaction is read committed whatever the database's
+// default_transaction_isolation: each statement after the lock then sees
+// what the pass before committed. At repeatable read the view would be
+// taken by the statement that waits for the lock, before the pass ahead
+// committed, and two passes could give the same room to different jobs.
 func (s *Store) Admit(ctx context.Context, usedSince time.Time, decide func(AdmissionFacts) []strategy.Placed) (Admission, error) {
 	var out Admission
-	err := s.tx(ctx, func(tx *dbTx) error {
+	var opts *sql.TxOptions
+	if s.d.postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	err := s.txWith(ctx, opts, func(tx *dbTx) error {
 		out = Admission{}
 		if s.d.postgres {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(admissionLock)); err != nil {

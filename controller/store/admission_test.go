@@ -169,3 +169,94 @@ func testAdmitConcurrently(t *testing.T, b backend) {
 		t.Errorf("%d jobs admitted in all, want %d", admitted, limit+ends)
 	}
 }
+
+// On a PostgreSQL database whose transactions default to repeatable read
+// (default_transaction_isolation, which a team's database may set), a pass
+// that waited for the admission lock still sees what the pass before it
+// admitted. Here the limit is one running job and job X waits as next in
+// line; the place frees; pass 1 reads the facts and, while it decides, a
+// job W of higher priority is submitted and pass 2 starts and waits for
+// the lock. Pass 1 admits X. Pass 2, had its view of the store been taken
+// before it got the lock, would see W first and the place free, and admit
+// W beside X.
+func TestAdmitAfterTheLockSeesThePassBefore(t *testing.T) {
+	ctx := context.Background()
+	first, u := openTest(t, postgresBackend)
+	if _, err := first.db.ExecContext(ctx, `DO $x$ BEGIN EXECUTE 'ALTER DATABASE ' || quote_ident(current_database()) ||
+		' SET default_transaction_isolation = ''repeatable read'''; END $x$`); err != nil {
+		t.Fatal(err)
+	}
+	// Stores opened now start their sessions at repeatable read.
+	var passes []*Store
+	for range 2 {
+		s, err := OpenURL(ctx, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		passes = append(passes, s)
+	}
+	var level string
+	if err := passes[0].db.QueryRowContext(ctx, `SHOW transaction_isolation`).Scan(&level); err != nil || level != "repeatable read" {
+		t.Fatalf("the passes' sessions run at %q (%v), want repeatable read", level, err)
+	}
+	limits := strategy.Limits{Server: strategy.Amounts{strategy.Jobs: 1}}
+	decide := func(f AdmissionFacts) []strategy.Placed {
+		return strategy.Admit(strategy.AdmitInput{Waiting: f.Waiting, Held: f.Held, Limits: limits, Used: f.Used, HalfLife: time.Hour})
+	}
+	create := func(name string, priority int) int64 {
+		t.Helper()
+		id, err := first.CreateJob(ctx, &Job{Name: name, Spec: []byte(`{}`), Owner: "alice", Priority: priority}, []NewTask{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	y := create("y", 500)
+	if _, err := first.Admit(ctx, time.Time{}, decide); err != nil {
+		t.Fatal(err)
+	}
+	x := create("x", 500)
+	if _, err := first.Admit(ctx, time.Time{}, decide); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := first.Job(ctx, x); j.AdmittedAt != nil || j.WaitPlace != 1 {
+		t.Fatalf("job x: admitted %v, place %d; want it waiting, next", j.AdmittedAt, j.WaitPlace)
+	}
+	if _, err := first.db.ExecContext(ctx, `UPDATE jobs SET status = 'SUCCEEDED' WHERE id = ?`, y); err != nil {
+		t.Fatal(err)
+	}
+
+	var w int64
+	second := make(chan error, 1)
+	var once sync.Once // a pass run again (PostgreSQL aborted it) submits no second w
+	res, err := passes[0].Admit(ctx, time.Time{}, func(f AdmissionFacts) []strategy.Placed {
+		once.Do(func() {
+			w = create("w", 900)
+			go func() {
+				_, err := passes[1].Admit(ctx, time.Time{}, decide)
+				second <- err
+			}()
+			clocktest.Eventually(t, "the second pass waiting for the admission lock", func() bool {
+				var n int
+				first.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+					AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n)
+				return n == 1
+			})
+		})
+		return decide(f)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Admitted) != fmt.Sprint([]int64{x}) {
+		t.Fatalf("the first pass admitted %v, want job x (%d)", res.Admitted, x)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if n := held(t, first); n != 1 {
+		j, _ := first.Job(ctx, w)
+		t.Errorf("%d jobs hold a place, over the limit of 1 (w admitted at %v)", n, j.AdmittedAt)
+	}
+}

@@ -307,8 +307,9 @@ func (r rebound[T]) ExecContext(ctx context.Context, q string, args ...any) (sql
 // db is the store's *sql.DB, its statements rebound for the dialect.
 type db struct{ rebound[*sql.DB] }
 
-func (db *db) BeginTx(ctx context.Context) (*dbTx, error) {
-	tx, err := db.c.BeginTx(ctx, nil)
+// BeginTx begins a transaction; opts nil keeps the database's defaults.
+func (db *db) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error) {
+	tx, err := db.c.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -203,7 +203,7 @@ func TestPostgresBusyErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder, err := s.db.BeginTx(ctx)
+	holder, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

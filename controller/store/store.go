@@ -345,7 +345,7 @@ func (s *Store) applyMigration(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -384,6 +384,11 @@ const maxTries = 10
 // when the database aborts the transaction to keep it apart from another
 // (a deadlock): fn sets what it returns rather than adding to it.
 func (s *Store) tx(ctx context.Context, fn func(tx *dbTx) error) error {
+	return s.txWith(ctx, nil, fn)
+}
+
+// txWith is tx begun with opts (nil: the database's defaults).
+func (s *Store) txWith(ctx context.Context, opts *sql.TxOptions, fn func(tx *dbTx) error) error {
 	if obs := s.observeTx.Load(); obs != nil {
 		start := time.Now()
 		defer func() { (*obs)(time.Since(start)) }()
@@ -394,7 +399,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *dbTx) error) error {
 	}
 	var err error
 	for try := 1; ; try++ {
-		err = s.tx1(ctx, fn)
+		err = s.tx1(ctx, opts, fn)
 		if !s.d.retryable(err) || try == maxTries {
 			break
 		}
@@ -408,8 +413,8 @@ func (s *Store) tx(ctx context.Context, fn func(tx *dbTx) error) error {
 	return err
 }
 
-func (s *Store) tx1(ctx context.Context, fn func(tx *dbTx) error) error {
-	tx, err := s.db.BeginTx(ctx)
+func (s *Store) tx1(ctx context.Context, opts *sql.TxOptions, fn func(tx *dbTx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
