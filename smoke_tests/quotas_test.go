@@ -66,6 +66,22 @@ func TestQuotasThroughTheServer(t *testing.T) {
 		t.Fatalf("a job over alice's quota: exit %d, stderr %q; want 2 naming the limit", r.code, r.stderr)
 	}
 
+	// server usage through the API: root sees every user, alice her own
+	// row and the server's line; on the server's machine, every user.
+	if out := root.must("server", "usage").stdout; !strings.Contains(out, "Server: 1/20 running jobs") || !strings.Contains(out, "alice  1/1") {
+		t.Errorf("root's server usage:\n%s", out)
+	}
+	var rows []contract.UsageView
+	if err := json.Unmarshal([]byte(alice.must("server", "usage", "-o", "json").stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].User != "alice" || rows[0].Waiting != 1 || *rows[0].ServerHeld.RunningJobs != 1 {
+		t.Errorf("alice's server usage: %+v, want her own row, 1 waiting, the server holding 1 job", rows)
+	}
+	if out := s.must("server", "usage").stdout; !strings.Contains(out, "alice  1/1") {
+		t.Errorf("server usage on the server's machine:\n%s", out)
+	}
+
 	// Lowered by the server's admin on its machine, with no token.
 	s.must("server", "quotas", "set", "--user", "alice", "--running-jobs", "0")
 	if d := alice.show(first); d.Status != lifecycle.Running {

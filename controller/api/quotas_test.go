@@ -79,3 +79,23 @@ func TestQuotasRoutes(t *testing.T) {
 		t.Errorf("unset again: %d %+v, want 404", resp.StatusCode, e)
 	}
 }
+
+// GET /v1/usage: an admin is given every user's row, a user their own.
+func TestUsageRoute(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	var lr contract.LaunchResult
+	if resp := ts.do(t, "alice", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
+		t.Fatalf("launch: %d", resp.StatusCode)
+	}
+	if resp := ts.do(t, "bob", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
+		t.Fatalf("launch: %d", resp.StatusCode)
+	}
+	var rows []contract.UsageView
+	if resp := ts.do(t, "root", "GET", "/v1/usage", nil, &rows); resp.StatusCode != 200 || len(rows) != 2 {
+		t.Fatalf("root: %d %+v, want alice's and bob's rows", resp.StatusCode, rows)
+	}
+	rows = nil
+	if resp := ts.do(t, "bob", "GET", "/v1/usage", nil, &rows); resp.StatusCode != 200 || len(rows) != 1 || rows[0].User != "bob" {
+		t.Fatalf("bob: %d %+v, want his own row alone", resp.StatusCode, rows)
+	}
+}

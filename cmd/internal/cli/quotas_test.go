@@ -112,3 +112,34 @@ func TestServerQuotas(t *testing.T) {
 		t.Errorf("none: %q", out)
 	}
 }
+
+type usageFake struct {
+	Service
+	rows []contract.UsageView
+}
+
+func (s *usageFake) Usage(context.Context) ([]contract.UsageView, error) { return s.rows, nil }
+func (s *usageFake) Close() error                                       { return nil }
+
+// `server usage` through a server prints the server's line from the
+// total every row carries, also when the user is given their own row
+// alone.
+func TestUsageThroughTheService(t *testing.T) {
+	one, three, eight, twenty := 1, 3, 8, 20
+	row := contract.UsageView{User: "bob", Held: contract.UsageAmounts{RunningJobs: &one, Nodes: &one, VCPUs: &eight, GPUs: map[string]int{}},
+		ServerLimit: &contract.UsageAmounts{RunningJobs: &twenty}, Weight: 1, DecayedUse: 2.5, Share: 0.25, Waiting: 4,
+		ServerHeld: contract.UsageAmounts{RunningJobs: &three, Nodes: &three, VCPUs: &twenty, GPUs: map[string]int{}}, HalfLifeHours: 24}
+	f, out, _ := testFactory()
+	f.Service = func(context.Context) (Service, error) { return &usageFake{rows: []contract.UsageView{row}}, nil }
+	cmd := NewCmdUsage(f)
+	cmd.SetArgs(nil)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := "Server: 3/20 running jobs, 3 nodes, 20 vCPUs, GPUs - (held/limit); use decays with a half-life of 24h0m0s\n" +
+		"USER  JOBS  NODES  VCPUS  GPUS  WEIGHT  USE (h)  SHARE  WAITING\n" +
+		"bob   1     1      8      -     1       2.5      25.0%  4\n"
+	if out.String() != want {
+		t.Errorf("usage:\n%s\nwant\n%s", out, want)
+	}
+}
