@@ -37,6 +37,8 @@ func (r Resource) Unit() string {
 		return "nodes"
 	case VCPUs:
 		return "vCPUs"
+	case HourlyCost:
+		return "an hour"
 	}
 	return strings.TrimPrefix(string(r), gpuPrefix)
 }
@@ -132,7 +134,7 @@ func (l Limits) exceeded(user string, ask Amounts, rs []Resource) string {
 		}
 		for _, r := range rs {
 			if max, ok := limit[r]; ok && ask[r] > max {
-				return fmt.Sprintf("asks for %d %s, more than the %s of %d", ask[r], r.Unit(), scope, max)
+				return fmt.Sprintf("asks for %s %s, more than the %s of %s", r.count(ask[r]), r.Unit(), scope, r.count(max))
 			}
 		}
 		return ""
@@ -389,7 +391,7 @@ func (s *scopes) blocked(j *WaitingJob, rs []Resource, ahead int) (why string, s
 			held := s.users[j.User][r]
 			if s.userWait[j.User][r] || held+j.Ask[r] > max {
 				s.markUser(j, rs)
-				return "waiting: " + j.User + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + r.Unit() + " (user limit)", false
+				return "waiting: " + j.User + " holds " + r.count(held) + " of " + r.count(max) + " " + r.Unit() + " (user limit)", false
 			}
 		}
 	}
@@ -403,7 +405,7 @@ func (s *scopes) blocked(j *WaitingJob, rs []Resource, ahead int) (why string, s
 			held := s.groups[g][r]
 			if s.groupWait[g][r] || held+j.Ask[r] > max {
 				s.markGroup(g, j, rs)
-				return "waiting: group " + s.limits.Groups[g].Name + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + r.Unit() + " (group limit)", false
+				return "waiting: group " + s.limits.Groups[g].Name + " holds " + r.count(held) + " of " + r.count(max) + " " + r.Unit() + " (group limit)", false
 			}
 		}
 	}
@@ -450,9 +452,9 @@ func serverReason(r Resource, held, limit, ahead int) string {
 	case r == Jobs:
 		what = "waiting: the server runs " + strconv.Itoa(held) + " of " + strconv.Itoa(limit) + " jobs (server limit)"
 	case held >= limit:
-		what = "waiting: the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
+		what = "waiting: the server's " + r.count(limit) + " " + r.Unit() + " are in use"
 	default:
-		what = "waiting: " + strconv.Itoa(held) + " of the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
+		what = "waiting: " + r.count(held) + " of the server's " + r.count(limit) + " " + r.Unit() + " are in use"
 	}
 	switch ahead {
 	case 0:

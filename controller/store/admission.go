@@ -132,7 +132,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		return facts, nil, err
 	}
 
-	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask FROM jobs
+	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask, cost_rate FROM jobs
 		WHERE `+activeSQL+` AND (status <> 'PENDING' OR admitted_at IS NOT NULL)`)
 	if err != nil {
 		return facts, nil, err
@@ -140,7 +140,8 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 	for rows.Next() {
 		var id int64
 		var owner, ask string
-		if err := rows.Scan(&id, &owner, &ask); err != nil {
+		var rate sql.NullFloat64
+		if err := rows.Scan(&id, &owner, &ask, &rate); err != nil {
 			rows.Close()
 			return facts, nil, err
 		}
@@ -148,6 +149,12 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		if err != nil {
 			rows.Close()
 			return facts, nil, fmt.Errorf("job %d: %w", id, err)
+		}
+		if rate.Valid {
+			// A job whose attempt bills holds what it costs an hour
+			// (its recorded price, every node), not the estimate it
+			// asked for at launch.
+			a[strategy.HourlyCost] = strategy.Cents(rate.Float64)
 		}
 		if facts.Held[owner] == nil {
 			facts.Held[owner] = strategy.Amounts{}
