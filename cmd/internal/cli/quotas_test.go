@@ -119,7 +119,7 @@ type usageFake struct {
 }
 
 func (s *usageFake) Usage(context.Context) ([]contract.UsageView, error) { return s.rows, nil }
-func (s *usageFake) Close() error                                       { return nil }
+func (s *usageFake) Close() error                                        { return nil }
 
 // `server usage` through a server prints the server's line from the
 // total every row carries, also when the user is given their own row
