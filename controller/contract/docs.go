@@ -283,6 +283,7 @@ var fieldDocs = map[string]map[string]string{
 		"nodes":        "nodes; in a limit, `null` is no limit",
 		"vcpus":        "vCPUs; in a limit, `null` is no limit",
 		"gpus":         "GPUs by type (`A100`); in a limit, a type left out is not limited",
+		"hourly_cost":  "dollars an hour: what running jobs cost (their recorded price, every node; a job not yet billed, what it was expected to cost at launch); in a limit, `null` is no limit",
 	},
 	"retry_result": {
 		"original":  "the job retried",

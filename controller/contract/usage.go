@@ -37,18 +37,29 @@ type UsageAmounts struct {
 	Nodes       *int           `json:"nodes"`
 	VCPUs       *int           `json:"vcpus"`
 	GPUs        map[string]int `json:"gpus"`
+	// HourlyCost is in dollars an hour: what running jobs cost (their
+	// recorded price, every node; a job not yet billing, what it was
+	// expected to cost at launch), or a limit of it.
+	HourlyCost *float64 `json:"hourly_cost"`
 }
 
 // HeldAmounts is what a holds, every count given (0 for none).
 func HeldAmounts(a strategy.Amounts) UsageAmounts {
 	n := func(r strategy.Resource) *int { v := a[r]; return &v }
-	out := UsageAmounts{RunningJobs: n(strategy.Jobs), Nodes: n(strategy.Nodes), VCPUs: n(strategy.VCPUs), GPUs: map[string]int{}}
+	out := UsageAmounts{RunningJobs: n(strategy.Jobs), Nodes: n(strategy.Nodes), VCPUs: n(strategy.VCPUs), GPUs: map[string]int{},
+		HourlyCost: dollars(a[strategy.HourlyCost])}
 	for r, v := range a {
 		if r.IsGPU() {
 			out.GPUs[r.Unit()] = v
 		}
 	}
 	return out
+}
+
+// dollars is cents as dollars.
+func dollars(cents int) *float64 {
+	d := float64(cents) / 100
+	return &d
 }
 
 // LimitAmounts is limit a, a count it leaves out null; nil for no limit.
@@ -63,6 +74,9 @@ func LimitAmounts(a strategy.Amounts) *UsageAmounts {
 		return nil
 	}
 	out := UsageAmounts{RunningJobs: n(strategy.Jobs), Nodes: n(strategy.Nodes), VCPUs: n(strategy.VCPUs), GPUs: map[string]int{}}
+	if c, ok := a[strategy.HourlyCost]; ok {
+		out.HourlyCost = dollars(c)
+	}
 	for r, v := range a {
 		if r.IsGPU() {
 			out.GPUs[r.Unit()] = v

@@ -7,6 +7,7 @@ import (
 	"sortie/controller/config"
 	"sortie/controller/contract"
 	"sortie/controller/store"
+	"sortie/schema"
 	"sortie/strategy"
 )
 
@@ -73,4 +74,32 @@ func UsageRows(ctx context.Context, cfg config.Config, st *store.Store, now time
 		rows = mine
 	}
 	return contract.UsageViews(rows, limits.Server, total, halfLife), nil
+}
+
+// expectedHourlyCost is what job p is expected to cost an hour, in cents,
+// as a dollar limit counts it while the job waits: for each task its
+// cheapest placement whose price is known (every node, at the prices a
+// plan shows), and the most of any task, since a pipeline's tasks run one
+// at a time. A task no price is known for asks 0; so does a job whose
+// placements cannot be listed. Once an attempt bills, what it costs
+// counts instead.
+func (s *Service) expectedHourlyCost(ctx context.Context, p *schema.Pipeline) int {
+	if s.Clouds == nil {
+		return 0
+	}
+	most := 0
+	for _, t := range p.Tasks {
+		pps, _, err := s.placements(ctx, t)
+		if err != nil {
+			continue
+		}
+		cheapest := -1.0
+		for _, pp := range pps {
+			if pp.HourlyCost != nil && (cheapest < 0 || *pp.HourlyCost < cheapest) {
+				cheapest = *pp.HourlyCost
+			}
+		}
+		most = max(most, strategy.Cents(cheapest))
+	}
+	return most
 }

@@ -53,19 +53,19 @@ func PrintUsage(w io.Writer, rows []contract.UsageView) error {
 	}
 	total, server := rows[0].ServerHeld, rows[0].ServerLimit
 	halfLife := time.Duration(rows[0].HalfLifeHours * float64(time.Hour)).Round(time.Second)
-	fmt.Fprintf(w, "Server: %s running jobs, %s nodes, %s vCPUs, GPUs %s (held/limit); use decays with a half-life of %s\n",
+	fmt.Fprintf(w, "Server: %s running jobs, %s nodes, %s vCPUs, GPUs %s, %s an hour (held/limit); use decays with a half-life of %s\n",
 		heldOf(intOr0(total.RunningJobs), limitOf(server, func(a *contract.UsageAmounts) *int { return a.RunningJobs })),
 		heldOf(intOr0(total.Nodes), limitOf(server, func(a *contract.UsageAmounts) *int { return a.Nodes })),
 		heldOf(intOr0(total.VCPUs), limitOf(server, func(a *contract.UsageAmounts) *int { return a.VCPUs })),
-		gpusOf(total.GPUs, server), halfLife)
+		gpusOf(total.GPUs, server), costOf(total.HourlyCost, server), halfLife)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "USER\tJOBS\tNODES\tVCPUS\tGPUS\tWEIGHT\tUSE (h)\tSHARE\tWAITING")
+	fmt.Fprintln(tw, "USER\tJOBS\tNODES\tVCPUS\tGPUS\t$/HOUR\tWEIGHT\tUSE (h)\tSHARE\tWAITING")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%g\t%.1f\t%.1f%%\t%d\n", r.User,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%g\t%.1f\t%.1f%%\t%d\n", r.User,
 			heldOf(intOr0(r.Held.RunningJobs), limitOf(r.UserLimit, func(a *contract.UsageAmounts) *int { return a.RunningJobs })),
 			heldOf(intOr0(r.Held.Nodes), limitOf(r.UserLimit, func(a *contract.UsageAmounts) *int { return a.Nodes })),
 			heldOf(intOr0(r.Held.VCPUs), limitOf(r.UserLimit, func(a *contract.UsageAmounts) *int { return a.VCPUs })),
-			gpusOf(r.Held.GPUs, r.UserLimit), r.Weight, r.DecayedUse, 100*r.Share, r.Waiting)
+			gpusOf(r.Held.GPUs, r.UserLimit), costOf(r.Held.HourlyCost, r.UserLimit), r.Weight, r.DecayedUse, 100*r.Share, r.Waiting)
 	}
 	return tw.Flush()
 }
@@ -118,4 +118,18 @@ func gpusOf(held map[string]int, limit *contract.UsageAmounts) string {
 		parts = append(parts, g+" "+heldOf(held[g], l))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// costOf is "$38.00/$40.00" held against a limit's hourly_cost, or the
+// amount held alone.
+func costOf(held *float64, limit *contract.UsageAmounts) string {
+	h := 0.0
+	if held != nil {
+		h = *held
+	}
+	s := fmt.Sprintf("$%.2f", h)
+	if limit != nil && limit.HourlyCost != nil {
+		s += fmt.Sprintf("/$%.2f", *limit.HourlyCost)
+	}
+	return s
 }
