@@ -82,6 +82,11 @@ func TestLaunchAsksItsHourlyCost(t *testing.T) {
 		"p.yaml":       "num_nodes: 3\nresources: {cloud: local, cpus: 2}\nrun: 'true'\n---\nresources: {cloud: local, cpus: 8}\nrun: 'true'\n",
 		"unknown.yaml": "resources: {cloud: local, cpus: 8}\nrun: 'true'\n",
 	})
+	// Priced only while a dollar limit is in effect.
+	hundred := 100.0
+	if _, err := s.SetQuota(ctx, contract.QuotaRequest{Scope: "user", Name: "nobody", HourlyCost: &hundred}); err != nil {
+		t.Fatal(err)
+	}
 	asked := func(file string) int {
 		t.Helper()
 		v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, file), Dir: root})
@@ -100,6 +105,12 @@ func TestLaunchAsksItsHourlyCost(t *testing.T) {
 	}
 	if got := asked("unknown.yaml"); got != 0 {
 		t.Errorf("a job of unknown price asks %d cents an hour, want 0", got)
+	}
+	if _, err := s.UnsetQuota(ctx, contract.QuotaRequest{Scope: "user", Name: "nobody"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked("p.yaml"); got != 0 {
+		t.Errorf("without a dollar limit the pipeline asks %d cents an hour, want 0 (not priced)", got)
 	}
 	one := 1.0
 	if _, err := s.SetQuota(ctx, contract.QuotaRequest{Scope: "server", HourlyCost: &one}); err != nil {

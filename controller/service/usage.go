@@ -103,3 +103,22 @@ func (s *Service) expectedHourlyCost(ctx context.Context, p *schema.Pipeline) in
 	}
 	return most
 }
+
+// countsDollars says whether any limit of l is a dollar limit.
+func countsDollars(l strategy.Limits) bool {
+	has := func(a strategy.Amounts) bool { _, ok := a[strategy.HourlyCost]; return ok }
+	if has(l.Server) || has(l.DefaultUser) {
+		return true
+	}
+	for _, u := range l.Users {
+		if has(u) {
+			return true
+		}
+	}
+	for _, g := range l.Groups {
+		if has(g.Limit) {
+			return true
+		}
+	}
+	return false
+}
