@@ -35,6 +35,17 @@ func TestQuotasRoutes(t *testing.T) {
 			t.Errorf("alice %s %s: %d %+v, want 403 forbidden saying only an admin may", tc.method, tc.path, resp.StatusCode, e)
 		}
 	}
+	// No token, or a token for another route's method, changes nothing.
+	for _, tc := range []struct{ user, method, path string }{
+		{"", "PUT", "/v1/quotas"}, {"", "POST", "/v1/quotas/unset"}, {"", "GET", "/v1/quotas"}, {"", "GET", "/v1/usage"},
+		{"root", "DELETE", "/v1/quotas"}, {"root", "POST", "/v1/quotas"},
+	} {
+		e = contract.ErrorBody{}
+		resp := ts.do(t, tc.user, tc.method, tc.path, contract.QuotaRequest{Scope: "server", RunningJobs: &one}, &e)
+		if want := map[bool]int{true: 401, false: 405}[tc.user == ""]; resp.StatusCode != want && !(want == 405 && resp.StatusCode == 404) {
+			t.Errorf("%q %s %s: %d %+v, want %d", tc.user, tc.method, tc.path, resp.StatusCode, e, want)
+		}
+	}
 	var qs []contract.QuotaView
 	if resp := ts.do(t, "alice", "GET", "/v1/quotas", nil, &qs); resp.StatusCode != 200 || len(qs) != 0 {
 		t.Fatalf("alice lists: %d %+v, want none set", resp.StatusCode, qs)
