@@ -223,15 +223,17 @@ func (s *Service) checkQuota(ctx context.Context, req contract.QuotaRequest) (st
 	}
 	q := store.Quota{Scope: req.Scope, Name: req.Name, Limit: strategy.Amounts{}}
 	for _, f := range []struct {
-		flag string
-		n    *int
-		r    strategy.Resource
-	}{{"--running-jobs", req.RunningJobs, strategy.Jobs}, {"--nodes", req.Nodes, strategy.Nodes}, {"--vcpus", req.VCPUs, strategy.VCPUs}} {
+		flag, what string
+		n          *int
+		r          strategy.Resource
+	}{{"--running-jobs", "how many jobs may run at once", req.RunningJobs, strategy.Jobs},
+		{"--nodes", "how many nodes running jobs may hold at once", req.Nodes, strategy.Nodes},
+		{"--vcpus", "how many vCPUs running jobs may hold at once", req.VCPUs, strategy.VCPUs}} {
 		if f.n == nil {
 			continue
 		}
 		if *f.n < 0 {
-			return q, usageErrorf("%s %d: give how many running jobs may hold at once, 0 or more (0 allows none); leave it out for no limit", f.flag, *f.n)
+			return q, usageErrorf("%s %d: give %s, 0 or more (0 allows none); leave it out for no limit", f.flag, *f.n, f.what)
 		}
 		q.Limit[f.r] = *f.n
 	}
