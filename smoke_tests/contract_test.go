@@ -198,6 +198,7 @@ func TestContractAPIAnswers(t *testing.T) {
 	for _, r := range []struct{ route, path string }{
 		{"GET /v1/me", "/v1/me"},
 		{"GET /v1/quotas", "/v1/quotas"},
+		{"GET /v1/usage", "/v1/usage"},
 		{"GET /v1/jobs", "/v1/jobs?all=true"},
 		{"GET /v1/jobs/{id}", fmt.Sprintf("/v1/jobs/%d", id)},
 		{"GET /v1/failures", "/v1/failures"},
@@ -224,6 +225,7 @@ func TestContractAPIAnswers(t *testing.T) {
 	c.conform("show", "show", decodeJSON(t, alice.must("jobs", "show", strconv.FormatInt(id, 10), "-o", "json").stdout), ref("show"))
 	c.conform("failures", "failures", decodeJSON(t, alice.must("jobs", "failures", "-o", "json").stdout), listOf(ref("failure")))
 	c.conform("quotas", "quotas", decodeJSON(t, alice.must("server", "quotas", "-o", "json").stdout), listOf(ref("quota")))
+	c.conform("usage", "usage", decodeJSON(t, alice.must("server", "usage", "-o", "json").stdout), listOf(ref("usage")))
 	c.report(t)
 }
 

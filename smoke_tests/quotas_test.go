@@ -66,6 +66,22 @@ func TestQuotasThroughTheServer(t *testing.T) {
 		t.Fatalf("a job over alice's quota: exit %d, stderr %q; want 2 naming the limit", r.code, r.stderr)
 	}
 
+	// server usage through the API: root sees every user, alice her own
+	// row and the server's line; on the server's machine, every user.
+	if out := root.must("server", "usage").stdout; !strings.Contains(out, "Server: 1/20 running jobs") || !strings.Contains(out, "alice  1/1") {
+		t.Errorf("root's server usage:\n%s", out)
+	}
+	var rows []contract.UsageView
+	if err := json.Unmarshal([]byte(alice.must("server", "usage", "-o", "json").stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].User != "alice" || rows[0].Waiting != 1 || *rows[0].ServerHeld.RunningJobs != 1 {
+		t.Errorf("alice's server usage: %+v, want her own row, 1 waiting, the server holding 1 job", rows)
+	}
+	if out := s.must("server", "usage").stdout; !strings.Contains(out, "alice  1/1") {
+		t.Errorf("server usage on the server's machine:\n%s", out)
+	}
+
 	// Lowered by the server's admin on its machine, with no token.
 	s.must("server", "quotas", "set", "--user", "alice", "--running-jobs", "0")
 	if d := alice.show(first); d.Status != lifecycle.Running {
@@ -79,4 +95,42 @@ func TestQuotasThroughTheServer(t *testing.T) {
 	alice.must("jobs", "cancel", strconv.FormatInt(first, 10), strconv.FormatInt(second, 10), "-y")
 	alice.waitStatus(first, lifecycle.Cancelled)
 	alice.waitStatus(second, lifecycle.Cancelled)
+}
+
+// A dollar limit: local nodes cost $10 an hour (config.yaml), the server
+// may spend $15 an hour. The first job runs and holds its recorded $10;
+// the second, expected to cost $10, waits saying dollars, and starts
+// once the first ends; a job of 2 nodes ($20) could never fit and is
+// refused at launch.
+func TestHourlyCostLimit(t *testing.T) {
+	e := newEnv(t)
+	e.config("local:\n  prices:\n    node_hour: 10\nlimits:\n  server: {hourly_cost: 15}\n")
+	task := e.write("task.yaml", "resources: {cloud: local}\nrun: sleep 120\n")
+	first := e.launch(task)
+	e.waitStatus(first, lifecycle.Running)
+	// A launch is priced from the prices the controller has read (as the
+	// dry run shows them): wait for them.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(e.must("jobs", "launch", "--dry-run", "-o", "json", task).stdout, `"hourly_cost": 10`); {
+		if time.Now().After(deadline) {
+			t.Fatal("the dry run shows no hourly cost of $10 within 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	second := e.launch(task)
+	want := "waiting: $10.00 of the server's $15.00 an hour are in use"
+	e.waitFor(second, 30*time.Second, "the second job waiting for the dollar limit", func(d contract.JobDetail) bool {
+		return d.Status == lifecycle.Pending && d.WaitReason != nil && strings.HasPrefix(*d.WaitReason, want)
+	})
+	r := e.run("jobs", "launch", "-d", e.write("two.yaml", "num_nodes: 2\nresources: {cloud: local}\nrun: sleep 1\n"))
+	if r.code != 2 || !strings.Contains(r.stderr, "the job asks for $20.00 an hour, more than the server limit of $15.00") {
+		t.Fatalf("a $20/h job under a $15/h limit: exit %d, stderr %q; want 2 naming the limit in dollars", r.code, r.stderr)
+	}
+	if out := e.must("server", "usage").stdout; !strings.Contains(out, "$10.00/$15.00 an hour") {
+		t.Errorf("server usage:\n%s\nwant the server's $10.00/$15.00 an hour", out)
+	}
+	e.must("jobs", "cancel", strconv.FormatInt(first, 10), "-y")
+	e.waitStatus(first, lifecycle.Cancelled)
+	e.waitStatus(second, lifecycle.Running)
+	e.must("jobs", "cancel", strconv.FormatInt(second, 10), "-y")
+	e.waitStatus(second, lifecycle.Cancelled)
 }

@@ -37,6 +37,8 @@ func (r Resource) Unit() string {
 		return "nodes"
 	case VCPUs:
 		return "vCPUs"
+	case HourlyCost:
+		return "an hour"
 	}
 	return strings.TrimPrefix(string(r), gpuPrefix)
 }
@@ -125,7 +127,7 @@ func (l Limits) exceeded(user string, ns []need) string {
 		return need{}, 0, false
 	}
 	say := func(x need, max int, scope string) string {
-		return fmt.Sprintf("asks for %d %s, more than the %s of %d", x.n, x.r.Unit(), scope, max)
+		return fmt.Sprintf("asks for %s %s, more than the %s of %s", x.r.count(x.n), x.r.Unit(), scope, x.r.count(max))
 	}
 	if x, max, ok := over(l.Server); ok {
 		return say(x, max, "server limit")
@@ -492,7 +494,7 @@ func (s *scopes) blocked(j *queued, ahead int) (why string, server bool) {
 					s.userWait[j.User] = w
 				}
 				markWait(w, limit, j.needs)
-				return "waiting: " + j.User + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + x.r.Unit() + " (user limit)", false
+				return "waiting: " + j.User + " holds " + x.r.count(held) + " of " + x.r.count(max) + " " + x.r.Unit() + " (user limit)", false
 			}
 		}
 	}
@@ -506,7 +508,7 @@ func (s *scopes) blocked(j *queued, ahead int) (why string, server bool) {
 			held := s.groups[g][x.r]
 			if s.groupWait[g][x.r] || held+x.n > max {
 				markWait(s.groupWait[g], limit, j.needs)
-				return "waiting: group " + s.limits.Groups[g].Name + " holds " + strconv.Itoa(held) + " of " + strconv.Itoa(max) + " " + x.r.Unit() + " (group limit)", false
+				return "waiting: group " + s.limits.Groups[g].Name + " holds " + x.r.count(held) + " of " + x.r.count(max) + " " + x.r.Unit() + " (group limit)", false
 			}
 		}
 	}
@@ -557,9 +559,9 @@ func serverWaitWhat(r Resource, held, limit int) string {
 	case r == Jobs:
 		return "waiting: the server runs " + strconv.Itoa(held) + " of " + strconv.Itoa(limit) + " jobs (server limit)"
 	case held >= limit:
-		return "waiting: the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
+		return "waiting: the server's " + r.count(limit) + " " + r.Unit() + " are in use"
 	}
-	return "waiting: " + strconv.Itoa(held) + " of the server's " + strconv.Itoa(limit) + " " + r.Unit() + " are in use"
+	return "waiting: " + r.count(held) + " of the server's " + r.count(limit) + " " + r.Unit() + " are in use"
 }
 
 // userJobs is one user's waiting jobs in their order, and the user's

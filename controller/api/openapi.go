@@ -53,6 +53,7 @@ var answers = map[string]answer{
 	"GET /v1/quotas":                                                     {status: "200", schema: "quota", list: true},
 	"PUT /v1/quotas":                                                     {status: "200", schema: "quota"},
 	"POST /v1/quotas/unset":                                              {status: "200", schema: "quota"},
+	"GET /v1/usage":                                                      {status: "200", schema: "usage", list: true},
 }
 
 func mustDocument() []byte {

@@ -35,6 +35,17 @@ func TestQuotasRoutes(t *testing.T) {
 			t.Errorf("alice %s %s: %d %+v, want 403 forbidden saying only an admin may", tc.method, tc.path, resp.StatusCode, e)
 		}
 	}
+	// No token, or a token for another route's method, changes nothing.
+	for _, tc := range []struct{ user, method, path string }{
+		{"", "PUT", "/v1/quotas"}, {"", "POST", "/v1/quotas/unset"}, {"", "GET", "/v1/quotas"}, {"", "GET", "/v1/usage"},
+		{"root", "DELETE", "/v1/quotas"}, {"root", "POST", "/v1/quotas"},
+	} {
+		e = contract.ErrorBody{}
+		resp := ts.do(t, tc.user, tc.method, tc.path, contract.QuotaRequest{Scope: "server", RunningJobs: &one}, &e)
+		if want := map[bool]int{true: 401, false: 405}[tc.user == ""]; resp.StatusCode != want && !(want == 405 && resp.StatusCode == 404) {
+			t.Errorf("%q %s %s: %d %+v, want %d", tc.user, tc.method, tc.path, resp.StatusCode, e, want)
+		}
+	}
 	var qs []contract.QuotaView
 	if resp := ts.do(t, "alice", "GET", "/v1/quotas", nil, &qs); resp.StatusCode != 200 || len(qs) != 0 {
 		t.Fatalf("alice lists: %d %+v, want none set", resp.StatusCode, qs)
@@ -77,5 +88,25 @@ func TestQuotasRoutes(t *testing.T) {
 	if resp := ts.do(t, "root", "POST", "/v1/quotas/unset", contract.QuotaRequest{Scope: "user", Name: "alice"}, &e); resp.StatusCode != 404 ||
 		!strings.Contains(e.Error.Message, "user alice has no quota set through the server") {
 		t.Errorf("unset again: %d %+v, want 404", resp.StatusCode, e)
+	}
+}
+
+// GET /v1/usage: an admin is given every user's row, a user their own.
+func TestUsageRoute(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	var lr contract.LaunchResult
+	if resp := ts.do(t, "alice", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
+		t.Fatalf("launch: %d", resp.StatusCode)
+	}
+	if resp := ts.do(t, "bob", "POST", "/v1/jobs", contract.LaunchRequest{File: "t.yaml", Task: []byte("run: 'true'\nresources: {cloud: sim}\n")}, &lr); resp.StatusCode != 201 {
+		t.Fatalf("launch: %d", resp.StatusCode)
+	}
+	var rows []contract.UsageView
+	if resp := ts.do(t, "root", "GET", "/v1/usage", nil, &rows); resp.StatusCode != 200 || len(rows) != 2 {
+		t.Fatalf("root: %d %+v, want alice's and bob's rows", resp.StatusCode, rows)
+	}
+	rows = nil
+	if resp := ts.do(t, "bob", "GET", "/v1/usage", nil, &rows); resp.StatusCode != 200 || len(rows) != 1 || rows[0].User != "bob" {
+		t.Fatalf("bob: %d %+v, want his own row alone", resp.StatusCode, rows)
 	}
 }

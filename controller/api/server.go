@@ -86,6 +86,7 @@ var routes = []string{
 	"GET /v1/quotas",
 	"PUT /v1/quotas",
 	"POST /v1/quotas/unset",
+	"GET /v1/usage",
 	"HEAD /v1/blobs/{sha256}",
 	"PUT /v1/blobs/{sha256}",
 }
@@ -134,6 +135,7 @@ func NewServer(o Options) *Server {
 		"GET /v1/quotas":          s.quotas,
 		"PUT /v1/quotas":          s.setQuota,
 		"POST /v1/quotas/unset":   s.unsetQuota,
+		"GET /v1/usage":           s.usage,
 		"HEAD /v1/blobs/{sha256}": s.hasBlob,
 		"PUT /v1/blobs/{sha256}":  s.putBlob,
 		"GET /v1/healthz":         nil,
@@ -506,6 +508,13 @@ func (s *Server) unsetQuota(w http.ResponseWriter, r *http.Request, svc *service
 	}
 	v, err := svc.UnsetQuota(r.Context(), req)
 	return answerOK(w, v, err)
+}
+
+// usage is `sortie server usage`: every user's row for an admin, the
+// asker's own for any other user.
+func (s *Server) usage(w http.ResponseWriter, r *http.Request, svc *service.Service) error {
+	rows, err := svc.Usage(r.Context())
+	return answerOK(w, orEmpty(rows), err)
 }
 
 func orEmpty[T any](v []T) []T {

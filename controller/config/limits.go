@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -22,6 +23,8 @@ type Limit struct {
 	Nodes       *int           `json:"nodes"`
 	VCPUs       *int           `json:"vcpus"`
 	GPUs        map[string]int `json:"gpus"`
+	// HourlyCost is what running jobs may cost an hour, in dollars.
+	HourlyCost *float64 `json:"hourly_cost"`
 }
 
 // GroupLimit is a limit its members' jobs share.
@@ -31,6 +34,7 @@ type GroupLimit struct {
 	Nodes       *int           `json:"nodes"`
 	VCPUs       *int           `json:"vcpus"`
 	GPUs        map[string]int `json:"gpus"`
+	HourlyCost  *float64       `json:"hourly_cost"`
 }
 
 // LimitsConfig is the limits: section: what running jobs may hold, for
@@ -73,10 +77,10 @@ type FairShareConfig struct {
 
 // amounts is l as strategy counts it; nil for no limit at all.
 func (l Limit) amounts() strategy.Amounts {
-	return limitAmounts(l.RunningJobs, l.Nodes, l.VCPUs, l.GPUs)
+	return limitAmounts(l.RunningJobs, l.Nodes, l.VCPUs, l.GPUs, l.HourlyCost)
 }
 
-func limitAmounts(jobs, nodes, vcpus *int, gpus map[string]int) strategy.Amounts {
+func limitAmounts(jobs, nodes, vcpus *int, gpus map[string]int, hourlyCost *float64) strategy.Amounts {
 	a := strategy.Amounts{}
 	for r, n := range map[strategy.Resource]*int{strategy.Jobs: jobs, strategy.Nodes: nodes, strategy.VCPUs: vcpus} {
 		if n != nil {
@@ -85,6 +89,10 @@ func limitAmounts(jobs, nodes, vcpus *int, gpus map[string]int) strategy.Amounts
 	}
 	for name, n := range gpus {
 		a[strategy.GPU(name)] = n
+	}
+	if hourlyCost != nil {
+		// Whole cents: admission counts amounts as integers.
+		a[strategy.HourlyCost] = strategy.Cents(*hourlyCost)
 	}
 	if len(a) == 0 {
 		return nil
@@ -132,7 +140,7 @@ func (l LimitsConfig) Strategy() strategy.Limits {
 	for _, name := range slices.Sorted(maps.Keys(l.Groups)) {
 		g := l.Groups[name]
 		out.Groups = append(out.Groups, strategy.Group{Name: name, Members: g.Members,
-			Limit: limitAmounts(g.RunningJobs, g.Nodes, g.VCPUs, g.GPUs)})
+			Limit: limitAmounts(g.RunningJobs, g.Nodes, g.VCPUs, g.GPUs, g.HourlyCost)})
 	}
 	return out
 }
@@ -144,7 +152,10 @@ func (cfg *Config) limitsProblems(lines map[string]int) []schema.Problem {
 	bad := func(path string, format string, args ...any) {
 		out = append(out, schema.Problem{Path: path, Line: lines[path], Message: fmt.Sprintf(format, args...)})
 	}
-	check := func(path string, jobs, nodes, vcpus *int, gpus map[string]int) {
+	check := func(path string, jobs, nodes, vcpus *int, gpus map[string]int, hourlyCost *float64) {
+		if c := hourlyCost; c != nil && (*c < 0 || math.IsNaN(*c) || math.IsInf(*c, 0)) {
+			bad(path+".hourly_cost", "%v is not an amount; give the dollars running jobs may cost an hour together (0 or more, e.g. 40)", *c)
+		}
 		for _, f := range []struct {
 			key string
 			n   *int
@@ -160,13 +171,13 @@ func (cfg *Config) limitsProblems(lines map[string]int) []schema.Problem {
 		}
 	}
 	l := cfg.Limits
-	check("limits.server", l.Server.RunningJobs, l.Server.Nodes, l.Server.VCPUs, l.Server.GPUs)
+	check("limits.server", l.Server.RunningJobs, l.Server.Nodes, l.Server.VCPUs, l.Server.GPUs, l.Server.HourlyCost)
 	if l.PerUser != nil {
-		check("limits.per_user", l.PerUser.RunningJobs, l.PerUser.Nodes, l.PerUser.VCPUs, l.PerUser.GPUs)
+		check("limits.per_user", l.PerUser.RunningJobs, l.PerUser.Nodes, l.PerUser.VCPUs, l.PerUser.GPUs, l.PerUser.HourlyCost)
 	}
 	for _, name := range slices.Sorted(maps.Keys(l.Users)) {
 		u := l.Users[name]
-		check("limits.users."+name, u.RunningJobs, u.Nodes, u.VCPUs, u.GPUs)
+		check("limits.users."+name, u.RunningJobs, u.Nodes, u.VCPUs, u.GPUs, u.HourlyCost)
 	}
 	for _, name := range slices.Sorted(maps.Keys(l.Groups)) {
 		g := l.Groups[name]
@@ -174,7 +185,7 @@ func (cfg *Config) limitsProblems(lines map[string]int) []schema.Problem {
 		if len(g.Members) == 0 {
 			bad(path+".members", "is empty; list the users whose jobs share this limit, e.g. members: [alice, bob]")
 		}
-		check(path, g.RunningJobs, g.Nodes, g.VCPUs, g.GPUs)
+		check(path, g.RunningJobs, g.Nodes, g.VCPUs, g.GPUs, g.HourlyCost)
 	}
 	switch l.Preemption {
 	case "":

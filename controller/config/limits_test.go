@@ -22,7 +22,7 @@ func TestLimitsSection(t *testing.T) {
 		t.Errorf("left out: %+v %+v, want no limit and a week's half-life", cfg.Limits, cfg.FairShare)
 	}
 	cfg, err = load(t, `limits:
-  server: {running_jobs: 20, gpus: {A100: 64}}
+  server: {running_jobs: 20, gpus: {A100: 64}, hourly_cost: 40.5}
   per_user: {running_jobs: 10}
   users:
     alice: {gpus: {A100: 16}, vcpus: 128}
@@ -38,7 +38,7 @@ fair_share:
 		t.Fatal(err)
 	}
 	want := strategy.Limits{
-		Server:      strategy.Amounts{strategy.Jobs: 20, strategy.GPU("A100"): 64},
+		Server:      strategy.Amounts{strategy.Jobs: 20, strategy.GPU("A100"): 64, strategy.HourlyCost: 4050},
 		DefaultUser: strategy.Amounts{strategy.Jobs: 10},
 		Users: map[string]strategy.Amounts{
 			"alice": {strategy.GPU("A100"): 16, strategy.VCPUs: 128},
@@ -64,6 +64,7 @@ fair_share:
 		{"fair_share:\n  weights: {bob: 0}\n", "line 2: fair_share.weights.bob: 0 is not a weight; give a number above 0"},
 		{"limits:\n  preemption: always\n", `line 2: limits.preemption: "always" is not a preemption policy; give never (the default: no running job is stopped for another) or lower_priority`},
 		{"fair_share:\n  half_life: -1h\n", "fair_share.half_life: -1h0m0s is negative"},
+		{"limits:\n  per_user: {hourly_cost: -5}\n", "line 2: limits.per_user.hourly_cost: -5 is not an amount; give the dollars running jobs may cost an hour"},
 	} {
 		_, err := load(t, tc.yaml, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -50,6 +50,9 @@ type QuotaRequest struct {
 	Nodes       *int           `json:"nodes"`
 	VCPUs       *int           `json:"vcpus"`
 	GPUs        map[string]int `json:"gpus"`
+	// HourlyCost is what running jobs may cost an hour, in dollars
+	// (kept in whole cents).
+	HourlyCost *float64 `json:"hourly_cost"`
 	// Members are a group's users; left out, config.yaml's members of
 	// the group are kept.
 	Members []string `json:"members"`

@@ -3,11 +3,13 @@ package service
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"sortie/controller/contract"
 	"sortie/controller/store"
+	"sortie/strategy"
 )
 
 // The dry run shows what an attempt at each placement is expected to cost
@@ -61,5 +63,61 @@ func TestPlanOrdersCheapestFirst(t *testing.T) {
 		if pls := plan.Tasks[0].Placements; len(pls) != 2 || deref(pls[0].Zone) != tc.first {
 			t.Errorf("placement %s: first placement %+v, want %s", tc.placement, pls, tc.first)
 		}
+	}
+}
+
+// A launch stores what the job is expected to cost an hour with its ask
+// (its cheapest known placement, every node; the most of its tasks), in
+// cents; a task whose price is unknown asks nothing; a dollar quota
+// refuses a job that could never fit under it, naming dollars.
+func TestLaunchAsksItsHourlyCost(t *testing.T) {
+	ctx := context.Background()
+	s := testService(t)
+	now := time.Now()
+	if err := s.Store.PutPrices(ctx, []store.Price{{Cloud: "local", Region: "local", InstanceType: "cpus=2", PerHour: 0.5,
+		Source: "config.yaml local.prices", Effective: now.Add(-time.Hour), ReadAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	root := project(t, map[string]string{
+		"p.yaml":       "num_nodes: 3\nresources: {cloud: local, cpus: 2}\nrun: 'true'\n---\nresources: {cloud: local, cpus: 8}\nrun: 'true'\n",
+		"unknown.yaml": "resources: {cloud: local, cpus: 8}\nrun: 'true'\n",
+	})
+	// Priced only while a dollar limit is in effect.
+	hundred := 100.0
+	if _, err := s.SetQuota(ctx, contract.QuotaRequest{Scope: "user", Name: "nobody", HourlyCost: &hundred}); err != nil {
+		t.Fatal(err)
+	}
+	asked := func(file string) int {
+		t.Helper()
+		v, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, file), Dir: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := s.Store.Job(ctx, v.ID)
+		a, err := store.ParseAsk(j.Ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a[strategy.HourlyCost]
+	}
+	if got := asked("p.yaml"); got != 150 {
+		t.Errorf("the pipeline asks %d cents an hour, want 150 ($0.50 x 3 nodes)", got)
+	}
+	if got := asked("unknown.yaml"); got != 0 {
+		t.Errorf("a job of unknown price asks %d cents an hour, want 0", got)
+	}
+	if _, err := s.UnsetQuota(ctx, contract.QuotaRequest{Scope: "user", Name: "nobody"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked("p.yaml"); got != 0 {
+		t.Errorf("without a dollar limit the pipeline asks %d cents an hour, want 0 (not priced)", got)
+	}
+	one := 1.0
+	if _, err := s.SetQuota(ctx, contract.QuotaRequest{Scope: "server", HourlyCost: &one}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Launch(ctx, contract.LaunchRequest{File: filepath.Join(root, "p.yaml"), Dir: root})
+	if err == nil || !strings.Contains(err.Error(), "the job asks for $1.50 an hour, more than the server limit of $1.00") {
+		t.Errorf("a job over the dollar quota: %v", err)
 	}
 }

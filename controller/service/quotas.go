@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -135,7 +136,7 @@ func (s *Service) UnsetQuota(ctx context.Context, req contract.QuotaRequest) (*c
 	if err := checkScope(req); err != nil {
 		return nil, err
 	}
-	if req.RunningJobs != nil || req.Nodes != nil || req.VCPUs != nil || len(req.GPUs) > 0 || len(req.Members) > 0 {
+	if req.RunningJobs != nil || req.Nodes != nil || req.VCPUs != nil || len(req.GPUs) > 0 || req.HourlyCost != nil || len(req.Members) > 0 {
 		return nil, usageErrorf("unset takes only the scope (--server, --per-user, --user NAME or --group NAME): it removes that scope's whole quota")
 	}
 	ok, err := s.Store.UnsetQuota(ctx, req.Scope, req.Name, s.actor())
@@ -222,17 +223,25 @@ func (s *Service) checkQuota(ctx context.Context, req contract.QuotaRequest) (st
 	}
 	q := store.Quota{Scope: req.Scope, Name: req.Name, Limit: strategy.Amounts{}}
 	for _, f := range []struct {
-		flag string
-		n    *int
-		r    strategy.Resource
-	}{{"--running-jobs", req.RunningJobs, strategy.Jobs}, {"--nodes", req.Nodes, strategy.Nodes}, {"--vcpus", req.VCPUs, strategy.VCPUs}} {
+		flag, what string
+		n          *int
+		r          strategy.Resource
+	}{{"--running-jobs", "how many jobs may run at once", req.RunningJobs, strategy.Jobs},
+		{"--nodes", "how many nodes running jobs may hold at once", req.Nodes, strategy.Nodes},
+		{"--vcpus", "how many vCPUs running jobs may hold at once", req.VCPUs, strategy.VCPUs}} {
 		if f.n == nil {
 			continue
 		}
 		if *f.n < 0 {
-			return q, usageErrorf("%s %d: give how many running jobs may hold at once, 0 or more (0 allows none); leave it out for no limit", f.flag, *f.n)
+			return q, usageErrorf("%s %d: give %s, 0 or more (0 allows none); leave it out for no limit", f.flag, *f.n, f.what)
 		}
 		q.Limit[f.r] = *f.n
+	}
+	if c := req.HourlyCost; c != nil {
+		if *c < 0 || math.IsNaN(*c) || math.IsInf(*c, 0) {
+			return q, usageErrorf("--hourly-cost %v: give the dollars running jobs may cost an hour together, 0 or more (e.g. 40); leave it out for no limit", *c)
+		}
+		q.Limit[strategy.HourlyCost] = strategy.Cents(*c)
 	}
 	known, err := s.knownGPUs(ctx)
 	if err != nil {

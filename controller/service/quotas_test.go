@@ -120,8 +120,8 @@ func TestQuotaRefusesBadValues(t *testing.T) {
 		req  contract.QuotaRequest
 		want string
 	}{
-		{contract.QuotaRequest{Scope: "server", RunningJobs: &neg}, "--running-jobs -1: give how many running jobs may hold at once, 0 or more"},
-		{contract.QuotaRequest{Scope: "server", VCPUs: &neg}, "--vcpus -1"},
+		{contract.QuotaRequest{Scope: "server", RunningJobs: &neg}, "--running-jobs -1: give how many jobs may run at once, 0 or more (0 allows none)"},
+		{contract.QuotaRequest{Scope: "server", VCPUs: &neg}, "--vcpus -1: give how many vCPUs running jobs may hold at once"},
 		{contract.QuotaRequest{Scope: "user", Name: "alice", GPUs: map[string]int{"A100": -2}}, "--gpu A100=-2: give how many A100 GPUs"},
 		{contract.QuotaRequest{Scope: "user", Name: "alice", GPUs: map[string]int{"a100": 8}}, "--gpu a100=8: tasks and limits here call this GPU A100, and limits count GPUs by that name; write --gpu A100=8"},
 		{contract.QuotaRequest{Scope: "user", Name: "alice", GPUs: map[string]int{"A100:8": 1}}, `--gpu A100:8=1: "A100:8" is not a GPU type`},

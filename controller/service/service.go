@@ -190,6 +190,13 @@ func (s *Service) submit(ctx context.Context, p *schema.Pipeline, sub submission
 	if err != nil {
 		return nil, fmt.Errorf("read the limits: %w", err)
 	}
+	// Priced only under a dollar limit: pricing reads the price cache,
+	// which a launch otherwise never waits for.
+	if countsDollars(limits) {
+		if c := s.expectedHourlyCost(ctx, p); c > 0 {
+			ask[strategy.HourlyCost] = c
+		}
+	}
 	if why := limits.Exceeded(sub.owner, ask); why != "" {
 		where := "limits in config.yaml"
 		if quotas {

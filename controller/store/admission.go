@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -235,7 +236,7 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		return facts, nil, err
 	}
 
-	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask, priority, COALESCE(admitted_at, submitted_at), yield_for, cancel_requested FROM jobs
+	rows, err = tx.QueryContext(ctx, `SELECT id, owner, ask, priority, COALESCE(admitted_at, submitted_at), yield_for, cancel_requested, cost_rate FROM jobs
 		WHERE `+activeSQL+` AND (status <> 'PENDING' OR admitted_at IS NOT NULL)`)
 	if err != nil {
 		return facts, nil, err
@@ -244,13 +245,22 @@ func readAdmissionFacts(ctx context.Context, tx *dbTx, usedSince time.Time) (Adm
 		var a strategy.AdmittedJob
 		var ask, admitted string
 		var yieldFor sql.NullInt64
-		if err := rows.Scan(&a.ID, &a.User, &ask, &a.Priority, &admitted, &yieldFor, &a.Cancelling); err != nil {
+		var rate sql.NullFloat64
+		if err := rows.Scan(&a.ID, &a.User, &ask, &a.Priority, &admitted, &yieldFor, &a.Cancelling, &rate); err != nil {
 			rows.Close()
 			return facts, nil, err
 		}
 		if a.Ask, err = parse(ask); err != nil {
 			rows.Close()
 			return facts, nil, fmt.Errorf("job %d: %w", a.ID, err)
+		}
+		if rate.Valid {
+			// A job whose attempt bills holds what it costs an hour
+			// (its recorded price, every node), not the estimate it
+			// asked for at launch; its own copy, as parsed asks are
+			// shared.
+			a.Ask = maps.Clone(a.Ask)
+			a.Ask[strategy.HourlyCost] = strategy.Cents(rate.Float64)
 		}
 		if t := parseTime(sql.NullString{String: admitted, Valid: true}); t != nil {
 			a.AdmittedAt = *t

@@ -128,3 +128,36 @@ func TestApplyQuotas(t *testing.T) {
 		t.Error("LimitsAny")
 	}
 }
+
+// What a job holds of a dollar limit: its ask's estimate until its
+// attempt bills, then what it costs an hour (cost_rate).
+func TestHeldHourlyCost(t *testing.T) { onEach(t, testHeldHourlyCost) }
+
+func testHeldHourlyCost(t *testing.T, b backend) {
+	ctx := context.Background()
+	s, _ := openTest(t, b)
+	var ids []int64
+	for range 2 {
+		id, err := s.CreateJob(ctx, &Job{Name: "j", Spec: []byte(`{}`), Owner: "alice", Priority: 500,
+			Ask: FormatAsk(strategy.Amounts{strategy.Jobs: 1, strategy.HourlyCost: 300})}, []NewTask{{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := s.Admit(ctx, time.Time{}, func(AdmissionFacts) []strategy.Placed {
+		return []strategy.Placed{{ID: ids[0], Admit: true}, {ID: ids[1], Admit: true}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET cost_rate = ?, cost_since = ? WHERE id = ?`, 12.345, fmtTime(s.now()), ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.AdmissionFacts(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Held["alice"][strategy.HourlyCost]; got != 1235+300 {
+		t.Errorf("alice holds %d cents an hour, want 1235 (billing) + 300 (asked)", got)
+	}
+}

@@ -80,10 +80,11 @@ func NewCmdQuotas(f *Factory) *cobra.Command {
 					fmt.Fprintln(f.Out, "No limits: every job starts when launched (set them in config.yaml's limits: or with `sortie server quotas set`).")
 					return nil
 				}
-				t := newTable(f.Out, "SCOPE", "NAME", "RUNNING JOBS", "NODES", "VCPUS", "GPUS", "MEMBERS", "SOURCE")
+				t := newTable(f.Out, "SCOPE", "NAME", "RUNNING JOBS", "NODES", "VCPUS", "GPUS", "$/HOUR", "MEMBERS", "SOURCE")
 				for _, q := range qs {
 					t.row(q.Scope, dashIfEmpty(q.Name), countOrDash(q.Limit.RunningJobs), countOrDash(q.Limit.Nodes),
-						countOrDash(q.Limit.VCPUs), gpusOrDash(q.Limit.GPUs), dashIfEmpty(strings.Join(q.Members, ",")), quotaSource(q))
+						countOrDash(q.Limit.VCPUs), gpusOrDash(q.Limit.GPUs), dollarsOrDash(q.Limit.HourlyCost),
+						dashIfEmpty(strings.Join(q.Members, ",")), quotaSource(q))
 				}
 				return t.flush()
 			})
@@ -93,10 +94,11 @@ func NewCmdQuotas(f *Factory) *cobra.Command {
 
 	var scope quotaScopeFlags
 	var jobs, nodes, vcpus int
+	var hourlyCost float64
 	var gpus []string
 	var members string
 	set := &cobra.Command{
-		Use:   "set (--server | --per-user | --user NAME | --group NAME) [--running-jobs N] [--nodes N] [--vcpus N] [--gpu TYPE=N ...] [--members a,b]",
+		Use:   "set (--server | --per-user | --user NAME | --group NAME) [--running-jobs N] [--nodes N] [--vcpus N] [--gpu TYPE=N ...] [--hourly-cost DOLLARS] [--members a,b]",
 		Short: "Set a scope's limit (an admin): it replaces config.yaml's entry of that scope whole; a count left out is no limit",
 		Long: "Set what the running jobs of a scope may hold at once: the server's (--server), each user's unless they have\n" +
 			"their own (--per-user), one user's (--user NAME) or a group's (--group NAME --members a,b; a group config.yaml\n" +
@@ -120,6 +122,10 @@ func NewCmdQuotas(f *Factory) *cobra.Command {
 					v := c.v
 					*c.to = &v
 				}
+			}
+			if cmd.Flags().Changed("hourly-cost") {
+				c := hourlyCost
+				req.HourlyCost = &c
 			}
 			for _, g := range gpus {
 				name, count, ok := strings.Cut(g, "=")
@@ -169,6 +175,7 @@ func NewCmdQuotas(f *Factory) *cobra.Command {
 	set.Flags().IntVar(&nodes, "nodes", 0, "how many nodes running jobs may hold")
 	set.Flags().IntVar(&vcpus, "vcpus", 0, "how many vCPUs running jobs may hold")
 	set.Flags().StringArrayVar(&gpus, "gpu", nil, "how many GPUs of a type running jobs may hold, `TYPE=N` (A100=16); repeat for each type")
+	set.Flags().Float64Var(&hourlyCost, "hourly-cost", 0, "how many `DOLLARS` an hour running jobs may cost together (kept in whole cents)")
 	set.Flags().StringVar(&members, "members", "", "a group's users, `a,b`")
 
 	var unsetScope quotaScopeFlags
@@ -278,8 +285,19 @@ func describeLimit(l contract.UsageAmounts) string {
 	for _, name := range slices.Sorted(maps.Keys(l.GPUs)) {
 		parts = append(parts, strconv.Itoa(l.GPUs[name])+" "+name)
 	}
+	if l.HourlyCost != nil {
+		parts = append(parts, fmt.Sprintf("$%.2f an hour", *l.HourlyCost))
+	}
 	if len(parts) == 0 {
 		return "nothing limited"
 	}
 	return "at most " + strings.Join(parts, ", ")
+}
+
+// dollarsOrDash is "$40.00", or "-".
+func dollarsOrDash(d *float64) string {
+	if d == nil {
+		return "-"
+	}
+	return fmt.Sprintf("$%.2f", *d)
 }

@@ -63,6 +63,8 @@ type Service interface {
 	Quotas(ctx context.Context) ([]contract.QuotaView, error)
 	SetQuota(ctx context.Context, req contract.QuotaRequest) (*contract.QuotaView, error)
 	UnsetQuota(ctx context.Context, req contract.QuotaRequest) (*contract.QuotaView, error)
+	// Usage is each user's hold against the limits and fair share.
+	Usage(ctx context.Context) ([]contract.UsageView, error)
 	Close() error
 }
 

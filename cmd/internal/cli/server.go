@@ -41,6 +41,23 @@ func NewCmdServer(f *Factory) *cobra.Command {
 				q.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErrorf("%v", err) })
 				return q.ExecuteContext(cmd.Context())
 			}
+			if len(args) > 0 && args[0] == "usage" {
+				// Through the server with SORTIE_API_URL (or a login);
+				// on the server's machine the controller program reads
+				// its store (`--store URL` as `server` takes it).
+				if r, err := remoteService(f); err != nil {
+					return err
+				} else if r != nil {
+					r.Close()
+					u := NewCmdUsage(f)
+					u.SetArgs(args[1:])
+					u.SetOut(f.Out)
+					u.SetErr(f.Err)
+					u.SilenceUsage, u.SilenceErrors = true, true
+					u.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErrorf("%v", err) })
+					return u.ExecuteContext(cmd.Context())
+				}
+			}
 			if len(args) > 0 && args[0] == "status" {
 				// The replicas sharing the store: read here, as
 				// `replicas status` reads them.

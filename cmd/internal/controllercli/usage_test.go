@@ -76,10 +76,10 @@ func TestServerUsage(t *testing.T) {
 	}
 	table := run()
 	for _, want := range []string{
-		"Server: 1/20 running jobs, 1 nodes, 8 vCPUs, GPUs A100 8/64 (held/limit); use decays with a half-life of 168h0m0s",
-		"USER   JOBS  NODES  VCPUS  GPUS       WEIGHT  USE (h)  SHARE  WAITING",
-		"alice  1/5   1      8      A100 8     1       0.0      0.0%   0",
-		"bob    0     0      0      A100 0/16  2       0.0      0.0%   2",
+		"Server: 1/20 running jobs, 1 nodes, 8 vCPUs, GPUs A100 8/64, $0.00 an hour (held/limit); use decays with a half-life of 168h0m0s",
+		"USER   JOBS  NODES  VCPUS  GPUS       $/HOUR  WEIGHT  USE (h)  SHARE  WAITING",
+		"alice  1/5   1      8      A100 8     $0.00   1       0.0      0.0%   0",
+		"bob    0     0      0      A100 0/16  $0.00   2       0.0      0.0%   2",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table:\n%s\nwant the line %q", table, want)

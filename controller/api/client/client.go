@@ -487,3 +487,10 @@ func (c *Client) UnsetQuota(ctx context.Context, req contract.QuotaRequest) (*co
 	}
 	return &out, nil
 }
+
+// Usage is `sortie server usage`: an admin is given every user's row,
+// any other user their own.
+func (c *Client) Usage(ctx context.Context) ([]contract.UsageView, error) {
+	var out []contract.UsageView
+	return out, c.call(ctx, "GET", "/v1/usage", nil, &out)
+}
