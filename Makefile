@@ -127,7 +127,8 @@ bench:
 	@$(GO) run ./smoke_tests/bench -bin $(BIN) $(BENCHFLAGS)
 
 # chaos kills the controller program with SIGKILL again and again while
-# 1,000 sim jobs and 40 local jobs run (about 6 minutes), checks the
+# 1,000 sim jobs (under a server limit, with preemption by priority) and
+# 40 local jobs run (about 6 minutes), checks the
 # invariants of the README's Reliability section, and prints one line per
 # provider, "jobs N, kills K, lost 0, duplicated 0, leaked 0, mismatched 0,
 # ..."; it exits 1 when one broke. CHAOSFLAGS passes options (-seed, -keep

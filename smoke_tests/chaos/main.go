@@ -38,6 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "sim,local", "which runs: sim, local or both")
 	simJobs := fs.Int("sim-jobs", 1000, "jobs on the sim provider")
 	simKills := fs.Int("sim-kills", 30, "SIGKILLs of the controller during the sim run")
+	simLimit := fs.Int("sim-limit", 0, "the sim run's limits.server.running_jobs, with limits.preemption: lower_priority (default: a sixteenth of -sim-jobs; -1: no limits)")
 	localJobs := fs.Int("local-jobs", 40, "jobs on the local provider (a third of them two-node)")
 	localKills := fs.Int("local-kills", 15, "SIGKILLs of the controller during the local run")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the tasks' behaviour and the kills' timing")
@@ -79,9 +80,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var err error
 		switch strings.TrimSpace(what) {
 		case "sim":
+			limit := *simLimit
+			if limit == 0 {
+				limit = max(*simJobs/16, 1)
+			}
 			r, err = storm.RunSim(ctx, storm.Options{Bin: abs, Home: filepath.Join(*work, "sim"), Jobs: *simJobs, Kills: *simKills,
 				KillMin: 2 * time.Second, KillMax: 5 * time.Second, Doubles: 3, Freeze: true, Seed: *seed,
-				Timeout: 5 * time.Minute, Progress: stderr})
+				Timeout: 5 * time.Minute, Progress: stderr, Limit: max(limit, 0)})
 		case "local":
 			r, err = storm.RunLocal(ctx, storm.LocalOptions{Options: storm.Options{Bin: abs, Home: filepath.Join(*work, "local"), Jobs: *localJobs, Kills: *localKills,
 				KillMin: 2 * time.Second, KillMax: 5 * time.Second, Doubles: 2, Seed: *seed, Timeout: 5 * time.Minute, Progress: stderr},

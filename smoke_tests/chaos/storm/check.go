@@ -32,6 +32,12 @@ type Result struct {
 	Leaked     int // clusters, sim nodes or processes left at the end
 	Mismatched int // exit codes, outcomes, decisions, counters or statuses other than the tasks chose
 	Changed    int // a terminal status that changed
+	OverLimit  int // samples of the store where more jobs held a place than Limit
+	// Limit is limits.server.running_jobs (0: none); MostHeld the most
+	// jobs seen holding a place at once; PriorityPreempts the attempts
+	// that ended preempted_by_priority; RequeuedBetween the jobs asked to
+	// yield between a restart's attempts (their kept cluster torn down).
+	Limit, MostHeld, PriorityPreempts, RequeuedBetween int
 	// DiskFull says how the full disk went: "" when not tried.
 	DiskFull string
 	// EndedWhileFull counts the nodes whose task ended while the disk was
@@ -50,6 +56,9 @@ type Result struct {
 func (r *Result) Line() string {
 	s := fmt.Sprintf("%s: jobs %d, kills %d, lost %d, duplicated %d, leaked %d, mismatched %d, changed %d (aimed kills %d, double starts %d, sigstops %d, preempts %d",
 		r.Cloud, r.Jobs, r.Kills, r.Lost, r.Duplicated, r.Leaked, r.Mismatched, r.Changed, r.Aimed, r.Doubles, r.Frozen, r.Preempts)
+	if r.Limit > 0 {
+		s += fmt.Sprintf(", preempts by priority %d, requeued between attempts %d, held at most %d of %d, over limit %d", r.PriorityPreempts, r.RequeuedBetween, r.MostHeld, r.Limit, r.OverLimit)
+	}
 	if r.DiskFull != "" {
 		s += fmt.Sprintf(", disk full: %s, tasks ended while full %d, their codes unknown %d, launches refused while full %d", r.DiskFull, r.EndedWhileFull, r.UnknownWhileFull, r.RefusedWhileFull)
 	}
@@ -58,7 +67,7 @@ func (r *Result) Line() string {
 
 // OK says whether every invariant held.
 func (r *Result) OK() bool {
-	return r.Lost+r.Duplicated+r.Leaked+r.Mismatched+r.Changed == 0
+	return r.Lost+r.Duplicated+r.Leaked+r.Mismatched+r.Changed+r.OverLimit == 0
 }
 
 func (r *Result) problem(counter *int, format string, args ...any) {
@@ -79,18 +88,22 @@ func openDB(home string) (*sql.DB, error) {
 }
 
 // watcher samples the store while the storm runs: a terminal status seen
-// once must never change, and a task never has two live attempts.
+// once must never change, a task never has two live attempts, and with a
+// limit no more jobs hold a place than it allows.
 type watcher struct {
 	db       *sql.DB
+	limit    int
 	mu       sync.Mutex
 	terminal map[int64]string
 	changed  []string
 	twoLive  map[string]bool
+	over     []string
+	mostHeld int
 	samples  int
 }
 
-func newWatcher(db *sql.DB) *watcher {
-	return &watcher{db: db, terminal: map[int64]string{}, twoLive: map[string]bool{}}
+func newWatcher(db *sql.DB, limit int) *watcher {
+	return &watcher{db: db, limit: limit, terminal: map[int64]string{}, twoLive: map[string]bool{}}
 }
 
 func (w *watcher) run(ctx context.Context, every time.Duration) {
@@ -130,9 +143,28 @@ func (w *watcher) sample(ctx context.Context) {
 		}
 		rows.Close()
 	}
+	held := -1
+	if w.limit > 0 {
+		// What admission counts as held: an active job that left PENDING
+		// or was admitted (store.activeSQL), read in one statement.
+		var active []string
+		for _, st := range lifecycle.ActiveStatuses() {
+			active = append(active, "'"+string(st)+"'")
+		}
+		if w.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE status IN (`+strings.Join(active, ", ")+`)
+			AND (status <> 'PENDING' OR admitted_at IS NOT NULL)`).Scan(&held) != nil {
+			held = -1
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.samples++
+	if held > w.mostHeld {
+		w.mostHeld = held
+	}
+	if w.limit > 0 && held > w.limit {
+		w.over = append(w.over, fmt.Sprintf("%d jobs held a place at once, over the server limit of %d (sample %d)", held, w.limit, w.samples))
+	}
 	for id, st := range seen {
 		if was, ok := w.terminal[id]; ok && was != st {
 			w.changed = append(w.changed, fmt.Sprintf("job %d: %s, then %s", id, was, st))
@@ -265,6 +297,10 @@ func (r *Result) checkWatched(w *watcher) {
 	for _, k := range slices.Sorted(maps.Keys(w.twoLive)) {
 		r.problem(&r.Duplicated, "%s", k)
 	}
+	for _, o := range w.over {
+		r.problem(&r.OverLimit, "%s", o)
+	}
+	r.MostHeld = w.mostHeld
 	if w.samples == 0 {
 		r.problem(&r.Lost, "the store could not be sampled once during the run")
 	}

@@ -32,7 +32,7 @@ func begin(ctx context.Context, name string, o Options, env []string) (*run, err
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	x := &run{name: name, c: c, db: db, w: newWatcher(db)}
+	x := &run{name: name, c: c, db: db, w: newWatcher(db, o.Limit)}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); x.w.run(wctx, 200*time.Millisecond) }()

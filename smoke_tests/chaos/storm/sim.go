@@ -40,6 +40,27 @@ type Options struct {
 	// Timeout bounds the wait for every job to end after the last kill.
 	Timeout  time.Duration
 	Progress io.Writer
+	// Limit, when set, holds the sim's running jobs to that many
+	// (limits.server.running_jobs) with limits.preemption: lower_priority,
+	// and the jobs come at a mix of priorities (priority), so that jobs
+	// submitted later at a higher priority preempt admitted ones while
+	// the controller is being killed. The run fails if none was.
+	Limit int
+}
+
+// priority is job i's priority in a storm with a Limit: two fifths at
+// 100, two fifths at 500, and a fifth at 900 once a third of the jobs are
+// in (500 before), so that the later jobs find the room full of lower ones.
+func priority(i, n int) int {
+	switch i % 5 {
+	case 0, 1:
+		return 100
+	case 4:
+		if i >= n/3 {
+			return 900
+		}
+	}
+	return 500
 }
 
 // The sim run's task: a listed exit code restarts for free, any other
@@ -88,13 +109,20 @@ sim:
   preempt_attempts: %d
   seed: %d
   save_every: 0s
-`, cfg.RunTime, rules[:len(rules)-2], cfg.PreemptRate, cfg.PreemptAttempts, cfg.Seed)
+`, cfg.RunTime, rules[:len(rules)-2], cfg.PreemptRate, cfg.PreemptAttempts, cfg.Seed) + o.limitsYAML()
+}
+
+func (o Options) limitsYAML() string {
+	if o.Limit <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("limits:\n  server: {running_jobs: %d}\n  preemption: lower_priority\n", o.Limit)
 }
 
 // RunSim runs o.Jobs jobs on the sim provider, submitted over the first
 // part of the storm, while the controller is killed o.Kills times.
 func RunSim(ctx context.Context, o Options) (*Result, error) {
-	r := &Result{Cloud: "sim", Jobs: o.Jobs}
+	r := &Result{Cloud: "sim", Jobs: o.Jobs, Limit: o.Limit}
 	if err := os.MkdirAll(filepath.Join(o.Home, "work"), 0o700); err != nil {
 		return r, err
 	}
@@ -110,8 +138,12 @@ func RunSim(ctx context.Context, o Options) (*Result, error) {
 		return r, err
 	}
 	defer x.close()
+	var prio func(i int) *int
+	if o.Limit > 0 {
+		prio = func(i int) *int { return new(priority(i, o.Jobs)) }
+	}
 	subErr := make(chan error, 1)
-	go func() { subErr <- submit(ctx, o.Home, file, o.Jobs, submitSpan(o), o.Progress) }()
+	go func() { subErr <- submit(ctx, o.Home, file, o.Jobs, submitSpan(o), prio, o.Progress) }()
 
 	if err := storm(ctx, x.c, o, r, nil); err != nil {
 		return r, err
@@ -128,6 +160,9 @@ func RunSim(ctx context.Context, o Options) (*Result, error) {
 		r.problem(&r.Leaked, "sim cluster %s left up", name)
 	}
 	r.checkSimExpected(jobs, o.simConfig(), st.Starts)
+	if o.Limit > 0 && r.PriorityPreempts == 0 {
+		return r, fmt.Errorf("no attempt was preempted by priority (limits.server.running_jobs %d, %d jobs): the storm did not exercise preemption", o.Limit, o.Jobs)
+	}
 	return r, nil
 }
 
@@ -208,8 +243,9 @@ func tailOf(b []byte, n int) string {
 }
 
 // submit stores n jobs of file through the service the CLI uses, spread
-// over span, nudging whichever controller holds the home.
-func submit(ctx context.Context, home, file string, n int, span time.Duration, progress io.Writer) error {
+// over span, nudging whichever controller holds the home. prio, when set,
+// gives job i its priority (--priority).
+func submit(ctx context.Context, home, file string, n int, span time.Duration, prio func(i int) *int, progress io.Writer) error {
 	svc, err := service.Open(ctx, home, clouds.Light())
 	if err != nil {
 		return err
@@ -220,7 +256,11 @@ func submit(ctx context.Context, home, file string, n int, span time.Duration, p
 	const batch = 10
 	pause := span / time.Duration(max(n/batch, 1))
 	for i := 0; i < n; i++ {
-		if _, err := svc.Launch(ctx, contract.LaunchRequest{File: file, Name: fmt.Sprintf("chaos-%d", i), RetryFailed: true}); err != nil {
+		req := contract.LaunchRequest{File: file, Name: fmt.Sprintf("chaos-%d", i), RetryFailed: true}
+		if prio != nil {
+			req.Priority = prio(i)
+		}
+		if _, err := svc.Launch(ctx, req); err != nil {
 			return fmt.Errorf("submit job %d of %d: %w", i+1, n, err)
 		}
 		if (i+1)%batch == 0 || i == n-1 {
@@ -285,8 +325,21 @@ func (r *Result) checkSimExpected(jobs map[int64]*job, cfg sim.Config, starts ma
 		cluster := ""
 		var want []attempt
 		status := ""
-		for n := 1; n <= 10 && status == ""; n++ {
+		for n := 1; n <= 30 && status == ""; n++ {
+			// got is the store's attempt n, when it has one: whether sortie
+			// stopped it for a job of higher priority is the admission's
+			// choice, not the sim's, so the plan takes it from the store.
+			var got *attempt
+			if n <= len(j.Attempts) {
+				got = &j.Attempts[n-1]
+			}
 			fresh := cluster == ""
+			if !fresh && r.Limit > 0 && got != nil && got.Cluster == provision.ClusterName(id, 0, n) {
+				// Asked to yield between attempts, after a restart: the job
+				// went back to wait and its kept cluster was torn down.
+				fresh = true
+				r.RequeuedBetween++
+			}
 			if fresh {
 				cluster = provision.ClusterName(id, 0, n)
 			}
@@ -299,6 +352,12 @@ func (r *Result) checkSimExpected(jobs map[int64]*job, cfg sim.Config, starts ma
 				if code != 0 {
 					e.Outcome = strategy.UserFailure
 				}
+			}
+			if r.Limit > 0 && got != nil && got.Outcome == string(strategy.PreemptedByPriority) {
+				// The codes the plan would have are kept in want: a
+				// stopped task's own code is one of them if it ended first.
+				e.Outcome = strategy.PreemptedByPriority
+				r.PriorityPreempts++
 			}
 			d := strategy.Decide(policy, c, e, true)
 			c = d.Counters
@@ -331,7 +390,7 @@ func (r *Result) checkSimExpected(jobs map[int64]*job, cfg sim.Config, starts ma
 			}
 			if n := starts[sim.StartKey(id, 0, a.Attempt, 0)]; n > 1 {
 				r.problem(&r.Duplicated, "job %d attempt %d: its task started %d times on node 0", id, a.Attempt, n)
-			} else if n == 0 && a.Outcome != string(strategy.Preempted) {
+			} else if n == 0 && a.Outcome != string(strategy.Preempted) && a.Outcome != string(strategy.PreemptedByPriority) {
 				r.problem(&r.Mismatched, "job %d attempt %d: %s %s but the sim never started its task", id, a.Attempt, a.Outcome, fmtCodes(a.Codes))
 			}
 		}
@@ -344,7 +403,20 @@ func (r *Result) checkSimExpected(jobs map[int64]*job, cfg sim.Config, starts ma
 }
 
 // codesAgree: a preempted node's code is unknown; any other is the task's.
+// A node stopped for a job of higher priority has no code (never started,
+// or lost first), 143 (SIGTERM), or the task's own when it ended first.
 func codesAgree(got, want attempt) bool {
+	if want.Outcome == string(strategy.PreemptedByPriority) {
+		for i, c := range got.Codes {
+			if c == nil || *c == 143 {
+				continue
+			}
+			if i >= len(want.Codes) || want.Codes[i] == nil || *want.Codes[i] != *c {
+				return false
+			}
+		}
+		return true
+	}
 	if want.Outcome == string(strategy.Preempted) {
 		for _, c := range got.Codes {
 			if c != nil {
