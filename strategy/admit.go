@@ -293,7 +293,7 @@ func Admit(in AdmitInput) []Placed {
 	heap.Init(q)
 
 	s := newScopes(in)
-	s.text = make([]byte, 0, 80*len(in.Waiting))
+	s.text.Grow(96 * len(in.Waiting))
 	s.said = make([]said, 0, len(in.Waiting))
 	var pr *preemptor
 	if in.Preempt {
@@ -321,7 +321,7 @@ func Admit(in AdmitInput) []Placed {
 			}
 			if server && !preempting {
 				// The reason is the last one written to s.text.
-				s.said = append(s.said, said{len(out), s.from, len(s.text)})
+				s.said = append(s.said, said{len(out), s.from, s.text.Len()})
 			}
 		} else {
 			p.Admit = true
@@ -347,7 +347,7 @@ func Admit(in AdmitInput) []Placed {
 	}
 	// The server's reasons, written one after the other, become strings
 	// at once: one allocation, not one a waiting job.
-	text := string(s.text)
+	text := s.text.String()
 	for _, r := range s.said {
 		out[r.out].Reason = text[r.from:r.to]
 	}
@@ -412,7 +412,7 @@ type scopes struct {
 	lastWhat string
 	// text holds the server's reasons of the jobs that wait for it, in
 	// turn; the last one starts at from. said is where each one is.
-	text []byte
+	text strings.Builder
 	from int
 	said []said
 }
@@ -538,17 +538,18 @@ func (s *scopes) serverReason(r Resource, held, limit, ahead int) {
 		}
 		s.last, s.lastWhat = k, what
 	}
-	s.from = len(s.text)
-	s.text = append(s.text, what...)
+	s.from = s.text.Len()
+	s.text.WriteString(what)
 	switch ahead {
 	case 0:
-		s.text = append(s.text, "; this job is next"...)
+		s.text.WriteString("; this job is next")
 	case 1:
-		s.text = append(s.text, "; 1 job ahead of this one"...)
+		s.text.WriteString("; 1 job ahead of this one")
 	default:
-		s.text = append(s.text, "; "...)
-		s.text = strconv.AppendInt(s.text, int64(ahead), 10)
-		s.text = append(s.text, " jobs ahead of this one"...)
+		var n [20]byte
+		s.text.WriteString("; ")
+		s.text.Write(strconv.AppendInt(n[:0], int64(ahead), 10))
+		s.text.WriteString(" jobs ahead of this one")
 	}
 }
 
