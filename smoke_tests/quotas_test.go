@@ -106,8 +106,13 @@ func TestHourlyCostLimit(t *testing.T) {
 	e := newEnv(t)
 	e.config("local:\n  prices:\n    node_hour: 10\nlimits:\n  server: {hourly_cost: 15}\n")
 	task := e.write("task.yaml", "resources: {cloud: local}\nrun: sleep 120\n")
+	// The first job holds what it bills an hour once its attempt bills
+	// (before that, what it was priced at launch: nothing, as the
+	// controller had read no price yet): wait for it to bill.
 	first := e.launch(task)
-	e.waitStatus(first, lifecycle.Running)
+	e.waitFor(first, 30*time.Second, "the first job running and billing", func(d contract.JobDetail) bool {
+		return d.Status == lifecycle.Running && d.Cost != nil
+	})
 	// A launch is priced from the prices the controller has read (as the
 	// dry run shows them): wait for them.
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(e.must("jobs", "launch", "--dry-run", "-o", "json", task).stdout, `"hourly_cost": 10`); {

@@ -178,7 +178,8 @@ func (s *Service) mayAdmin(verb string) error {
 }
 
 // actor is the name an admin action is recorded under: the asker's, or
-// on the server's machine the user of the process.
+// on the server's machine the user of the process ("server" when the
+// environment names none).
 func (s *Service) actor() string {
 	if n := s.asker().Name; n != "" {
 		return n
@@ -190,7 +191,7 @@ func (s *Service) actor() string {
 	if u := getenv("USER"); u != "" {
 		return u
 	}
-	return "local"
+	return "server"
 }
 
 // quotaName is what a user or group name may be.
