@@ -94,16 +94,7 @@ func (c *jobStep) yield(ctx context.Context, j *store.Job, a *store.Attempt) err
 		return nil
 	}
 	e := ended{outcome: strategy.PreemptedByPriority, reason: reason, detail: reason}
-	if a.State == lifecycle.AttemptLaunching {
-		// No task ran: finish tears down whatever the launch made.
-		return c.finish(ctx, j, a, nil, e, nil)
-	}
-	w := c.wrapUp(ctx, j, a, false)
-	c.stopLeftovers(ctx, j, a, w)
-	if w.cl != nil {
-		e.codes = c.recordedCodes(ctx, w.prov, w.cl, a, true)
-	}
-	return c.finish(ctx, j, a, nil, e, w)
+	return c.stopAttempt(ctx, j, a, e)
 }
 
 // What the last admission pass found (Controller.limited).

@@ -202,13 +202,5 @@ func (c *jobStep) stopOverBudget(ctx context.Context, j *store.Job, a *store.Att
 	if a == nil {
 		return c.finishJob(ctx, j, e)
 	}
-	if a.State == lifecycle.AttemptLaunching {
-		return c.finish(ctx, j, a, nil, e, nil)
-	}
-	w := c.wrapUp(ctx, j, a, false)
-	c.stopLeftovers(ctx, j, a, w)
-	if w.cl != nil {
-		e.codes = c.recordedCodes(ctx, w.prov, w.cl, a, true)
-	}
-	return c.finish(ctx, j, a, nil, e, w)
+	return c.stopAttempt(ctx, j, a, e)
 }

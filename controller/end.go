@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/controller/home"
+	"sortie/controller/lifecycle"
 	"sortie/controller/schedule"
 	"sortie/controller/store"
 	"sortie/provision"
@@ -302,6 +303,24 @@ func (c *Controller) recordedCodes(ctx context.Context, prov provision.Provider,
 	}
 	wg.Wait()
 	return codes
+}
+
+// stopAttempt ends attempt a of job j as e says, stopping it first: an
+// attempt still launching ran no task, and finish tears down whatever
+// the launch made; otherwise the nodes still running are stopped, each
+// given its grace (SIGTERM, then SIGKILL), and the codes they end with
+// are recorded with e (a task that traps SIGTERM and exits 143 shows
+// 143). A cancel, a spent budget and a preemption by priority end so.
+func (c *jobStep) stopAttempt(ctx context.Context, j *store.Job, a *store.Attempt, e ended) error {
+	if a.State == lifecycle.AttemptLaunching {
+		return c.finish(ctx, j, a, nil, e, nil)
+	}
+	w := c.wrapUp(ctx, j, a, false)
+	c.stopLeftovers(ctx, j, a, w)
+	if w.cl != nil {
+		e.codes = c.recordedCodes(ctx, w.prov, w.cl, a, true)
+	}
+	return c.finish(ctx, j, a, nil, e, w)
 }
 
 // stopLeftovers stops the task on every node of an ended attempt where it

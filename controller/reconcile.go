@@ -252,22 +252,11 @@ func (c *jobStep) cancel(ctx context.Context, j *store.Job, a *store.Attempt) er
 		return c.finishJob(ctx, j, e)
 	}
 	if a.State == lifecycle.AttemptLaunching {
-		// No task ran: there is nothing to poll or keep, and finish tears
-		// down whatever the launch made.
 		e.reason = reasonNotStarted
-		return c.finish(ctx, j, a, nil, e, nil)
 	}
-	// The nodes still running are stopped first, each given its grace
-	// (SIGTERM, then SIGKILL), and the codes they end with are recorded
-	// with the cancel: a task that traps SIGTERM and exits 143 shows 143.
 	// A controller killed between the stop and the record finds the
 	// cancel still asked for, and the codes on the nodes, next time.
-	w := c.wrapUp(ctx, j, a, false)
-	c.stopLeftovers(ctx, j, a, w)
-	if w.cl != nil {
-		e.codes = c.recordedCodes(ctx, w.prov, w.cl, a, true)
-	}
-	return c.finish(ctx, j, a, nil, e, w)
+	return c.stopAttempt(ctx, j, a, e)
 }
 
 // overTime applies strategy.OverTime to j's current task: it says whether
