@@ -106,21 +106,19 @@ func TestHourlyCostLimit(t *testing.T) {
 	e := newEnv(t)
 	e.config("local:\n  prices:\n    node_hour: 10\nlimits:\n  server: {hourly_cost: 15}\n")
 	task := e.write("task.yaml", "resources: {cloud: local}\nrun: sleep 120\n")
-	// The first job holds what it bills an hour once its attempt bills
-	// (before that, what it was priced at launch: nothing, as the
-	// controller had read no price yet): wait for it to bill.
-	first := e.launch(task)
-	e.waitFor(first, 30*time.Second, "the first job running and billing", func(d contract.JobDetail) bool {
-		return d.Status == lifecycle.Running && d.Cost != nil
-	})
 	// A launch is priced from the prices the controller has read (as the
-	// dry run shows them): wait for them.
+	// dry run shows them): a first short job starts the controller, and
+	// the jobs of the test are launched once the prices are read, so each
+	// asks its $10 from launch.
+	e.waitStatus(e.launch(e.write("warm.yaml", "resources: {cloud: local}\nrun: 'true'\n")), lifecycle.Succeeded)
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(e.must("jobs", "launch", "--dry-run", "-o", "json", task).stdout, `"hourly_cost": 10`); {
 		if time.Now().After(deadline) {
 			t.Fatal("the dry run shows no hourly cost of $10 within 30s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	first := e.launch(task)
+	e.waitStatus(first, lifecycle.Running)
 	second := e.launch(task)
 	want := "waiting: $10.00 of the server's $15.00 an hour are in use"
 	e.waitFor(second, 30*time.Second, "the second job waiting for the dollar limit", func(d contract.JobDetail) bool {
